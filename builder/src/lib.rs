@@ -1,0 +1,337 @@
+//! Builds a kernels crate to PTX from a build script.
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() {
+//!     let ptx = clustered_builder::Builder::new("kernels")
+//!         .arch("sm_90")
+//!         .build()
+//!         .unwrap_or_else(|e| panic!("{e}"));
+//!     // `ptx` is the path of the PTX file; it is also exported to the crate
+//!     // as the env variable `CLUSTERED_PTX_KERNELS` (the crate name, upper-cased).
+//! }
+//! ```
+//!
+//! Like Rust-CUDA's `cuda_builder`, it runs a nested cargo:
+//! `cargo rustc --release --target nvptx64-nvidia-cuda -Zbuild-std=core -- -C target-cpu=<arch>`,
+//! with `RUSTC_BOOTSTRAP=1` for that build alone (the NVPTX target needs
+//! unstable features; the outer build stays stable), in its own target
+//! directory under `OUT_DIR`, and with `rerun-if-changed` on the kernel crate
+//! and on its path dependencies.
+
+use std::collections::BTreeSet;
+use std::env;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The rustup components the NVPTX build needs.
+pub const REQUIRED_COMPONENTS: &str = "rust-src llvm-bitcode-linker llvm-tools";
+
+const TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// Why the PTX could not be built.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The kernels crate has no `Cargo.toml` at the given path.
+    NoKernelCrate(PathBuf),
+    /// A rustup component is missing from the toolchain.
+    MissingComponent {
+        component: &'static str,
+        looked_for: PathBuf,
+    },
+    /// `cargo` or `rustc` could not be run.
+    Tool { tool: String, error: std::io::Error },
+    /// The nested cargo failed; its output was forwarded above.
+    Compile { status: std::process::ExitStatus },
+    /// The build succeeded but left no PTX where expected.
+    NoPtx(PathBuf),
+    /// An environment variable that cargo sets for build scripts is missing.
+    NotInBuildScript(&'static str),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::NoKernelCrate(path) => write!(
+                f,
+                "no kernels crate at {}: give Builder::new the directory that holds its Cargo.toml",
+                path.display()
+            ),
+            BuildError::MissingComponent { component, looked_for } => write!(
+                f,
+                "the rustup component `{component}` is missing (looked for {}); \
+                 install what the NVPTX build needs with `rustup component add {REQUIRED_COMPONENTS}`",
+                looked_for.display()
+            ),
+            BuildError::Tool { tool, error } => write!(f, "could not run `{tool}`: {error}"),
+            BuildError::Compile { status } => write!(
+                f,
+                "building the kernels for {TARGET} failed ({status}); the compiler's messages are above"
+            ),
+            BuildError::NoPtx(path) => write!(f, "the kernel build wrote no PTX at {}", path.display()),
+            BuildError::NotInBuildScript(var) => {
+                write!(f, "${var} is not set: call the builder from a build script (build.rs)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Configures and runs the PTX build of one kernels crate.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    crate_dir: PathBuf,
+    arch: String,
+    release: bool,
+}
+
+impl Builder {
+    /// The kernels crate at `crate_dir`, relative to the calling crate's
+    /// manifest directory (or absolute). Defaults: `sm_90`, release profile.
+    pub fn new(crate_dir: impl AsRef<Path>) -> Self {
+        let crate_dir = crate_dir.as_ref();
+        let crate_dir = match env::var_os("CARGO_MANIFEST_DIR") {
+            Some(root) if crate_dir.is_relative() => PathBuf::from(root).join(crate_dir),
+            _ => crate_dir.to_path_buf(),
+        };
+        Builder {
+            crate_dir,
+            arch: "sm_90".into(),
+            release: true,
+        }
+    }
+
+    /// The GPU architecture to compile for (`-C target-cpu`), e.g. `sm_80`.
+    /// PTX built for an older architecture is JIT-compiled for newer GPUs.
+    pub fn arch(mut self, arch: impl Into<String>) -> Self {
+        self.arch = arch.into();
+        self
+    }
+
+    /// Build the kernels in the dev profile (unoptimised; for debugging).
+    pub fn debug(mut self) -> Self {
+        self.release = false;
+        self
+    }
+
+    /// Builds the PTX, prints the `cargo:` lines a build script needs, and
+    /// returns the path of the PTX file.
+    pub fn build(self) -> Result<PathBuf, BuildError> {
+        let manifest = self.crate_dir.join("Cargo.toml");
+        if !manifest.is_file() {
+            return Err(BuildError::NoKernelCrate(self.crate_dir));
+        }
+        check_components()?;
+        let out_dir =
+            PathBuf::from(env::var_os("OUT_DIR").ok_or(BuildError::NotInBuildScript("OUT_DIR"))?);
+        let target_dir = out_dir.join("ptx-target");
+        let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+
+        let mut command = Command::new(&cargo);
+        command
+            .arg("rustc")
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .args([
+                "--lib",
+                "--target",
+                TARGET,
+                "-Zbuild-std=core",
+                "--target-dir",
+            ])
+            .arg(&target_dir);
+        if self.release {
+            command.arg("--release");
+        }
+        command
+            .args(["--", "-C"])
+            .arg(format!("target-cpu={}", self.arch));
+        // The nested build must not inherit the outer build's configuration:
+        // flags, wrappers and jobserver meant for the host crate.
+        for var in [
+            "RUSTFLAGS",
+            "CARGO_ENCODED_RUSTFLAGS",
+            "CARGO_BUILD_TARGET",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_RUSTFLAGS",
+            "RUSTC_WORKSPACE_WRAPPER",
+            "CARGO_MAKEFLAGS",
+            "MAKEFLAGS",
+            "MFLAGS",
+        ] {
+            command.env_remove(var);
+        }
+        for (var, _) in env::vars_os() {
+            if let Some(var) = var.to_str() {
+                if var.starts_with("CARGO_PROFILE_") || var.starts_with("CARGO_FEATURE_") {
+                    command.env_remove(var);
+                }
+            }
+        }
+        command.env("RUSTC_BOOTSTRAP", "1");
+
+        let status = command.status().map_err(|error| BuildError::Tool {
+            tool: cargo.clone(),
+            error,
+        })?;
+        if !status.success() {
+            return Err(BuildError::Compile { status });
+        }
+
+        let profile = if self.release { "release" } else { "debug" };
+        let package = package_name(&manifest).unwrap_or_else(|| "kernels".into());
+        let ptx = target_dir
+            .join(TARGET)
+            .join(profile)
+            .join(format!("{}.ptx", package.replace('-', "_")));
+        if !ptx.is_file() {
+            return Err(BuildError::NoPtx(ptx));
+        }
+
+        for dir in watched_dirs(&self.crate_dir) {
+            println!("cargo:rerun-if-changed={}", dir.display());
+        }
+        println!("cargo:rerun-if-env-changed=RUSTUP_TOOLCHAIN");
+        let var = format!("CLUSTERED_PTX_{}", package.to_uppercase().replace('-', "_"));
+        println!("cargo:rustc-env={var}={}", ptx.display());
+        Ok(ptx)
+    }
+}
+
+/// The NVPTX build fails deep inside cargo without these; say so up front.
+fn check_components() -> Result<(), BuildError> {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let output = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .map_err(|error| BuildError::Tool {
+            tool: rustc.clone(),
+            error,
+        })?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    let host = env::var("HOST").unwrap_or_else(|_| "x86_64-unknown-linux-gnu".into());
+    let host_bin = sysroot.join("lib/rustlib").join(&host).join("bin");
+    let checks: [(&'static str, PathBuf); 3] = [
+        (
+            "rust-src",
+            sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml"),
+        ),
+        (
+            "llvm-bitcode-linker",
+            host_bin
+                .join("self-contained")
+                .join(exe("llvm-bitcode-linker")),
+        ),
+        ("llvm-tools", host_bin.join(exe("llvm-link"))),
+    ];
+    for (component, path) in checks {
+        if !path.exists() {
+            return Err(BuildError::MissingComponent {
+                component,
+                looked_for: path,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn exe(name: &str) -> String {
+    format!("{name}{}", env::consts::EXE_SUFFIX)
+}
+
+/// The `name` of `[package]` in a manifest, read without a TOML parser.
+fn package_name(manifest: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(manifest).ok()?;
+    let mut in_package = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+        } else if in_package {
+            if let Some(value) = line
+                .strip_prefix("name")
+                .map(str::trim_start)
+                .and_then(|l| l.strip_prefix('='))
+            {
+                return Some(value.trim().trim_matches('"').to_string());
+            }
+        }
+    }
+    None
+}
+
+/// The kernel crate and every local crate it depends on by `path = "..."`
+/// (the device runtime and the macros, in this workspace), recursively.
+fn watched_dirs(crate_dir: &Path) -> BTreeSet<PathBuf> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![crate_dir.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        let Ok(dir) = dir.canonicalize() else {
+            continue;
+        };
+        if !seen.insert(dir.clone()) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
+            continue;
+        };
+        for line in text.lines() {
+            if let Some(path) = path_dependency(line) {
+                todo.push(dir.join(path));
+            }
+        }
+    }
+    seen.into_iter()
+        .flat_map(|dir| [dir.join("src"), dir.join("Cargo.toml")])
+        .filter(|p| p.exists())
+        .collect()
+}
+
+/// `foo = { path = "../foo" }` -> `../foo`.
+fn path_dependency(line: &str) -> Option<&str> {
+    let start = line.find("path")? + 4;
+    let rest = line[start..]
+        .trim_start()
+        .strip_prefix('=')?
+        .trim_start()
+        .strip_prefix('"')?;
+    rest.split('"').next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_path_dependencies() {
+        assert_eq!(
+            path_dependency(r#"clustered-device = { path = "../device" }"#),
+            Some("../device")
+        );
+        assert_eq!(path_dependency(r#"syn = "2""#), None);
+        assert_eq!(
+            path_dependency(r#"x = { version = "1", path="../x", features = [] }"#),
+            Some("../x")
+        );
+    }
+
+    #[test]
+    fn missing_crate_is_a_clear_error() {
+        let err = Builder::new("/nonexistent/kernels").build().unwrap_err();
+        assert!(matches!(err, BuildError::NoKernelCrate(_)));
+        assert!(err.to_string().contains("Cargo.toml"), "{err}");
+    }
+
+    #[test]
+    fn missing_component_names_the_fix() {
+        let err = BuildError::MissingComponent {
+            component: "rust-src",
+            looked_for: "/x".into(),
+        };
+        assert!(err
+            .to_string()
+            .contains("rustup component add rust-src llvm-bitcode-linker llvm-tools"));
+    }
+}

@@ -1,0 +1,89 @@
+//! Atomics on global memory at device (GPU) scope, relaxed ordering.
+//!
+//! Written as PTX so the instruction is exactly the one named: in particular
+//! [`fetch_inc_wrapping`] (`atom.inc`) is left alone by ptxas, which
+//! warp-aggregates a one-thread `atom.add` and makes the other lanes wait on a
+//! shuffle (DESIGN.md section 7).
+
+use core::arch::asm;
+
+/// `atom.global.add.u32`: adds `value` to `*address`, returns the old value.
+///
+/// # Safety
+/// `address` must point to a valid, 4-byte aligned `u32` in global memory.
+#[inline(always)]
+pub unsafe fn fetch_add_u32(address: *mut u32, value: u32) -> u32 {
+    let old: u32;
+    asm!("atom.relaxed.gpu.global.add.u32 {old}, [{address}], {value};",
+         old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
+         options(nostack));
+    old
+}
+
+/// `atom.global.add.u64`.
+///
+/// # Safety
+/// `address` must point to a valid, 8-byte aligned `u64` in global memory.
+#[inline(always)]
+pub unsafe fn fetch_add_u64(address: *mut u64, value: u64) -> u64 {
+    let old: u64;
+    asm!("atom.relaxed.gpu.global.add.u64 {old}, [{address}], {value};",
+         old = out(reg64) old, address = in(reg64) address, value = in(reg64) value,
+         options(nostack));
+    old
+}
+
+/// `atom.global.add.f32`.
+///
+/// # Safety
+/// `address` must point to a valid, 4-byte aligned `f32` in global memory.
+#[inline(always)]
+pub unsafe fn fetch_add_f32(address: *mut f32, value: f32) -> f32 {
+    let old: f32;
+    asm!("atom.relaxed.gpu.global.add.f32 {old}, [{address}], {value};",
+         old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
+         options(nostack));
+    old
+}
+
+/// `atom.global.inc.u32`: `*address = if old >= bound { 0 } else { old + 1 }`,
+/// returns `old`. With `bound = u32::MAX - 1` it is a counter that ptxas does
+/// not warp-aggregate.
+///
+/// # Safety
+/// `address` must point to a valid, 4-byte aligned `u32` in global memory.
+#[inline(always)]
+pub unsafe fn fetch_inc_wrapping(address: *mut u32, bound: u32) -> u32 {
+    let old: u32;
+    asm!("atom.relaxed.gpu.global.inc.u32 {old}, [{address}], {bound};",
+         old = out(reg32) old, address = in(reg64) address, bound = in(reg32) bound,
+         options(nostack));
+    old
+}
+
+/// `atom.global.cas.b32`: if `*address == expected` stores `new`; returns the
+/// old value.
+///
+/// # Safety
+/// `address` must point to a valid, 4-byte aligned `u32` in global memory.
+#[inline(always)]
+pub unsafe fn compare_and_swap_u32(address: *mut u32, expected: u32, new: u32) -> u32 {
+    let old: u32;
+    asm!("atom.relaxed.gpu.global.cas.b32 {old}, [{address}], {expected}, {new};",
+         old = out(reg32) old, address = in(reg64) address,
+         expected = in(reg32) expected, new = in(reg32) new, options(nostack));
+    old
+}
+
+/// `atom.global.max.u32`.
+///
+/// # Safety
+/// `address` must point to a valid, 4-byte aligned `u32` in global memory.
+#[inline(always)]
+pub unsafe fn fetch_max_u32(address: *mut u32, value: u32) -> u32 {
+    let old: u32;
+    asm!("atom.relaxed.gpu.global.max.u32 {old}, [{address}], {value};",
+         old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
+         options(nostack));
+    old
+}

@@ -1,0 +1,195 @@
+//! Shared memory: per-CTA arrays, static ([`shared_array!`]) or dynamic
+//! ([`dynamic_shared_memory`]).
+//!
+//! Why not references: threads of a CTA write shared memory concurrently, so a
+//! Rust `&mut` to it would be a data race by construction. A [`Shared<T>`] is a
+//! 32-bit address in the shared window, read and written by `ld.shared` /
+//! `st.shared`; ordering between threads comes from
+//! [`sync_threads`](crate::thread::sync_threads). The explicit state space
+//! also matters for speed: rustc cannot tell LLVM that a pointer is in shared
+//! memory, and a generic `ld` through one compiles to `LD` instead of `LDS`
+//! (and is never vectorised to `LDS.128`).
+//!
+//! Every array is 16-byte aligned, so tiles of `f32` keep their vector loads
+//! whatever else the kernel (or the scheduler) declares beside them.
+
+use core::arch::asm;
+use core::marker::PhantomData;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Element types of shared arrays: those a single `ld.shared` moves.
+pub trait SharedElement: Copy + sealed::Sealed {
+    #[doc(hidden)]
+    unsafe fn load_shared(address: u32) -> Self;
+    #[doc(hidden)]
+    unsafe fn store_shared(address: u32, value: Self);
+}
+
+macro_rules! shared_element {
+    ($($t:ty => $ptx:literal, $class:ident;)*) => {$(
+        impl sealed::Sealed for $t {}
+        impl SharedElement for $t {
+            #[inline(always)]
+            unsafe fn load_shared(address: u32) -> Self {
+                let value: $t;
+                asm!(concat!("ld.shared.", $ptx, " {value}, [{address}];"),
+                     value = out($class) value, address = in(reg32) address,
+                     options(readonly, nostack, preserves_flags));
+                value
+            }
+            #[inline(always)]
+            unsafe fn store_shared(address: u32, value: Self) {
+                asm!(concat!("st.shared.", $ptx, " [{address}], {value};"),
+                     value = in($class) value, address = in(reg32) address,
+                     options(nostack, preserves_flags));
+            }
+        }
+    )*};
+}
+
+shared_element! {
+    f32 => "f32", reg32;
+    u32 => "u32", reg32;
+    i32 => "s32", reg32;
+    f64 => "f64", reg64;
+    u64 => "u64", reg64;
+    i64 => "s64", reg64;
+}
+
+/// A typed address in this CTA's shared memory.
+///
+/// Copy it freely; it is only an address. Reads and writes are `unsafe`:
+/// the caller keeps the index in bounds and orders accesses of different
+/// threads with barriers.
+#[derive(Clone, Copy, Debug)]
+pub struct Shared<T> {
+    address: u32,
+    _element: PhantomData<T>,
+}
+
+impl<T: SharedElement> Shared<T> {
+    /// # Safety
+    /// `address` is a `T`-aligned address in the shared window.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub const unsafe fn from_address(address: u32) -> Self {
+        Shared {
+            address,
+            _element: PhantomData,
+        }
+    }
+
+    /// The address in the shared window (what `cvta.to.shared` gives).
+    #[inline(always)]
+    pub fn address(self) -> u32 {
+        self.address
+    }
+
+    /// Element `index` from here: `ld.shared`.
+    ///
+    /// # Safety
+    /// `index` is inside the array; no other thread writes the element
+    /// concurrently.
+    #[inline(always)]
+    pub unsafe fn read(self, index: u32) -> T {
+        T::load_shared(self.element_address(index))
+    }
+
+    /// Stores `value` at element `index`: `st.shared`.
+    ///
+    /// # Safety
+    /// `index` is inside the array; no other thread reads or writes the
+    /// element concurrently.
+    #[inline(always)]
+    pub unsafe fn write(self, index: u32, value: T) {
+        T::store_shared(self.element_address(index), value)
+    }
+
+    /// The address `count` elements further on.
+    #[inline(always)]
+    pub fn offset(self, count: u32) -> Self {
+        Shared {
+            address: self.element_address(count),
+            _element: PhantomData,
+        }
+    }
+
+    /// A generic pointer to this address, for code that needs `*mut T`.
+    /// Loads through it are generic (`LD`), slower than [`Shared::read`].
+    #[inline(always)]
+    pub fn as_mut_ptr(self) -> *mut T {
+        let generic: u64;
+        // SAFETY: converting a shared-window address to a generic one.
+        unsafe {
+            asm!("cvta.shared.u64 {generic}, {shared};",
+                 generic = out(reg64) generic, shared = in(reg64) self.address as u64,
+                 options(pure, nomem, nostack, preserves_flags));
+        }
+        generic as *mut T
+    }
+
+    #[inline(always)]
+    fn element_address(self, index: u32) -> u32 {
+        self.address + index * core::mem::size_of::<T>() as u32
+    }
+}
+
+/// Declares a shared-memory array of the CTA and gives its address.
+///
+/// ```ignore
+/// let tile = shared_array!(tile_a: [f32; 32 * 32]);
+/// tile.write(thread_idx_y() * 32 + thread_idx_x(), value);
+/// ```
+///
+/// The array is declared once per kernels crate at module scope in PTX (like a
+/// file-scope `__shared__` in CUDA C), named after the identifier and its
+/// place in the source, and 16-byte aligned. Every CTA gets its own copy; a
+/// kernel that does not use it does not allocate it.
+#[macro_export]
+#[allow_internal_unstable(asm_experimental_arch)]
+macro_rules! shared_array {
+    ($name:ident : [$element:ty; $len:expr]) => {{
+        #[allow(non_snake_case, unused_imports)]
+        mod $name {
+            use super::*;
+            ::core::arch::global_asm!(
+                ::core::concat!(
+                    ".shared .align 16 .b8 ", ::core::stringify!($name), "_",
+                    ::core::line!(), "_", ::core::column!(), "[{bytes}];"
+                ),
+                bytes = const ::core::mem::size_of::<[$element; $len]>(),
+            );
+        }
+        let address: u32;
+        // SAFETY: takes the address of the array declared just above.
+        unsafe {
+            ::core::arch::asm!(
+                ::core::concat!(
+                    "mov.u32 {address}, ", ::core::stringify!($name), "_",
+                    ::core::line!(), "_", ::core::column!(), ";"
+                ),
+                address = out(reg32) address,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+            $crate::shared::Shared::<$element>::from_address(address)
+        }
+    }};
+}
+
+core::arch::global_asm!(".extern .shared .align 16 .b8 __clustered_dynamic_shared[];");
+
+/// The dynamic shared memory of this launch (the size given at launch time),
+/// 16-byte aligned, viewed as `T`s.
+#[inline(always)]
+pub fn dynamic_shared_memory<T: SharedElement>() -> Shared<T> {
+    let address: u32;
+    // SAFETY: takes the address of the module's dynamic shared array.
+    unsafe {
+        asm!("mov.u32 {address}, __clustered_dynamic_shared;", address = out(reg32) address,
+             options(pure, nomem, nostack, preserves_flags));
+        Shared::from_address(address)
+    }
+}

@@ -1,0 +1,77 @@
+//! Thread, block and grid indices, barriers: the CUDA built-ins.
+//!
+//! Names and signatures follow `cuda_std::thread`.
+
+use core::arch::nvptx;
+
+macro_rules! special_register {
+    ($($(#[$doc:meta])* $name:ident => $intrinsic:ident;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name() -> u32 {
+            // SAFETY: reading a special register has no preconditions.
+            unsafe { nvptx::$intrinsic() as u32 }
+        }
+    )*};
+}
+
+special_register! {
+    /// `%tid.x`: this thread's index in its block, x.
+    thread_idx_x => _thread_idx_x;
+    /// `%tid.y`: this thread's index in its block, y.
+    thread_idx_y => _thread_idx_y;
+    /// `%tid.z`: this thread's index in its block, z.
+    thread_idx_z => _thread_idx_z;
+    /// `%ctaid.x`: this block's index in the grid, x.
+    block_idx_x => _block_idx_x;
+    /// `%ctaid.y`: this block's index in the grid, y.
+    block_idx_y => _block_idx_y;
+    /// `%ctaid.z`: this block's index in the grid, z.
+    block_idx_z => _block_idx_z;
+    /// `%ntid.x`: threads per block, x.
+    block_dim_x => _block_dim_x;
+    /// `%ntid.y`: threads per block, y.
+    block_dim_y => _block_dim_y;
+    /// `%ntid.z`: threads per block, z.
+    block_dim_z => _block_dim_z;
+    /// `%nctaid.x`: blocks in the grid, x.
+    grid_dim_x => _grid_dim_x;
+    /// `%nctaid.y`: blocks in the grid, y.
+    grid_dim_y => _grid_dim_y;
+    /// `%nctaid.z`: blocks in the grid, z.
+    grid_dim_z => _grid_dim_z;
+}
+
+/// The global x index of this thread: `block_idx_x * block_dim_x + thread_idx_x`.
+#[inline(always)]
+pub fn index_1d() -> u32 {
+    block_idx_x() * block_dim_x() + thread_idx_x()
+}
+
+/// The global (x, y) index of this thread.
+#[inline(always)]
+pub fn index_2d() -> (u32, u32) {
+    (
+        block_idx_x() * block_dim_x() + thread_idx_x(),
+        block_idx_y() * block_dim_y() + thread_idx_y(),
+    )
+}
+
+/// `bar.sync 0`: waits until every thread of the block arrives, and makes
+/// their shared and global memory writes visible to each other.
+///
+/// Like `__syncthreads`, it must be reached by all threads of the block or by
+/// none.
+#[inline(always)]
+pub fn sync_threads() {
+    // SAFETY: a barrier has no memory-safety preconditions; reaching it
+    // non-uniformly is a hang, not undefined behaviour in Rust's sense.
+    unsafe { nvptx::_syncthreads() }
+}
+
+/// `trap`: aborts the kernel; the launch reports an error to the host.
+#[inline(always)]
+pub fn trap() -> ! {
+    // SAFETY: trap ends the kernel.
+    unsafe { nvptx::trap() }
+}

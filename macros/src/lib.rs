@@ -1,0 +1,28 @@
+//! The attributes of clustered kernels.
+//!
+//! - `#[kernel]` turns an `unsafe fn` into a PTX entry point, like
+//!   `cuda_std::kernel`.
+//!
+//! Each attribute is parsed, checked and expanded in its own module; errors
+//! are collected with their spans and reported together.
+
+mod kernel;
+
+use proc_macro::TokenStream;
+
+/// Marks an `unsafe fn` as a GPU kernel (a PTX `.entry`).
+///
+/// ```ignore
+/// #[kernel]
+/// pub unsafe fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) { ... }
+/// ```
+///
+/// The function must be `unsafe` (the host passes raw pointers that the
+/// kernel trusts), not generic, not `async`, and return nothing. Its name is
+/// the kernel's symbol in the PTX. The kernels crate needs
+/// `#![feature(abi_ptx)]` (it is built with `RUSTC_BOOTSTRAP=1` by
+/// `clustered-builder`).
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    kernel::expand(attr.into(), item.into()).into()
+}
