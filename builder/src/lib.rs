@@ -16,10 +16,9 @@
 //! `cargo rustc --release --target nvptx64-nvidia-cuda -Zbuild-std=core -- -C target-cpu=<arch>`,
 //! with `RUSTC_BOOTSTRAP=1` for that build alone (the NVPTX target needs
 //! unstable features; the outer build stays stable), in its own target
-//! directory under `OUT_DIR`, and with `rerun-if-changed` on the kernel crate
-//! and on its path dependencies.
+//! directory under `OUT_DIR`, and with `rerun-if-changed` on every source the nested
+//! build read (from its dep-info file).
 
-use std::collections::BTreeSet;
 use std::env;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -191,9 +190,16 @@ impl Builder {
             return Err(BuildError::NoPtx(ptx));
         }
 
-        for dir in watched_dirs(&self.crate_dir) {
-            println!("cargo:rerun-if-changed={}", dir.display());
+        // Cargo's dep-info of the nested build lists every source it read:
+        // the kernels, the device runtime, the macros (but the sysroot's).
+        let dep_info = ptx.with_extension("d");
+        let sources = std::fs::read_to_string(&dep_info)
+            .map(|text| dep_info_sources(&text))
+            .unwrap_or_default();
+        for source in sources.iter().filter(|s| !s.contains("/lib/rustlib/")) {
+            println!("cargo:rerun-if-changed={source}");
         }
+        println!("cargo:rerun-if-changed={}", manifest.display());
         println!("cargo:rerun-if-env-changed=RUSTUP_TOOLCHAIN");
         let var = format!("CLUSTERED_PTX_{}", package.to_uppercase().replace('-', "_"));
         println!("cargo:rustc-env={var}={}", ptx.display());
@@ -262,42 +268,27 @@ fn package_name(manifest: &Path) -> Option<String> {
     None
 }
 
-/// The kernel crate and every local crate it depends on by `path = "..."`
-/// (the device runtime and the macros, in this workspace), recursively.
-fn watched_dirs(crate_dir: &Path) -> BTreeSet<PathBuf> {
-    let mut seen = BTreeSet::new();
-    let mut todo = vec![crate_dir.to_path_buf()];
-    while let Some(dir) = todo.pop() {
-        let Ok(dir) = dir.canonicalize() else {
-            continue;
-        };
-        if !seen.insert(dir.clone()) {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
-            continue;
-        };
-        for line in text.lines() {
-            if let Some(path) = path_dependency(line) {
-                todo.push(dir.join(path));
-            }
+/// The prerequisites of a Makefile-style dep-info file (`target: a b\ c`).
+fn dep_info_sources(text: &str) -> Vec<String> {
+    let Some((_, prerequisites)) = text.lines().next().and_then(|line| line.split_once(": "))
+    else {
+        return Vec::new();
+    };
+    let mut sources = Vec::new();
+    let mut current = String::new();
+    let mut chars = prerequisites.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => current.extend(chars.next()),
+            ' ' if !current.is_empty() => sources.push(std::mem::take(&mut current)),
+            ' ' => {}
+            c => current.push(c),
         }
     }
-    seen.into_iter()
-        .flat_map(|dir| [dir.join("src"), dir.join("Cargo.toml")])
-        .filter(|p| p.exists())
-        .collect()
-}
-
-/// `foo = { path = "../foo" }` -> `../foo`.
-fn path_dependency(line: &str) -> Option<&str> {
-    let start = line.find("path")? + 4;
-    let rest = line[start..]
-        .trim_start()
-        .strip_prefix('=')?
-        .trim_start()
-        .strip_prefix('"')?;
-    rest.split('"').next()
+    if !current.is_empty() {
+        sources.push(current);
+    }
+    sources
 }
 
 #[cfg(test)]
@@ -305,16 +296,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_path_dependencies() {
+    fn reads_dep_info() {
+        let text = "/t/k.ptx: /w/device/src/lib.rs /w/my\\ dir/a.rs /w/k/src/lib.rs\n\n/w/device/src/lib.rs:\n";
         assert_eq!(
-            path_dependency(r#"clustered-device = { path = "../device" }"#),
-            Some("../device")
+            dep_info_sources(text),
+            ["/w/device/src/lib.rs", "/w/my dir/a.rs", "/w/k/src/lib.rs"]
         );
-        assert_eq!(path_dependency(r#"syn = "2""#), None);
-        assert_eq!(
-            path_dependency(r#"x = { version = "1", path="../x", features = [] }"#),
-            Some("../x")
-        );
+        assert!(dep_info_sources("").is_empty());
     }
 
     #[test]

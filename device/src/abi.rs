@@ -1,7 +1,162 @@
 //! The launch contract between a clustered kernel and the host.
 //!
 //! Defined once, here, in a crate that compiles for both sides, so the layout
-//! cannot drift. Bump [`ABI_VERSION`] on any change to these types.
+//! cannot drift. A clustered kernel takes a [`ClusterLaunch`] by value as its
+//! last parameter, and its PTX carries a [`KernelContract`] (a global named
+//! `<kernel>_contract`) that the host reads and checks before every launch.
+//! Bump [`ABI_VERSION`] on any change to these types.
+
+use crate::mapping::{grid_size, Delinearize, FastDiv, Grid, Indexing, MappingError, Partition};
 
 /// The version of the launch contract.
 pub const ABI_VERSION: u32 = 1;
+
+/// "CLST": marks a contract global, so a stray symbol is never mistaken for one.
+pub const CONTRACT_MAGIC: u32 = u32::from_le_bytes(*b"CLST");
+
+/// How the new kernel's CTAs choose the original CTAs they run.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    /// Same grid, CTAs run in the order of the chosen indexing (with tiles:
+    /// the grouped raster).
+    Reorder = 0,
+    /// The paper's redirection: same grid, block `u` runs position `u / M` of
+    /// cluster `u % M` (assumes round-robin dispatch).
+    Redirect = 1,
+    /// The paper's SM binding: persistent agents on each SM claim the tasks
+    /// of the cluster of their SM, then steal.
+    Agents = 2,
+}
+
+impl Binding {
+    pub const fn from_u32(value: u32) -> Option<Self> {
+        match value {
+            0 => Some(Binding::Reorder),
+            1 => Some(Binding::Redirect),
+            2 => Some(Binding::Agents),
+            _ => None,
+        }
+    }
+}
+
+/// The indexing kinds as stored in a contract.
+pub mod indexing_kind {
+    pub const ROW_MAJOR: u32 = 0;
+    pub const COLUMN_MAJOR: u32 = 1;
+    pub const TILE: u32 = 2;
+    pub const CUSTOM: u32 = 3;
+}
+
+/// What a clustered kernel tells the host about itself, fixed at compile time.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelContract {
+    /// [`CONTRACT_MAGIC`].
+    pub magic: u32,
+    /// [`ABI_VERSION`] of the runtime the kernel was built with.
+    pub abi_version: u32,
+    /// A [`Binding`] as `u32`.
+    pub binding: u32,
+    /// One of [`indexing_kind`].
+    pub indexing: u32,
+    /// Tile width and height for [`indexing_kind::TILE`], else 0.
+    pub tile: [u32; 2],
+    /// Agents: tasks claimed per atomic.
+    pub chunk: u32,
+    /// Agents: default ACTIVE agents per SM from the attribute (0: all).
+    pub default_active: u32,
+    /// Size of [`ClusterLaunch`] as the kernel sees it.
+    pub launch_size: u32,
+}
+
+impl KernelContract {
+    /// The contract of a kernel with these options.
+    pub const fn new(
+        binding: Binding,
+        indexing: u32,
+        tile: [u32; 2],
+        chunk: u32,
+        default_active: u32,
+    ) -> Self {
+        KernelContract {
+            magic: CONTRACT_MAGIC,
+            abi_version: ABI_VERSION,
+            binding: binding as u32,
+            indexing,
+            tile,
+            chunk,
+            default_active,
+            launch_size: core::mem::size_of::<ClusterLaunch>() as u32,
+        }
+    }
+
+    /// The indexing this contract fixes, or `None` for a custom one.
+    pub fn indexing(&self) -> Option<Indexing> {
+        match self.indexing {
+            indexing_kind::ROW_MAJOR => Some(Indexing::RowMajor),
+            indexing_kind::COLUMN_MAJOR => Some(Indexing::ColumnMajor),
+            indexing_kind::TILE => Some(Indexing::Tile {
+                width: self.tile[0],
+                height: self.tile[1],
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Words of scratch memory per launch: an arrival counter per SM slot and a
+/// task counter per cluster. Zeroed by the host before every launch.
+pub const fn scratch_words(sm_slots: u32, clusters: u32) -> usize {
+    sm_slots as usize + clusters as usize
+}
+
+/// The extra kernel parameter of a clustered kernel, passed by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClusterLaunch {
+    /// [`ABI_VERSION`]; the kernel traps on a mismatch.
+    pub abi_version: u32,
+    /// Agents: how many agents per SM run tasks (ACTIVE); the others exit.
+    pub active_agents: u32,
+    /// Agents: arrival counters in `scratch[..sm_slots]`, indexed by SM id
+    /// modulo `sm_slots`.
+    pub sm_slots: u32,
+    pub _reserved: u32,
+    /// The original grid cut into clusters.
+    pub partition: Partition,
+    /// `M`, for the round-robin binding's `u / M`.
+    pub clusters: FastDiv,
+    /// `v -> (x, y, z)` in the original grid.
+    pub delinearize: Delinearize,
+    /// Agents: `sm_slots + M` zeroed `u32`s, private to this launch.
+    pub scratch: u64,
+}
+
+impl ClusterLaunch {
+    /// Launch parameters for `grid` cut into `clusters` clusters.
+    pub fn new(indexing: Indexing, grid: Grid, clusters: u32) -> Result<Self, MappingError> {
+        let delinearize = Delinearize::new(indexing, grid)?;
+        let total = grid_size(grid).ok_or(MappingError::GridTooLarge)?;
+        let partition = Partition::new(total, clusters).ok_or(MappingError::NoClusters)?;
+        Ok(ClusterLaunch {
+            abi_version: ABI_VERSION,
+            active_agents: 0,
+            sm_slots: 0,
+            _reserved: 0,
+            partition,
+            clusters: FastDiv::new(clusters).ok_or(MappingError::NoClusters)?,
+            delinearize,
+            scratch: 0,
+        })
+    }
+
+    /// Sets the agents' fields: ACTIVE per SM and the scratch buffer of
+    /// `scratch_words(sm_slots, clusters)` zeroed words.
+    pub fn with_agents(mut self, active_agents: u32, sm_slots: u32, scratch: u64) -> Self {
+        self.active_agents = active_agents;
+        self.sm_slots = sm_slots;
+        self.scratch = scratch;
+        self
+    }
+}

@@ -15,7 +15,9 @@
 )]
 
 pub mod abi;
+pub mod cta;
 pub mod mapping;
+pub mod schedule;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod atomic;
@@ -24,13 +26,15 @@ pub mod math;
 #[cfg(target_arch = "nvptx64")]
 pub mod memory;
 #[cfg(target_arch = "nvptx64")]
+pub mod run;
+#[cfg(target_arch = "nvptx64")]
 pub mod shared;
 #[cfg(target_arch = "nvptx64")]
 pub mod sm;
 #[cfg(target_arch = "nvptx64")]
 pub mod thread;
 
-pub use clustered_macros::kernel;
+pub use clustered_macros::{clustered, kernel};
 
 /// A panic in a kernel traps: the launch fails and the host gets an error
 /// (`CUDA_ERROR_LAUNCH_FAILED`) instead of a wrong result.

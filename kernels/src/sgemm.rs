@@ -1,6 +1,6 @@
 //! Matrix products.
 
-use clustered_device::kernel;
+use clustered_device::clustered;
 use clustered_device::math::fma;
 use clustered_device::shared_array;
 use clustered_device::thread::{
@@ -13,7 +13,9 @@ pub const TILE: u32 = 32;
 /// `C = A * B` for row-major `n x n` matrices, `n` a multiple of [`TILE`]:
 /// the CUDA SDK's shared-memory tiled SGEMM. Block `(x, y)` computes the
 /// `TILE x TILE` tile of `C` at tile row `y`, column `x`.
-#[kernel]
+#[clustered(name = sgemm_tiled_raster, binding = reorder, indexing = tile(16, 4))]
+#[clustered(name = sgemm_tiled_agents, binding = agents, indexing = tile(4, 4))]
+#[clustered(name = sgemm_tiled_redirect, binding = redirect, indexing = column_major)]
 pub unsafe fn sgemm_tiled(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let tile_a = shared_array!(tile_a: [f32; (TILE * TILE) as usize]);
     let tile_b = shared_array!(tile_b: [f32; (TILE * TILE) as usize]);

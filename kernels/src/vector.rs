@@ -1,10 +1,11 @@
 //! Streaming kernels.
 
-use clustered_device::kernel;
+use clustered_device::clustered;
 use clustered_device::thread::index_1d;
 
 /// `c[i] = a[i] + b[i]` for `i < n`, one element per thread.
-#[kernel]
+#[clustered(name = vector_add_agents, binding = agents, chunk = 8, bypass(a, b))]
+#[clustered(name = vector_add_redirect, binding = redirect)]
 pub unsafe fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let i = index_1d();
     if i < n {

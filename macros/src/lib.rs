@@ -2,10 +2,12 @@
 //!
 //! - `#[kernel]` turns an `unsafe fn` into a PTX entry point, like
 //!   `cuda_std::kernel`.
+//! - `#[clustered(..)]` adds locality-aware schedules of a kernel.
 //!
 //! Each attribute is parsed, checked and expanded in its own module; errors
 //! are collected with their spans and reported together.
 
+mod clustered;
 mod kernel;
 
 use proc_macro::TokenStream;
@@ -25,4 +27,15 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()
+}
+
+/// Turns a kernel into clustered kernels: the original stays (the baseline),
+/// and each `#[clustered(..)]` on the function adds one kernel that runs the
+/// original CTAs in a locality-aware schedule.
+///
+/// See the crate `clustered-device` for the options and the README for a
+/// before/after example.
+#[proc_macro_attribute]
+pub fn clustered(attr: TokenStream, item: TokenStream) -> TokenStream {
+    clustered::expand(attr.into(), item.into()).into()
 }

@@ -1,0 +1,149 @@
+//! What a generated clustered kernel calls: which original CTAs this block
+//! runs, for each binding. Kept here, small and shared, so the generated code
+//! stays short and this logic is written (and reviewed) once.
+
+use crate::abi::{ClusterLaunch, ABI_VERSION};
+use crate::atomic::fetch_inc_wrapping;
+use crate::cta::Cta;
+use crate::mapping::round_robin;
+use crate::schedule::{Claim, Claimer, TaskCounters};
+use crate::shared::Shared;
+use crate::sm::sm_id;
+use crate::thread::*;
+
+/// Traps on a launch built for another contract version: a wrong launch must
+/// fail loudly, never run with misread parameters.
+#[inline(always)]
+pub fn check_abi(launch: &ClusterLaunch) {
+    if launch.abi_version != ABI_VERSION {
+        trap();
+    }
+}
+
+/// The hardware's own row-major linear block id.
+#[inline(always)]
+fn hardware_linear_id() -> u32 {
+    (block_idx_z() * grid_dim_y() + block_idx_y()) * grid_dim_x() + block_idx_x()
+}
+
+/// The original CTA of `v` (given by `to_cta`), in the original grid.
+#[inline(always)]
+pub fn cta_of(launch: &ClusterLaunch, cta: [u32; 3]) -> Cta {
+    Cta::new(cta, launch.delinearize.grid())
+}
+
+/// Reorder binding: this block runs linear id `v = u` of the chosen indexing.
+#[inline(always)]
+pub fn reordered(launch: &ClusterLaunch) -> u32 {
+    check_abi(launch);
+    hardware_linear_id()
+}
+
+/// Redirection (round-robin binding): block `u` runs `f^-1(u / M, u % M)`.
+#[inline(always)]
+pub fn redirected(launch: &ClusterLaunch) -> u32 {
+    check_abi(launch);
+    let (position, cluster) = round_robin(hardware_linear_id(), launch.clusters);
+    launch.partition.join(position, cluster)
+}
+
+/// The chunk counters of a launch, in its scratch buffer after the SM slots.
+struct GlobalCounters(*mut u32);
+
+impl TaskCounters for GlobalCounters {
+    #[inline(always)]
+    fn next_chunk(&self, cluster: u32) -> u32 {
+        // SAFETY: the host allocates `sm_slots + M` words; cluster < M.
+        unsafe { fetch_inc_wrapping(self.0.add(cluster as usize), u32::MAX - 1) }
+    }
+}
+
+/// Marks "no more tasks" in the ticket.
+const DONE: u32 = u32::MAX;
+
+/// Publishes a claim in ticket slot `parity` (two words: cluster, first).
+#[inline(always)]
+unsafe fn publish(ticket: Shared<u32>, parity: u32, claim: Option<Claim>) {
+    let (cluster, first) = match claim {
+        Some(claim) => (claim.cluster, claim.first),
+        None => (DONE, 0),
+    };
+    ticket.write(2 * parity, cluster);
+    ticket.write(2 * parity + 1, first);
+}
+
+/// The agent loop (SM binding): runs `task(v)` for every linear id `v` this
+/// agent claims, and `prefetch(v')` with the next id of the same chunk first.
+///
+/// - One thread (the leader) claims; the claim reaches the CTA through a
+///   double-buffered shared ticket, so one barrier per chunk both publishes
+///   the next claim and separates consecutive chunks. Claims and the exit are
+///   therefore uniform across the CTA, and barriers inside `task` stay legal.
+/// - The leader claims the next chunk before running the current one, so the
+///   atomic's latency hides behind the work.
+/// - Throttling: the first `launch.active_agents` agents to arrive on an SM
+///   work; the others exit at once.
+/// - `separate_tasks`: put a barrier between tasks of a chunk, needed when
+///   the body uses shared memory or barriers.
+///
+/// # Safety
+/// `launch.scratch` holds `sm_slots + M` zeroed words private to this launch.
+#[inline(always)]
+pub unsafe fn agents(
+    launch: &ClusterLaunch,
+    chunk: u32,
+    separate_tasks: bool,
+    mut task: impl FnMut(u32),
+    mut prefetch: impl FnMut(u32),
+) {
+    check_abi(launch);
+    let ticket = crate::shared_array!(clustered_ticket: [u32; 4]);
+    let leader = thread_idx_x() == 0 && thread_idx_y() == 0 && thread_idx_z() == 0;
+    let partition = launch.partition;
+    let scratch = launch.scratch as *mut u32;
+    let counters = GlobalCounters(scratch.add(launch.sm_slots as usize));
+    let sm = sm_id();
+    let mut claimer = Claimer::new(sm, partition.clusters);
+    if leader {
+        let slots = launch.sm_slots;
+        let slot_index = if sm < slots { sm } else { sm % slots };
+        let arrival = fetch_inc_wrapping(scratch.add(slot_index as usize), u32::MAX - 1);
+        let first = if arrival < launch.active_agents {
+            claimer.claim(&counters, &partition, chunk)
+        } else {
+            None
+        };
+        publish(ticket, 0, first);
+    }
+    sync_threads();
+    let mut parity = 0;
+    loop {
+        let cluster = ticket.read(2 * parity);
+        if cluster == DONE {
+            break;
+        }
+        let first = ticket.read(2 * parity + 1);
+        let next = if leader {
+            claimer.claim(&counters, &partition, chunk)
+        } else {
+            None
+        };
+        let left = partition.cluster_len(cluster) - first;
+        let count = if left < chunk { left } else { chunk };
+        let start = partition.cluster_start(cluster) + first;
+        for k in 0..count {
+            if k > 0 && separate_tasks {
+                sync_threads();
+            }
+            if k + 1 < count {
+                prefetch(start + k + 1);
+            }
+            task(start + k);
+        }
+        parity ^= 1;
+        if leader {
+            publish(ticket, parity, next);
+        }
+        sync_threads();
+    }
+}

@@ -1,0 +1,180 @@
+//! How agents claim tasks so that every original CTA runs exactly once,
+//! whatever the dispatcher does (DESIGN.md section 3).
+//!
+//! An agent first takes chunks of its own cluster (the one of its SM) from a
+//! per-cluster counter, then steals from the other clusters in ring order
+//! (the clusters after its own, whose tasks neighbour its own). A counter
+//! hands out disjoint ranges, and an agent stops only after it found every
+//! cluster drained, so each task runs once, also when an SM gets no agent or
+//! SM ids are sparse.
+//!
+//! The claiming logic is generic over the counters so the host tests it with
+//! simulated agents; the device runs it on global atomics.
+
+use crate::mapping::Partition;
+
+/// Per-cluster counters of claimed chunks: `next_chunk(cluster)` increments
+/// the cluster's counter and returns its old value.
+///
+/// Counting chunks rather than tasks lets the device use `atom.inc`, which
+/// ptxas leaves alone, instead of `atom.add`, which it warp-aggregates.
+pub trait TaskCounters {
+    fn next_chunk(&self, cluster: u32) -> u32;
+}
+
+/// A range of tasks of one cluster: positions `first .. first + count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim {
+    pub cluster: u32,
+    pub first: u32,
+    pub count: u32,
+}
+
+/// One agent's claiming state: its home cluster and how far it has stolen.
+#[derive(Clone, Copy, Debug)]
+pub struct Claimer {
+    home: u32,
+    /// Clusters after `home` (in ring order) already found drained.
+    drained: u32,
+}
+
+impl Claimer {
+    /// An agent on SM `sm_id`: its home cluster is its SM id; SM ids beyond
+    /// the clusters (sparse ids) start stealing at `sm_id % M`.
+    #[inline(always)]
+    pub fn new(sm_id: u32, clusters: u32) -> Self {
+        let home = if sm_id < clusters {
+            sm_id
+        } else {
+            sm_id % clusters
+        };
+        Claimer { home, drained: 0 }
+    }
+
+    /// Claims up to `chunk` tasks, or `None` once every cluster is drained.
+    #[inline(always)]
+    pub fn claim(
+        &mut self,
+        counters: &impl TaskCounters,
+        partition: &Partition,
+        chunk: u32,
+    ) -> Option<Claim> {
+        let clusters = partition.clusters;
+        while self.drained < clusters {
+            let mut cluster = self.home + self.drained;
+            if cluster >= clusters {
+                cluster -= clusters;
+            }
+            let len = partition.cluster_len(cluster);
+            if len > 0 {
+                let first = counters.next_chunk(cluster) as u64 * chunk as u64;
+                if first < len as u64 {
+                    let first = first as u32;
+                    let count = if len - first < chunk {
+                        len - first
+                    } else {
+                        chunk
+                    };
+                    return Some(Claim {
+                        cluster,
+                        first,
+                        count,
+                    });
+                }
+            }
+            self.drained += 1;
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Mutex;
+
+    struct Counters(Vec<AtomicU32>);
+    impl TaskCounters for Counters {
+        fn next_chunk(&self, cluster: u32) -> u32 {
+            self.0[cluster as usize].fetch_add(1, Ordering::Relaxed)
+        }
+    }
+
+    /// Runs `agents` (their SM ids) on real threads, racing on the counters,
+    /// and returns how often each task ran.
+    fn run(total: u32, clusters: u32, agents: &[u32], chunk: u32) -> Vec<u32> {
+        let partition = Partition::new(total, clusters).unwrap();
+        let counters = Counters((0..clusters).map(|_| AtomicU32::new(0)).collect());
+        let runs = Mutex::new(vec![0u32; total as usize]);
+        std::thread::scope(|scope| {
+            for &sm in agents {
+                let (counters, runs, partition) = (&counters, &runs, &partition);
+                scope.spawn(move || {
+                    let mut claimer = Claimer::new(sm, clusters);
+                    while let Some(claim) = claimer.claim(counters, partition, chunk) {
+                        let mut runs = runs.lock().unwrap();
+                        for w in claim.first..claim.first + claim.count {
+                            runs[partition.join(w, claim.cluster) as usize] += 1;
+                        }
+                    }
+                });
+            }
+        });
+        runs.into_inner().unwrap()
+    }
+
+    fn assert_exactly_once(runs: &[u32], case: &str) {
+        for (v, &n) in runs.iter().enumerate() {
+            assert_eq!(n, 1, "{case}: CTA {v} ran {n} times");
+        }
+    }
+
+    #[test]
+    fn every_task_once_when_every_sm_has_agents() {
+        let agents: Vec<u32> = (0..8).flat_map(|sm| [sm, sm]).collect();
+        for chunk in [1, 3, 8] {
+            assert_exactly_once(&run(1000, 8, &agents, chunk), &format!("chunk {chunk}"));
+        }
+    }
+
+    #[test]
+    fn every_task_once_when_sms_are_starved() {
+        // Only SMs 2 and 5 of 8 get agents: the other clusters are stolen.
+        assert_exactly_once(&run(997, 8, &[2, 5], 4), "starved");
+        // A single agent drains everything.
+        assert_exactly_once(&run(300, 16, &[7], 1), "one agent");
+    }
+
+    #[test]
+    fn every_task_once_with_sparse_sm_ids() {
+        // Ids beyond the cluster count (sparse %smid) still drain every cluster.
+        assert_exactly_once(&run(500, 4, &[0, 9, 17, 130], 2), "sparse");
+    }
+
+    #[test]
+    fn fewer_tasks_than_clusters() {
+        assert_exactly_once(&run(3, 132, &[0, 1, 131], 1), "|V| < M");
+        assert_exactly_once(&run(0, 4, &[0, 1], 1), "empty");
+    }
+
+    #[test]
+    fn an_agent_prefers_its_own_cluster() {
+        let partition = Partition::new(40, 4).unwrap();
+        let counters = Counters((0..4).map(|_| AtomicU32::new(0)).collect());
+        let mut claimer = Claimer::new(2, 4);
+        let claims: Vec<Claim> =
+            std::iter::from_fn(|| claimer.claim(&counters, &partition, 4)).collect();
+        // Home cluster 2 first, then 3, 0, 1 in ring order.
+        let order: Vec<u32> = claims.iter().map(|c| c.cluster).collect();
+        assert_eq!(order, [2, 2, 2, 3, 3, 3, 0, 0, 0, 1, 1, 1]);
+        assert_eq!(
+            claims[2],
+            Claim {
+                cluster: 2,
+                first: 8,
+                count: 2
+            }
+        );
+    }
+}

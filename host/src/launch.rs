@@ -1,0 +1,255 @@
+//! Launch configurations, their validation, and typed launches.
+
+use cudarc::driver::{CudaStream, LaunchArgs, PushKernelArg};
+
+use crate::{
+    Axis, DeviceProperties, Error, Gpu, Kernel, KernelAttributes, LaunchError, ThreadLimit,
+};
+
+/// Grid, block and dynamic shared memory of one launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Grid size in blocks, `[x, y, z]`.
+    pub grid: [u32; 3],
+    /// Block size in threads, `[x, y, z]`.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub dynamic_shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A launch of `grid` blocks of `block` threads, no dynamic shared memory.
+    pub fn new(grid: [u32; 3], block: [u32; 3]) -> Self {
+        LaunchConfig {
+            grid,
+            block,
+            dynamic_shared_bytes: 0,
+        }
+    }
+
+    /// A 1D launch covering `total_threads` threads with blocks of
+    /// `block_threads`: the grid is `ceil(total_threads / block_threads)`, so
+    /// the kernel must bounds-check its index.
+    ///
+    /// Never panics: a zero block gives a zero grid (refused as
+    /// [`LaunchError::EmptyBlock`]), and a grid beyond `u32` saturates
+    /// (refused as [`LaunchError::GridTooLarge`]).
+    pub fn linear(total_threads: u64, block_threads: u32) -> Self {
+        let blocks = if block_threads == 0 {
+            0
+        } else {
+            total_threads.div_ceil(u64::from(block_threads))
+        };
+        LaunchConfig::new(
+            [u32::try_from(blocks).unwrap_or(u32::MAX), 1, 1],
+            [block_threads, 1, 1],
+        )
+    }
+
+    /// The same launch with `bytes` of dynamic shared memory per block.
+    pub fn with_dynamic_shared(mut self, bytes: u32) -> Self {
+        self.dynamic_shared_bytes = bytes;
+        self
+    }
+
+    /// Threads per block (x * y * z, saturating at `u64::MAX`).
+    pub fn block_threads(&self) -> u64 {
+        self.block
+            .iter()
+            .fold(1u64, |acc, &d| acc.saturating_mul(u64::from(d)))
+    }
+
+    /// Blocks in the grid (x * y * z, saturating at `u64::MAX`).
+    pub fn grid_blocks(&self) -> u64 {
+        self.grid
+            .iter()
+            .fold(1u64, |acc, &d| acc.saturating_mul(u64::from(d)))
+    }
+
+    /// Threads in the whole launch.
+    pub fn total_threads(&self) -> u128 {
+        u128::from(self.block_threads()) * u128::from(self.grid_blocks())
+    }
+
+    /// The cudarc form of this configuration.
+    pub fn to_cudarc(&self) -> cudarc::driver::LaunchConfig {
+        cudarc::driver::LaunchConfig {
+            grid_dim: (self.grid[0], self.grid[1], self.grid[2]),
+            block_dim: (self.block[0], self.block[1], self.block[2]),
+            shared_mem_bytes: self.dynamic_shared_bytes,
+        }
+    }
+}
+
+/// Checks a launch against the device's and the kernel's limits, without
+/// the driver. [`Launch::run`] calls it first, so a bad launch is a typed
+/// error rather than `CUDA_ERROR_INVALID_VALUE` (or worse) from the driver.
+///
+/// Checks, in order: no zero grid or block dimension; block threads within
+/// the smaller of the device's and the kernel's maximum; each block dimension
+/// within `max_block_dim`; each grid dimension within `max_grid_dim`; static
+/// plus dynamic shared memory within the opt-in maximum per block.
+pub fn validate_launch(
+    config: &LaunchConfig,
+    device: &DeviceProperties,
+    kernel: &KernelAttributes,
+) -> Result<(), LaunchError> {
+    if config.grid.contains(&0) {
+        return Err(LaunchError::EmptyGrid { grid: config.grid });
+    }
+    if config.block.contains(&0) {
+        return Err(LaunchError::EmptyBlock {
+            block: config.block,
+        });
+    }
+    let threads = config.block_threads();
+    let (limit, limited_by) = if kernel.max_threads_per_block < device.max_threads_per_block {
+        (kernel.max_threads_per_block, ThreadLimit::Kernel)
+    } else {
+        (device.max_threads_per_block, ThreadLimit::Device)
+    };
+    if threads > u64::from(limit) {
+        return Err(LaunchError::BlockTooLarge {
+            threads,
+            limit,
+            limited_by,
+        });
+    }
+    for axis in Axis::ALL {
+        let (dim, limit) = (
+            config.block[axis.index()],
+            device.max_block_dim[axis.index()],
+        );
+        if dim > limit {
+            return Err(LaunchError::BlockDimTooLarge { axis, dim, limit });
+        }
+    }
+    for axis in Axis::ALL {
+        let (dim, limit) = (config.grid[axis.index()], device.max_grid_dim[axis.index()]);
+        if dim > limit {
+            return Err(LaunchError::GridTooLarge { axis, dim, limit });
+        }
+    }
+    let shared = u64::from(config.dynamic_shared_bytes) + u64::from(kernel.static_shared_bytes);
+    if shared > u64::from(device.max_shared_memory_per_block_optin) {
+        return Err(LaunchError::SharedMemoryTooLarge {
+            requested_dynamic: config.dynamic_shared_bytes,
+            static_bytes: kernel.static_shared_bytes,
+            limit: device.max_shared_memory_per_block_optin,
+        });
+    }
+    Ok(())
+}
+
+/// Whether a launch needs the kernel's dynamic shared memory limit raised
+/// (static + dynamic over the default 48 KiB per block).
+pub fn needs_shared_opt_in(
+    config: &LaunchConfig,
+    device: &DeviceProperties,
+    kernel: &KernelAttributes,
+) -> bool {
+    u64::from(config.dynamic_shared_bytes) + u64::from(kernel.static_shared_bytes)
+        > u64::from(device.max_shared_memory_per_block)
+}
+
+/// A launch being built: a thin layer over cudarc's [`LaunchArgs`] that
+/// validates before launching. Make one with [`Gpu::launch`] or
+/// [`Gpu::launch_on`], push arguments with [`Launch::arg`], then
+/// [`Launch::run`].
+#[derive(Debug)]
+pub struct Launch<'a> {
+    device: &'a DeviceProperties,
+    kernel: &'a Kernel,
+    stream: &'a CudaStream,
+    config: LaunchConfig,
+    args: LaunchArgs<'a>,
+    arg_count: usize,
+    stream_after_args: bool,
+}
+
+impl Gpu {
+    /// Starts a launch of `kernel` on [`Gpu::stream`].
+    pub fn launch<'a>(&'a self, kernel: &'a Kernel, config: LaunchConfig) -> Launch<'a> {
+        self.launch_on(self.stream(), kernel, config)
+    }
+
+    /// Starts a launch of `kernel` on `stream` (of this GPU's context).
+    pub fn launch_on<'a>(
+        &'a self,
+        stream: &'a CudaStream,
+        kernel: &'a Kernel,
+        config: LaunchConfig,
+    ) -> Launch<'a> {
+        Launch {
+            device: self.properties(),
+            kernel,
+            stream,
+            config,
+            args: stream.launch_builder(kernel.function()),
+            arg_count: 0,
+            stream_after_args: false,
+        }
+    }
+}
+
+impl<'a> Launch<'a> {
+    /// Runs the launch on `stream` instead. Must come before the first
+    /// [`Launch::arg`] (cudarc binds buffer synchronisation to the stream as
+    /// arguments are pushed); otherwise [`Launch::run`] returns
+    /// [`Error::StreamAfterArgs`].
+    pub fn on(mut self, stream: &'a CudaStream) -> Self {
+        if self.arg_count > 0 {
+            self.stream_after_args = true;
+        } else {
+            self.stream = stream;
+            self.args = stream.launch_builder(self.kernel.function());
+        }
+        self
+    }
+
+    /// Pushes the next kernel argument: anything cudarc's [`PushKernelArg`]
+    /// takes (`&T` for `T: DeviceRepr`, `&CudaSlice<T>`, `&mut CudaSlice<T>`,
+    /// views).
+    pub fn arg<T>(mut self, arg: T) -> Self
+    where
+        LaunchArgs<'a>: PushKernelArg<T>,
+    {
+        self.args.arg(arg);
+        self.arg_count += 1;
+        self
+    }
+
+    /// The configuration of this launch.
+    pub fn config(&self) -> &LaunchConfig {
+        &self.config
+    }
+
+    /// Validates ([`validate_launch`]) and, if it passes, launches. Raises the
+    /// kernel's dynamic shared memory limit first when the launch needs more
+    /// than the default 48 KiB per block.
+    ///
+    /// # Safety
+    /// As cudarc's `LaunchArgs::launch`: the arguments must match the
+    /// kernel's parameters in number, order and type, and the kernel must
+    /// stay within its buffers.
+    pub unsafe fn run(mut self) -> Result<(), Error> {
+        if self.stream_after_args {
+            return Err(Error::StreamAfterArgs);
+        }
+        let attrs = self.kernel.attributes();
+        validate_launch(&self.config, self.device, &attrs)?;
+        if self.stream.context() != self.kernel.context() {
+            return Err(Error::ContextMismatch {
+                what: "the stream and the kernel",
+            });
+        }
+        if needs_shared_opt_in(&self.config, self.device, &attrs) {
+            self.kernel
+                .allow_dynamic_shared(self.config.dynamic_shared_bytes)?;
+        }
+        // SAFETY: forwarded to the caller.
+        unsafe { self.args.launch(self.config.to_cudarc()) }
+            .map(|_| ())
+            .map_err(Error::driver("cuLaunchKernel"))
+    }
+}

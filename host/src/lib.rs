@@ -1,0 +1,42 @@
+//! Host side of clustered kernels: device properties, modules from PTX,
+//! validated launches, occupancy and timing, as a thin layer over
+//! [`cudarc`]'s driver API.
+//!
+//! Kernels are built to PTX by rustc's nvptx64 backend and loaded with
+//! [`Gpu::load_module`]. Every launch is checked on the host
+//! ([`validate_launch`]) before it reaches the driver. Without an NVIDIA
+//! driver, [`Gpu::new`] returns [`Error::NoDriver`] instead of panicking.
+//!
+//! ```no_run
+//! use clustered_host::{Gpu, LaunchConfig};
+//! # fn main() -> Result<(), clustered_host::Error> {
+//! # let ptx = "";
+//! let gpu = Gpu::new(0)?;
+//! let kernel = gpu.load_module(ptx)?.kernel("write_index")?;
+//! let mut out = gpu.zeros::<u32>(1000)?;
+//! let n = 1000u32;
+//! let cfg = LaunchConfig::linear(1000, 256);
+//! unsafe { gpu.launch(&kernel, cfg).arg(&mut out).arg(&n).run()? };
+//! let host = gpu.dtoh(&out)?;
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+mod device;
+mod error;
+mod gpu;
+mod launch;
+mod module;
+mod timing;
+
+pub use cudarc;
+pub use device::DeviceProperties;
+pub use error::{Axis, Error, LaunchError, ThreadLimit};
+pub use gpu::Gpu;
+pub use launch::{needs_shared_opt_in, validate_launch, Launch, LaunchConfig};
+pub use module::{ptx_entry_names, Kernel, KernelAttributes, Module};
+pub use timing::GpuTimer;
+
+#[cfg(test)]
+mod tests;

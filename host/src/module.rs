@@ -1,0 +1,266 @@
+//! PTX modules, kernel handles, kernel attributes and occupancy.
+
+use std::ffi::{c_uint, c_void, CString};
+use std::sync::Arc;
+
+use cudarc::driver::sys::{self, CUfunction_attribute as F, CUjit_option, CUresult};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, DriverError};
+use cudarc::nvrtc::Ptx;
+
+use crate::{Error, Gpu};
+
+/// A loaded (JIT-compiled) PTX module.
+#[derive(Debug, Clone)]
+pub struct Module {
+    module: Arc<CudaModule>,
+    ctx: Arc<CudaContext>,
+    entries: Vec<String>,
+}
+
+/// The `.entry` names declared in PTX text (best effort: a plain scan, for
+/// error messages).
+pub fn ptx_entry_names(ptx: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for (at, _) in ptx.match_indices(".entry") {
+        let before_ok = ptx[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace());
+        let rest = &ptx[at + ".entry".len()..];
+        if !before_ok || !rest.starts_with(|c: char| c.is_whitespace()) {
+            continue;
+        }
+        let name: String = rest
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
+            .collect();
+        if !name.is_empty() && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// Loads the PTX again with `cuModuleLoadDataEx` and an error-log buffer, to
+/// get the JIT compiler's message after a failed load.
+fn jit_error_log(ctx: &CudaContext, ptx: &CString) -> String {
+    if ctx.bind_to_thread().is_err() {
+        return String::new();
+    }
+    let mut log = vec![0u8; 16 * 1024];
+    let mut options = [
+        CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+    let mut module = std::ptr::null_mut();
+    // SAFETY: the options point at a live buffer of the given size; a module
+    // that loads after all is unloaded at once.
+    unsafe {
+        let r = sys::cuModuleLoadDataEx(
+            &mut module,
+            ptx.as_ptr() as *const c_void,
+            options.len() as c_uint,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        );
+        if r == CUresult::CUDA_SUCCESS && !module.is_null() {
+            let _ = sys::cuModuleUnload(module);
+        }
+    }
+    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+    String::from_utf8_lossy(&log[..end]).trim().to_string()
+}
+
+impl Gpu {
+    /// Loads PTX text (e.g. `include_str!` of rustc's nvptx64 output) into
+    /// this GPU's context; the driver JIT-compiles it for the device.
+    ///
+    /// On failure, [`Error::ModuleLoad`] carries the driver's error and the
+    /// JIT compiler's log.
+    pub fn load_module(&self, ptx: &str) -> Result<Module, Error> {
+        let c_ptx = CString::new(ptx).map_err(|e| Error::InvalidPtx {
+            nul_at: e.nul_position(),
+        })?;
+        let ctx = self.context().clone();
+        match ctx.load_module(Ptx::from_src(ptx)) {
+            Ok(module) => Ok(Module {
+                module,
+                ctx,
+                entries: ptx_entry_names(ptx),
+            }),
+            Err(source) => Err(Error::ModuleLoad {
+                source,
+                log: jit_error_log(&ctx, &c_ptx),
+            }),
+        }
+    }
+}
+
+impl Module {
+    /// The kernel (`.entry`) called `name`.
+    ///
+    /// Reads its [`KernelAttributes`] once, here, so launches validate
+    /// without driver calls.
+    pub fn kernel(&self, name: &str) -> Result<Kernel, Error> {
+        let not_found = || Error::KernelNotFound {
+            name: name.to_string(),
+            available: self.entries.clone(),
+        };
+        if name.contains('\0') {
+            return Err(not_found());
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(Error::driver("cuCtxSetCurrent"))?;
+        let func = match self.module.load_function(name) {
+            Ok(f) => f,
+            Err(DriverError(CUresult::CUDA_ERROR_NOT_FOUND)) => return Err(not_found()),
+            Err(source) => {
+                return Err(Error::Driver {
+                    context: "cuModuleGetFunction",
+                    source,
+                })
+            }
+        };
+        let attributes = KernelAttributes::query(&func)?;
+        Ok(Kernel {
+            name: name.to_string(),
+            func,
+            ctx: self.ctx.clone(),
+            attributes,
+        })
+    }
+
+    /// The `.entry` names of the module's PTX text.
+    pub fn entry_names(&self) -> &[String] {
+        &self.entries
+    }
+
+    /// The cudarc module, for anything this crate does not wrap.
+    pub fn cuda_module(&self) -> &Arc<CudaModule> {
+        &self.module
+    }
+}
+
+/// What the driver reports about one compiled kernel
+/// (`cuFuncGetAttribute`). A plain struct so that tests can make one up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelAttributes {
+    /// Most threads per block this kernel can launch with; lower than the
+    /// device's limit when its registers per thread (or `.maxntid`) demand.
+    pub max_threads_per_block: u32,
+    /// Statically declared shared memory per block, in bytes.
+    pub static_shared_bytes: u32,
+    /// Registers per thread.
+    pub registers_per_thread: u32,
+    /// Local memory (spills, stack) per thread, in bytes.
+    pub local_bytes_per_thread: u32,
+    /// Constant memory used, in bytes.
+    pub const_bytes: u32,
+    /// PTX ISA virtual architecture it was compiled for, times 10 (90 = sm_90).
+    pub ptx_version: u32,
+    /// Binary architecture it was compiled for, times 10 (90 = sm_90).
+    pub binary_version: u32,
+}
+
+impl KernelAttributes {
+    /// Reads the attributes of a cudarc function.
+    pub fn query(func: &CudaFunction) -> Result<Self, Error> {
+        let attr = |a: F| -> Result<u32, Error> {
+            func.get_attribute(a)
+                .map(|v| u32::try_from(v).unwrap_or(0))
+                .map_err(Error::driver("cuFuncGetAttribute"))
+        };
+        Ok(KernelAttributes {
+            max_threads_per_block: attr(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            static_shared_bytes: attr(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+            registers_per_thread: attr(F::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            local_bytes_per_thread: attr(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+            const_bytes: attr(F::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)?,
+            ptx_version: attr(F::CU_FUNC_ATTRIBUTE_PTX_VERSION)?,
+            binary_version: attr(F::CU_FUNC_ATTRIBUTE_BINARY_VERSION)?,
+        })
+    }
+}
+
+/// A kernel of a loaded [`Module`] (keeps the module alive).
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    name: String,
+    func: CudaFunction,
+    ctx: Arc<CudaContext>,
+    attributes: KernelAttributes,
+}
+
+impl Kernel {
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its attributes, read when the kernel was looked up.
+    pub fn attributes(&self) -> KernelAttributes {
+        self.attributes
+    }
+
+    /// The cudarc function, e.g. for `stream.launch_builder(..)` directly.
+    pub fn function(&self) -> &CudaFunction {
+        &self.func
+    }
+
+    /// The context the kernel was loaded into.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// Active blocks per SM for blocks of `block_threads` threads and
+    /// `dynamic_shared_bytes` of dynamic shared memory
+    /// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`). 0 means the
+    /// configuration cannot run at all.
+    ///
+    /// Dynamic shared memory over 48 KiB counts only up to what the kernel is
+    /// currently allowed ([`Kernel::allow_dynamic_shared`]).
+    pub fn occupancy(&self, block_threads: u32, dynamic_shared_bytes: u32) -> Result<u32, Error> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(Error::driver("cuCtxSetCurrent"))?;
+        self.func
+            .occupancy_max_active_blocks_per_multiprocessor(
+                block_threads,
+                dynamic_shared_bytes as usize,
+                None,
+            )
+            .map_err(Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+    }
+
+    /// The kernel's current `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+    pub fn max_dynamic_shared_bytes(&self) -> Result<u32, Error> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(Error::driver("cuCtxSetCurrent"))?;
+        self.func
+            .get_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+            .map(|v| u32::try_from(v).unwrap_or(0))
+            .map_err(Error::driver("cuFuncGetAttribute"))
+    }
+
+    /// Lets the kernel use `bytes` of dynamic shared memory per block when
+    /// that is more than it currently may (opt-in beyond 48 KiB). Launches do
+    /// this automatically; call it before [`Kernel::occupancy`] to ask about
+    /// such sizes.
+    pub fn allow_dynamic_shared(&self, bytes: u32) -> Result<(), Error> {
+        if self.max_dynamic_shared_bytes()? >= bytes {
+            return Ok(());
+        }
+        let value = i32::try_from(bytes).map_err(|_| Error::SizeOverflow {
+            what: "the dynamic shared memory size",
+        })?;
+        self.func
+            .set_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, value)
+            .map_err(Error::driver(
+                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+            ))
+    }
+}

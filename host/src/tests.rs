@@ -1,0 +1,287 @@
+//! Tests that need no GPU: validation against the H100 reference profile,
+//! launch-config arithmetic, messages, PTX scanning.
+
+use crate::*;
+
+fn h100() -> DeviceProperties {
+    DeviceProperties::h100_sxm()
+}
+
+/// A made-up kernel: 64 registers per thread limit it to 512 threads per
+/// block (below the device's 1024), with 4 KiB of static shared memory.
+fn kernel() -> KernelAttributes {
+    KernelAttributes {
+        max_threads_per_block: 512,
+        static_shared_bytes: 4096,
+        registers_per_thread: 64,
+        local_bytes_per_thread: 0,
+        const_bytes: 0,
+        ptx_version: 78,
+        binary_version: 90,
+    }
+}
+
+fn roomy_kernel() -> KernelAttributes {
+    KernelAttributes {
+        max_threads_per_block: 1024,
+        static_shared_bytes: 0,
+        ..kernel()
+    }
+}
+
+#[test]
+fn h100_profile_is_consistent() {
+    let d = h100();
+    assert_eq!(d.compute_capability, (9, 0));
+    assert_eq!(d.sm_count, 132);
+    assert_eq!(d.max_warps_per_sm * d.warp_size, d.max_threads_per_sm);
+    assert_eq!(d.max_shared_memory_per_sm, 233_472);
+    assert_eq!(d.max_shared_memory_per_block_optin, 232_448);
+    assert_eq!(d.l2_cache_bytes, 52_428_800);
+    let bw = d.peak_memory_bandwidth_bytes_per_s();
+    assert!((3.3e12..3.4e12).contains(&bw), "{bw}");
+}
+
+#[test]
+fn valid_launch_passes() {
+    let cfg = LaunchConfig::linear(1 << 20, 256);
+    assert_eq!(validate_launch(&cfg, &h100(), &kernel()), Ok(()));
+    let cfg = LaunchConfig::new([132, 65_535, 65_535], [512, 1, 1]).with_dynamic_shared(1024);
+    assert_eq!(validate_launch(&cfg, &h100(), &kernel()), Ok(()));
+}
+
+#[test]
+fn empty_grid_and_block() {
+    let cfg = LaunchConfig::new([4, 0, 1], [32, 1, 1]);
+    assert_eq!(
+        validate_launch(&cfg, &h100(), &kernel()),
+        Err(LaunchError::EmptyGrid { grid: [4, 0, 1] })
+    );
+    let cfg = LaunchConfig::new([4, 1, 1], [32, 1, 0]);
+    assert_eq!(
+        validate_launch(&cfg, &h100(), &kernel()),
+        Err(LaunchError::EmptyBlock { block: [32, 1, 0] })
+    );
+}
+
+#[test]
+fn block_too_large_for_kernel_then_device() {
+    // 1024 threads: fine for the device, over this kernel's own 512.
+    let cfg = LaunchConfig::new([1, 1, 1], [1024, 1, 1]);
+    let e = validate_launch(&cfg, &h100(), &kernel()).unwrap_err();
+    assert_eq!(
+        e,
+        LaunchError::BlockTooLarge {
+            threads: 1024,
+            limit: 512,
+            limited_by: ThreadLimit::Kernel
+        }
+    );
+    assert!(e.to_string().contains("kernel's own"), "{e}");
+    // 2048 threads over the device's 1024 (the kernel allows 1024 too).
+    let cfg = LaunchConfig::new([1, 1, 1], [32, 32, 2]);
+    let e = validate_launch(&cfg, &h100(), &roomy_kernel()).unwrap_err();
+    assert_eq!(
+        e,
+        LaunchError::BlockTooLarge {
+            threads: 2048,
+            limit: 1024,
+            limited_by: ThreadLimit::Device
+        }
+    );
+    assert!(e.to_string().contains("device's maximum"), "{e}");
+    // Product overflowing u32 is still caught.
+    let cfg = LaunchConfig::new([1, 1, 1], [u32::MAX, u32::MAX, 2]);
+    assert!(matches!(
+        validate_launch(&cfg, &h100(), &kernel()),
+        Err(LaunchError::BlockTooLarge { .. })
+    ));
+}
+
+#[test]
+fn block_dim_too_large() {
+    // 128 threads in total, but z = 128 is over the device's 64.
+    let cfg = LaunchConfig::new([1, 1, 1], [1, 1, 128]);
+    assert_eq!(
+        validate_launch(&cfg, &h100(), &kernel()),
+        Err(LaunchError::BlockDimTooLarge {
+            axis: Axis::Z,
+            dim: 128,
+            limit: 64
+        })
+    );
+}
+
+#[test]
+fn grid_too_large() {
+    let cfg = LaunchConfig::new([1, 65_536, 1], [32, 1, 1]);
+    let e = validate_launch(&cfg, &h100(), &kernel()).unwrap_err();
+    assert_eq!(
+        e,
+        LaunchError::GridTooLarge {
+            axis: Axis::Y,
+            dim: 65_536,
+            limit: 65_535
+        }
+    );
+    assert!(e.to_string().contains("grid dimension y"), "{e}");
+    let cfg = LaunchConfig::new([u32::MAX, 1, 1], [32, 1, 1]);
+    assert!(matches!(
+        validate_launch(&cfg, &h100(), &kernel()),
+        Err(LaunchError::GridTooLarge { axis: Axis::X, .. })
+    ));
+}
+
+#[test]
+fn shared_memory_limits_and_opt_in() {
+    let d = h100();
+    let k = kernel();
+    // Over the default 48 KiB but within the 227 KiB opt-in: valid, and the
+    // launch raises the kernel's limit first.
+    let cfg = LaunchConfig::linear(1024, 256).with_dynamic_shared(100 * 1024);
+    assert_eq!(validate_launch(&cfg, &d, &k), Ok(()));
+    assert!(needs_shared_opt_in(&cfg, &d, &k));
+    // Static memory counts towards the default limit: 4 KiB + 44 KiB + 1.
+    let cfg = LaunchConfig::linear(1024, 256).with_dynamic_shared(44 * 1024 + 1);
+    assert!(needs_shared_opt_in(&cfg, &d, &k));
+    let cfg = LaunchConfig::linear(1024, 256).with_dynamic_shared(44 * 1024);
+    assert!(!needs_shared_opt_in(&cfg, &d, &k));
+    // Exactly at the opt-in limit with the static part: valid.
+    let cfg = LaunchConfig::linear(1024, 256).with_dynamic_shared(227 * 1024 - 4096);
+    assert_eq!(validate_launch(&cfg, &d, &k), Ok(()));
+    // One byte over: refused.
+    let cfg = cfg.with_dynamic_shared(227 * 1024 - 4096 + 1);
+    let e = validate_launch(&cfg, &d, &k).unwrap_err();
+    assert_eq!(
+        e,
+        LaunchError::SharedMemoryTooLarge {
+            requested_dynamic: 227 * 1024 - 4096 + 1,
+            static_bytes: 4096,
+            limit: 232_448
+        }
+    );
+    assert!(e.to_string().contains("smaller tiles"), "{e}");
+    // No overflow with huge requests.
+    let cfg = cfg.with_dynamic_shared(u32::MAX);
+    assert!(matches!(
+        validate_launch(&cfg, &d, &k),
+        Err(LaunchError::SharedMemoryTooLarge { .. })
+    ));
+}
+
+#[test]
+fn linear_rounds_up() {
+    assert_eq!(LaunchConfig::linear(1000, 256).grid, [4, 1, 1]);
+    assert_eq!(LaunchConfig::linear(1024, 256).grid, [4, 1, 1]);
+    assert_eq!(LaunchConfig::linear(1025, 256).grid, [5, 1, 1]);
+    assert_eq!(LaunchConfig::linear(1, 1024).grid, [1, 1, 1]);
+    let c = LaunchConfig::linear(1000, 256);
+    assert_eq!(c.block, [256, 1, 1]);
+    assert_eq!(c.dynamic_shared_bytes, 0);
+    assert_eq!(c.total_threads(), 1024);
+    // Edge cases give configurations that validation refuses, no panic.
+    let zero = LaunchConfig::linear(0, 256);
+    assert!(matches!(
+        validate_launch(&zero, &h100(), &kernel()),
+        Err(LaunchError::EmptyGrid { .. })
+    ));
+    let no_block = LaunchConfig::linear(1000, 0);
+    assert!(matches!(
+        validate_launch(&no_block, &h100(), &kernel()),
+        Err(LaunchError::EmptyGrid { .. } | LaunchError::EmptyBlock { .. })
+    ));
+    let huge = LaunchConfig::linear(u64::MAX, 1);
+    assert_eq!(huge.grid[0], u32::MAX);
+    assert!(matches!(
+        validate_launch(&huge, &h100(), &kernel()),
+        Err(LaunchError::GridTooLarge { .. })
+    ));
+    let big = LaunchConfig::linear(u64::MAX, 1024);
+    assert!(big.grid[0] > 0);
+}
+
+#[test]
+fn messages_name_the_fix() {
+    let cases: Vec<(Error, &str)> = vec![
+        (Error::NoDriver, "libcuda"),
+        (
+            Error::NoDevice {
+                ordinal: 0,
+                count: 0,
+            },
+            "CUDA_VISIBLE_DEVICES",
+        ),
+        (
+            Error::NoDevice {
+                ordinal: 3,
+                count: 2,
+            },
+            "smaller ordinal",
+        ),
+        (
+            Error::KernelNotFound {
+                name: "k".into(),
+                available: vec!["a".into(), "b".into()],
+            },
+            "a, b",
+        ),
+        (Error::InvalidPtx { nul_at: 7 }, "NUL"),
+        (Error::StreamAfterArgs, "before the first"),
+        (
+            Error::Launch(LaunchError::EmptyBlock { block: [0, 1, 1] }),
+            "at least 1",
+        ),
+        (
+            Error::Launch(LaunchError::BlockDimTooLarge {
+                axis: Axis::X,
+                dim: 2000,
+                limit: 1024,
+            }),
+            "reshape",
+        ),
+        (
+            Error::Launch(LaunchError::GridTooLarge {
+                axis: Axis::X,
+                dim: 1,
+                limit: 0,
+            }),
+            "loop inside the kernel",
+        ),
+    ];
+    for (e, fix) in cases {
+        let msg = e.to_string();
+        assert!(msg.contains(fix), "`{msg}` should mention `{fix}`");
+    }
+    let e: Error = LaunchError::EmptyGrid { grid: [0, 1, 1] }.into();
+    assert!(std::error::Error::source(&e).is_some());
+    assert!(e.to_string().starts_with("launch refused"));
+}
+
+#[test]
+fn driver_error_display_without_driver_does_not_panic() {
+    use cudarc::driver::{sys::CUresult, DriverError};
+    let e = Error::Driver {
+        context: "cuLaunchKernel",
+        source: DriverError(CUresult::CUDA_ERROR_INVALID_VALUE),
+    };
+    let msg = e.to_string();
+    assert!(msg.contains("cuLaunchKernel"), "{msg}");
+    assert!(msg.contains("CUDA_ERROR_INVALID_VALUE"), "{msg}");
+}
+
+#[test]
+fn entry_names_are_scanned() {
+    let ptx = "
+.version 7.8
+.target sm_90
+.address_size 64
+.visible .entry write_index(
+    .param .u64 out
+)
+{ ret; }
+.entry other_kernel ( .param .u32 n ) { ret; }
+.func notakernel() { ret; }
+// .entrypoint is not a kernel
+";
+    assert_eq!(ptx_entry_names(ptx), vec!["write_index", "other_kernel"]);
+}

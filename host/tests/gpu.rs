@@ -1,0 +1,221 @@
+//! Tests on a real GPU. Each skips (with a visible message) when
+//! `Gpu::new(0)` fails, so they pass on machines without one.
+
+use clustered_host::{Error, Gpu, GpuTimer, LaunchConfig, LaunchError};
+
+/// A hand-written sm_90 kernel: `out[i] = i` for the global thread index
+/// `i < n`.
+const WRITE_INDEX_PTX: &str = r#".version 7.8
+.target sm_90
+.address_size 64
+
+.visible .entry write_index(
+    .param .u64 out_param,
+    .param .u32 n_param
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<5>;
+
+    ld.param.u64 %rd1, [out_param];
+    ld.param.u32 %r1, [n_param];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.u32 %r5, %r2, %r3, %r4;
+    setp.ge.u32 %p1, %r5, %r1;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd2, %rd1;
+    mul.wide.u32 %rd3, %r5, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r5;
+DONE:
+    ret;
+}
+"#;
+
+const PTXAS: &str =
+    "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/bin/ptxas";
+
+fn gpu() -> Option<Gpu> {
+    match Gpu::new(0) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            eprintln!("skipped: no GPU ({e})");
+            None
+        }
+    }
+}
+
+/// Needs no GPU: checks the inline PTX with ptxas where it is installed.
+#[test]
+fn inline_ptx_assembles_for_sm_90() {
+    let ptxas = std::env::var("PTXAS").unwrap_or_else(|_| PTXAS.to_string());
+    if !std::path::Path::new(&ptxas).exists() {
+        eprintln!("skipped: ptxas not found at {ptxas} (set PTXAS)");
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("clustered_host_{}.ptx", std::process::id()));
+    std::fs::write(&path, WRITE_INDEX_PTX).unwrap();
+    let out = std::process::Command::new(&ptxas)
+        .args(["-arch=sm_90", "-o", "/dev/null"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn launch_writes_thread_indices() {
+    let Some(gpu) = gpu() else { return };
+    let module = gpu.load_module(WRITE_INDEX_PTX).unwrap();
+    assert_eq!(module.entry_names(), ["write_index"]);
+    let kernel = module.kernel("write_index").unwrap();
+    let attrs = kernel.attributes();
+    eprintln!("write_index attributes: {attrs:?}");
+    assert!(attrs.max_threads_per_block >= 256);
+    assert!(attrs.registers_per_thread > 0);
+    assert_eq!(attrs.static_shared_bytes, 0);
+
+    let n = 1000u32;
+    let mut out = gpu.zeros::<u32>(n as usize).unwrap();
+    unsafe {
+        gpu.launch(&kernel, LaunchConfig::linear(u64::from(n), 256))
+            .arg(&mut out)
+            .arg(&n)
+            .run()
+            .unwrap();
+    }
+    let host = gpu.dtoh(&out).unwrap();
+    assert_eq!(host, (0..n).collect::<Vec<_>>());
+
+    // Same on a separate stream, with more than 48 KiB of dynamic shared
+    // memory (the launch opts in automatically).
+    let stream = gpu.new_stream().unwrap();
+    let mut out2 = gpu.htod(&vec![u32::MAX; n as usize]).unwrap();
+    let cfg = LaunchConfig::linear(u64::from(n), 128).with_dynamic_shared(100 * 1024);
+    unsafe {
+        gpu.launch(&kernel, cfg)
+            .on(&stream)
+            .arg(&mut out2)
+            .arg(&n)
+            .run()
+            .unwrap();
+    }
+    stream.synchronize().unwrap();
+    assert!(kernel.max_dynamic_shared_bytes().unwrap() >= 100 * 1024);
+    assert_eq!(gpu.dtoh(&out2).unwrap(), (0..n).collect::<Vec<_>>());
+}
+
+#[test]
+fn bad_launches_are_refused_before_the_driver() {
+    let Some(gpu) = gpu() else { return };
+    let kernel = gpu
+        .load_module(WRITE_INDEX_PTX)
+        .unwrap()
+        .kernel("write_index")
+        .unwrap();
+    let n = 16u32;
+    let mut out = gpu.zeros::<u32>(16).unwrap();
+    let r = unsafe {
+        gpu.launch(&kernel, LaunchConfig::new([1, 1, 1], [2048, 1, 1]))
+            .arg(&mut out)
+            .arg(&n)
+            .run()
+    };
+    assert!(
+        matches!(r, Err(Error::Launch(LaunchError::BlockTooLarge { .. }))),
+        "{r:?}"
+    );
+    let too_much_smem = LaunchConfig::linear(16, 32)
+        .with_dynamic_shared(gpu.properties().max_shared_memory_per_block_optin + 1);
+    let r = unsafe {
+        gpu.launch(&kernel, too_much_smem)
+            .arg(&mut out)
+            .arg(&n)
+            .run()
+    };
+    assert!(
+        matches!(
+            r,
+            Err(Error::Launch(LaunchError::SharedMemoryTooLarge { .. }))
+        ),
+        "{r:?}"
+    );
+    let stream = gpu.new_stream().unwrap();
+    let r = unsafe {
+        gpu.launch(&kernel, LaunchConfig::linear(16, 32))
+            .arg(&mut out)
+            .on(&stream)
+            .arg(&n)
+            .run()
+    };
+    assert!(matches!(r, Err(Error::StreamAfterArgs)), "{r:?}");
+}
+
+#[test]
+fn module_errors_are_typed() {
+    let Some(gpu) = gpu() else { return };
+    let module = gpu.load_module(WRITE_INDEX_PTX).unwrap();
+    match module.kernel("no_such_kernel") {
+        Err(Error::KernelNotFound { name, available }) => {
+            assert_eq!(name, "no_such_kernel");
+            assert_eq!(available, ["write_index"]);
+        }
+        other => panic!("expected KernelNotFound, got {other:?}"),
+    }
+    let broken = WRITE_INDEX_PTX.replace("mad.lo.u32", "mad.lo.bogus");
+    match gpu.load_module(&broken) {
+        Err(e @ Error::ModuleLoad { .. }) => eprintln!("broken PTX refused: {e}"),
+        other => panic!("expected ModuleLoad, got {other:?}"),
+    }
+    assert!(matches!(
+        gpu.load_module("a\0b"),
+        Err(Error::InvalidPtx { nul_at: 1 })
+    ));
+}
+
+#[test]
+fn occupancy_and_timing() {
+    let Some(gpu) = gpu() else { return };
+    let kernel = gpu
+        .load_module(WRITE_INDEX_PTX)
+        .unwrap()
+        .kernel("write_index")
+        .unwrap();
+    let occ = kernel.occupancy(256, 0).unwrap();
+    eprintln!("occupancy at 256 threads: {occ} blocks/SM");
+    assert!(occ > 0);
+    assert!(occ <= gpu.properties().max_blocks_per_sm);
+
+    let n = 1u32 << 24;
+    let mut out = gpu.zeros::<u32>(n as usize).unwrap();
+    let ms = gpu
+        .time_ms(|| unsafe {
+            gpu.launch(&kernel, LaunchConfig::linear(u64::from(n), 256))
+                .arg(&mut out)
+                .arg(&n)
+                .run()
+        })
+        .unwrap();
+    eprintln!("write_index over {n} elements: {ms} ms");
+    assert!(ms > 0.0);
+
+    let timer = GpuTimer::new(gpu.stream()).unwrap();
+    timer.start().unwrap();
+    unsafe {
+        gpu.launch(&kernel, LaunchConfig::linear(u64::from(n), 256))
+            .arg(&mut out)
+            .arg(&n)
+            .run()
+            .unwrap();
+    }
+    timer.stop().unwrap();
+    assert!(timer.elapsed_ms().unwrap() > 0.0);
+}

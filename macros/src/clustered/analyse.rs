@@ -1,0 +1,344 @@
+//! What the body does with the block index, shared memory, barriers and the
+//! bypassed pointers; and the checks that tie a schedule to its function.
+
+use std::collections::BTreeMap;
+
+use quote::quote_spanned;
+use syn::spanned::Spanned;
+use syn::visit_mut::{self, VisitMut};
+use syn::{
+    Error, Expr, ExprCall, ExprMacro, ExprMethodCall, ExprPath, FnArg, Ident, ItemFn, Pat, Type,
+    UnOp,
+};
+
+use super::parse::{Binding, Schedule};
+
+/// Built-ins that read the hardware's block index or grid size, and the
+/// method of `Cta` that answers them for the virtual CTA.
+const CTA_READS: &[(&str, &str)] = &[
+    ("block_idx_x", "block_idx_x"),
+    ("block_idx_y", "block_idx_y"),
+    ("block_idx_z", "block_idx_z"),
+    ("grid_dim_x", "grid_dim_x"),
+    ("grid_dim_y", "grid_dim_y"),
+    ("grid_dim_z", "grid_dim_z"),
+    ("_block_idx_x", "block_idx_x"),
+    ("_block_idx_y", "block_idx_y"),
+    ("_block_idx_z", "block_idx_z"),
+    ("_grid_dim_x", "grid_dim_x"),
+    ("_grid_dim_y", "grid_dim_y"),
+    ("_grid_dim_z", "grid_dim_z"),
+    ("index_1d", "index_1d"),
+    ("index_2d", "index_2d"),
+];
+
+/// Calls that make the CTA's threads wait for each other or share memory:
+/// consecutive tasks of an agent then need a barrier between them.
+const CTA_SHARING: &[&str] = &[
+    "sync_threads",
+    "_syncthreads",
+    "dynamic_shared_memory",
+    "shared_array",
+];
+
+/// Grid-wide synchronisation cannot work once CTAs are run by agents.
+fn is_grid_sync(name: &str) -> bool {
+    matches!(
+        name,
+        "sync_grid" | "grid_sync" | "grid_sync_threads" | "this_grid"
+    )
+}
+
+/// The kernel's parameters: names and types, in order.
+pub struct Parameters {
+    pub names: Vec<Ident>,
+    pub types: Vec<Type>,
+}
+
+pub fn parameters(function: &ItemFn, errors: &mut Vec<Error>) -> Parameters {
+    let mut names = Vec::new();
+    let mut types = Vec::new();
+    for input in &function.sig.inputs {
+        if let FnArg::Typed(typed) = input {
+            match &*typed.pat {
+                Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
+                    names.push(ident.ident.clone());
+                    types.push((*typed.ty).clone());
+                }
+                other => errors.push(Error::new(
+                    other.span(),
+                    "a clustered kernel's parameters are plain names (`n: u32`): the scheduler passes them on to every task",
+                )),
+            }
+        }
+    }
+    Parameters { names, types }
+}
+
+/// Checks options against each other and against the function.
+pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut Vec<Error>) {
+    if schedule.binding != Binding::Agents {
+        let binding = match schedule.binding {
+            Binding::Reorder => "reorder",
+            Binding::Redirect => "redirect",
+            Binding::Agents => unreachable!(),
+        };
+        if let Some((_, span)) = schedule.active {
+            errors.push(Error::new(
+                span,
+                format!("`active` throttles agents, but this schedule uses `binding = {binding}`: remove `active` or use `binding = agents`"),
+            ));
+        }
+        if let Some((_, span)) = schedule.chunk {
+            errors.push(Error::new(
+                span,
+                format!("`chunk` sets how many tasks an agent claims, but this schedule uses `binding = {binding}`: remove `chunk` or use `binding = agents`"),
+            ));
+        }
+        if let Some(prefetch) = &schedule.prefetch {
+            errors.push(Error::new(
+                prefetch.span(),
+                format!("`prefetch` needs to know the next task, which only agents do: remove it or use `binding = agents` (with `binding = {binding}` each block runs one task)"),
+            ));
+        }
+    } else if let Some(prefetch) = &schedule.prefetch {
+        if schedule.chunk.map_or(1, |(n, _)| n) < 2 {
+            errors.push(Error::new(
+                prefetch.span(),
+                "`prefetch` is called with the next task of the same chunk: add `chunk = 2` or more",
+            ));
+        }
+    }
+    let mut seen: Vec<&Ident> = Vec::new();
+    for name in &schedule.bypass {
+        if seen.contains(&name) {
+            errors.push(Error::new(
+                name.span(),
+                format!("`{name}` is listed twice in `bypass`"),
+            ));
+            continue;
+        }
+        seen.push(name);
+        match parameters.names.iter().position(|p| p == name) {
+            None => errors.push(Error::new(
+                name.span(),
+                format!("`bypass` names `{name}`, which is not a parameter of this kernel; list pointer parameters whose loads should skip L1"),
+            )),
+            Some(index) => match &parameters.types[index] {
+                Type::Ptr(ptr) if ptr.const_token.is_some() => {}
+                Type::Ptr(_) => errors.push(Error::new(
+                    name.span(),
+                    format!("`{name}` is `*mut`: bypass is for data the kernel only reads; make it `*const` or remove it from `bypass`"),
+                )),
+                _ => errors.push(Error::new(
+                    name.span(),
+                    format!("`{name}` is not a pointer: `bypass` lists `*const` parameters whose loads skip L1"),
+                )),
+            },
+        }
+    }
+}
+
+/// What the body does, found while rewriting it for one schedule.
+#[derive(Default)]
+pub struct BodyFacts {
+    /// It calls a barrier or uses shared memory.
+    pub shares_within_cta: bool,
+}
+
+/// Rewrites a copy of the body for a schedule: block-index reads go to the
+/// virtual CTA `cta`, loads through bypassed pointers become `ld.global.cg`.
+///
+/// Shared arrays are renamed with the kernel's name as suffix: every copy of
+/// the body declares its own PTX symbol, which ptxas requires to be unique.
+pub fn rewrite_body(
+    body: &mut syn::Block,
+    cta: &Ident,
+    kernel: &Ident,
+    bypass: &[Ident],
+    errors: &mut Vec<Error>,
+) -> BodyFacts {
+    let mut rewriter = Rewriter {
+        cta,
+        kernel,
+        bypass,
+        facts: BodyFacts::default(),
+        errors,
+        cta_reads: CTA_READS.iter().copied().collect(),
+    };
+    rewriter.visit_block_mut(body);
+    rewriter.facts
+}
+
+struct Rewriter<'a> {
+    cta: &'a Ident,
+    kernel: &'a Ident,
+    bypass: &'a [Ident],
+    facts: BodyFacts,
+    errors: &'a mut Vec<Error>,
+    cta_reads: BTreeMap<&'static str, &'static str>,
+}
+
+fn last_segment(expr: &Expr) -> Option<&Ident> {
+    match expr {
+        Expr::Path(ExprPath { path, .. }) => path.segments.last().map(|s| &s.ident),
+        _ => None,
+    }
+}
+
+/// The parameter a pointer expression starts from: `a`, `a.add(i)`,
+/// `a.offset(i).add(j)`, `(a.add(i))`.
+fn pointer_root(expr: &Expr) -> Option<&Ident> {
+    match expr {
+        Expr::Path(ExprPath {
+            path, qself: None, ..
+        }) => path.get_ident(),
+        Expr::MethodCall(ExprMethodCall {
+            receiver, method, ..
+        }) if matches!(
+            method.to_string().as_str(),
+            "add" | "offset" | "wrapping_add" | "wrapping_offset" | "byte_add"
+        ) =>
+        {
+            pointer_root(receiver)
+        }
+        Expr::Paren(paren) => pointer_root(&paren.expr),
+        _ => None,
+    }
+}
+
+impl Rewriter<'_> {
+    fn bypassed<'e>(&self, expr: &'e Expr) -> Option<&'e Ident> {
+        pointer_root(expr).filter(|root| self.bypass.contains(root))
+    }
+
+    fn note_call(&mut self, name: &Ident) {
+        let text = name.to_string();
+        if CTA_SHARING.contains(&text.as_str()) {
+            self.facts.shares_within_cta = true;
+        }
+        if is_grid_sync(&text) {
+            self.errors.push(Error::new(
+                name.span(),
+                "grid-wide synchronisation cannot be used in a clustered kernel: its CTAs run as tasks of persistent agents, not all at once; split the kernel in two launches at this point",
+            ));
+        }
+    }
+
+    fn visit_macro(&mut self, mac: &mut syn::Macro) {
+        let Some(name) = mac.path.segments.last().map(|s| s.ident.clone()) else {
+            return;
+        };
+        self.note_call(&name);
+        if name == "shared_array" {
+            let mut tokens = mac.tokens.clone().into_iter();
+            if let Some(proc_macro2::TokenTree::Ident(array)) = tokens.next() {
+                let renamed = Ident::new(&format!("{array}_{}", self.kernel), array.span());
+                mac.tokens = std::iter::once(proc_macro2::TokenTree::Ident(renamed))
+                    .chain(tokens)
+                    .collect();
+            }
+        }
+    }
+
+    fn reject_write(&mut self, target: &Expr) {
+        if let Expr::Unary(unary) = target {
+            if let UnOp::Deref(_) = unary.op {
+                if let Some(root) = self.bypassed(&unary.expr) {
+                    self.errors.push(Error::new(
+                        target.span(),
+                        format!("`{root}` is in `bypass` but written here: bypass is for data the kernel only reads; remove `{root}` from `bypass`"),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+impl VisitMut for Rewriter<'_> {
+    fn visit_expr_mut(&mut self, expr: &mut Expr) {
+        match expr {
+            Expr::Call(ExprCall { func, args, .. })
+                if args.is_empty() || last_segment(func).is_some_and(|n| n == "index_2d") =>
+            {
+                if let Some(name) = last_segment(func).cloned() {
+                    self.note_call(&name);
+                    if let Some(method) = self.cta_reads.get(name.to_string().as_str()) {
+                        let method = Ident::new(method, name.span());
+                        let cta = self.cta;
+                        *expr = syn::parse_quote_spanned!(name.span()=> #cta.#method());
+                        return;
+                    }
+                }
+            }
+            Expr::Call(ExprCall { func, .. }) => {
+                if let Some(name) = last_segment(func).cloned() {
+                    self.note_call(&name);
+                }
+            }
+            Expr::MethodCall(call) => {
+                let name = call.method.clone();
+                if is_grid_sync(&name.to_string()) {
+                    self.note_call(&name);
+                }
+            }
+            Expr::Macro(ExprMacro { mac, .. }) => {
+                self.visit_macro(mac);
+                return;
+            }
+            Expr::Assign(assign) => {
+                self.reject_write(&assign.left);
+                // Only the right side is a read; visit the place's index parts.
+                if let Expr::Unary(unary) = &mut *assign.left {
+                    self.visit_expr_mut(&mut unary.expr);
+                } else {
+                    self.visit_expr_mut(&mut assign.left);
+                }
+                self.visit_expr_mut(&mut assign.right);
+                return;
+            }
+            Expr::Binary(binary) if is_compound_assign(&binary.op) => {
+                self.reject_write(&binary.left);
+            }
+            Expr::Unary(unary) if matches!(unary.op, UnOp::Deref(_)) => {
+                if self.bypassed(&unary.expr).is_some() {
+                    visit_mut::visit_expr_mut(self, &mut unary.expr);
+                    let pointer = &unary.expr;
+                    let span = unary.span();
+                    *expr = syn::parse2(
+                        quote_spanned!(span=> ::clustered_device::memory::load_bypass_l1(#pointer)),
+                    )
+                    .expect("a call expression parses");
+                    return;
+                }
+            }
+            _ => {}
+        }
+        visit_mut::visit_expr_mut(self, expr);
+    }
+
+    fn visit_stmt_macro_mut(&mut self, mac: &mut syn::StmtMacro) {
+        self.visit_macro(&mut mac.mac);
+    }
+
+    // Items nested in the body (helper fns, consts) are compiled on their own:
+    // they are not tasks, so they are left as written.
+    fn visit_item_mut(&mut self, _item: &mut syn::Item) {}
+}
+
+fn is_compound_assign(op: &syn::BinOp) -> bool {
+    use syn::BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitXorAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
+}

@@ -1,0 +1,274 @@
+//! The attribute grammar of `#[clustered(...)]`, parsed into [`Schedule`].
+//!
+//! ```text
+//! #[clustered(
+//!     name = sgemm_agents,            // the new kernel's symbol (default: <fn>_clustered)
+//!     binding = agents,               // reorder | redirect | agents   (default: agents)
+//!     indexing = tile(4, 2),          // row_major | column_major | tile(W, H) | custom(path)
+//!     bypass(a, b),                   // pointer parameters whose loads skip L1
+//!     prefetch = path::to::hook,      // agents: called with the next task's CTA
+//!     chunk = 8,                      // agents: tasks claimed at a time (default 1)
+//!     active = 4,                     // agents: default ACTIVE agents per SM
+//! )]
+//! ```
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::Parser;
+use syn::spanned::Spanned;
+use syn::{Error, Expr, ExprCall, ExprLit, ExprPath, ExprUnary, Ident, Lit, Path, UnOp};
+
+/// How new CTAs pick original CTAs (the paper's binding function).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    Reorder,
+    Redirect,
+    Agents,
+}
+
+/// The paper's indexing function: the order that clusters are cut from.
+#[derive(Clone, Debug)]
+pub enum Indexing {
+    RowMajor,
+    ColumnMajor,
+    Tile { width: u32, height: u32 },
+    Custom(Path),
+}
+
+/// One `#[clustered(...)]`: one new kernel.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    /// Where the attribute is, for errors about the whole schedule.
+    pub span: Span,
+    pub name: Option<Ident>,
+    pub binding: Binding,
+    pub binding_span: Option<Span>,
+    pub indexing: Indexing,
+    pub bypass: Vec<Ident>,
+    pub prefetch: Option<Path>,
+    pub chunk: Option<(u32, Span)>,
+    pub active: Option<(u32, Span)>,
+}
+
+const OPTIONS: &str = "`name`, `binding`, `indexing`, `bypass(..)`, `prefetch`, `chunk`, `active`";
+
+/// Parses one attribute's arguments, pushing every mistake into `errors`.
+pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) -> Schedule {
+    let mut schedule = Schedule {
+        span,
+        name: None,
+        binding: Binding::Agents,
+        binding_span: None,
+        indexing: Indexing::RowMajor,
+        bypass: Vec::new(),
+        prefetch: None,
+        chunk: None,
+        active: None,
+    };
+    let mut seen: Vec<String> = Vec::new();
+    let parser = syn::meta::parser(|meta| {
+        let key = meta
+            .path
+            .get_ident()
+            .map(Ident::to_string)
+            .unwrap_or_default();
+        if seen.contains(&key) {
+            errors.push(Error::new(
+                meta.path.span(),
+                format!("`{key}` is given twice; keep one"),
+            ));
+        } else if !key.is_empty() {
+            seen.push(key.clone());
+        }
+        match key.as_str() {
+            "name" => match meta.value()?.parse::<Ident>() {
+                Ok(name) => schedule.name = Some(name),
+                Err(e) => errors.push(Error::new(
+                    e.span(),
+                    "`name` takes the new kernel's name: `name = my_kernel_agents`",
+                )),
+            },
+            "binding" => {
+                let value: Expr = meta.value()?.parse()?;
+                schedule.binding_span = Some(value.span());
+                match expr_ident(&value).as_deref() {
+                    Some("reorder") => schedule.binding = Binding::Reorder,
+                    Some("redirect") => schedule.binding = Binding::Redirect,
+                    Some("agents") => schedule.binding = Binding::Agents,
+                    _ => errors.push(Error::new(
+                        value.span(),
+                        "unknown binding: use `reorder` (same grid, new order), `redirect` (the paper's round-robin redirection) or `agents` (persistent agents bound to SMs)",
+                    )),
+                }
+            }
+            "indexing" => {
+                let value: Expr = meta.value()?.parse()?;
+                if let Some(indexing) = parse_indexing(&value, errors) {
+                    schedule.indexing = indexing;
+                }
+            }
+            "bypass" => {
+                if meta.input.peek(syn::Token![=]) {
+                    errors.push(Error::new(
+                        meta.path.span(),
+                        "write `bypass(a, b)`: a list of pointer parameters whose loads skip L1",
+                    ));
+                    let _: Expr = meta.value()?.parse()?;
+                } else {
+                    meta.parse_nested_meta(|inner| {
+                        match inner.path.get_ident() {
+                            Some(ident) => schedule.bypass.push(ident.clone()),
+                            None => errors.push(Error::new(
+                                inner.path.span(),
+                                "`bypass` lists parameter names",
+                            )),
+                        }
+                        Ok(())
+                    })?;
+                }
+            }
+            "prefetch" => {
+                let value: Expr = meta.value()?.parse()?;
+                match value {
+                    Expr::Path(ExprPath { path, qself: None, .. }) => schedule.prefetch = Some(path),
+                    other => errors.push(Error::new(
+                        other.span(),
+                        "`prefetch` takes the path of a function `unsafe fn(next: Cta, <the kernel's parameters>)`, e.g. `prefetch = prefetch_rows`",
+                    )),
+                }
+            }
+            "chunk" | "active" => {
+                let value: Expr = meta.value()?.parse()?;
+                match positive_int(&value) {
+                    Ok(n) => {
+                        let slot = if key == "chunk" {
+                            &mut schedule.chunk
+                        } else {
+                            &mut schedule.active
+                        };
+                        *slot = Some((n, value.span()));
+                    }
+                    Err(message) => {
+                        errors.push(Error::new(value.span(), format!("`{key}` {message}")))
+                    }
+                }
+            }
+            _ => {
+                errors.push(Error::new(
+                    meta.path.span(),
+                    format!("unknown option of #[clustered]; the options are {OPTIONS}"),
+                ));
+                // Skip the value so that the options after it are still read.
+                if meta.input.peek(syn::Token![=]) {
+                    let _: Expr = meta.value()?.parse()?;
+                } else if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
+                    let _ = meta.input.parse::<TokenStream>();
+                }
+            }
+        }
+        Ok(())
+    });
+    if let Err(error) = parser.parse2(args) {
+        errors.push(error);
+    }
+    schedule
+}
+
+fn expr_ident(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Path(ExprPath {
+            path, qself: None, ..
+        }) => path.get_ident().map(Ident::to_string),
+        _ => None,
+    }
+}
+
+fn parse_indexing(value: &Expr, errors: &mut Vec<Error>) -> Option<Indexing> {
+    const HELP: &str =
+        "use `row_major`, `column_major`, `tile(width, height)` or `custom(path::to::function)`";
+    match value {
+        Expr::Path(_) => match expr_ident(value).as_deref() {
+            Some("row_major") => Some(Indexing::RowMajor),
+            Some("column_major") => Some(Indexing::ColumnMajor),
+            Some(name @ ("tile" | "custom")) => {
+                errors.push(Error::new(
+                    value.span(),
+                    format!("`{name}` needs arguments: {HELP}"),
+                ));
+                None
+            }
+            _ => {
+                errors.push(Error::new(
+                    value.span(),
+                    format!("unknown indexing: {HELP}"),
+                ));
+                None
+            }
+        },
+        Expr::Call(ExprCall { func, args, .. }) => match expr_ident(func).as_deref() {
+            Some("tile") => {
+                if args.len() != 2 {
+                    errors.push(Error::new(
+                        args.span(),
+                        "`tile` takes the tile's width and height in CTAs: `tile(4, 2)`",
+                    ));
+                    return None;
+                }
+                let mut sides = [0u32; 2];
+                let mut ok = true;
+                for (side, arg) in sides.iter_mut().zip(args) {
+                    match positive_int(arg) {
+                        Ok(n) => *side = n,
+                        Err(message) => {
+                            errors.push(Error::new(arg.span(), format!("a tile side {message}")));
+                            ok = false;
+                        }
+                    }
+                }
+                ok.then_some(Indexing::Tile {
+                    width: sides[0],
+                    height: sides[1],
+                })
+            }
+            Some("custom") => match args.first() {
+                Some(Expr::Path(ExprPath {
+                    path, qself: None, ..
+                })) if args.len() == 1 => Some(Indexing::Custom(path.clone())),
+                _ => {
+                    errors.push(Error::new(
+                        args.span(),
+                        "`custom` takes the path of a bijection `fn(linear_id: u32, grid: [u32; 3]) -> [u32; 3]`: `custom(my_order)`",
+                    ));
+                    None
+                }
+            },
+            _ => {
+                errors.push(Error::new(func.span(), format!("unknown indexing: {HELP}")));
+                None
+            }
+        },
+        _ => {
+            errors.push(Error::new(
+                value.span(),
+                format!("unknown indexing: {HELP}"),
+            ));
+            None
+        }
+    }
+}
+
+/// A literal integer >= 1 that fits in `u32`.
+fn positive_int(expr: &Expr) -> Result<u32, &'static str> {
+    match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(int), ..
+        }) => match int.base10_parse::<u32>() {
+            Ok(0) => Err("must be at least 1"),
+            Ok(n) => Ok(n),
+            Err(_) => Err("must be an integer literal that fits in u32"),
+        },
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_), ..
+        }) => Err("must be at least 1, not negative"),
+        _ => Err("must be an integer literal, e.g. `4`"),
+    }
+}
