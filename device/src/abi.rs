@@ -3,7 +3,7 @@
 //! Defined once, here, in a crate that compiles for both sides, so the layout
 //! cannot drift. A clustered kernel takes a [`ClusterLaunch`] by value as its
 //! last parameter, and its PTX carries a [`KernelContract`] (a global named
-//! `<kernel>_contract`) that the host reads and checks before every launch.
+//! `__clustered_contract_<kernel>`) that the host reads and checks before every launch.
 //! Bump [`ABI_VERSION`] on any change to these types.
 
 use crate::mapping::{grid_size, Delinearize, FastDiv, Grid, Indexing, MappingError, Partition};

@@ -29,3 +29,14 @@ read_u32_register! {
     /// `%laneid`: this thread's lane in its warp, 0..32.
     lane_id => "%laneid";
 }
+
+/// `%clock64`: this SM's cycle counter.
+#[inline(always)]
+pub fn clock64() -> u64 {
+    let value: u64;
+    // SAFETY: reading a special register has no preconditions.
+    unsafe {
+        asm!("mov.u64 {}, %clock64;", out(reg64) value, options(nomem, nostack, preserves_flags));
+    }
+    value
+}

@@ -53,6 +53,8 @@ pub enum Error {
     /// The launch configuration does not fit the device or the kernel; it was
     /// refused before reaching the driver.
     Launch(LaunchError),
+    /// A clustered launch was refused (contract, agents, ACTIVE, mapping).
+    Cluster(crate::ClusterError),
     /// A stream, kernel or buffer of one CUDA context was used with another.
     ContextMismatch {
         /// What was mismatched.
@@ -238,6 +240,7 @@ impl fmt::Display for Error {
                 }
             }
             Error::Launch(e) => write!(f, "launch refused: {e}"),
+            Error::Cluster(e) => write!(f, "clustered launch refused: {e}"),
             Error::ContextMismatch { what } => write!(
                 f,
                 "{what} belong to different CUDA contexts; use a stream, kernel and buffers \
@@ -261,8 +264,15 @@ impl std::error::Error for Error {
         match self {
             Error::Driver { source, .. } | Error::ModuleLoad { source, .. } => Some(source),
             Error::Launch(e) => Some(e),
+            Error::Cluster(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+impl From<crate::ClusterError> for Error {
+    fn from(e: crate::ClusterError) -> Self {
+        Error::Cluster(e)
     }
 }
 

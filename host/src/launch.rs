@@ -1,9 +1,10 @@
 //! Launch configurations, their validation, and typed launches.
 
-use cudarc::driver::{CudaStream, LaunchArgs, PushKernelArg};
+use cudarc::driver::{CudaStream, DevicePtr, LaunchArgs, PushKernelArg};
 
 use crate::{
-    Axis, DeviceProperties, Error, Gpu, Kernel, KernelAttributes, LaunchError, ThreadLimit,
+    Axis, ClusteredPlan, DeviceProperties, Error, Gpu, Kernel, KernelAttributes, LaunchError,
+    ThreadLimit,
 };
 
 /// Grid, block and dynamic shared memory of one launch.
@@ -165,6 +166,8 @@ pub struct Launch<'a> {
     args: LaunchArgs<'a>,
     arg_count: usize,
     stream_after_args: bool,
+    /// A clustered launch: its parameter goes last, its scratch is zeroed.
+    cluster: Option<&'a ClusteredPlan>,
 }
 
 impl Gpu {
@@ -188,6 +191,7 @@ impl Gpu {
             args: stream.launch_builder(kernel.function()),
             arg_count: 0,
             stream_after_args: false,
+            cluster: None,
         }
     }
 }
@@ -219,6 +223,12 @@ impl<'a> Launch<'a> {
         self
     }
 
+    /// Makes this the launch of a clustered plan.
+    pub(crate) fn with_cluster(mut self, plan: &'a ClusteredPlan) -> Self {
+        self.cluster = Some(plan);
+        self
+    }
+
     /// The configuration of this launch.
     pub fn config(&self) -> &LaunchConfig {
         &self.config
@@ -242,6 +252,29 @@ impl<'a> Launch<'a> {
             return Err(Error::ContextMismatch {
                 what: "the stream and the kernel",
             });
+        }
+        if let Some(plan) = self.cluster {
+            if !std::ptr::eq(self.stream, &*plan.stream) {
+                return Err(Error::ContextMismatch {
+                    what: "the plan's stream and the launch's stream (a plan runs on the stream it was planned for: plan with ClusterOptions::stream instead of calling .on)",
+                });
+            }
+            if let Some(scratch) = &plan.scratch {
+                let bytes = scratch.len() * std::mem::size_of::<u32>();
+                let (pointer, _sync) = scratch.device_ptr(self.stream);
+                // SAFETY: zeroing the plan's own scratch words, ordered on the
+                // plan's stream before the kernel that uses them.
+                unsafe {
+                    cudarc::driver::result::memset_d8_async(
+                        pointer,
+                        0,
+                        bytes,
+                        self.stream.cu_stream(),
+                    )
+                }
+                .map_err(Error::driver("cuMemsetD8Async(scratch)"))?;
+            }
+            self.args.arg(&plan.parameter);
         }
         if needs_shared_opt_in(&self.config, self.device, &attrs) {
             self.kernel

@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+mod clustered;
 mod device;
 mod error;
 mod gpu;
@@ -30,7 +31,13 @@ mod launch;
 mod module;
 mod timing;
 
+pub use clustered::{
+    check_contract, choose_active, ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel,
+    ClusteredPlan,
+};
+pub use clustered_device::abi::{Binding, ClusterLaunch, KernelContract};
 pub use cudarc;
+pub use cudarc::driver::{CudaSlice, CudaStream};
 pub use device::DeviceProperties;
 pub use error::{Axis, Error, LaunchError, ThreadLimit};
 pub use gpu::Gpu;

@@ -3,5 +3,6 @@
 #![no_std]
 #![feature(abi_ptx)]
 
+pub mod coverage;
 pub mod sgemm;
 pub mod vector;

@@ -1,26 +1,46 @@
 //! `#[kernel]`: check the signature, then emit the PTX entry point.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::spanned::Spanned;
 use syn::{Error, ItemFn, ReturnType};
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let function: ItemFn = match syn::parse2(item.clone()) {
+    let mut function: ItemFn = match syn::parse2(item.clone()) {
         Ok(function) => function,
         Err(_) => {
-            return Error::new(
-                item.span(),
+            // Keep the item, so that its uses do not add errors of their own.
+            let error = Error::new(
+                Span::call_site(),
                 "#[kernel] applies to a function: `pub unsafe fn name(args) { .. }`",
             )
-            .to_compile_error()
+            .to_compile_error();
+            return quote!(#error #item);
         }
     };
     let mut errors = Vec::new();
     if !attr.is_empty() {
-        errors.push(Error::new(attr.span(), "#[kernel] takes no arguments"));
+        errors.push(Error::new_spanned(&attr, "#[kernel] takes no arguments"));
     }
     errors.extend(check_signature(&function, "#[kernel]"));
+    // `#[kernel]` above `#[clustered]`: report it here, and drop the
+    // `#[clustered]`s so that they do not expand into entry points that the
+    // host cannot compile.
+    let (clustered, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut function.attrs)
+        .into_iter()
+        .partition(|a| {
+            a.path()
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "clustered")
+        });
+    function.attrs = kept;
+    if !clustered.is_empty() {
+        errors.push(Error::new(
+            Span::call_site(),
+            "remove #[kernel]: #[clustered] emits the kernel entry points itself",
+        ));
+    }
     if let Some(error) = errors.into_iter().reduce(|mut all, e| {
         all.combine(e);
         all
@@ -63,33 +83,38 @@ pub fn check_signature(function: &ItemFn, attribute: &str) -> Vec<Error> {
         ));
     }
     if let Some(abi) = &sig.abi {
-        errors.push(Error::new(
-            abi.span(),
+        errors.push(Error::new_spanned(
+            abi,
             format!("{attribute} sets the ABI itself; remove `extern ..`"),
         ));
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        errors.push(Error::new(
-            sig.generics.span(),
+        // `<..>` prints without the where clause: point at whichever exists.
+        let generics: &dyn quote::ToTokens = match &sig.generics.where_clause {
+            Some(where_clause) if sig.generics.params.is_empty() => where_clause,
+            _ => &sig.generics,
+        };
+        errors.push(Error::new_spanned(
+            generics,
             format!("{attribute} cannot be generic: the PTX entry point needs one concrete signature; write a non-generic wrapper that calls a generic function"),
         ));
     }
-    if let ReturnType::Type(_, ty) = &sig.output {
-        errors.push(Error::new(
-            ty.span(),
+    if let ReturnType::Type(..) = &sig.output {
+        errors.push(Error::new_spanned(
+            &sig.output,
             format!("{attribute} returns nothing: write results through a pointer parameter"),
         ));
     }
     if let Some(variadic) = &sig.variadic {
-        errors.push(Error::new(
-            variadic.span(),
+        errors.push(Error::new_spanned(
+            variadic,
             format!("{attribute} cannot be variadic"),
         ));
     }
     for input in &sig.inputs {
         if let syn::FnArg::Receiver(receiver) = input {
-            errors.push(Error::new(
-                receiver.span(),
+            errors.push(Error::new_spanned(
+                receiver,
                 format!("{attribute} cannot take `self`: a kernel is a free function"),
             ));
         }

@@ -9,6 +9,8 @@
 
 mod clustered;
 mod kernel;
+#[cfg(test)]
+mod snapshots;
 
 use proc_macro::TokenStream;
 

@@ -65,8 +65,8 @@ pub fn parameters(function: &ItemFn, errors: &mut Vec<Error>) -> Parameters {
                     names.push(ident.ident.clone());
                     types.push((*typed.ty).clone());
                 }
-                other => errors.push(Error::new(
-                    other.span(),
+                other => errors.push(Error::new_spanned(
+                    other,
                     "a clustered kernel's parameters are plain names (`n: u32`): the scheduler passes them on to every task",
                 )),
             }
@@ -96,15 +96,15 @@ pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut
             ));
         }
         if let Some(prefetch) = &schedule.prefetch {
-            errors.push(Error::new(
-                prefetch.span(),
+            errors.push(Error::new_spanned(
+                prefetch,
                 format!("`prefetch` needs to know the next task, which only agents do: remove it or use `binding = agents` (with `binding = {binding}` each block runs one task)"),
             ));
         }
     } else if let Some(prefetch) = &schedule.prefetch {
         if schedule.chunk.map_or(1, |(n, _)| n) < 2 {
-            errors.push(Error::new(
-                prefetch.span(),
+            errors.push(Error::new_spanned(
+                prefetch,
                 "`prefetch` is called with the next task of the same chunk: add `chunk = 2` or more",
             ));
         }
@@ -245,8 +245,8 @@ impl Rewriter<'_> {
         if let Expr::Unary(unary) = target {
             if let UnOp::Deref(_) = unary.op {
                 if let Some(root) = self.bypassed(&unary.expr) {
-                    self.errors.push(Error::new(
-                        target.span(),
+                    self.errors.push(Error::new_spanned(
+                        target,
                         format!("`{root}` is in `bypass` but written here: bypass is for data the kernel only reads; remove `{root}` from `bypass`"),
                     ));
                 }
@@ -300,17 +300,17 @@ impl VisitMut for Rewriter<'_> {
             Expr::Binary(binary) if is_compound_assign(&binary.op) => {
                 self.reject_write(&binary.left);
             }
-            Expr::Unary(unary) if matches!(unary.op, UnOp::Deref(_)) => {
-                if self.bypassed(&unary.expr).is_some() {
-                    visit_mut::visit_expr_mut(self, &mut unary.expr);
-                    let pointer = &unary.expr;
-                    let span = unary.span();
-                    *expr = syn::parse2(
-                        quote_spanned!(span=> ::clustered_device::memory::load_bypass_l1(#pointer)),
-                    )
-                    .expect("a call expression parses");
-                    return;
-                }
+            Expr::Unary(unary)
+                if matches!(unary.op, UnOp::Deref(_)) && self.bypassed(&unary.expr).is_some() =>
+            {
+                visit_mut::visit_expr_mut(self, &mut unary.expr);
+                let pointer = &unary.expr;
+                let span = unary.span();
+                *expr = syn::parse2(
+                    quote_spanned!(span=> ::clustered_device::memory::load_bypass_l1(#pointer)),
+                )
+                .expect("a call expression parses");
+                return;
             }
             _ => {}
         }

@@ -42,14 +42,17 @@ pub fn schedule(
     let Parameters { names, types } = parameters;
     let cta = format_ident!("__cta");
     let launch = format_ident!("__launch");
+    // The entry point's locals sit next to the kernel's parameters: prefixed,
+    // so that a parameter named `v` or `to_cta` is not shadowed.
+    let v = format_ident!("__v");
+    let to_cta = format_ident!("__to_cta");
     let device = quote!(::clustered_device);
 
-    let (binding, binding_value) = match schedule.binding {
-        Binding::Reorder => (quote!(#device::abi::Binding::Reorder), 0u32),
-        Binding::Redirect => (quote!(#device::abi::Binding::Redirect), 1),
-        Binding::Agents => (quote!(#device::abi::Binding::Agents), 2),
+    let binding = match schedule.binding {
+        Binding::Reorder => quote!(#device::abi::Binding::Reorder),
+        Binding::Redirect => quote!(#device::abi::Binding::Redirect),
+        Binding::Agents => quote!(#device::abi::Binding::Agents),
     };
-    let _ = binding_value;
     let (indexing_kind, tile) = match &schedule.indexing {
         Indexing::RowMajor => (quote!(ROW_MAJOR), [0, 0]),
         Indexing::ColumnMajor => (quote!(COLUMN_MAJOR), [0, 0]),
@@ -61,39 +64,53 @@ pub fn schedule(
     let active = schedule.active.map_or(0, |(n, _)| n);
 
     // v -> the original CTA, for the chosen indexing.
-    let to_cta = match &schedule.indexing {
+    let to_cta_closure = match &schedule.indexing {
         Indexing::Custom(path) => quote! {
-            |v: u32| #device::cta::Cta::new(#path(v, #launch.delinearize.grid()), #launch.delinearize.grid())
+            |#v: u32| #device::cta::Cta::new(#path(#v, #launch.delinearize.grid()), #launch.delinearize.grid())
         },
         _ => quote! {
-            |v: u32| #device::cta::Cta::new(#launch.delinearize.cta(v), #launch.delinearize.grid())
+            |#v: u32| #device::cta::Cta::new(#launch.delinearize.cta(#v), #launch.delinearize.grid())
         },
     };
-    let run_task = quote!(#task(to_cta(v), #(#names),*));
+    let run_task = quote!(#task(#to_cta(#v), #(#names),*));
     let entry_body = match schedule.binding {
         Binding::Reorder => quote! {
-            let v = #device::run::reordered(&#launch);
+            let #v = #device::run::reordered(&#launch);
             #run_task;
         },
         Binding::Redirect => quote! {
-            let v = #device::run::redirected(&#launch);
+            let #v = #device::run::redirected(&#launch);
             #run_task;
         },
         Binding::Agents => {
             let separate = facts.shares_within_cta;
             let prefetch = match &schedule.prefetch {
-                Some(hook) => quote!(|v: u32| #hook(to_cta(v), #(#names),*)),
+                Some(hook) => quote!(|#v: u32| #hook(#to_cta(#v), #(#names),*)),
                 None => quote!(|_: u32| {}),
             };
             quote! {
-                #device::run::agents(&#launch, #chunk, #separate, |v: u32| #run_task, #prefetch);
+                #device::run::agents(&#launch, #chunk, #separate, |#v: u32| #run_task, #prefetch);
             }
         }
     };
+    // The schedule as written in the attribute, e.g. `indexing = tile(4, 2)`.
+    let indexing = match &schedule.indexing {
+        Indexing::RowMajor => "row_major".to_string(),
+        Indexing::ColumnMajor => "column_major".to_string(),
+        Indexing::Tile { width, height } => format!("tile({width}, {height})"),
+        Indexing::Custom(path) => format!("custom({})", quote!(#path).to_string().replace(' ', "")),
+    };
     let doc = format!(
-        "Clustered `{}`: binding {:?}, indexing {:?}. Launch it with the host's `launch_clustered`.",
-        function.sig.ident, schedule.binding, schedule.indexing
+        " Clustered `{}`: `binding = {}`, `indexing = {indexing}`. Launch it with the host's `launch_clustered`.",
+        function.sig.ident,
+        format!("{:?}", schedule.binding).to_lowercase(),
     );
+    // A paragraph of its own after the function's documentation.
+    let separator = function
+        .attrs
+        .iter()
+        .any(|a| a.path().is_ident("doc"))
+        .then(|| quote!(#[doc = ""]));
 
     quote! {
         #[doc(hidden)]
@@ -113,10 +130,11 @@ pub fn schedule(
         );
 
         #(#attrs)*
+        #separator
         #[doc = #doc]
         #[no_mangle]
         #vis unsafe extern "ptx-kernel" fn #name(#(#names: #types,)* #launch: #device::abi::ClusterLaunch) {
-            let to_cta = #to_cta;
+            let #to_cta = #to_cta_closure;
             #entry_body
         }
     }

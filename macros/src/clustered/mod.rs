@@ -7,7 +7,6 @@ mod parse;
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
-use syn::spanned::Spanned;
 use syn::{Attribute, Error, ItemFn};
 
 use crate::kernel::check_signature;
@@ -44,15 +43,16 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 syn::Meta::List(list) => list.tokens.clone(),
                 _ => TokenStream::new(),
             };
-            attributes.push((args, a.span()));
+            // `[clustered(..)]`: on stable, `a.span()` would be just the `#`.
+            attributes.push((args, a.bracket_token.span.join()));
         } else if a
             .path()
             .segments
             .last()
             .is_some_and(|s| s.ident == "kernel")
         {
-            errors.push(Error::new(
-                a.span(),
+            errors.push(Error::new_spanned(
+                &a,
                 "remove #[kernel]: #[clustered] emits the kernel entry points itself",
             ));
         } else {
@@ -77,7 +77,10 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             None => {
                 errors.push(Error::new(
                     schedule.span,
-                    "several schedules on one kernel need a `name = ..` each",
+                    format!(
+                        "several schedules on one kernel need a `name = ..` each, e.g. `name = {original}_{}`",
+                        format!("{:?}", schedule.binding).to_lowercase()
+                    ),
                 ));
                 continue;
             }

@@ -41,7 +41,6 @@ pub struct Schedule {
     pub span: Span,
     pub name: Option<Ident>,
     pub binding: Binding,
-    pub binding_span: Option<Span>,
     pub indexing: Indexing,
     pub bypass: Vec<Ident>,
     pub prefetch: Option<Path>,
@@ -57,7 +56,6 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
         span,
         name: None,
         binding: Binding::Agents,
-        binding_span: None,
         indexing: Indexing::RowMajor,
         bypass: Vec::new(),
         prefetch: None,
@@ -76,26 +74,37 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
                 meta.path.span(),
                 format!("`{key}` is given twice; keep one"),
             ));
+            // The first one counts: checking this one too would report
+            // mistakes that come only from the repetition.
+            return skip_value(&meta);
         } else if !key.is_empty() {
             seen.push(key.clone());
         }
         match key.as_str() {
-            "name" => match meta.value()?.parse::<Ident>() {
-                Ok(name) => schedule.name = Some(name),
-                Err(e) => errors.push(Error::new(
-                    e.span(),
-                    "`name` takes the new kernel's name: `name = my_kernel_agents`",
-                )),
-            },
+            "name" => {
+                // Parse any expression, so that a wrong one is skipped and
+                // the options after it are still read.
+                let value: Expr = meta.value()?.parse()?;
+                match &value {
+                    Expr::Path(ExprPath {
+                        path, qself: None, ..
+                    }) if path.get_ident().is_some() => {
+                        schedule.name = path.get_ident().cloned();
+                    }
+                    _ => errors.push(Error::new_spanned(
+                        &value,
+                        "`name` takes the new kernel's name: `name = my_kernel_agents`",
+                    )),
+                }
+            }
             "binding" => {
                 let value: Expr = meta.value()?.parse()?;
-                schedule.binding_span = Some(value.span());
                 match expr_ident(&value).as_deref() {
                     Some("reorder") => schedule.binding = Binding::Reorder,
                     Some("redirect") => schedule.binding = Binding::Redirect,
                     Some("agents") => schedule.binding = Binding::Agents,
-                    _ => errors.push(Error::new(
-                        value.span(),
+                    _ => errors.push(Error::new_spanned(
+                        &value,
                         "unknown binding: use `reorder` (same grid, new order), `redirect` (the paper's round-robin redirection) or `agents` (persistent agents bound to SMs)",
                     )),
                 }
@@ -130,8 +139,8 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
                 let value: Expr = meta.value()?.parse()?;
                 match value {
                     Expr::Path(ExprPath { path, qself: None, .. }) => schedule.prefetch = Some(path),
-                    other => errors.push(Error::new(
-                        other.span(),
+                    other => errors.push(Error::new_spanned(
+                        other,
                         "`prefetch` takes the path of a function `unsafe fn(next: Cta, <the kernel's parameters>)`, e.g. `prefetch = prefetch_rows`",
                     )),
                 }
@@ -148,7 +157,7 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
                         *slot = Some((n, value.span()));
                     }
                     Err(message) => {
-                        errors.push(Error::new(value.span(), format!("`{key}` {message}")))
+                        errors.push(Error::new_spanned(&value, format!("`{key}` {message}")))
                     }
                 }
             }
@@ -157,12 +166,7 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
                     meta.path.span(),
                     format!("unknown option of #[clustered]; the options are {OPTIONS}"),
                 ));
-                // Skip the value so that the options after it are still read.
-                if meta.input.peek(syn::Token![=]) {
-                    let _: Expr = meta.value()?.parse()?;
-                } else if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
-                    let _ = meta.input.parse::<TokenStream>();
-                }
+                return skip_value(&meta);
             }
         }
         Ok(())
@@ -171,6 +175,19 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
         errors.push(error);
     }
     schedule
+}
+
+/// Skips an option's value, `= expr` or `(..)`, so that the options after it
+/// are still read.
+fn skip_value(meta: &syn::meta::ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) {
+        let _: Expr = meta.value()?.parse()?;
+    } else if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
+        // One token tree: the `(..)` of `option(..)`, not the rest of the
+        // attribute.
+        let _: proc_macro2::TokenTree = meta.input.parse()?;
+    }
+    Ok(())
 }
 
 fn expr_ident(expr: &Expr) -> Option<String> {
@@ -190,15 +207,15 @@ fn parse_indexing(value: &Expr, errors: &mut Vec<Error>) -> Option<Indexing> {
             Some("row_major") => Some(Indexing::RowMajor),
             Some("column_major") => Some(Indexing::ColumnMajor),
             Some(name @ ("tile" | "custom")) => {
-                errors.push(Error::new(
-                    value.span(),
+                errors.push(Error::new_spanned(
+                    value,
                     format!("`{name}` needs arguments: {HELP}"),
                 ));
                 None
             }
             _ => {
-                errors.push(Error::new(
-                    value.span(),
+                errors.push(Error::new_spanned(
+                    value,
                     format!("unknown indexing: {HELP}"),
                 ));
                 None
@@ -207,8 +224,8 @@ fn parse_indexing(value: &Expr, errors: &mut Vec<Error>) -> Option<Indexing> {
         Expr::Call(ExprCall { func, args, .. }) => match expr_ident(func).as_deref() {
             Some("tile") => {
                 if args.len() != 2 {
-                    errors.push(Error::new(
-                        args.span(),
+                    errors.push(Error::new_spanned(
+                        value,
                         "`tile` takes the tile's width and height in CTAs: `tile(4, 2)`",
                     ));
                     return None;
@@ -219,7 +236,7 @@ fn parse_indexing(value: &Expr, errors: &mut Vec<Error>) -> Option<Indexing> {
                     match positive_int(arg) {
                         Ok(n) => *side = n,
                         Err(message) => {
-                            errors.push(Error::new(arg.span(), format!("a tile side {message}")));
+                            errors.push(Error::new_spanned(arg, format!("a tile side {message}")));
                             ok = false;
                         }
                     }
@@ -234,21 +251,24 @@ fn parse_indexing(value: &Expr, errors: &mut Vec<Error>) -> Option<Indexing> {
                     path, qself: None, ..
                 })) if args.len() == 1 => Some(Indexing::Custom(path.clone())),
                 _ => {
-                    errors.push(Error::new(
-                        args.span(),
+                    errors.push(Error::new_spanned(
+                        value,
                         "`custom` takes the path of a bijection `fn(linear_id: u32, grid: [u32; 3]) -> [u32; 3]`: `custom(my_order)`",
                     ));
                     None
                 }
             },
             _ => {
-                errors.push(Error::new(func.span(), format!("unknown indexing: {HELP}")));
+                errors.push(Error::new_spanned(
+                    func,
+                    format!("unknown indexing: {HELP}"),
+                ));
                 None
             }
         },
         _ => {
-            errors.push(Error::new(
-                value.span(),
+            errors.push(Error::new_spanned(
+                value,
                 format!("unknown indexing: {HELP}"),
             ));
             None

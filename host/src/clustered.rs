@@ -1,0 +1,348 @@
+//! Launching clustered kernels: read and check the kernel's contract, size
+//! the agents from the kernel's occupancy, pick ACTIVE by policy, give each
+//! launch its own zeroed scratch, and pass the [`ClusterLaunch`] parameter.
+//!
+//! ```no_run
+//! # use clustered_host::*;
+//! # fn main() -> Result<(), Error> {
+//! # let gpu = Gpu::new(0)?; let module = gpu.load_module("")?;
+//! # let (a, b, mut c) = (gpu.zeros::<f32>(1)?, gpu.zeros::<f32>(1)?, gpu.zeros::<f32>(1)?);
+//! let kernel = module.clustered_kernel("vector_add_agents")?;
+//! // The ORIGINAL kernel's grid and block; the plan turns them into agents.
+//! let plan = gpu.plan_clustered(&kernel, LaunchConfig::linear(1 << 20, 256), ClusterOptions::default())?;
+//! let n = 1u32 << 20;
+//! unsafe { gpu.launch_plan(&plan).arg(&a).arg(&b).arg(&mut c).arg(&n).run()? };
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use clustered_device::abi::{
+    scratch_words, Binding, ClusterLaunch, KernelContract, ABI_VERSION, CONTRACT_MAGIC,
+};
+use clustered_device::mapping::{Indexing, MappingError};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr};
+
+use crate::launch::Launch;
+use crate::{Error, Gpu, Kernel, LaunchConfig, Module};
+
+/// How many of the agents on each SM work (ACTIVE); the rest exit at once.
+/// Throttling trades parallelism for less cache contention.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum ActivePolicy {
+    /// The kernel's `active = N` if it has one, else all of them.
+    #[default]
+    FromKernel,
+    /// All MAX agents per SM.
+    All,
+    /// Exactly this many per SM; more than MAX is an error.
+    Fixed(u32),
+    /// This fraction of MAX, rounded up, at least one.
+    Fraction(f32),
+}
+
+/// Options of a clustered launch; the defaults suit normal use.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterOptions {
+    /// ACTIVE agents per SM.
+    pub active: ActivePolicy,
+    /// The stream to launch on (default: the GPU's stream). One plan runs on
+    /// one stream, so launches of one plan never share scratch memory.
+    pub stream: Option<Arc<CudaStream>>,
+    /// Launch this many agents per SM instead of MAX (at most MAX).
+    pub agents_per_sm: Option<u32>,
+    /// Launch this many agents in all, e.g. fewer than SMs (tests use it to
+    /// starve SMs). Overrides `agents_per_sm`.
+    pub total_agents: Option<u32>,
+    /// Clusters `M` (default: the SM count).
+    pub clusters: Option<u32>,
+}
+
+/// Why a clustered launch was refused.
+#[allow(missing_docs)] // the fields hold what their names say
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ClusterError {
+    /// The kernel has no contract global: it was not made by `#[clustered]`.
+    NotClustered { kernel: String },
+    /// The contract global is not one this crate understands.
+    ContractMismatch {
+        kernel: String,
+        found: KernelContract,
+    },
+    /// ACTIVE is zero or above MAX.
+    ActiveOutOfRange { active: u32, max: u32 },
+    /// More agents per SM than fit (MAX).
+    TooManyAgents { requested: u32, max: u32 },
+    /// The kernel cannot run at this block size and shared memory.
+    ZeroOccupancy {
+        kernel: String,
+        block_threads: u64,
+        dynamic_shared_bytes: u32,
+    },
+    /// The grid, tile or cluster count cannot be mapped.
+    Mapping(MappingError),
+    /// A fraction policy outside (0, 1].
+    BadFraction(f32),
+}
+
+impl fmt::Display for ClusterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClusterError::NotClustered { kernel } => write!(
+                f,
+                "`{kernel}` is not a clustered kernel (its module has no `__clustered_contract_{kernel}`); launch it with `Gpu::launch`, or add #[clustered(..)] to its source"
+            ),
+            ClusterError::ContractMismatch { kernel, found } => write!(
+                f,
+                "`{kernel}` was built against another launch contract (ABI {} with a {}-byte parameter; this host speaks ABI {ABI_VERSION} with {} bytes): rebuild the kernels and the host from the same clustered-device",
+                found.abi_version,
+                found.launch_size,
+                std::mem::size_of::<ClusterLaunch>()
+            ),
+            ClusterError::ActiveOutOfRange { active, max } => write!(
+                f,
+                "ACTIVE = {active} agents per SM is outside 1..={max} (MAX, from the kernel's occupancy): choose a smaller fixed count or a fraction"
+            ),
+            ClusterError::TooManyAgents { requested, max } => write!(
+                f,
+                "{requested} agents per SM requested, but only {max} fit (MAX, from the kernel's occupancy)"
+            ),
+            ClusterError::ZeroOccupancy { kernel, block_threads, dynamic_shared_bytes } => write!(
+                f,
+                "`{kernel}` cannot run with {block_threads} threads and {dynamic_shared_bytes} bytes of dynamic shared memory per block (occupancy 0): use smaller blocks or less shared memory"
+            ),
+            ClusterError::Mapping(error) => write!(f, "cannot cluster this grid: {error}"),
+            ClusterError::BadFraction(fraction) => write!(f, "ACTIVE fraction {fraction} is outside (0, 1]"),
+        }
+    }
+}
+
+impl std::error::Error for ClusterError {}
+
+/// A kernel made by `#[clustered]`, with its checked contract.
+#[derive(Debug, Clone)]
+pub struct ClusteredKernel {
+    kernel: Kernel,
+    contract: KernelContract,
+}
+
+impl ClusteredKernel {
+    /// The underlying kernel.
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
+    }
+
+    /// What the kernel declared about itself.
+    pub fn contract(&self) -> &KernelContract {
+        &self.contract
+    }
+
+    /// Its binding.
+    pub fn binding(&self) -> Binding {
+        Binding::from_u32(self.contract.binding).expect("checked when the kernel was looked up")
+    }
+}
+
+/// Checks a contract read from a module.
+pub fn check_contract(kernel: &str, found: KernelContract) -> Result<KernelContract, ClusterError> {
+    let ok = found.magic == CONTRACT_MAGIC
+        && found.abi_version == ABI_VERSION
+        && found.launch_size as usize == std::mem::size_of::<ClusterLaunch>()
+        && Binding::from_u32(found.binding).is_some();
+    if ok {
+        Ok(found)
+    } else {
+        Err(ClusterError::ContractMismatch {
+            kernel: kernel.to_string(),
+            found,
+        })
+    }
+}
+
+impl Module {
+    /// Looks up a kernel made by `#[clustered]` and checks its contract.
+    pub fn clustered_kernel(&self, name: &str) -> Result<ClusteredKernel, Error> {
+        let kernel = self.kernel(name)?;
+        let symbol = format!("__clustered_contract_{name}");
+        let stream = kernel.context().default_stream();
+        let global = match self.cuda_module().get_global(&symbol, &stream) {
+            Ok(global) => global,
+            Err(_) => {
+                return Err(ClusterError::NotClustered {
+                    kernel: name.into(),
+                }
+                .into())
+            }
+        };
+        let mut bytes = vec![0u8; std::mem::size_of::<KernelContract>()];
+        if global.len() != bytes.len() {
+            return Err(ClusterError::NotClustered {
+                kernel: name.into(),
+            }
+            .into());
+        }
+        stream
+            .memcpy_dtoh(&global, &mut bytes)
+            .map_err(Error::driver("cuMemcpyDtoH(contract)"))?;
+        stream
+            .synchronize()
+            .map_err(Error::driver("cuStreamSynchronize"))?;
+        // SAFETY: KernelContract is repr(C) plain u32s; any bytes are a value.
+        let found: KernelContract = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) };
+        let contract = check_contract(name, found)?;
+        Ok(ClusteredKernel { kernel, contract })
+    }
+}
+
+/// The kernel parameter, wrapped so that cudarc may pass it by value.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LaunchParameter(pub(crate) ClusterLaunch);
+
+// SAFETY: ClusterLaunch is repr(C), Copy, and made of plain integers.
+unsafe impl DeviceRepr for LaunchParameter {}
+
+/// Everything a clustered launch needs, computed once: run it any number of
+/// times with [`Gpu::launch_plan`].
+#[derive(Debug)]
+pub struct ClusteredPlan {
+    pub(crate) kernel: ClusteredKernel,
+    pub(crate) stream: Arc<CudaStream>,
+    /// The launch of the new kernel (agents: one block per agent).
+    pub config: LaunchConfig,
+    /// The original kernel's launch.
+    pub original: LaunchConfig,
+    pub(crate) parameter: LaunchParameter,
+    /// Scratch words of the agent counters; zeroed before every run.
+    pub(crate) scratch: Option<CudaSlice<u32>>,
+    /// MAX: agents per SM that fit, from the kernel's occupancy.
+    pub max_agents_per_sm: u32,
+    /// ACTIVE: agents per SM that work.
+    pub active_agents: u32,
+}
+
+impl ClusteredPlan {
+    /// The parameter passed to the kernel.
+    pub fn parameter(&self) -> &ClusterLaunch {
+        &self.parameter.0
+    }
+
+    /// The kernel this plan launches.
+    pub fn kernel(&self) -> &ClusteredKernel {
+        &self.kernel
+    }
+}
+
+/// ACTIVE for a policy, given MAX and the kernel's default.
+pub fn choose_active(
+    policy: ActivePolicy,
+    max: u32,
+    kernel_default: u32,
+) -> Result<u32, ClusterError> {
+    let active = match policy {
+        ActivePolicy::All => max,
+        ActivePolicy::FromKernel if kernel_default == 0 => max,
+        ActivePolicy::FromKernel => kernel_default.min(max),
+        ActivePolicy::Fixed(n) => n,
+        ActivePolicy::Fraction(f) if f > 0.0 && f <= 1.0 => ((max as f32 * f).ceil() as u32).max(1),
+        ActivePolicy::Fraction(f) => return Err(ClusterError::BadFraction(f)),
+    };
+    if active == 0 || active > max {
+        return Err(ClusterError::ActiveOutOfRange { active, max });
+    }
+    Ok(active)
+}
+
+impl Gpu {
+    /// Plans a clustered launch of `kernel` for the ORIGINAL launch
+    /// `original` (its grid and block): checks it, sizes the agents and
+    /// allocates the scratch memory.
+    pub fn plan_clustered(
+        &self,
+        kernel: &ClusteredKernel,
+        original: LaunchConfig,
+        options: ClusterOptions,
+    ) -> Result<ClusteredPlan, Error> {
+        let props = self.properties();
+        crate::validate_launch(&original, props, &kernel.kernel.attributes())?;
+        let contract = kernel.contract;
+        let binding = kernel.binding();
+        let sm_count = props.sm_count;
+        let clusters = match binding {
+            Binding::Reorder => 1,
+            _ => options.clusters.unwrap_or(sm_count),
+        };
+        let indexing = contract.indexing().unwrap_or(Indexing::RowMajor);
+        let mut parameter =
+            ClusterLaunch::new(indexing, original.grid, clusters).map_err(ClusterError::Mapping)?;
+        let stream = options
+            .stream
+            .clone()
+            .unwrap_or_else(|| self.stream().clone());
+
+        let (config, scratch, max, active) = match binding {
+            Binding::Reorder | Binding::Redirect => (original, None, 0, 0),
+            Binding::Agents => {
+                let block_threads = original.block_threads();
+                let max = kernel
+                    .kernel
+                    .occupancy(block_threads as u32, original.dynamic_shared_bytes)?;
+                if max == 0 {
+                    return Err(ClusterError::ZeroOccupancy {
+                        kernel: kernel.kernel.name().into(),
+                        block_threads,
+                        dynamic_shared_bytes: original.dynamic_shared_bytes,
+                    }
+                    .into());
+                }
+                let per_sm = options.agents_per_sm.unwrap_or(max);
+                if per_sm == 0 || per_sm > max {
+                    return Err(ClusterError::TooManyAgents {
+                        requested: per_sm,
+                        max,
+                    }
+                    .into());
+                }
+                let active = choose_active(options.active, max, contract.default_active)?;
+                let agents = options.total_agents.unwrap_or(per_sm * sm_count).max(1);
+                // Arrival slots per SM id; ids past this share slots (modulo),
+                // which only blurs throttling, never correctness.
+                let sm_slots = 2 * sm_count;
+                let scratch = stream
+                    .alloc_zeros::<u32>(scratch_words(sm_slots, clusters))
+                    .map_err(Error::driver("cuMemAllocAsync(scratch)"))?;
+                let pointer = {
+                    let (pointer, _sync) = scratch.device_ptr(&stream);
+                    pointer
+                };
+                parameter = parameter.with_agents(active, sm_slots, pointer);
+                let config = LaunchConfig {
+                    grid: [agents, 1, 1],
+                    ..original
+                };
+                (config, Some(scratch), max, active)
+            }
+        };
+        crate::validate_launch(&config, props, &kernel.kernel.attributes())?;
+        Ok(ClusteredPlan {
+            kernel: kernel.clone(),
+            stream,
+            config,
+            original,
+            parameter: LaunchParameter(parameter),
+            scratch,
+            max_agents_per_sm: max,
+            active_agents: active,
+        })
+    }
+
+    /// Starts a launch of a plan: push the ORIGINAL kernel's arguments with
+    /// [`Launch::arg`], then [`Launch::run`]; the cluster parameter is added
+    /// last, and the scratch zeroed, by `run`.
+    pub fn launch_plan<'a>(&'a self, plan: &'a ClusteredPlan) -> Launch<'a> {
+        self.launch_on(&plan.stream, &plan.kernel.kernel, plan.config)
+            .with_cluster(plan)
+    }
+}

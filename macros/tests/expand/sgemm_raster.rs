@@ -1,0 +1,32 @@
+use clustered_device::clustered;
+use clustered_device::math::fma;
+use clustered_device::shared_array;
+use clustered_device::thread::{
+    block_idx_x, block_idx_y, sync_threads, thread_idx_x, thread_idx_y,
+};
+
+pub const TILE: u32 = 32;
+
+/// The CUDA SDK's shared-memory tiled SGEMM, run in the grouped raster order
+/// (tiles of 16 x 4 CTAs).
+#[clustered(name = sgemm_tiled_raster, binding = reorder, indexing = tile(16, 4))]
+pub unsafe fn sgemm_tiled(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
+    let tile_a = shared_array!(tile_a: [f32; (TILE * TILE) as usize]);
+    let tile_b = shared_array!(tile_b: [f32; (TILE * TILE) as usize]);
+    let (tx, ty) = (thread_idx_x(), thread_idx_y());
+    let row = block_idx_y() * TILE + ty;
+    let col = block_idx_x() * TILE + tx;
+    let mut sum = 0.0f32;
+    let mut k0 = 0;
+    while k0 < n {
+        tile_a.write(ty * TILE + tx, *a.add((row * n + k0 + tx) as usize));
+        tile_b.write(ty * TILE + tx, *b.add(((k0 + ty) * n + col) as usize));
+        sync_threads();
+        for k in 0..TILE {
+            sum = fma(tile_a.read(ty * TILE + k), tile_b.read(k * TILE + tx), sum);
+        }
+        sync_threads();
+        k0 += TILE;
+    }
+    *c.add((row * n + col) as usize) = sum;
+}

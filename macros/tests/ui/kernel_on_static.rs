@@ -1,0 +1,6 @@
+use clustered_macros::kernel;
+
+#[kernel]
+pub static COUNT: u32 = 0;
+
+fn main() {}

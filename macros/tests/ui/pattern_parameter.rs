@@ -1,0 +1,8 @@
+use clustered_macros::clustered;
+
+#[clustered]
+pub unsafe fn copy(x: *mut f32, (n, m): (u32, u32)) {
+    let _ = (x, n, m);
+}
+
+fn main() {}

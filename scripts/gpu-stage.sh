@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds everything that runs on a GPU (examples, test binaries) and stages it,
+# with the suite's PTX, in .gpu/ (git-ignored), plus .gpu/run-all.sh that runs
+# it all there:
+#
+#   scripts/gpu-stage.sh            # here, with Rust
+#   .gpu/run-all.sh [OUT_DIR]       # on the GPU machine (no Rust needed)
+#
+# run-all.sh runs every test binary, both examples, and compute-sanitizer
+# memcheck (examples) and racecheck (the agent kernels' tests) when present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+stage=.gpu
+rm -rf "$stage" && mkdir -p "$stage/tests"
+grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.gpu/' >> .git/info/exclude; }
+
+cargo build --release --examples
+cp target/release/examples/vector_add target/release/examples/sgemm "$stage/"
+cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
+  python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    m = json.loads(line)
+    # The macro and builder tests need a Rust toolchain, not a GPU.
+    if (m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]
+            and m["target"]["name"] not in ("ui", "clustered_macros", "clustered_builder")):
+        shutil.copy(m["executable"], sys.argv[1] + "/tests/" + m["target"]["name"] + "." + m["target"]["kind"][0])
+' "$stage"
+cp "$(ls -t target/release/build/clustered-*/out/ptx-target/nvptx64-nvidia-cuda/release/kernels.ptx | head -1)" "$stage/kernels.ptx"
+
+cat > "$stage/run-all.sh" <<'RUN'
+#!/usr/bin/env bash
+# Runs every staged GPU binary; exits non-zero if any fails.
+cd "$(dirname "$0")"
+out=${1:-/tmp/gpu-out}; mkdir -p "$out"
+status=0
+run() { echo "=== $*"; "$@" || { echo "FAILED: $*"; status=1; }; }
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+for t in tests/*; do run "$t" --test-threads=1; done
+run ./vector_add
+run ./sgemm
+if command -v compute-sanitizer >/dev/null; then
+  run compute-sanitizer --tool memcheck --error-exitcode 1 ./vector_add --n 1000003
+  run compute-sanitizer --tool memcheck --error-exitcode 1 ./sgemm --n 256
+  run compute-sanitizer --tool racecheck --error-exitcode 1 ./sgemm --n 256
+  run compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 tests/clustered_gpu.test --test-threads=1
+  # The tests provoke API errors on purpose (a kernel without a contract).
+fi
+echo "run-all: $([ $status = 0 ] && echo all passed || echo FAILURES)"
+exit $status
+RUN
+chmod +x "$stage/run-all.sh"
+du -sh "$stage"; ls "$stage" "$stage/tests"

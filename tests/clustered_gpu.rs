@@ -1,0 +1,334 @@
+//! End-to-end tests of clustered kernels on a GPU. Without one, each test
+//! prints why it skipped and passes.
+
+use std::sync::Arc;
+
+use clustered::host::{
+    ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel, CudaSlice, Error, Gpu,
+    LaunchConfig, Module,
+};
+
+fn gpu() -> Option<(Gpu, Module)> {
+    match Gpu::new(0) {
+        Ok(gpu) => {
+            let module = gpu
+                .load_module(clustered::PTX)
+                .expect("the suite's PTX loads");
+            Some((gpu, module))
+        }
+        Err(error) => {
+            eprintln!("skipped: no GPU ({error})");
+            None
+        }
+    }
+}
+
+const COVERAGE: [&str; 5] = [
+    "coverage_reorder",
+    "coverage_redirect",
+    "coverage_agents",
+    "coverage_agents_chunked",
+    "coverage_agents_throttled",
+];
+
+struct Coverage {
+    runs: CudaSlice<u32>,
+    sms: CudaSlice<u32>,
+}
+
+impl Coverage {
+    fn new(
+        gpu: &Gpu,
+        stream: &Arc<clustered::host::cudarc::driver::CudaStream>,
+        grid: [u32; 3],
+    ) -> Coverage {
+        let n = (grid[0] * grid[1] * grid[2]) as usize;
+        let _ = gpu;
+        Coverage {
+            runs: stream.alloc_zeros(n).unwrap(),
+            sms: stream.alloc_zeros(n).unwrap(),
+        }
+    }
+
+    fn launch(
+        &mut self,
+        gpu: &Gpu,
+        kernel: &ClusteredKernel,
+        grid: [u32; 3],
+        options: ClusterOptions,
+    ) -> Result<(), Error> {
+        let plan = gpu.plan_clustered(kernel, LaunchConfig::new(grid, [64, 1, 1]), options)?;
+        unsafe {
+            gpu.launch_plan(&plan)
+                .arg(&mut self.runs)
+                .arg(&mut self.sms)
+                .run()
+        }
+    }
+
+    /// Asserts every CTA ran once; returns how many distinct SMs ran them.
+    fn assert_exactly_once(&self, gpu: &Gpu, case: &str) -> usize {
+        let runs = gpu.dtoh(&self.runs).unwrap();
+        let sms = gpu.dtoh(&self.sms).unwrap();
+        for (v, &count) in runs.iter().enumerate() {
+            assert_eq!(count, 1, "{case}: CTA {v} ran {count} times");
+        }
+        let mut distinct = sms.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        distinct.len()
+    }
+}
+
+#[test]
+fn every_cta_runs_exactly_once_in_every_schedule() {
+    let Some((gpu, module)) = gpu() else { return };
+    for grid in [[37, 23, 1], [5, 1, 1], [1, 1, 1], [64, 64, 3], [1000, 1, 1]] {
+        for name in COVERAGE {
+            let kernel = module.clustered_kernel(name).unwrap();
+            let mut coverage = Coverage::new(&gpu, gpu.stream(), grid);
+            coverage
+                .launch(&gpu, &kernel, grid, ClusterOptions::default())
+                .unwrap();
+            let sms = coverage.assert_exactly_once(&gpu, &format!("{name} {grid:?}"));
+            eprintln!("{name:<26} grid {grid:?}: every CTA once, on {sms} SMs");
+        }
+    }
+}
+
+#[test]
+fn exactly_once_with_fewer_agents_than_sms() {
+    let Some((gpu, module)) = gpu() else { return };
+    let sm_count = gpu.properties().sm_count;
+    let grid = [300, 7, 1];
+    for name in ["coverage_agents", "coverage_agents_chunked"] {
+        let kernel = module.clustered_kernel(name).unwrap();
+        for total in [1, 7, sm_count - 1] {
+            let mut coverage = Coverage::new(&gpu, gpu.stream(), grid);
+            let options = ClusterOptions {
+                total_agents: Some(total),
+                ..Default::default()
+            };
+            coverage.launch(&gpu, &kernel, grid, options).unwrap();
+            let sms = coverage.assert_exactly_once(&gpu, &format!("{name} with {total} agents"));
+            assert!(sms <= total as usize, "{total} agents ran on {sms} SMs");
+        }
+        // One agent per SM.
+        let mut coverage = Coverage::new(&gpu, gpu.stream(), grid);
+        let options = ClusterOptions {
+            agents_per_sm: Some(1),
+            ..Default::default()
+        };
+        coverage.launch(&gpu, &kernel, grid, options).unwrap();
+        coverage.assert_exactly_once(&gpu, &format!("{name} with one agent per SM"));
+    }
+}
+
+#[test]
+fn exactly_once_while_another_kernel_holds_sms() {
+    let Some((gpu, module)) = gpu() else { return };
+    let props = gpu.properties().clone();
+    let spin = module.kernel("spin").unwrap();
+    let busy_stream = gpu.new_stream().unwrap();
+    let work_stream = gpu.new_stream().unwrap();
+    // Full-size blocks on half the SMs, spinning for ~20 ms: the agents'
+    // kernel finds those SMs (mostly) taken.
+    let busy_blocks = props.sm_count / 2;
+    let mut spun = busy_stream
+        .alloc_zeros::<u64>(busy_blocks as usize)
+        .unwrap();
+    let cycles = props.clock_rate_khz as u64 * 20;
+    let spin_config = LaunchConfig::new([busy_blocks, 1, 1], [1024, 1, 1]);
+    let grid = [500, 20, 1];
+    let kernel = module.clustered_kernel("coverage_agents").unwrap();
+    let mut coverage = Coverage::new(&gpu, &work_stream, grid);
+    unsafe {
+        gpu.launch_on(&busy_stream, &spin, spin_config)
+            .arg(&cycles)
+            .arg(&mut spun)
+            .run()
+            .unwrap()
+    };
+    let options = ClusterOptions {
+        stream: Some(work_stream.clone()),
+        ..Default::default()
+    };
+    coverage.launch(&gpu, &kernel, grid, options).unwrap();
+    work_stream.synchronize().unwrap();
+    busy_stream.synchronize().unwrap();
+    let sms = coverage.assert_exactly_once(&gpu, "beside a spinning kernel");
+    eprintln!("beside a kernel holding {busy_blocks} SMs: every CTA once, on {sms} SMs");
+}
+
+#[test]
+fn concurrent_launches_on_several_streams_do_not_share_counters() {
+    let Some((gpu, module)) = gpu() else { return };
+    let kernel = module.clustered_kernel("coverage_agents_chunked").unwrap();
+    let grid = [400, 9, 1];
+    let streams: Vec<_> = (0..4).map(|_| gpu.new_stream().unwrap()).collect();
+    let mut coverages: Vec<Coverage> = streams
+        .iter()
+        .map(|s| Coverage::new(&gpu, s, grid))
+        .collect();
+    let plans: Vec<_> = streams
+        .iter()
+        .map(|s| {
+            let options = ClusterOptions {
+                stream: Some(s.clone()),
+                ..Default::default()
+            };
+            gpu.plan_clustered(&kernel, LaunchConfig::new(grid, [64, 1, 1]), options)
+                .unwrap()
+        })
+        .collect();
+    for round in 0..3 {
+        for (plan, coverage) in plans.iter().zip(&mut coverages) {
+            unsafe {
+                gpu.launch_plan(plan)
+                    .arg(&mut coverage.runs)
+                    .arg(&mut coverage.sms)
+                    .run()
+                    .unwrap()
+            };
+        }
+        for s in &streams {
+            s.synchronize().unwrap();
+        }
+        for (i, coverage) in coverages.iter_mut().enumerate() {
+            let runs = gpu.dtoh(&coverage.runs).unwrap();
+            assert!(
+                runs.iter().all(|&r| r == round + 1),
+                "stream {i}, round {round}: {:?}",
+                &runs[..8]
+            );
+        }
+    }
+}
+
+#[test]
+fn schedules_give_the_baseline_bits() {
+    let Some((gpu, module)) = gpu() else { return };
+    let n = 512u32;
+    let len = (n * n) as usize;
+    let values: Vec<f32> = (0..len)
+        .map(|i| ((i * 7919) % 1013) as f32 / 1013.0 - 0.5)
+        .collect();
+    let a = gpu.htod(&values).unwrap();
+    let b = gpu
+        .htod(&values.iter().rev().copied().collect::<Vec<_>>())
+        .unwrap();
+    let mut c = gpu.zeros::<f32>(len).unwrap();
+
+    let config = LaunchConfig::new([n / 32, n / 32, 1], [32, 32, 1]);
+    let baseline = module.kernel("sgemm_tiled").unwrap();
+    unsafe {
+        gpu.launch(&baseline, config)
+            .arg(&a)
+            .arg(&b)
+            .arg(&mut c)
+            .arg(&n)
+            .run()
+            .unwrap()
+    };
+    let expected = gpu.dtoh(&c).unwrap();
+    for name in [
+        "sgemm_tiled_raster",
+        "sgemm_tiled_agents",
+        "sgemm_tiled_redirect",
+    ] {
+        let kernel = module.clustered_kernel(name).unwrap();
+        let plan = gpu
+            .plan_clustered(&kernel, config, ClusterOptions::default())
+            .unwrap();
+        let mut c = gpu.zeros::<f32>(len).unwrap();
+        unsafe {
+            gpu.launch_plan(&plan)
+                .arg(&a)
+                .arg(&b)
+                .arg(&mut c)
+                .arg(&n)
+                .run()
+                .unwrap()
+        };
+        assert!(
+            gpu.dtoh(&c).unwrap() == expected,
+            "{name} differs from sgemm_tiled"
+        );
+    }
+
+    let count = len as u32 + 17; // not a multiple of the block
+    let x = gpu.htod(&vec![1.5f32; count as usize]).unwrap();
+    let config = LaunchConfig::linear(count as u64, 256);
+    let baseline = module.kernel("vector_add").unwrap();
+    let mut expected = gpu.zeros::<f32>(count as usize).unwrap();
+    unsafe {
+        gpu.launch(&baseline, config)
+            .arg(&x)
+            .arg(&x)
+            .arg(&mut expected)
+            .arg(&count)
+            .run()
+            .unwrap()
+    };
+    let expected = gpu.dtoh(&expected).unwrap();
+    for name in ["vector_add_agents", "vector_add_redirect"] {
+        let kernel = module.clustered_kernel(name).unwrap();
+        let plan = gpu
+            .plan_clustered(&kernel, config, ClusterOptions::default())
+            .unwrap();
+        let mut out = gpu.zeros::<f32>(count as usize).unwrap();
+        unsafe {
+            gpu.launch_plan(&plan)
+                .arg(&x)
+                .arg(&x)
+                .arg(&mut out)
+                .arg(&count)
+                .run()
+                .unwrap()
+        };
+        assert!(
+            gpu.dtoh(&out).unwrap() == expected,
+            "{name} differs from vector_add"
+        );
+    }
+}
+
+#[test]
+fn bad_clustered_launches_are_typed_errors() {
+    let Some((gpu, module)) = gpu() else { return };
+    assert!(matches!(
+        module.clustered_kernel("vector_add"),
+        Err(Error::Cluster(ClusterError::NotClustered { .. }))
+    ));
+    let kernel = module.clustered_kernel("coverage_agents").unwrap();
+    let config = LaunchConfig::new([10, 1, 1], [64, 1, 1]);
+    let plan = gpu
+        .plan_clustered(&kernel, config, ClusterOptions::default())
+        .unwrap();
+    let max = plan.max_agents_per_sm;
+    assert!(max > 0);
+    let refuse =
+        |options: ClusterOptions| gpu.plan_clustered(&kernel, config, options).unwrap_err();
+    assert!(matches!(
+        refuse(ClusterOptions {
+            active: ActivePolicy::Fixed(max + 1),
+            ..Default::default()
+        }),
+        Error::Cluster(ClusterError::ActiveOutOfRange { .. })
+    ));
+    assert!(matches!(
+        refuse(ClusterOptions {
+            agents_per_sm: Some(max + 1),
+            ..Default::default()
+        }),
+        Error::Cluster(ClusterError::TooManyAgents { .. })
+    ));
+    assert!(matches!(
+        gpu.plan_clustered(
+            &kernel,
+            LaunchConfig::new([0, 1, 1], [64, 1, 1]),
+            ClusterOptions::default()
+        ),
+        Err(Error::Launch(_))
+    ));
+}
