@@ -19,7 +19,7 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     let n = common::arg_n(4096) as u32;
-    if n == 0 || n % TILE != 0 {
+    if n == 0 || !n.is_multiple_of(TILE) {
         eprintln!("error: n = {n} must be a positive multiple of {TILE}");
         return ExitCode::FAILURE;
     }

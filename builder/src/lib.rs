@@ -2,6 +2,7 @@
 //!
 //! ```no_run
 //! // build.rs
+//! # #[allow(clippy::needless_doctest_main)]
 //! fn main() {
 //!     let ptx = clustered_builder::Builder::new("kernels")
 //!         .arch("sm_90")

@@ -106,7 +106,11 @@ pub unsafe fn agents(
     let mut claimer = Claimer::new(sm, partition.clusters);
     if leader {
         let slots = launch.sm_slots;
-        let slot_index = if sm < slots { sm } else { sm % slots };
+        let slot_index = if sm < slots {
+            sm
+        } else {
+            sm.checked_rem(slots).unwrap_or(0)
+        };
         let arrival = fetch_inc_wrapping(scratch.add(slot_index as usize), u32::MAX - 1);
         let first = if arrival < launch.active_agents {
             claimer.claim(&counters, &partition, chunk)

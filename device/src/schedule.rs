@@ -46,7 +46,7 @@ impl Claimer {
         let home = if sm_id < clusters {
             sm_id
         } else {
-            sm_id % clusters
+            sm_id.checked_rem(clusters).unwrap_or(0)
         };
         Claimer { home, drained: 0 }
     }

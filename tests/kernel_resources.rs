@@ -1,0 +1,236 @@
+//! Assembles the suite's PTX with ptxas for sm_90 and compares, per kernel,
+//! every clustered variant with its baseline: registers, spills, and the
+//! instructions of the body (loads, stores, FP math). No GPU needed.
+//!
+//! ptxas and cuobjdump come from the PyPI packages `nvidia-cuda-nvcc` and
+//! `nvidia-cuda-cuobjdump` (`.ci/run` installs them). Without them the test
+//! skips with a message, except under CI (`CI` set), where it fails.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Registers per thread that still allow full occupancy on Hopper (64K
+/// registers per SM / 2048 threads). A schedule may use up to this many, or
+/// its baseline's count if higher; beyond, it would cost occupancy.
+const FULL_OCCUPANCY_REGISTERS: u32 = 32;
+
+fn tool(name: &str) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(name.to_uppercase()) {
+        return Some(path.into());
+    }
+    let which = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {name}"))
+        .output()
+        .ok()?;
+    if which.status.success() {
+        return Some(String::from_utf8_lossy(&which.stdout).trim().into());
+    }
+    let python = Command::new("python3")
+        .args([
+            "-c",
+            "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin'))",
+        ])
+        .output()
+        .ok()?;
+    let path = PathBuf::from(String::from_utf8_lossy(&python.stdout).trim()).join(name);
+    path.is_file().then_some(path)
+}
+
+#[derive(Debug, Default, Clone)]
+struct Resources {
+    registers: u32,
+    spill_bytes: u32,
+    shared_bytes: u32,
+    /// Counts of the body's instructions by opcode (FFMA, LDG, LDS, ...).
+    body_ops: BTreeMap<String, u32>,
+}
+
+const BODY_OPS: &[&str] = &[
+    "FFMA", "FADD", "FMUL", "LDG", "STG", "LDS", "STS", "LD", "ST",
+];
+
+fn assemble(ptxas: &PathBuf, cuobjdump: &PathBuf) -> BTreeMap<String, Resources> {
+    let dir = std::env::temp_dir().join(format!("clustered-ptx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ptx, cubin) = (dir.join("kernels.ptx"), dir.join("kernels.cubin"));
+    std::fs::write(&ptx, clustered::PTX).unwrap();
+    let out = Command::new(ptxas)
+        .args(["-arch=sm_90", "-v"])
+        .arg(&ptx)
+        .arg("-o")
+        .arg(&cubin)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "ptxas failed on the suite's PTX:\n{log}"
+    );
+
+    let mut kernels: BTreeMap<String, Resources> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            current = rest.split('\'').next().map(str::to_string);
+        } else if line.contains("Function properties for") && !line.contains("entry") {
+            if let Some(rest) = line.split("Function properties for ").nth(1) {
+                if !kernels.contains_key(rest.trim()) && current.as_deref() != Some(rest.trim()) {
+                    current = None; // a .func: not a kernel
+                }
+            }
+        } else if let Some(name) = &current {
+            let entry = kernels.entry(name.clone()).or_default();
+            let number_before = |word: &str| -> Option<u32> {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                words
+                    .iter()
+                    .position(|w| w.starts_with(word))
+                    .and_then(|i| words.get(i.checked_sub(1)?)?.parse().ok())
+            };
+            if line.contains("spill stores") {
+                // "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
+                entry.spill_bytes = line
+                    .split(',')
+                    .filter(|part| part.contains("spill"))
+                    .filter_map(|part| part.split_whitespace().next()?.parse::<u32>().ok())
+                    .sum();
+            }
+            if let Some(r) = number_before("registers") {
+                entry.registers = r;
+            }
+            if let Some(s) = number_before("bytes").filter(|_| line.contains("smem")) {
+                entry.shared_bytes = s;
+            }
+        }
+    }
+
+    let sass = Command::new(cuobjdump)
+        .arg("-sass")
+        .arg(&cubin)
+        .output()
+        .unwrap();
+    assert!(
+        sass.status.success(),
+        "cuobjdump failed: {}",
+        String::from_utf8_lossy(&sass.stderr)
+    );
+    let mut function = None;
+    for line in String::from_utf8_lossy(&sass.stdout).lines() {
+        if let Some(name) = line.split("Function : ").nth(1) {
+            function = Some(name.trim().to_string());
+            continue;
+        }
+        let (Some(name), Some(code)) = (&function, line.split("*/").nth(1)) else {
+            continue;
+        };
+        let mut words = code.split_whitespace();
+        let Some(mut op) = words.next() else { continue };
+        if op.starts_with('@') {
+            op = words.next().unwrap_or("");
+        }
+        let op = op.split('.').next().unwrap_or("");
+        if BODY_OPS.contains(&op) {
+            if let Some(kernel) = kernels.get_mut(name) {
+                *kernel.body_ops.entry(op.to_string()).or_default() += 1;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    kernels
+}
+
+#[test]
+fn clustered_variants_cost_what_their_baseline_costs() {
+    let (Some(ptxas), Some(cuobjdump)) = (tool("ptxas"), tool("cuobjdump")) else {
+        let message = "ptxas/cuobjdump not found: `pip install nvidia-cuda-nvcc nvidia-cuda-cuobjdump`, or set PTXAS and CUOBJDUMP";
+        if std::env::var_os("CI").is_some() {
+            panic!("{message}");
+        }
+        eprintln!("skipped: {message}");
+        return;
+    };
+    let kernels = assemble(&ptxas, &cuobjdump);
+    assert!(
+        kernels.len() >= 10,
+        "expected the whole suite, got {:?}",
+        kernels.keys()
+    );
+
+    println!(
+        "{:<28} {:>5} {:>6} {:>6}  body instructions",
+        "kernel", "regs", "spill", "smem"
+    );
+    for (name, r) in &kernels {
+        println!(
+            "{name:<28} {:>5} {:>6} {:>6}  {:?}",
+            r.registers, r.spill_bytes, r.shared_bytes, r.body_ops
+        );
+    }
+
+    let contracts: Vec<&str> = clustered::PTX
+        .lines()
+        .filter_map(|l| l.split("__clustered_contract_").nth(1))
+        .filter_map(|rest| {
+            rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+        })
+        .collect();
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for (name, variant) in &kernels {
+        if !contracts.contains(&name.as_str()) {
+            continue;
+        }
+        // The baseline: the longest non-clustered kernel name that prefixes this one.
+        let Some((base_name, base)) = kernels
+            .iter()
+            .filter(|(b, _)| !contracts.contains(&b.as_str()) && name.starts_with(&format!("{b}_")))
+            .max_by_key(|(b, _)| b.len())
+        else {
+            failures.push(format!("{name}: no baseline kernel found"));
+            continue;
+        };
+        compared += 1;
+        if variant.spill_bytes > base.spill_bytes {
+            failures.push(format!(
+                "{name}: spills {} bytes, {base_name} {}",
+                variant.spill_bytes, base.spill_bytes
+            ));
+        }
+        let allowed = base.registers.max(FULL_OCCUPANCY_REGISTERS);
+        if variant.registers > allowed {
+            failures.push(format!(
+                "{name}: {} registers, {base_name} {} (allowed {allowed})",
+                variant.registers, base.registers
+            ));
+        }
+        // The body's loads, stores and FP math must all be there, unchanged in
+        // kind; a schedule may add its own few (ticket LDS/STS).
+        for op in ["FFMA", "FADD", "FMUL", "LDG", "STG"] {
+            let (b, v) = (
+                base.body_ops.get(op).copied().unwrap_or(0),
+                variant.body_ops.get(op).copied().unwrap_or(0),
+            );
+            if v != b {
+                failures.push(format!("{name}: {v} {op}, {base_name} has {b}"));
+            }
+        }
+        for op in ["LD", "ST"] {
+            let v = variant.body_ops.get(op).copied().unwrap_or(0);
+            let b = base.body_ops.get(op).copied().unwrap_or(0);
+            if v > b {
+                failures.push(format!(
+                    "{name}: {v} generic {op} (slow path), {base_name} has {b}"
+                ));
+            }
+        }
+    }
+    assert!(compared >= 8, "compared only {compared} variants");
+    assert!(
+        failures.is_empty(),
+        "clustered variants cost more than their baselines:\n{}",
+        failures.join("\n")
+    );
+}
