@@ -44,6 +44,7 @@ if command -v compute-sanitizer >/dev/null; then
   run compute-sanitizer --tool memcheck --error-exitcode 1 ./sgemm --n 256
   run compute-sanitizer --tool racecheck --error-exitcode 1 ./sgemm --n 256
   run compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 tests/clustered_gpu.test --test-threads=1
+  run compute-sanitizer --tool racecheck --error-exitcode 1 tests/clustered_gpu.test --test-threads=1 dynamic_shared schedules_give
   # The tests provoke API errors on purpose (a kernel without a contract).
 fi
 echo "run-all: $([ $status = 0 ] && echo all passed || echo FAILURES)"

@@ -332,3 +332,55 @@ fn bad_clustered_launches_are_typed_errors() {
         Err(Error::Launch(_))
     ));
 }
+
+#[test]
+fn dynamic_shared_memory_per_task() {
+    let Some((gpu, module)) = gpu() else { return };
+    let n = 100_000u32; // not a multiple of the block
+    let block = 256u32;
+    let input: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let expected: Vec<f32> = (0..n)
+        .map(|i| {
+            let (b, t) = (i / block, i % block);
+            let from = b * block + (block - 1 - t);
+            if from < n {
+                from as f32
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let x = gpu.htod(&input).unwrap();
+    let config = LaunchConfig::linear(n as u64, block).with_dynamic_shared(block * 4);
+    let baseline = module.kernel("reverse_in_blocks").unwrap();
+    let mut out = gpu.zeros::<f32>(n as usize).unwrap();
+    unsafe {
+        gpu.launch(&baseline, config)
+            .arg(&x)
+            .arg(&mut out)
+            .arg(&n)
+            .run()
+            .unwrap()
+    };
+    assert!(
+        gpu.dtoh(&out).unwrap() == expected,
+        "baseline reverse_in_blocks is wrong"
+    );
+    let kernel = module.clustered_kernel("reverse_in_blocks_agents").unwrap();
+    let plan = gpu
+        .plan_clustered(&kernel, config, ClusterOptions::default())
+        .unwrap();
+    let mut out = gpu.zeros::<f32>(n as usize).unwrap();
+    unsafe {
+        gpu.launch_plan(&plan)
+            .arg(&x)
+            .arg(&mut out)
+            .arg(&n)
+            .run()
+            .unwrap()
+    };
+    assert!(
+        gpu.dtoh(&out).unwrap() == expected,
+        "reverse_in_blocks_agents differs"
+    );
+}

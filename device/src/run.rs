@@ -136,13 +136,15 @@ pub unsafe fn agents(
         let count = if left < chunk { left } else { chunk };
         let start = partition.cluster_start(cluster) + first;
         for k in 0..count {
-            if k > 0 && separate_tasks {
-                sync_threads();
-            }
             if k + 1 < count {
                 prefetch(start + k + 1);
             }
             task(start + k);
+            // After every task, not only between two: a condition on `k` here
+            // made LLVM peel the first task, duplicating the whole body.
+            if separate_tasks {
+                sync_threads();
+            }
         }
         parity ^= 1;
         if leader {

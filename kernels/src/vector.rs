@@ -1,7 +1,8 @@
 //! Streaming kernels.
 
 use clustered_device::clustered;
-use clustered_device::thread::index_1d;
+use clustered_device::shared::dynamic_shared_memory;
+use clustered_device::thread::{block_dim_x, block_idx_x, index_1d, sync_threads, thread_idx_x};
 
 /// `c[i] = a[i] + b[i]` for `i < n`, one element per thread.
 #[clustered(name = vector_add_agents, binding = agents, chunk = 8, bypass(a, b))]
@@ -11,5 +12,21 @@ pub unsafe fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     if i < n {
         let i = i as usize;
         *c.add(i) = *a.add(i) + *b.add(i);
+    }
+}
+
+/// Reverses each block's slice of `input` into `output` through dynamic
+/// shared memory (`block_dim_x` floats per block): a kernel whose tasks share
+/// memory inside the CTA, so agents must separate consecutive tasks.
+#[clustered(name = reverse_in_blocks_agents, binding = agents, chunk = 3)]
+pub unsafe fn reverse_in_blocks(input: *const f32, output: *mut f32, n: u32) {
+    let staging = dynamic_shared_memory::<f32>();
+    let (t, width) = (thread_idx_x(), block_dim_x());
+    let i = index_1d();
+    staging.write(t, if i < n { *input.add(i as usize) } else { 0.0 });
+    sync_threads();
+    let from = block_idx_x() * width + (width - 1 - t);
+    if i < n && from < n {
+        *output.add(i as usize) = staging.read(width - 1 - t);
     }
 }
