@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use clustered::host::{
-    ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel, CudaSlice, Error, Gpu,
+    ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel, CudaSlice, CudaStream, Error, Gpu,
     LaunchConfig, Module,
 };
 
@@ -37,13 +37,8 @@ struct Coverage {
 }
 
 impl Coverage {
-    fn new(
-        gpu: &Gpu,
-        stream: &Arc<clustered::host::cudarc::driver::CudaStream>,
-        grid: [u32; 3],
-    ) -> Coverage {
+    fn new(stream: &Arc<CudaStream>, grid: [u32; 3]) -> Coverage {
         let n = (grid[0] * grid[1] * grid[2]) as usize;
-        let _ = gpu;
         Coverage {
             runs: stream.alloc_zeros(n).unwrap(),
             sms: stream.alloc_zeros(n).unwrap(),
@@ -86,7 +81,7 @@ fn every_cta_runs_exactly_once_in_every_schedule() {
     for grid in [[37, 23, 1], [5, 1, 1], [1, 1, 1], [64, 64, 3], [1000, 1, 1]] {
         for name in COVERAGE {
             let kernel = module.clustered_kernel(name).unwrap();
-            let mut coverage = Coverage::new(&gpu, gpu.stream(), grid);
+            let mut coverage = Coverage::new(gpu.stream(), grid);
             coverage
                 .launch(&gpu, &kernel, grid, ClusterOptions::default())
                 .unwrap();
@@ -104,7 +99,7 @@ fn exactly_once_with_fewer_agents_than_sms() {
     for name in ["coverage_agents", "coverage_agents_chunked"] {
         let kernel = module.clustered_kernel(name).unwrap();
         for total in [1, 7, sm_count - 1] {
-            let mut coverage = Coverage::new(&gpu, gpu.stream(), grid);
+            let mut coverage = Coverage::new(gpu.stream(), grid);
             let options = ClusterOptions {
                 total_agents: Some(total),
                 ..Default::default()
@@ -114,7 +109,7 @@ fn exactly_once_with_fewer_agents_than_sms() {
             assert!(sms <= total as usize, "{total} agents ran on {sms} SMs");
         }
         // One agent per SM.
-        let mut coverage = Coverage::new(&gpu, gpu.stream(), grid);
+        let mut coverage = Coverage::new(gpu.stream(), grid);
         let options = ClusterOptions {
             agents_per_sm: Some(1),
             ..Default::default()
@@ -141,7 +136,7 @@ fn exactly_once_while_another_kernel_holds_sms() {
     let spin_config = LaunchConfig::new([busy_blocks, 1, 1], [1024, 1, 1]);
     let grid = [500, 20, 1];
     let kernel = module.clustered_kernel("coverage_agents").unwrap();
-    let mut coverage = Coverage::new(&gpu, &work_stream, grid);
+    let mut coverage = Coverage::new(&work_stream, grid);
     unsafe {
         gpu.launch_on(&busy_stream, &spin, spin_config)
             .arg(&cycles)
@@ -166,10 +161,7 @@ fn concurrent_launches_on_several_streams_do_not_share_counters() {
     let kernel = module.clustered_kernel("coverage_agents_chunked").unwrap();
     let grid = [400, 9, 1];
     let streams: Vec<_> = (0..4).map(|_| gpu.new_stream().unwrap()).collect();
-    let mut coverages: Vec<Coverage> = streams
-        .iter()
-        .map(|s| Coverage::new(&gpu, s, grid))
-        .collect();
+    let mut coverages: Vec<Coverage> = streams.iter().map(|s| Coverage::new(s, grid)).collect();
     let plans: Vec<_> = streams
         .iter()
         .map(|s| {
