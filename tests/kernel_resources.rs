@@ -48,7 +48,7 @@ struct Resources {
 }
 
 const BODY_OPS: &[&str] = &[
-    "FFMA", "FADD", "FMUL", "LDG", "STG", "LDS", "STS", "LD", "ST",
+    "FFMA", "FADD", "FMUL", "LDG", "STG", "LDS", "STS", "LD", "ST", "SHFL", "VOTE", "ATOMG", "REDG",
 ];
 
 fn assemble(ptxas: &PathBuf, cuobjdump: &PathBuf) -> BTreeMap<String, Resources> {
@@ -215,6 +215,18 @@ fn clustered_variants_cost_what_their_baseline_costs() {
             );
             if v != b {
                 failures.push(format!("{name}: {v} {op}, {base_name} has {b}"));
+            }
+        }
+        // ptxas warp-aggregates a one-thread `atom.add` (a SHFL/VOTE waits on
+        // the result, DESIGN.md section 7); the claims use `atom.inc` so that
+        // a schedule adds no cross-lane traffic.
+        for op in ["SHFL", "VOTE"] {
+            let v = variant.body_ops.get(op).copied().unwrap_or(0);
+            let b = base.body_ops.get(op).copied().unwrap_or(0);
+            if v > b {
+                failures.push(format!(
+                    "{name}: {v} {op}, {base_name} has {b} (a warp-aggregated atomic?)"
+                ));
             }
         }
         for op in ["LD", "ST"] {

@@ -43,26 +43,10 @@ impl Cta {
     pub const fn grid_dim_z(&self) -> u32 {
         self.grid[2]
     }
-
-    /// The row-major linear id of this CTA in the original grid.
-    #[inline(always)]
-    pub const fn linear_id(&self) -> u32 {
-        (self.index[2] * self.grid[1] + self.index[1]) * self.grid[0] + self.index[0]
-    }
 }
 
 #[cfg(target_arch = "nvptx64")]
 impl Cta {
-    /// The CTA the hardware launched this block as.
-    #[inline(always)]
-    pub fn hardware() -> Self {
-        use crate::thread::*;
-        Cta {
-            index: [block_idx_x(), block_idx_y(), block_idx_z()],
-            grid: [grid_dim_x(), grid_dim_y(), grid_dim_z()],
-        }
-    }
-
     /// `index_1d` of this thread as if it ran in this CTA.
     #[inline(always)]
     pub fn index_1d(&self) -> u32 {

@@ -4,8 +4,9 @@ use core::arch::asm;
 
 /// `fma.rn.f32`: `a * b + c` with one rounding.
 ///
-/// rustc never contracts `a * b + c` into an FMA on its own (nvcc does, by
-/// default), so kernels that accumulate products call this to get `FFMA`.
+/// rustc does not contract `a * b + c` into an FMA (nvcc does, by default):
+/// the SDK SGEMM compiled to FMUL + FADD with no FFMA until it called this
+/// (`cuobjdump -sass`; `tests/kernel_resources.rs` prints the counts).
 #[inline(always)]
 pub fn fma(a: f32, b: f32, c: f32) -> f32 {
     let result: f32;

@@ -4,9 +4,8 @@
 
 use crate::abi::{ClusterLaunch, ABI_VERSION};
 use crate::atomic::fetch_inc_wrapping;
-use crate::cta::Cta;
 use crate::mapping::round_robin;
-use crate::schedule::{Claim, Claimer, TaskCounters};
+use crate::schedule::{fold_sm_id, Claim, Claimer, TaskCounters};
 use crate::shared::Shared;
 use crate::sm::sm_id;
 use crate::thread::*;
@@ -24,12 +23,6 @@ pub fn check_abi(launch: &ClusterLaunch) {
 #[inline(always)]
 fn hardware_linear_id() -> u32 {
     (block_idx_z() * grid_dim_y() + block_idx_y()) * grid_dim_x() + block_idx_x()
-}
-
-/// The original CTA of `v` (given by `to_cta`), in the original grid.
-#[inline(always)]
-pub fn cta_of(launch: &ClusterLaunch, cta: [u32; 3]) -> Cta {
-    Cta::new(cta, launch.delinearize.grid())
 }
 
 /// Reorder binding: this block runs linear id `v = u` of the chosen indexing.
@@ -79,12 +72,14 @@ unsafe fn publish(ticket: Shared<u32>, parity: u32, claim: Option<Claim>) {
 ///   double-buffered shared ticket, so one barrier per chunk both publishes
 ///   the next claim and separates consecutive chunks. Claims and the exit are
 ///   therefore uniform across the CTA, and barriers inside `task` stay legal.
-/// - The leader claims the next chunk before running the current one, so the
-///   atomic's latency hides behind the work.
+/// - The leader claims the next chunk before running the current one and
+///   publishes it after, so the atomic can complete while the chunk runs
+///   (the intent; its effect on time has not been measured separately).
 /// - Throttling: the first `launch.active_agents` agents to arrive on an SM
 ///   work; the others exit at once.
-/// - `separate_tasks`: put a barrier between tasks of a chunk, needed when
-///   the body uses shared memory or barriers.
+/// - `separate_tasks`: put a barrier after every task, needed when the body
+///   uses shared memory or barriers (a fast warp must not start the next task
+///   while a slow one still reads the last task's shared data).
 ///
 /// # Safety
 /// `launch.scratch` holds `sm_slots + M` zeroed words private to this launch.
@@ -105,13 +100,8 @@ pub unsafe fn agents(
     let sm = sm_id();
     let mut claimer = Claimer::new(sm, partition.clusters);
     if leader {
-        let slots = launch.sm_slots;
-        let slot_index = if sm < slots {
-            sm
-        } else {
-            sm.checked_rem(slots).unwrap_or(0)
-        };
-        let arrival = fetch_inc_wrapping(scratch.add(slot_index as usize), u32::MAX - 1);
+        let slot = fold_sm_id(sm, launch.sm_slots);
+        let arrival = fetch_inc_wrapping(scratch.add(slot as usize), u32::MAX - 1);
         let first = if arrival < launch.active_agents {
             claimer.claim(&counters, &partition, chunk)
         } else {

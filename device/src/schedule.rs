@@ -22,6 +22,20 @@ pub trait TaskCounters {
     fn next_chunk(&self, cluster: u32) -> u32;
 }
 
+/// `sm_id` folded into `0..bound` (`sm_id % bound`, and 0 for a zero bound).
+///
+/// SM ids are usually below the bound, so the remainder, a division, is only
+/// computed for sparse ids; `checked_rem` keeps a panic path (which cost the
+/// agent loop 8 registers) out of the kernel.
+#[inline(always)]
+pub fn fold_sm_id(sm_id: u32, bound: u32) -> u32 {
+    if sm_id < bound {
+        sm_id
+    } else {
+        sm_id.checked_rem(bound).unwrap_or(0)
+    }
+}
+
 /// A range of tasks of one cluster: positions `first .. first + count`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claim {
@@ -43,12 +57,10 @@ impl Claimer {
     /// the clusters (sparse ids) start stealing at `sm_id % M`.
     #[inline(always)]
     pub fn new(sm_id: u32, clusters: u32) -> Self {
-        let home = if sm_id < clusters {
-            sm_id
-        } else {
-            sm_id.checked_rem(clusters).unwrap_or(0)
-        };
-        Claimer { home, drained: 0 }
+        Claimer {
+            home: fold_sm_id(sm_id, clusters),
+            drained: 0,
+        }
     }
 
     /// Claims up to `chunk` tasks, or `None` once every cluster is drained.

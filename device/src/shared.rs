@@ -7,8 +7,10 @@
 //! `st.shared`; ordering between threads comes from
 //! [`sync_threads`](crate::thread::sync_threads). The explicit state space
 //! also matters for speed: rustc cannot tell LLVM that a pointer is in shared
-//! memory, and a generic `ld` through one compiles to `LD` instead of `LDS`
-//! (and is never vectorised to `LDS.128`).
+//! memory, and a generic `ld` through one compiled to `LD` instead of `LDS`
+//! (seen in `cuobjdump -sass` of the SDK SGEMM; through this module it gets
+//! `LDS` and `LDS.128`, and `tests/kernel_resources.rs` fails on generic
+//! `LD`/`ST` in a schedule).
 //!
 //! Every array is 16-byte aligned, so tiles of `f32` keep their vector loads
 //! whatever else the kernel (or the scheduler) declares beside them.

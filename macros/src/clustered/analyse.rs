@@ -1,9 +1,6 @@
 //! What the body does with the block index, shared memory, barriers and the
 //! bypassed pointers; and the checks that tie a schedule to its function.
 
-use std::collections::BTreeMap;
-
-use quote::quote_spanned;
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{
@@ -164,7 +161,6 @@ pub fn rewrite_body(
         bypass,
         facts: BodyFacts::default(),
         errors,
-        cta_reads: CTA_READS.iter().copied().collect(),
     };
     rewriter.visit_block_mut(body);
     rewriter.facts
@@ -176,7 +172,14 @@ struct Rewriter<'a> {
     bypass: &'a [Ident],
     facts: BodyFacts,
     errors: &'a mut Vec<Error>,
-    cta_reads: BTreeMap<&'static str, &'static str>,
+}
+
+/// The `Cta` method that answers a built-in block-index read, if `name` is one.
+fn cta_method(name: &Ident) -> Option<&'static str> {
+    CTA_READS
+        .iter()
+        .find(|(builtin, _)| name == builtin)
+        .map(|(_, method)| *method)
 }
 
 fn last_segment(expr: &Expr) -> Option<&Ident> {
@@ -258,22 +261,17 @@ impl Rewriter<'_> {
 impl VisitMut for Rewriter<'_> {
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
         match expr {
-            Expr::Call(ExprCall { func, args, .. })
-                if args.is_empty() || last_segment(func).is_some_and(|n| n == "index_2d") =>
-            {
+            Expr::Call(ExprCall { func, args, .. }) => {
                 if let Some(name) = last_segment(func).cloned() {
                     self.note_call(&name);
-                    if let Some(method) = self.cta_reads.get(name.to_string().as_str()) {
+                    // The built-ins take no arguments; a call with some is
+                    // the user's own function of the same name.
+                    if let Some(method) = cta_method(&name).filter(|_| args.is_empty()) {
                         let method = Ident::new(method, name.span());
                         let cta = self.cta;
                         *expr = syn::parse_quote_spanned!(name.span()=> #cta.#method());
                         return;
                     }
-                }
-            }
-            Expr::Call(ExprCall { func, .. }) => {
-                if let Some(name) = last_segment(func).cloned() {
-                    self.note_call(&name);
                 }
             }
             Expr::MethodCall(call) => {
@@ -305,11 +303,7 @@ impl VisitMut for Rewriter<'_> {
             {
                 visit_mut::visit_expr_mut(self, &mut unary.expr);
                 let pointer = &unary.expr;
-                let span = unary.span();
-                *expr = syn::parse2(
-                    quote_spanned!(span=> ::clustered_device::memory::load_bypass_l1(#pointer)),
-                )
-                .expect("a call expression parses");
+                *expr = syn::parse_quote_spanned!(unary.span()=> ::clustered_device::memory::load_bypass_l1(#pointer));
                 return;
             }
             _ => {}

@@ -101,7 +101,7 @@ pub fn schedule(
         Indexing::Custom(path) => format!("custom({})", quote!(#path).to_string().replace(' ', "")),
     };
     let doc = format!(
-        " Clustered `{}`: `binding = {}`, `indexing = {indexing}`. Launch it with the host's `launch_clustered`.",
+        " Clustered `{}`: `binding = {}`, `indexing = {indexing}`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.",
         function.sig.ident,
         format!("{:?}", schedule.binding).to_lowercase(),
     );

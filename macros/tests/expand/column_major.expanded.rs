@@ -58,7 +58,7 @@ pub static __clustered_contract_stencil_columns: ::clustered_device::abi::Kernel
 /// clustered column by column. No barrier: agents need no barrier between
 /// tasks.
 ///
-/// Clustered `stencil`: `binding = agents`, `indexing = column_major`. Launch it with the host's `launch_clustered`.
+/// Clustered `stencil`: `binding = agents`, `indexing = column_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn stencil_columns(
     input: *const f32,

@@ -45,7 +45,7 @@ pub static __clustered_contract_rows_snake: ::clustered_device::abi::KernelContr
     2u32,
     0u32,
 );
-/// Clustered `row_sums`: `binding = agents`, `indexing = custom(snake)`. Launch it with the host's `launch_clustered`.
+/// Clustered `row_sums`: `binding = agents`, `indexing = custom(snake)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn rows_snake(
     m: *const f32,

@@ -38,7 +38,7 @@ pub static __clustered_contract_fill_clustered: ::clustered_device::abi::KernelC
 /// No options: one agents schedule named `fill_clustered`, row-major, one
 /// task at a time.
 ///
-/// Clustered `fill`: `binding = agents`, `indexing = row_major`. Launch it with the host's `launch_clustered`.
+/// Clustered `fill`: `binding = agents`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn fill_clustered(
     x: *mut u32,

@@ -38,7 +38,7 @@ pub static __clustered_contract_shift_redirect: ::clustered_device::abi::KernelC
 /// Parameters named like the locals of the generated entry points (`v`,
 /// `to_cta`): each task must still get the kernel's arguments.
 ///
-/// Clustered `shift`: `binding = redirect`, `indexing = row_major`. Launch it with the host's `launch_clustered`.
+/// Clustered `shift`: `binding = redirect`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn shift_redirect(
     v: *mut u32,
@@ -80,7 +80,7 @@ pub static __clustered_contract_shift_agents: ::clustered_device::abi::KernelCon
 /// Parameters named like the locals of the generated entry points (`v`,
 /// `to_cta`): each task must still get the kernel's arguments.
 ///
-/// Clustered `shift`: `binding = agents`, `indexing = row_major`. Launch it with the host's `launch_clustered`.
+/// Clustered `shift`: `binding = agents`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn shift_agents(
     v: *mut u32,

@@ -43,7 +43,7 @@ pub static __clustered_contract_copy_prefetch: ::clustered_device::abi::KernelCo
     4u32,
     2u32,
 );
-/// Clustered `copy`: `binding = agents`, `indexing = row_major`. Launch it with the host's `launch_clustered`.
+/// Clustered `copy`: `binding = agents`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn copy_prefetch(
     x: *const f32,

@@ -81,7 +81,7 @@ pub static __clustered_contract_sgemm_tiled_raster: ::clustered_device::abi::Ker
 /// The CUDA SDK's shared-memory tiled SGEMM, run in the grouped raster order
 /// (tiles of 16 x 4 CTAs).
 ///
-/// Clustered `sgemm_tiled`: `binding = reorder`, `indexing = tile(16, 4)`. Launch it with the host's `launch_clustered`.
+/// Clustered `sgemm_tiled`: `binding = reorder`, `indexing = tile(16, 4)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn sgemm_tiled_raster(
     a: *const f32,

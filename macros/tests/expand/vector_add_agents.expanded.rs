@@ -47,7 +47,7 @@ pub static __clustered_contract_vector_add_agents: ::clustered_device::abi::Kern
 /// `c[i] = a[i] + b[i]` for `i < n`: agents claim 8 tasks at a time, and the
 /// loads of `a` and `b` skip L1.
 ///
-/// Clustered `vector_add`: `binding = agents`, `indexing = row_major`. Launch it with the host's `launch_clustered`.
+/// Clustered `vector_add`: `binding = agents`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vector_add_agents(
     a: *const f32,

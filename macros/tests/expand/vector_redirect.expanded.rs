@@ -36,7 +36,7 @@ pub static __clustered_contract_scale_redirect: ::clustered_device::abi::KernelC
 );
 /// `x[i] *= s`, with the paper's round-robin redirection.
 ///
-/// Clustered `scale`: `binding = redirect`, `indexing = row_major`. Launch it with the host's `launch_clustered`.
+/// Clustered `scale`: `binding = redirect`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn scale_redirect(
     x: *mut f32,
