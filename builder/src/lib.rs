@@ -137,6 +137,8 @@ impl Builder {
             .arg(&manifest)
             .args([
                 "--lib",
+                "--crate-type",
+                "cdylib",
                 "--target",
                 TARGET,
                 "-Zbuild-std=core",

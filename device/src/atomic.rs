@@ -5,19 +5,44 @@
 //! warp-aggregates a one-thread `atom.add` and makes the other lanes wait on a
 //! shuffle (DESIGN.md section 7).
 
+#[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
+#[cfg(not(target_arch = "nvptx64"))]
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+
+/// On the CPU backend: reports the atomic to the simulator, after doing it.
+#[cfg(not(target_arch = "nvptx64"))]
+#[track_caller]
+fn traced<T, R>(address: *mut T, result: R) -> R {
+    crate::cpu::access(
+        crate::cpu::AccessKind::Atomic,
+        address as u64,
+        core::mem::size_of::<T>() as u32,
+        core::panic::Location::caller(),
+    );
+    result
+}
 
 /// `atom.global.add.u32`: adds `value` to `*address`, returns the old value.
 ///
 /// # Safety
 /// `address` must point to a valid, 4-byte aligned `u32` in global memory.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn fetch_add_u32(address: *mut u32, value: u32) -> u32 {
-    let old: u32;
-    asm!("atom.relaxed.gpu.global.add.u32 {old}, [{address}], {value};",
-         old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
-         options(nostack));
-    old
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: u32;
+        asm!("atom.relaxed.gpu.global.add.u32 {old}, [{address}], {value};",
+             old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
+             options(nostack));
+        old
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    traced(
+        address,
+        AtomicU32::from_ptr(address).fetch_add(value, Relaxed),
+    )
 }
 
 /// `atom.global.add.u64`.
@@ -25,12 +50,21 @@ pub unsafe fn fetch_add_u32(address: *mut u32, value: u32) -> u32 {
 /// # Safety
 /// `address` must point to a valid, 8-byte aligned `u64` in global memory.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn fetch_add_u64(address: *mut u64, value: u64) -> u64 {
-    let old: u64;
-    asm!("atom.relaxed.gpu.global.add.u64 {old}, [{address}], {value};",
-         old = out(reg64) old, address = in(reg64) address, value = in(reg64) value,
-         options(nostack));
-    old
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: u64;
+        asm!("atom.relaxed.gpu.global.add.u64 {old}, [{address}], {value};",
+             old = out(reg64) old, address = in(reg64) address, value = in(reg64) value,
+             options(nostack));
+        old
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    traced(
+        address,
+        AtomicU64::from_ptr(address).fetch_add(value, Relaxed),
+    )
 }
 
 /// `atom.global.add.f32`.
@@ -38,12 +72,24 @@ pub unsafe fn fetch_add_u64(address: *mut u64, value: u64) -> u64 {
 /// # Safety
 /// `address` must point to a valid, 4-byte aligned `f32` in global memory.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn fetch_add_f32(address: *mut f32, value: f32) -> f32 {
-    let old: f32;
-    asm!("atom.relaxed.gpu.global.add.f32 {old}, [{address}], {value};",
-         old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
-         options(nostack));
-    old
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: f32;
+        asm!("atom.relaxed.gpu.global.add.f32 {old}, [{address}], {value};",
+             old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
+             options(nostack));
+        old
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let bits = AtomicU32::from_ptr(address.cast());
+        let old = bits.fetch_update(Relaxed, Relaxed, |old| {
+            Some((f32::from_bits(old) + value).to_bits())
+        });
+        traced(address, f32::from_bits(old.unwrap_or_else(|old| old)))
+    }
 }
 
 /// `atom.global.inc.u32`: `*address = if old >= bound { 0 } else { old + 1 }`,
@@ -53,12 +99,23 @@ pub unsafe fn fetch_add_f32(address: *mut f32, value: f32) -> f32 {
 /// # Safety
 /// `address` must point to a valid, 4-byte aligned `u32` in global memory.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn fetch_inc_wrapping(address: *mut u32, bound: u32) -> u32 {
-    let old: u32;
-    asm!("atom.relaxed.gpu.global.inc.u32 {old}, [{address}], {bound};",
-         old = out(reg32) old, address = in(reg64) address, bound = in(reg32) bound,
-         options(nostack));
-    old
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: u32;
+        asm!("atom.relaxed.gpu.global.inc.u32 {old}, [{address}], {bound};",
+             old = out(reg32) old, address = in(reg64) address, bound = in(reg32) bound,
+             options(nostack));
+        old
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let old = AtomicU32::from_ptr(address).fetch_update(Relaxed, Relaxed, |old| {
+            Some(if old >= bound { 0 } else { old + 1 })
+        });
+        traced(address, old.unwrap_or_else(|old| old))
+    }
 }
 
 /// `atom.global.cas.b32`: if `*address == expected` stores `new`; returns the
@@ -67,12 +124,21 @@ pub unsafe fn fetch_inc_wrapping(address: *mut u32, bound: u32) -> u32 {
 /// # Safety
 /// `address` must point to a valid, 4-byte aligned `u32` in global memory.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn compare_and_swap_u32(address: *mut u32, expected: u32, new: u32) -> u32 {
-    let old: u32;
-    asm!("atom.relaxed.gpu.global.cas.b32 {old}, [{address}], {expected}, {new};",
-         old = out(reg32) old, address = in(reg64) address,
-         expected = in(reg32) expected, new = in(reg32) new, options(nostack));
-    old
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: u32;
+        asm!("atom.relaxed.gpu.global.cas.b32 {old}, [{address}], {expected}, {new};",
+             old = out(reg32) old, address = in(reg64) address,
+             expected = in(reg32) expected, new = in(reg32) new, options(nostack));
+        old
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let old = AtomicU32::from_ptr(address).compare_exchange(expected, new, Relaxed, Relaxed);
+        traced(address, old.unwrap_or_else(|old| old))
+    }
 }
 
 /// `atom.global.max.u32`.
@@ -80,10 +146,19 @@ pub unsafe fn compare_and_swap_u32(address: *mut u32, expected: u32, new: u32) -
 /// # Safety
 /// `address` must point to a valid, 4-byte aligned `u32` in global memory.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn fetch_max_u32(address: *mut u32, value: u32) -> u32 {
-    let old: u32;
-    asm!("atom.relaxed.gpu.global.max.u32 {old}, [{address}], {value};",
-         old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
-         options(nostack));
-    old
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: u32;
+        asm!("atom.relaxed.gpu.global.max.u32 {old}, [{address}], {value};",
+             old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
+             options(nostack));
+        old
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    traced(
+        address,
+        AtomicU32::from_ptr(address).fetch_max(value, Relaxed),
+    )
 }

@@ -45,7 +45,6 @@ impl Cta {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
 impl Cta {
     /// `index_1d` of this thread as if it ran in this CTA.
     #[inline(always)]

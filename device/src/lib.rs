@@ -1,38 +1,34 @@
 //! The device runtime of clustered kernels.
 //!
-//! `no_std`; it builds for `nvptx64-nvidia-cuda` (the kernel side) and for the
-//! host. On the host only the portable parts exist: the CTA mapping math
-//! ([`mapping`]) and the launch contract ([`abi`]), so that both are unit
-//! tested there and the host crate shares their exact layout.
+//! `no_std` on `nvptx64-nvidia-cuda` (the kernel side). On the host the same
+//! API runs kernels on the CPU backend ([`cpu`]): simulated SMs whose threads
+//! are coroutines, with traced global memory for the locality simulator. The
+//! CTA mapping math ([`mapping`]) and the launch contract ([`abi`]) are shared
+//! by both sides and unit tested on the host.
 //!
 //! Names follow Rust-CUDA's `cuda_std` where it has the same function
 //! (`thread::thread_idx_x`, `thread::sync_threads`, `#[kernel]`), so its users
 //! feel at home.
-#![cfg_attr(not(test), no_std)]
+#![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(
     target_arch = "nvptx64",
     feature(stdarch_nvptx, asm_experimental_arch, allow_internal_unstable)
 )]
 
 pub mod abi;
+pub mod atomic;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod cpu;
 pub mod cta;
 pub mod mapping;
-pub mod schedule;
-
-#[cfg(target_arch = "nvptx64")]
-pub mod atomic;
-#[cfg(target_arch = "nvptx64")]
 pub mod math;
-#[cfg(target_arch = "nvptx64")]
 pub mod memory;
-#[cfg(target_arch = "nvptx64")]
 pub mod run;
-#[cfg(target_arch = "nvptx64")]
+pub mod schedule;
 pub mod shared;
-#[cfg(target_arch = "nvptx64")]
 pub mod sm;
-#[cfg(target_arch = "nvptx64")]
 pub mod thread;
+pub mod trace;
 
 pub use clustered_macros::{clustered, kernel};
 
@@ -42,4 +38,29 @@ pub use clustered_macros::{clustered, kernel};
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
     thread::trap()
+}
+
+/// A kernel's entry point, as `#[kernel]` and `#[clustered]` emit it: a PTX
+/// `.entry` on the GPU; on the host a plain `unsafe fn` (without
+/// `#[no_mangle]`, so kernel names cannot clash with C symbols) that the CPU
+/// backend calls once per simulated thread.
+#[cfg(target_arch = "nvptx64")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! entry_point {
+    ($(#[$attr:meta])* $vis:vis unsafe fn $name:ident($($params:tt)*) $body:block) => {
+        $(#[$attr])*
+        #[no_mangle]
+        $vis unsafe extern "ptx-kernel" fn $name($($params)*) $body
+    };
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! entry_point {
+    ($(#[$attr:meta])* $vis:vis unsafe fn $name:ident($($params:tt)*) $body:block) => {
+        $(#[$attr])*
+        $vis unsafe fn $name($($params)*) $body
+    };
 }

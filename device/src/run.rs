@@ -9,6 +9,7 @@ use crate::schedule::{fold_sm_id, Claim, Claimer, TaskCounters};
 use crate::shared::Shared;
 use crate::sm::sm_id;
 use crate::thread::*;
+use crate::trace::begin_task;
 
 /// Traps on a launch built for another contract version: a wrong launch must
 /// fail loudly, never run with misread parameters.
@@ -29,7 +30,9 @@ fn hardware_linear_id() -> u32 {
 #[inline(always)]
 pub fn reordered(launch: &ClusterLaunch) -> u32 {
     check_abi(launch);
-    hardware_linear_id()
+    let v = hardware_linear_id();
+    begin_task(v);
+    v
 }
 
 /// Redirection (round-robin binding): block `u` runs `f^-1(u / M, u % M)`.
@@ -37,7 +40,9 @@ pub fn reordered(launch: &ClusterLaunch) -> u32 {
 pub fn redirected(launch: &ClusterLaunch) -> u32 {
     check_abi(launch);
     let (position, cluster) = round_robin(hardware_linear_id(), launch.clusters);
-    launch.partition.join(position, cluster)
+    let v = launch.partition.join(position, cluster);
+    begin_task(v);
+    v
 }
 
 /// The chunk counters of a launch, in its scratch buffer after the SM slots.
@@ -129,6 +134,7 @@ pub unsafe fn agents(
             if k + 1 < count {
                 prefetch(start + k + 1);
             }
+            begin_task(start + k);
             task(start + k);
             // After every task, not only between two: a condition on `k` here
             // made LLVM peel the first task, duplicating the whole body.

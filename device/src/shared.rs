@@ -15,6 +15,7 @@
 //! Every array is 16-byte aligned, so tiles of `f32` keep their vector loads
 //! whatever else the kernel (or the scheduler) declares beside them.
 
+#[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 use core::marker::PhantomData;
 
@@ -36,17 +37,25 @@ macro_rules! shared_element {
         impl SharedElement for $t {
             #[inline(always)]
             unsafe fn load_shared(address: u32) -> Self {
-                let value: $t;
-                asm!(concat!("ld.shared.", $ptx, " {value}, [{address}];"),
-                     value = out($class) value, address = in(reg32) address,
-                     options(readonly, nostack, preserves_flags));
-                value
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let value: $t;
+                    asm!(concat!("ld.shared.", $ptx, " {value}, [{address}];"),
+                         value = out($class) value, address = in(reg32) address,
+                         options(readonly, nostack, preserves_flags));
+                    value
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                crate::cpu::shared_base().add(address as usize).cast::<$t>().read()
             }
             #[inline(always)]
             unsafe fn store_shared(address: u32, value: Self) {
+                #[cfg(target_arch = "nvptx64")]
                 asm!(concat!("st.shared.", $ptx, " [{address}], {value};"),
                      value = in($class) value, address = in(reg32) address,
                      options(nostack, preserves_flags));
+                #[cfg(not(target_arch = "nvptx64"))]
+                crate::cpu::shared_base().add(address as usize).cast::<$t>().write(value)
             }
         }
     )*};
@@ -123,14 +132,22 @@ impl<T: SharedElement> Shared<T> {
     /// Loads through it are generic (`LD`), slower than [`Shared::read`].
     #[inline(always)]
     pub fn as_mut_ptr(self) -> *mut T {
-        let generic: u64;
-        // SAFETY: converting a shared-window address to a generic one.
-        unsafe {
-            asm!("cvta.shared.u64 {generic}, {shared};",
-                 generic = out(reg64) generic, shared = in(reg64) self.address as u64,
-                 options(pure, nomem, nostack, preserves_flags));
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let generic: u64;
+            // SAFETY: converting a shared-window address to a generic one.
+            unsafe {
+                asm!("cvta.shared.u64 {generic}, {shared};",
+                     generic = out(reg64) generic, shared = in(reg64) self.address as u64,
+                     options(pure, nomem, nostack, preserves_flags));
+            }
+            generic as *mut T
         }
-        generic as *mut T
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: the address is inside the current CTA's shared memory.
+        unsafe {
+            crate::cpu::shared_base().add(self.address as usize).cast()
+        }
     }
 
     #[inline(always)]
@@ -149,7 +166,9 @@ impl<T: SharedElement> Shared<T> {
 /// The array is declared once per kernels crate at module scope in PTX (like a
 /// file-scope `__shared__` in CUDA C), named after the identifier and its
 /// place in the source, and 16-byte aligned. Every CTA gets its own copy; a
-/// kernel that does not use it does not allocate it.
+/// kernel that does not use it does not allocate it. On the CPU backend each
+/// simulated CTA places it in its own shared memory on first use.
+#[cfg(target_arch = "nvptx64")]
 #[macro_export]
 #[allow_internal_unstable(asm_experimental_arch)]
 macro_rules! shared_array {
@@ -180,18 +199,57 @@ macro_rules! shared_array {
         }
     }};
 }
+/// The CPU backend's `shared_array!`: the same name and signature.
+#[cfg(not(target_arch = "nvptx64"))]
+#[macro_export]
+macro_rules! shared_array {
+    ($name:ident : [$element:ty; $len:expr]) => {{
+        let key: &'static str = ::core::concat!(
+            ::core::module_path!(),
+            "::",
+            ::core::stringify!($name),
+            ":",
+            ::core::line!(),
+            ":",
+            ::core::column!()
+        );
+        let bytes = ::core::mem::size_of::<[$element; $len]>() as u32;
+        // SAFETY: the offset is inside the current CTA's shared memory.
+        unsafe {
+            $crate::shared::Shared::<$element>::from_address($crate::shared::place_static(
+                key, bytes,
+            ))
+        }
+    }};
+}
 
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+pub fn place_static(key: &'static str, bytes: u32) -> u32 {
+    crate::cpu::static_shared(key, bytes)
+}
+
+#[cfg(target_arch = "nvptx64")]
 core::arch::global_asm!(".extern .shared .align 16 .b8 __clustered_dynamic_shared[];");
 
 /// The dynamic shared memory of this launch (the size given at launch time),
 /// 16-byte aligned, viewed as `T`s.
 #[inline(always)]
 pub fn dynamic_shared_memory<T: SharedElement>() -> Shared<T> {
-    let address: u32;
-    // SAFETY: takes the address of the module's dynamic shared array.
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let address: u32;
+        // SAFETY: takes the address of the module's dynamic shared array.
+        unsafe {
+            asm!("mov.u32 {address}, __clustered_dynamic_shared;", address = out(reg32) address,
+                 options(pure, nomem, nostack, preserves_flags));
+            Shared::from_address(address)
+        }
+    }
+    // The CPU backend puts the dynamic part first, at offset 0.
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: offset 0 of the current CTA's shared memory.
     unsafe {
-        asm!("mov.u32 {address}, __clustered_dynamic_shared;", address = out(reg32) address,
-             options(pure, nomem, nostack, preserves_flags));
-        Shared::from_address(address)
+        Shared::from_address(0)
     }
 }

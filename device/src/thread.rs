@@ -2,44 +2,50 @@
 //!
 //! Names and signatures follow `cuda_std::thread`.
 
+#[cfg(target_arch = "nvptx64")]
 use core::arch::nvptx;
 
+/// A special register on the GPU; on the CPU backend, the simulated
+/// thread's value of it.
 macro_rules! special_register {
-    ($($(#[$doc:meta])* $name:ident => $intrinsic:ident;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident => $intrinsic:ident, $host:expr;)*) => {$(
         $(#[$doc])*
         #[inline(always)]
         pub fn $name() -> u32 {
+            #[cfg(target_arch = "nvptx64")]
             // SAFETY: reading a special register has no preconditions.
-            unsafe { nvptx::$intrinsic() as u32 }
+            return unsafe { nvptx::$intrinsic() as u32 };
+            #[cfg(not(target_arch = "nvptx64"))]
+            return $host;
         }
     )*};
 }
 
 special_register! {
     /// `%tid.x`: this thread's index in its block, x.
-    thread_idx_x => _thread_idx_x;
+    thread_idx_x => _thread_idx_x, crate::cpu::current_lane().thread_idx[0];
     /// `%tid.y`: this thread's index in its block, y.
-    thread_idx_y => _thread_idx_y;
+    thread_idx_y => _thread_idx_y, crate::cpu::current_lane().thread_idx[1];
     /// `%tid.z`: this thread's index in its block, z.
-    thread_idx_z => _thread_idx_z;
+    thread_idx_z => _thread_idx_z, crate::cpu::current_lane().thread_idx[2];
     /// `%ctaid.x`: this block's index in the grid, x.
-    block_idx_x => _block_idx_x;
+    block_idx_x => _block_idx_x, crate::cpu::current_cta().block_idx[0];
     /// `%ctaid.y`: this block's index in the grid, y.
-    block_idx_y => _block_idx_y;
+    block_idx_y => _block_idx_y, crate::cpu::current_cta().block_idx[1];
     /// `%ctaid.z`: this block's index in the grid, z.
-    block_idx_z => _block_idx_z;
+    block_idx_z => _block_idx_z, crate::cpu::current_cta().block_idx[2];
     /// `%ntid.x`: threads per block, x.
-    block_dim_x => _block_dim_x;
+    block_dim_x => _block_dim_x, crate::cpu::current_cta().block_dim[0];
     /// `%ntid.y`: threads per block, y.
-    block_dim_y => _block_dim_y;
+    block_dim_y => _block_dim_y, crate::cpu::current_cta().block_dim[1];
     /// `%ntid.z`: threads per block, z.
-    block_dim_z => _block_dim_z;
+    block_dim_z => _block_dim_z, crate::cpu::current_cta().block_dim[2];
     /// `%nctaid.x`: blocks in the grid, x.
-    grid_dim_x => _grid_dim_x;
+    grid_dim_x => _grid_dim_x, crate::cpu::current_cta().grid_dim[0];
     /// `%nctaid.y`: blocks in the grid, y.
-    grid_dim_y => _grid_dim_y;
+    grid_dim_y => _grid_dim_y, crate::cpu::current_cta().grid_dim[1];
     /// `%nctaid.z`: blocks in the grid, z.
-    grid_dim_z => _grid_dim_z;
+    grid_dim_z => _grid_dim_z, crate::cpu::current_cta().grid_dim[2];
 }
 
 /// The global x index of this thread: `block_idx_x * block_dim_x + thread_idx_x`.
@@ -64,14 +70,24 @@ pub fn index_2d() -> (u32, u32) {
 /// none.
 #[inline(always)]
 pub fn sync_threads() {
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: a barrier has no memory-safety preconditions; reaching it
     // non-uniformly is a hang, not undefined behaviour in Rust's sense.
-    unsafe { nvptx::_syncthreads() }
+    unsafe {
+        nvptx::_syncthreads()
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::barrier()
 }
 
 /// `trap`: aborts the kernel; the launch reports an error to the host.
 #[inline(always)]
 pub fn trap() -> ! {
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: trap ends the kernel.
-    unsafe { nvptx::trap() }
+    unsafe {
+        nvptx::trap()
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    panic!("the kernel trapped")
 }

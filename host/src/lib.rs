@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod clustered;
+pub mod cpu;
 mod device;
 mod error;
 mod gpu;

@@ -1,7 +1,9 @@
-//! The kernel suite. Built for `nvptx64-nvidia-cuda` only, by the root
-//! package's build script; the host embeds the PTX (`clustered::suite::PTX`).
-#![no_std]
-#![feature(abi_ptx)]
+//! The kernel suite, one source per kernel.
+//!
+//! Built for `nvptx64-nvidia-cuda` by the root package's build script (the
+//! host embeds the PTX as `clustered::PTX`), and for the host as an ordinary
+//! crate whose kernels the CPU backend runs (`clustered::cpu`).
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod coverage;
 pub mod sgemm;

@@ -48,6 +48,13 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         let error = error.to_compile_error();
         return quote!(#error #function);
     }
+    crate::trace::trace_global_memory(&mut function.block, &function.sig.inputs);
+    entry_point(&function)
+}
+
+/// `function` as a kernel entry point: a PTX `.entry` on the GPU, a plain
+/// `unsafe fn` on the host (the device crate's `entry_point!` picks).
+pub fn entry_point(function: &ItemFn) -> TokenStream {
     let ItemFn {
         attrs,
         vis,
@@ -57,9 +64,10 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let name = &sig.ident;
     let inputs = &sig.inputs;
     quote! {
-        #(#attrs)*
-        #[no_mangle]
-        #vis unsafe extern "ptx-kernel" fn #name(#inputs) #block
+        ::clustered_device::entry_point! {
+            #(#attrs)*
+            #vis unsafe fn #name(#inputs) #block
+        }
     }
 }
 

@@ -11,6 +11,7 @@ mod clustered;
 mod kernel;
 #[cfg(test)]
 mod snapshots;
+mod trace;
 
 use proc_macro::TokenStream;
 
@@ -24,8 +25,9 @@ use proc_macro::TokenStream;
 /// The function must be `unsafe` (the host passes raw pointers that the
 /// kernel trusts), not generic, not `async`, and return nothing. Its name is
 /// the kernel's symbol in the PTX. The kernels crate needs
-/// `#![feature(abi_ptx)]` (it is built with `RUSTC_BOOTSTRAP=1` by
-/// `clustered-builder`).
+/// `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]` (it is built
+/// with `RUSTC_BOOTSTRAP=1` by `clustered-builder`). On the host the same
+/// function is an ordinary `unsafe fn` that the CPU backend runs per thread.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()

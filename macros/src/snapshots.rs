@@ -6,6 +6,9 @@
 //! `#[kernel]` is taken off and given the rest), the result is formatted with
 //! `prettyplease` and compared with `tests/expand/<name>.expanded.rs`.
 //!
+//! An entry point, `::clustered_device::entry_point! { fn .. }`, is shown as
+//! `#[entry_point] fn ..` so that its body is formatted too.
+//!
 //! The generated code targets nvptx64, so it is not compiled here: read the
 //! `.expanded.rs` files when reviewing a change to the expansion. After an
 //! intended change, rewrite them with
@@ -28,6 +31,26 @@ fn ours(attr: &Attribute) -> Option<&'static str> {
         Some("kernel")
     } else {
         None
+    }
+}
+
+/// `entry_point! { fn }` as `#[entry_point] fn`, which prettyplease formats.
+fn readable_entry_point(item: Item) -> Result<Item, String> {
+    match item {
+        Item::Macro(mac)
+            if mac
+                .mac
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "entry_point") =>
+        {
+            let mut function: syn::ItemFn = syn::parse2(mac.mac.tokens)
+                .map_err(|e| format!("entry_point! does not hold a function: {e}"))?;
+            function.attrs.insert(0, syn::parse_quote!(#[entry_point]));
+            Ok(Item::Fn(function))
+        }
+        other => Ok(other),
     }
 }
 
@@ -64,7 +87,9 @@ fn expand_file(source: &str) -> Result<String, String> {
         }
         let output: syn::File = syn::parse2(output)
             .map_err(|e| format!("the expansion does not parse as items: {e}"))?;
-        items.extend(output.items);
+        for item in output.items {
+            items.push(readable_entry_point(item)?);
+        }
         expanded += 1;
     }
     if expanded == 0 {

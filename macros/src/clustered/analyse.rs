@@ -3,12 +3,10 @@
 
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
-use syn::{
-    Error, Expr, ExprCall, ExprMacro, ExprMethodCall, ExprPath, FnArg, Ident, ItemFn, Pat, Type,
-    UnOp,
-};
+use syn::{Error, Expr, ExprCall, ExprMacro, ExprPath, FnArg, Ident, ItemFn, Pat, Type, UnOp};
 
 use super::parse::{Binding, Schedule};
+use crate::trace::pointer_root;
 
 /// Built-ins that read the hardware's block index or grid size, and the
 /// method of `Cta` that answers them for the virtual CTA.
@@ -185,27 +183,6 @@ fn cta_method(name: &Ident) -> Option<&'static str> {
 fn last_segment(expr: &Expr) -> Option<&Ident> {
     match expr {
         Expr::Path(ExprPath { path, .. }) => path.segments.last().map(|s| &s.ident),
-        _ => None,
-    }
-}
-
-/// The parameter a pointer expression starts from: `a`, `a.add(i)`,
-/// `a.offset(i).add(j)`, `(a.add(i))`.
-fn pointer_root(expr: &Expr) -> Option<&Ident> {
-    match expr {
-        Expr::Path(ExprPath {
-            path, qself: None, ..
-        }) => path.get_ident(),
-        Expr::MethodCall(ExprMethodCall {
-            receiver, method, ..
-        }) if matches!(
-            method.to_string().as_str(),
-            "add" | "offset" | "wrapping_add" | "wrapping_offset" | "byte_add"
-        ) =>
-        {
-            pointer_root(receiver)
-        }
-        Expr::Paren(paren) => pointer_root(&paren.expr),
         _ => None,
     }
 }

@@ -8,22 +8,12 @@ use syn::{Ident, ItemFn};
 use super::analyse::{BodyFacts, Parameters};
 use super::parse::{Binding, Indexing, Schedule};
 
-/// The unclustered kernel, exactly as written: the baseline every schedule is
-/// compared with, and what a plain launch runs.
+/// The unclustered kernel as written (its global accesses traced): the
+/// baseline every schedule is compared with, and what a plain launch runs.
 pub fn baseline(function: &ItemFn) -> TokenStream {
-    let ItemFn {
-        attrs,
-        vis,
-        sig,
-        block,
-    } = function;
-    let name = &sig.ident;
-    let inputs = &sig.inputs;
-    quote! {
-        #(#attrs)*
-        #[no_mangle]
-        #vis unsafe extern "ptx-kernel" fn #name(#inputs) #block
-    }
+    let mut function = function.clone();
+    crate::trace::trace_global_memory(&mut function.block, &function.sig.inputs);
+    crate::kernel::entry_point(&function)
 }
 
 /// One schedule's kernel. `body` is already rewritten to read `cta`.
@@ -129,13 +119,14 @@ pub fn schedule(
             #active,
         );
 
-        #(#attrs)*
-        #separator
-        #[doc = #doc]
-        #[no_mangle]
-        #vis unsafe extern "ptx-kernel" fn #name(#(#names: #types,)* #launch: #device::abi::ClusterLaunch) {
-            let #to_cta = #to_cta_closure;
-            #entry_body
+        #device::entry_point! {
+            #(#attrs)*
+            #separator
+            #[doc = #doc]
+            #vis unsafe fn #name(#(#names: #types,)* #launch: #device::abi::ClusterLaunch) {
+                let #to_cta = #to_cta_closure;
+                #entry_body
+            }
         }
     }
 }

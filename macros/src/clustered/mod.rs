@@ -104,6 +104,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             &schedule.bypass,
             &mut errors,
         );
+        crate::trace::trace_global_memory(&mut body, &function.sig.inputs);
         kernels.push(expand::schedule(
             &function,
             schedule,

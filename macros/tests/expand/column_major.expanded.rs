@@ -2,25 +2,25 @@
 
 use clustered_device::clustered;
 use clustered_device::thread::{grid_dim_x, index_2d, thread_idx_x, thread_idx_y};
+#[entry_point]
 /// A 5-point stencil; neighbouring columns of blocks share halos, so they are
 /// clustered column by column. No barrier: agents need no barrier between
 /// tasks.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn stencil(
-    input: *const f32,
-    output: *mut f32,
-    width: u32,
-    height: u32,
-) {
+pub unsafe fn stencil(input: *const f32, output: *mut f32, width: u32, height: u32) {
     let (x, y) = index_2d();
     let _ = (thread_idx_x(), thread_idx_y(), grid_dim_x());
     if x == 0 || y == 0 || x + 1 >= width || y + 1 >= height {
         return;
     }
     let at = |x: u32, y: u32| (y * width + x) as usize;
-    let sum = *input.add(at(x - 1, y)) + *input.add(at(x + 1, y))
-        + *input.add(at(x, y - 1)) + *input.add(at(x, y + 1));
-    *output.add(at(x, y)) = 0.25 * sum;
+    let sum = ::clustered_device::memory::load(input.add(at(x - 1, y)))
+        + ::clustered_device::memory::load(input.add(at(x + 1, y)))
+        + ::clustered_device::memory::load(input.add(at(x, y - 1)))
+        + ::clustered_device::memory::load(input.add(at(x, y + 1)));
+    {
+        let __value = 0.25 * sum;
+        ::clustered_device::memory::store(output.add(at(x, y)), __value)
+    };
 }
 #[doc(hidden)]
 #[inline(always)]
@@ -42,7 +42,10 @@ unsafe fn __stencil_columns_task(
         + ::clustered_device::memory::load_bypass_l1(input.add(at(x + 1, y)))
         + ::clustered_device::memory::load_bypass_l1(input.add(at(x, y - 1)))
         + ::clustered_device::memory::load_bypass_l1(input.add(at(x, y + 1)));
-    *output.add(at(x, y)) = 0.25 * sum;
+    {
+        let __value = 0.25 * sum;
+        ::clustered_device::memory::store(output.add(at(x, y)), __value)
+    };
 }
 #[doc(hidden)]
 #[no_mangle]
@@ -54,13 +57,13 @@ pub static __clustered_contract_stencil_columns: ::clustered_device::abi::Kernel
     1u32,
     4u32,
 );
+#[entry_point]
 /// A 5-point stencil; neighbouring columns of blocks share halos, so they are
 /// clustered column by column. No barrier: agents need no barrier between
 /// tasks.
 ///
 /// Clustered `stencil`: `binding = agents`, `indexing = column_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn stencil_columns(
+pub unsafe fn stencil_columns(
     input: *const f32,
     output: *mut f32,
     width: u32,

@@ -10,12 +10,14 @@ pub fn snake(linear_id: u32, grid: [u32; 3]) -> [u32; 3] {
     let x = if y % 2 == 0 { x } else { grid[0] - 1 - x };
     [x, y, 0]
 }
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn row_sums(m: *const f32, sums: *mut f32, width: u32) {
+#[entry_point]
+pub unsafe fn row_sums(m: *const f32, sums: *mut f32, width: u32) {
     let row = block_idx_y();
     let column = block_idx_x() * 32 + thread_idx_x();
     if column < width {
-        let value = *m.add((row * width + column) as usize);
+        let value = ::clustered_device::memory::load(
+            m.add((row * width + column) as usize),
+        );
         clustered_device::atomic::fetch_add_f32(sums.add(row as usize), value);
     }
 }
@@ -31,7 +33,9 @@ unsafe fn __rows_snake_task(
     let row = __cta.block_idx_y();
     let column = __cta.block_idx_x() * 32 + thread_idx_x();
     if column < width {
-        let value = *m.add((row * width + column) as usize);
+        let value = ::clustered_device::memory::load(
+            m.add((row * width + column) as usize),
+        );
         clustered_device::atomic::fetch_add_f32(sums.add(row as usize), value);
     }
 }
@@ -45,9 +49,9 @@ pub static __clustered_contract_rows_snake: ::clustered_device::abi::KernelContr
     2u32,
     0u32,
 );
+#[entry_point]
 /// Clustered `row_sums`: `binding = agents`, `indexing = custom(snake)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn rows_snake(
+pub unsafe fn rows_snake(
     m: *const f32,
     sums: *mut f32,
     width: u32,

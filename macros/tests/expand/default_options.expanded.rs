@@ -2,13 +2,16 @@
 
 use clustered_device::clustered;
 use clustered_device::thread::index_1d;
+#[entry_point]
 /// No options: one agents schedule named `fill_clustered`, row-major, one
 /// task at a time.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn fill(x: *mut u32, value: u32, n: u32) {
+pub unsafe fn fill(x: *mut u32, value: u32, n: u32) {
     let i = index_1d();
     if i < n {
-        *x.add(i as usize) = value;
+        {
+            let __value = value;
+            ::clustered_device::memory::store(x.add(i as usize), __value)
+        };
     }
 }
 #[doc(hidden)]
@@ -22,7 +25,10 @@ unsafe fn __fill_clustered_task(
 ) {
     let i = __cta.index_1d();
     if i < n {
-        *x.add(i as usize) = value;
+        {
+            let __value = value;
+            ::clustered_device::memory::store(x.add(i as usize), __value)
+        };
     }
 }
 #[doc(hidden)]
@@ -35,12 +41,12 @@ pub static __clustered_contract_fill_clustered: ::clustered_device::abi::KernelC
     1u32,
     0u32,
 );
+#[entry_point]
 /// No options: one agents schedule named `fill_clustered`, row-major, one
 /// task at a time.
 ///
 /// Clustered `fill`: `binding = agents`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn fill_clustered(
+pub unsafe fn fill_clustered(
     x: *mut u32,
     value: u32,
     n: u32,

@@ -2,12 +2,16 @@
 
 use clustered_device::kernel;
 use clustered_device::thread::index_1d;
+#[entry_point]
 /// A plain kernel: `#[kernel]` only makes it a PTX entry point.
 #[inline(never)]
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn saxpy(a: f32, x: *const f32, y: *mut f32, n: u32) {
+pub unsafe fn saxpy(a: f32, x: *const f32, y: *mut f32, n: u32) {
     let i = index_1d();
     if i < n {
-        *y.add(i as usize) = a * *x.add(i as usize) + *y.add(i as usize);
+        {
+            let __value = a * ::clustered_device::memory::load(x.add(i as usize))
+                + ::clustered_device::memory::load(y.add(i as usize));
+            ::clustered_device::memory::store(y.add(i as usize), __value)
+        };
     }
 }

@@ -2,13 +2,20 @@
 
 use clustered_device::clustered;
 use clustered_device::thread::index_1d;
+#[entry_point]
 /// Parameters named like the locals of the generated entry points (`v`,
 /// `to_cta`): each task must still get the kernel's arguments.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn shift(v: *mut u32, to_cta: u32, n: u32) {
+pub unsafe fn shift(v: *mut u32, to_cta: u32, n: u32) {
     let i = index_1d();
     if i < n {
-        *v.add(i as usize) += to_cta;
+        {
+            let __value = to_cta;
+            let __address = v.add(i as usize);
+            ::clustered_device::memory::store(
+                __address,
+                ::clustered_device::memory::load(__address) + __value,
+            )
+        };
     }
 }
 #[doc(hidden)]
@@ -22,7 +29,14 @@ unsafe fn __shift_redirect_task(
 ) {
     let i = __cta.index_1d();
     if i < n {
-        *v.add(i as usize) += to_cta;
+        {
+            let __value = to_cta;
+            let __address = v.add(i as usize);
+            ::clustered_device::memory::store(
+                __address,
+                ::clustered_device::memory::load(__address) + __value,
+            )
+        };
     }
 }
 #[doc(hidden)]
@@ -35,12 +49,12 @@ pub static __clustered_contract_shift_redirect: ::clustered_device::abi::KernelC
     1u32,
     0u32,
 );
+#[entry_point]
 /// Parameters named like the locals of the generated entry points (`v`,
 /// `to_cta`): each task must still get the kernel's arguments.
 ///
 /// Clustered `shift`: `binding = redirect`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn shift_redirect(
+pub unsafe fn shift_redirect(
     v: *mut u32,
     to_cta: u32,
     n: u32,
@@ -64,7 +78,14 @@ unsafe fn __shift_agents_task(
 ) {
     let i = __cta.index_1d();
     if i < n {
-        *v.add(i as usize) += to_cta;
+        {
+            let __value = to_cta;
+            let __address = v.add(i as usize);
+            ::clustered_device::memory::store(
+                __address,
+                ::clustered_device::memory::load(__address) + __value,
+            )
+        };
     }
 }
 #[doc(hidden)]
@@ -77,12 +98,12 @@ pub static __clustered_contract_shift_agents: ::clustered_device::abi::KernelCon
     2u32,
     0u32,
 );
+#[entry_point]
 /// Parameters named like the locals of the generated entry points (`v`,
 /// `to_cta`): each task must still get the kernel's arguments.
 ///
 /// Clustered `shift`: `binding = agents`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn shift_agents(
+pub unsafe fn shift_agents(
     v: *mut u32,
     to_cta: u32,
     n: u32,

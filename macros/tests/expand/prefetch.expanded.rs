@@ -12,11 +12,14 @@ pub unsafe fn warm_rows(next: Cta, x: *const f32, y: *mut f32, n: u32) {
         prefetch_l2(x.add(first as usize));
     }
 }
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn copy(x: *const f32, y: *mut f32, n: u32) {
+#[entry_point]
+pub unsafe fn copy(x: *const f32, y: *mut f32, n: u32) {
     let i = index_1d();
     if i < n {
-        *y.add(i as usize) = *x.add(i as usize);
+        {
+            let __value = ::clustered_device::memory::load(x.add(i as usize));
+            ::clustered_device::memory::store(y.add(i as usize), __value)
+        };
     }
 }
 #[doc(hidden)]
@@ -30,7 +33,10 @@ unsafe fn __copy_prefetch_task(
 ) {
     let i = __cta.index_1d();
     if i < n {
-        *y.add(i as usize) = *x.add(i as usize);
+        {
+            let __value = ::clustered_device::memory::load(x.add(i as usize));
+            ::clustered_device::memory::store(y.add(i as usize), __value)
+        };
     }
 }
 #[doc(hidden)]
@@ -43,9 +49,9 @@ pub static __clustered_contract_copy_prefetch: ::clustered_device::abi::KernelCo
     4u32,
     2u32,
 );
+#[entry_point]
 /// Clustered `copy`: `binding = agents`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn copy_prefetch(
+pub unsafe fn copy_prefetch(
     x: *const f32,
     y: *mut f32,
     n: u32,

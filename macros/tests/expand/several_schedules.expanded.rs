@@ -3,12 +3,16 @@
 use clustered_device::clustered;
 use clustered_device::shared_array;
 use clustered_device::thread::{block_idx_x, sync_threads, thread_idx_x};
+#[entry_point]
 /// Sum of each block's 256 elements, with three schedules.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn block_sums(x: *const f32, sums: *mut f32) {
+pub unsafe fn block_sums(x: *const f32, sums: *mut f32) {
     let partial = shared_array!(partial : [f32; 256]);
     let t = thread_idx_x();
-    partial.write(t, *x.add((block_idx_x() * 256 + t) as usize));
+    partial
+        .write(
+            t,
+            ::clustered_device::memory::load(x.add((block_idx_x() * 256 + t) as usize)),
+        );
     sync_threads();
     let mut stride = 128;
     while stride > 0 {
@@ -19,7 +23,10 @@ pub unsafe extern "ptx-kernel" fn block_sums(x: *const f32, sums: *mut f32) {
         stride /= 2;
     }
     if t == 0 {
-        *sums.add(block_idx_x() as usize) = partial.read(0);
+        {
+            let __value = partial.read(0);
+            ::clustered_device::memory::store(sums.add(block_idx_x() as usize), __value)
+        };
     }
 }
 #[doc(hidden)]
@@ -32,7 +39,13 @@ unsafe fn __block_sums_raster_task(
 ) {
     let partial = shared_array!(partial_block_sums_raster : [f32; 256]);
     let t = thread_idx_x();
-    partial.write(t, *x.add((__cta.block_idx_x() * 256 + t) as usize));
+    partial
+        .write(
+            t,
+            ::clustered_device::memory::load(
+                x.add((__cta.block_idx_x() * 256 + t) as usize),
+            ),
+        );
     sync_threads();
     let mut stride = 128;
     while stride > 0 {
@@ -43,7 +56,13 @@ unsafe fn __block_sums_raster_task(
         stride /= 2;
     }
     if t == 0 {
-        *sums.add(__cta.block_idx_x() as usize) = partial.read(0);
+        {
+            let __value = partial.read(0);
+            ::clustered_device::memory::store(
+                sums.add(__cta.block_idx_x() as usize),
+                __value,
+            )
+        };
     }
 }
 #[doc(hidden)]
@@ -56,11 +75,11 @@ pub static __clustered_contract_block_sums_raster: ::clustered_device::abi::Kern
     1u32,
     0u32,
 );
+#[entry_point]
 /// Sum of each block's 256 elements, with three schedules.
 ///
 /// Clustered `block_sums`: `binding = reorder`, `indexing = tile(4, 2)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn block_sums_raster(
+pub unsafe fn block_sums_raster(
     x: *const f32,
     sums: *mut f32,
     __launch: ::clustered_device::abi::ClusterLaunch,
@@ -82,7 +101,13 @@ unsafe fn __block_sums_agents_task(
 ) {
     let partial = shared_array!(partial_block_sums_agents : [f32; 256]);
     let t = thread_idx_x();
-    partial.write(t, *x.add((__cta.block_idx_x() * 256 + t) as usize));
+    partial
+        .write(
+            t,
+            ::clustered_device::memory::load(
+                x.add((__cta.block_idx_x() * 256 + t) as usize),
+            ),
+        );
     sync_threads();
     let mut stride = 128;
     while stride > 0 {
@@ -93,7 +118,13 @@ unsafe fn __block_sums_agents_task(
         stride /= 2;
     }
     if t == 0 {
-        *sums.add(__cta.block_idx_x() as usize) = partial.read(0);
+        {
+            let __value = partial.read(0);
+            ::clustered_device::memory::store(
+                sums.add(__cta.block_idx_x() as usize),
+                __value,
+            )
+        };
     }
 }
 #[doc(hidden)]
@@ -106,11 +137,11 @@ pub static __clustered_contract_block_sums_agents: ::clustered_device::abi::Kern
     2u32,
     0u32,
 );
+#[entry_point]
 /// Sum of each block's 256 elements, with three schedules.
 ///
 /// Clustered `block_sums`: `binding = agents`, `indexing = tile(4, 4)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn block_sums_agents(
+pub unsafe fn block_sums_agents(
     x: *const f32,
     sums: *mut f32,
     __launch: ::clustered_device::abi::ClusterLaunch,
@@ -137,7 +168,13 @@ unsafe fn __block_sums_redirect_task(
 ) {
     let partial = shared_array!(partial_block_sums_redirect : [f32; 256]);
     let t = thread_idx_x();
-    partial.write(t, *x.add((__cta.block_idx_x() * 256 + t) as usize));
+    partial
+        .write(
+            t,
+            ::clustered_device::memory::load(
+                x.add((__cta.block_idx_x() * 256 + t) as usize),
+            ),
+        );
     sync_threads();
     let mut stride = 128;
     while stride > 0 {
@@ -148,7 +185,13 @@ unsafe fn __block_sums_redirect_task(
         stride /= 2;
     }
     if t == 0 {
-        *sums.add(__cta.block_idx_x() as usize) = partial.read(0);
+        {
+            let __value = partial.read(0);
+            ::clustered_device::memory::store(
+                sums.add(__cta.block_idx_x() as usize),
+                __value,
+            )
+        };
     }
 }
 #[doc(hidden)]
@@ -161,11 +204,11 @@ pub static __clustered_contract_block_sums_redirect: ::clustered_device::abi::Ke
     1u32,
     0u32,
 );
+#[entry_point]
 /// Sum of each block's 256 elements, with three schedules.
 ///
 /// Clustered `block_sums`: `binding = redirect`, `indexing = column_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn block_sums_redirect(
+pub unsafe fn block_sums_redirect(
     x: *const f32,
     sums: *mut f32,
     __launch: ::clustered_device::abi::ClusterLaunch,

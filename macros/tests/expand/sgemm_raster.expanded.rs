@@ -7,15 +7,10 @@ use clustered_device::thread::{
     block_idx_x, block_idx_y, sync_threads, thread_idx_x, thread_idx_y,
 };
 pub const TILE: u32 = 32;
+#[entry_point]
 /// The CUDA SDK's shared-memory tiled SGEMM, run in the grouped raster order
 /// (tiles of 16 x 4 CTAs).
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn sgemm_tiled(
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    n: u32,
-) {
+pub unsafe fn sgemm_tiled(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let tile_a = shared_array!(tile_a : [f32; (TILE * TILE) as usize]);
     let tile_b = shared_array!(tile_b : [f32; (TILE * TILE) as usize]);
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
@@ -24,8 +19,16 @@ pub unsafe extern "ptx-kernel" fn sgemm_tiled(
     let mut sum = 0.0f32;
     let mut k0 = 0;
     while k0 < n {
-        tile_a.write(ty * TILE + tx, *a.add((row * n + k0 + tx) as usize));
-        tile_b.write(ty * TILE + tx, *b.add(((k0 + ty) * n + col) as usize));
+        tile_a
+            .write(
+                ty * TILE + tx,
+                ::clustered_device::memory::load(a.add((row * n + k0 + tx) as usize)),
+            );
+        tile_b
+            .write(
+                ty * TILE + tx,
+                ::clustered_device::memory::load(b.add(((k0 + ty) * n + col) as usize)),
+            );
         sync_threads();
         for k in 0..TILE {
             sum = fma(tile_a.read(ty * TILE + k), tile_b.read(k * TILE + tx), sum);
@@ -33,7 +36,10 @@ pub unsafe extern "ptx-kernel" fn sgemm_tiled(
         sync_threads();
         k0 += TILE;
     }
-    *c.add((row * n + col) as usize) = sum;
+    {
+        let __value = sum;
+        ::clustered_device::memory::store(c.add((row * n + col) as usize), __value)
+    };
 }
 #[doc(hidden)]
 #[inline(always)]
@@ -57,8 +63,16 @@ unsafe fn __sgemm_tiled_raster_task(
     let mut sum = 0.0f32;
     let mut k0 = 0;
     while k0 < n {
-        tile_a.write(ty * TILE + tx, *a.add((row * n + k0 + tx) as usize));
-        tile_b.write(ty * TILE + tx, *b.add(((k0 + ty) * n + col) as usize));
+        tile_a
+            .write(
+                ty * TILE + tx,
+                ::clustered_device::memory::load(a.add((row * n + k0 + tx) as usize)),
+            );
+        tile_b
+            .write(
+                ty * TILE + tx,
+                ::clustered_device::memory::load(b.add(((k0 + ty) * n + col) as usize)),
+            );
         sync_threads();
         for k in 0..TILE {
             sum = fma(tile_a.read(ty * TILE + k), tile_b.read(k * TILE + tx), sum);
@@ -66,7 +80,10 @@ unsafe fn __sgemm_tiled_raster_task(
         sync_threads();
         k0 += TILE;
     }
-    *c.add((row * n + col) as usize) = sum;
+    {
+        let __value = sum;
+        ::clustered_device::memory::store(c.add((row * n + col) as usize), __value)
+    };
 }
 #[doc(hidden)]
 #[no_mangle]
@@ -78,12 +95,12 @@ pub static __clustered_contract_sgemm_tiled_raster: ::clustered_device::abi::Ker
     1u32,
     0u32,
 );
+#[entry_point]
 /// The CUDA SDK's shared-memory tiled SGEMM, run in the grouped raster order
 /// (tiles of 16 x 4 CTAs).
 ///
 /// Clustered `sgemm_tiled`: `binding = reorder`, `indexing = tile(16, 4)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn sgemm_tiled_raster(
+pub unsafe fn sgemm_tiled_raster(
     a: *const f32,
     b: *const f32,
     c: *mut f32,

@@ -2,19 +2,18 @@
 
 use clustered_device::clustered;
 use clustered_device::thread::index_1d;
+#[entry_point]
 /// `c[i] = a[i] + b[i]` for `i < n`: agents claim 8 tasks at a time, and the
 /// loads of `a` and `b` skip L1.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn vector_add(
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    n: u32,
-) {
+pub unsafe fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let i = index_1d();
     if i < n {
         let i = i as usize;
-        *c.add(i) = *a.add(i) + *b.add(i);
+        {
+            let __value = ::clustered_device::memory::load(a.add(i))
+                + ::clustered_device::memory::load(b.add(i));
+            ::clustered_device::memory::store(c.add(i), __value)
+        };
     }
 }
 #[doc(hidden)]
@@ -30,8 +29,11 @@ unsafe fn __vector_add_agents_task(
     let i = __cta.index_1d();
     if i < n {
         let i = i as usize;
-        *c.add(i) = ::clustered_device::memory::load_bypass_l1(a.add(i))
-            + ::clustered_device::memory::load_bypass_l1(b.add(i));
+        {
+            let __value = ::clustered_device::memory::load_bypass_l1(a.add(i))
+                + ::clustered_device::memory::load_bypass_l1(b.add(i));
+            ::clustered_device::memory::store(c.add(i), __value)
+        };
     }
 }
 #[doc(hidden)]
@@ -44,12 +46,12 @@ pub static __clustered_contract_vector_add_agents: ::clustered_device::abi::Kern
     8u32,
     0u32,
 );
+#[entry_point]
 /// `c[i] = a[i] + b[i]` for `i < n`: agents claim 8 tasks at a time, and the
 /// loads of `a` and `b` skip L1.
 ///
 /// Clustered `vector_add`: `binding = agents`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn vector_add_agents(
+pub unsafe fn vector_add_agents(
     a: *const f32,
     b: *const f32,
     c: *mut f32,

@@ -2,12 +2,19 @@
 
 use clustered_device::clustered;
 use clustered_device::thread::{block_dim_x, block_idx_x, thread_idx_x};
+#[entry_point]
 /// `x[i] *= s`, with the paper's round-robin redirection.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn scale(x: *mut f32, s: f32, n: u32) {
+pub unsafe fn scale(x: *mut f32, s: f32, n: u32) {
     let i = block_idx_x() * block_dim_x() + thread_idx_x();
     if i < n {
-        *x.add(i as usize) *= s;
+        {
+            let __value = s;
+            let __address = x.add(i as usize);
+            ::clustered_device::memory::store(
+                __address,
+                ::clustered_device::memory::load(__address) * __value,
+            )
+        };
     }
 }
 #[doc(hidden)]
@@ -21,7 +28,14 @@ unsafe fn __scale_redirect_task(
 ) {
     let i = __cta.block_idx_x() * block_dim_x() + thread_idx_x();
     if i < n {
-        *x.add(i as usize) *= s;
+        {
+            let __value = s;
+            let __address = x.add(i as usize);
+            ::clustered_device::memory::store(
+                __address,
+                ::clustered_device::memory::load(__address) * __value,
+            )
+        };
     }
 }
 #[doc(hidden)]
@@ -34,11 +48,11 @@ pub static __clustered_contract_scale_redirect: ::clustered_device::abi::KernelC
     1u32,
     0u32,
 );
+#[entry_point]
 /// `x[i] *= s`, with the paper's round-robin redirection.
 ///
 /// Clustered `scale`: `binding = redirect`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn scale_redirect(
+pub unsafe fn scale_redirect(
     x: *mut f32,
     s: f32,
     n: u32,

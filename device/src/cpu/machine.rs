@@ -1,0 +1,280 @@
+//! The simulated GPU: its SMs, their `%smid`s, and how CTAs are dispatched.
+
+use std::fmt;
+
+/// How the first wave of CTAs is spread over the SMs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dispatch {
+    /// SM 0, 1, 2, ...: the textbook assumption, under which the paper's
+    /// redirection binds clusters to SMs.
+    RoundRobin,
+    /// An approximation of what an H200 was seen to do (DESIGN.md section 7):
+    /// the last eighth of the SMs first, then pairs of SMs striding across
+    /// the chip (0-1, then half-way, 2-3, ...).
+    ObservedHopper,
+    /// A shuffled order from a seed.
+    Random(u64),
+}
+
+impl Dispatch {
+    /// The order in which `sm_count` SMs receive the first wave.
+    pub fn fill_order(&self, sm_count: u32) -> Vec<u32> {
+        match self {
+            Dispatch::RoundRobin => (0..sm_count).collect(),
+            Dispatch::ObservedHopper => {
+                let first = (sm_count / 16).max(1).min(sm_count);
+                let mut order: Vec<u32> = (sm_count - first..sm_count).collect();
+                let rest = sm_count - first;
+                let half = rest / 2;
+                // Pairs (2k, 2k+1) from the first half, each followed by its
+                // counterpart half-way across the chip.
+                let pairs = half.div_ceil(2);
+                for k in 0..pairs {
+                    for base in [2 * k, half + 2 * k] {
+                        for sm in [base, base + 1] {
+                            if sm < rest && !order.contains(&sm) {
+                                order.push(sm);
+                            }
+                        }
+                    }
+                }
+                order.extend(
+                    (0..rest)
+                        .filter(|sm| !order.contains(sm))
+                        .collect::<Vec<_>>(),
+                );
+                order
+            }
+            Dispatch::Random(seed) => {
+                let mut order: Vec<u32> = (0..sm_count).collect();
+                let mut state = *seed;
+                for i in (1..order.len()).rev() {
+                    state = splitmix64(state);
+                    order.swap(i, (state % (i as u64 + 1)) as usize);
+                }
+                order
+            }
+        }
+    }
+}
+
+fn splitmix64(state: u64) -> u64 {
+    let mut z = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The simulated GPU a CPU run uses.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    /// `%smid` of each simulated SM (ids need not be contiguous).
+    pub sm_ids: Vec<u32>,
+    /// `%nsmid`: above every id.
+    pub sm_id_bound: u32,
+    /// Who gets the first wave.
+    pub dispatch: Dispatch,
+    /// The tick from which each SM accepts CTAs; `u64::MAX`: never (an SM
+    /// busy with another kernel, to starve agents in tests).
+    pub available_from: Vec<u64>,
+    /// Stack bytes per simulated thread.
+    pub stack_bytes: usize,
+}
+
+impl Machine {
+    /// `sm_count` SMs with ids `0..sm_count`, all available, round-robin.
+    pub fn new(sm_count: u32) -> Self {
+        Machine {
+            sm_ids: (0..sm_count).collect(),
+            sm_id_bound: sm_count,
+            dispatch: Dispatch::RoundRobin,
+            available_from: vec![0; sm_count as usize],
+            stack_bytes: 64 * 1024,
+        }
+    }
+
+    /// The same machine with another dispatch order.
+    pub fn with_dispatch(mut self, dispatch: Dispatch) -> Self {
+        self.dispatch = dispatch;
+        self
+    }
+
+    /// The same machine with these `%smid`s (one per SM, distinct).
+    pub fn with_sm_ids(mut self, ids: Vec<u32>) -> Self {
+        self.sm_id_bound = ids.iter().max().map_or(0, |m| m + 1);
+        self.sm_ids = ids;
+        self
+    }
+
+    /// SM `sm` takes no CTA before `tick` (`u64::MAX`: never).
+    pub fn starve(mut self, sm: u32, tick: u64) -> Self {
+        if let Some(slot) = self.available_from.get_mut(sm as usize) {
+            *slot = tick;
+        }
+        self
+    }
+
+    /// Simulated SMs.
+    pub fn sm_count(&self) -> u32 {
+        self.sm_ids.len() as u32
+    }
+
+    pub(crate) fn check(&self) -> Result<(), CpuError> {
+        let count = self.sm_ids.len();
+        if count == 0 || self.available_from.len() != count {
+            return Err(CpuError::BadMachine(format!(
+                "{count} SM ids and {} availability entries: give one of each per SM, at least one SM",
+                self.available_from.len()
+            )));
+        }
+        let mut ids = self.sm_ids.clone();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() != count || ids.last().is_some_and(|&max| max >= self.sm_id_bound) {
+            return Err(CpuError::BadMachine(
+                "SM ids must be distinct and below sm_id_bound".into(),
+            ));
+        }
+        if self.available_from.iter().all(|&t| t == u64::MAX) {
+            return Err(CpuError::BadMachine(
+                "every SM is starved forever: nothing could run".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One launch on the CPU backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuLaunch {
+    /// Blocks in the grid (x, y, z).
+    pub grid: [u32; 3],
+    /// Threads per block (x, y, z).
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block.
+    pub dynamic_shared_bytes: u32,
+    /// CTAs resident at once on one SM (the occupancy).
+    pub resident_blocks: u32,
+}
+
+/// Shared memory a CTA may use on the CPU backend (the Hopper limit).
+pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
+
+/// Why a CPU run failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CpuError {
+    /// The machine description is inconsistent.
+    BadMachine(String),
+    /// The launch cannot run: empty grid or block, too many threads, ...
+    BadLaunch(String),
+    /// A simulated thread panicked (an out-of-bounds index, `trap()`, ...).
+    Panicked {
+        /// The panic message.
+        message: String,
+        /// The hardware CTA and thread.
+        block: [u32; 3],
+        thread: [u32; 3],
+    },
+    /// The OS refused a coroutine stack.
+    Stack(String),
+}
+
+impl fmt::Display for CpuError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CpuError::BadMachine(why) => write!(f, "bad simulated machine: {why}"),
+            CpuError::BadLaunch(why) => write!(f, "bad launch: {why}"),
+            CpuError::Panicked {
+                message,
+                block,
+                thread,
+            } => write!(
+                f,
+                "the kernel panicked in block {block:?}, thread {thread:?}: {message}"
+            ),
+            CpuError::Stack(why) => write!(
+                f,
+                "cannot allocate a simulated thread's stack ({why}): simulate fewer SMs, or raise vm.max_map_count"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CpuError {}
+
+impl CpuLaunch {
+    pub(crate) fn check(&self) -> Result<(), CpuError> {
+        let threads: u64 = self.block.iter().map(|&d| d as u64).product();
+        let blocks: u64 = self.grid.iter().map(|&d| d as u64).product();
+        if threads == 0 || blocks == 0 {
+            return Err(CpuError::BadLaunch(format!(
+                "grid {:?} and block {:?} must have no zero dimension",
+                self.grid, self.block
+            )));
+        }
+        if threads > 1024 {
+            return Err(CpuError::BadLaunch(format!(
+                "{threads} threads per block; at most 1024"
+            )));
+        }
+        if blocks > u32::MAX as u64 {
+            return Err(CpuError::BadLaunch(format!(
+                "{blocks} blocks; at most 2^32 - 1"
+            )));
+        }
+        if self.dynamic_shared_bytes > MAX_SHARED_BYTES {
+            return Err(CpuError::BadLaunch(format!(
+                "{} bytes of dynamic shared memory; at most {MAX_SHARED_BYTES}",
+                self.dynamic_shared_bytes
+            )));
+        }
+        if self.resident_blocks == 0 {
+            return Err(CpuError::BadLaunch(
+                "resident_blocks is 0: at least one CTA must fit on an SM".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_permutation(order: &[u32], n: u32) -> bool {
+        let mut sorted = order.to_vec();
+        sorted.sort_unstable();
+        sorted == (0..n).collect::<Vec<_>>()
+    }
+
+    #[test]
+    fn every_fill_order_is_a_permutation() {
+        for n in [1, 2, 3, 7, 8, 16, 33, 132] {
+            for dispatch in [
+                Dispatch::RoundRobin,
+                Dispatch::ObservedHopper,
+                Dispatch::Random(n as u64),
+            ] {
+                let order = dispatch.fill_order(n);
+                assert!(is_permutation(&order, n), "{dispatch:?} {n}: {order:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn observed_order_starts_with_the_last_sms_then_pairs() {
+        let order = Dispatch::ObservedHopper.fill_order(132);
+        assert_eq!(&order[..8], &[124, 125, 126, 127, 128, 129, 130, 131]);
+        assert_eq!(&order[8..12], &[0, 1, 62, 63]);
+    }
+
+    #[test]
+    fn bad_machines_are_refused() {
+        assert!(Machine::new(4).check().is_ok());
+        assert!(Machine::new(0).check().is_err());
+        assert!(Machine::new(2).with_sm_ids(vec![3, 3]).check().is_err());
+        let starved = Machine::new(2).starve(0, u64::MAX).starve(1, u64::MAX);
+        assert!(starved.check().is_err());
+    }
+}

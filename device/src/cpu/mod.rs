@@ -1,0 +1,76 @@
+//! The CPU backend: runs a kernel, unchanged, on simulated SMs of the host.
+//!
+//! Every CUDA thread of a CTA is a coroutine with its own stack and indices;
+//! one host thread drives them all, so a run is deterministic and needs no
+//! locks. The device runtime's functions (indices, barriers, shared memory,
+//! atomics, `%smid`, traced loads and stores) read the state of the coroutine
+//! being run from a thread-local, and suspend it where a GPU thread would wait
+//! or touch global memory:
+//!
+//! - a barrier suspends the thread until every live thread of its CTA is
+//!   waiting at one, then releases them all;
+//! - a global load, store, atomic or prefetch suspends it after the access;
+//!   the scheduler runs the other lanes of the warp to their own next access
+//!   and reports the warp's accesses together to an [`Observer`], which is how
+//!   the locality simulator sees coalesced warp instructions.
+//!
+//! The scheduler ([`run`]) dispatches CTAs like the hardware: a first wave in a
+//! [`Machine`]'s fill order, breadth first, up to the resident-block limit per
+//! SM; afterwards each finished CTA's SM takes the next CTA in launch order.
+//! Each tick, every SM advances each of its resident CTAs by one warp
+//! instruction per warp, so co-resident CTAs interleave as they would on a
+//! GPU (the timing is idealised: every memory instruction takes one tick).
+
+mod engine;
+mod machine;
+
+pub use engine::{run, RunStats};
+pub use machine::{CpuError, CpuLaunch, Dispatch, Machine};
+
+pub(crate) use engine::{
+    access, barrier, begin_task, clock, current_cta, current_lane, shared_base, static_shared,
+};
+
+/// What a warp instruction does to global memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessKind {
+    /// `ld.global` (through L1).
+    Load,
+    /// `ld.global.cg`: cached in L2 only.
+    LoadBypassL1,
+    /// `st.global`.
+    Store,
+    /// `atom.global`: performed at L2.
+    Atomic,
+    /// `prefetch.global.L1`.
+    PrefetchL1,
+    /// `prefetch.global.L2`.
+    PrefetchL2,
+}
+
+/// One lane's part of a warp instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaneAccess {
+    /// The host address accessed (global memory is host memory here).
+    pub address: u64,
+    /// Bytes accessed.
+    pub bytes: u32,
+}
+
+/// Receives what a CPU run does, as it happens.
+///
+/// `sm` is the simulated SM's index (0..machine.sm_count()), not its `%smid`.
+/// `task` is the original CTA (row-major linear id in the original grid) whose
+/// code the threads run: the hardware CTA for a plain kernel, the task a
+/// clustered kernel's scheduler mapped it to otherwise.
+pub trait Observer {
+    /// A CTA (or an agent) starts its `task`-th original CTA on `sm`.
+    fn task_started(&mut self, _sm: u32, _task: u32) {}
+    /// One warp instruction's accesses, one entry per active lane.
+    fn warp_access(&mut self, _sm: u32, _task: u32, _kind: AccessKind, _lanes: &[LaneAccess]) {}
+}
+
+/// An observer that ignores everything: for runs that only want results.
+pub struct NoObserver;
+
+impl Observer for NoObserver {}

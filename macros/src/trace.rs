@@ -1,0 +1,201 @@
+//! Global memory through the device runtime.
+//!
+//! Every `*p` read through a kernel's pointer parameters becomes
+//! `memory::load(p)` and every `*p = v` becomes `memory::store(p, v)`
+//! (compound assignments both). On the GPU both functions are exactly the
+//! dereference, so the PTX does not change; on the CPU backend they report
+//! the access to the locality simulator.
+//!
+//! Which pointers count as global: the kernel's raw-pointer parameters, and
+//! locals initialised from one of them (`let row = a.add(r * n);`). Other
+//! dereferences (of references, of local arrays) are left as written.
+
+use std::collections::HashSet;
+
+use quote::quote;
+use syn::spanned::Spanned;
+use syn::visit_mut::{self, VisitMut};
+use syn::{BinOp, Block, Expr, ExprMethodCall, ExprPath, FnArg, Ident, Pat, Stmt, Type, UnOp};
+
+/// Rewrites `block`, a body of the kernel with these inputs.
+pub fn trace_global_memory<'a>(block: &mut Block, inputs: impl IntoIterator<Item = &'a FnArg>) {
+    let mut pointers = HashSet::new();
+    for input in inputs {
+        if let FnArg::Typed(typed) = input {
+            if let (Pat::Ident(name), Type::Ptr(_)) = (&*typed.pat, &*typed.ty) {
+                pointers.insert(name.ident.clone());
+            }
+        }
+    }
+    Tracer { pointers }.visit_block_mut(block);
+}
+
+/// The variable a pointer expression starts from: `a`, `a.add(i)`,
+/// `a.offset(i).add(j)`, `(a.add(i))`, `a.cast::<T>()`, `a as *const T`.
+pub fn pointer_root(expr: &Expr) -> Option<&Ident> {
+    match expr {
+        Expr::Path(ExprPath {
+            path, qself: None, ..
+        }) => path.get_ident(),
+        Expr::MethodCall(ExprMethodCall {
+            receiver, method, ..
+        }) if matches!(
+            method.to_string().as_str(),
+            "add"
+                | "sub"
+                | "offset"
+                | "wrapping_add"
+                | "wrapping_sub"
+                | "wrapping_offset"
+                | "byte_add"
+                | "cast"
+                | "cast_mut"
+                | "cast_const"
+        ) =>
+        {
+            pointer_root(receiver)
+        }
+        Expr::Paren(paren) => pointer_root(&paren.expr),
+        Expr::Cast(cast) if matches!(&*cast.ty, Type::Ptr(_)) => pointer_root(&cast.expr),
+        _ => None,
+    }
+}
+
+struct Tracer {
+    pointers: HashSet<Ident>,
+}
+
+impl Tracer {
+    /// `*p` with `p` a global pointer: the pointer expression.
+    fn global_deref<'e>(&self, expr: &'e Expr) -> Option<&'e Expr> {
+        match expr {
+            Expr::Unary(unary) if matches!(unary.op, UnOp::Deref(_)) => pointer_root(&unary.expr)
+                .filter(|root| self.pointers.contains(*root))
+                .map(|_| &*unary.expr),
+            Expr::Paren(paren) => self.global_deref(&paren.expr),
+            _ => None,
+        }
+    }
+
+    /// A deref used as a place (`&*p`, `(*p).field`): only its pointer is
+    /// visited; the access stays as written.
+    fn visit_place(&mut self, place: &mut Expr) {
+        match place {
+            Expr::Unary(unary) if matches!(unary.op, UnOp::Deref(_)) => {
+                self.visit_expr_mut(&mut unary.expr)
+            }
+            Expr::Paren(paren) => self.visit_place(&mut paren.expr),
+            other => self.visit_expr_mut(other),
+        }
+    }
+}
+
+/// `+=` -> `+`, ...; `None` for other operators.
+fn compound_operator(op: &BinOp) -> Option<proc_macro2::TokenStream> {
+    Some(match op {
+        BinOp::AddAssign(_) => quote!(+),
+        BinOp::SubAssign(_) => quote!(-),
+        BinOp::MulAssign(_) => quote!(*),
+        BinOp::DivAssign(_) => quote!(/),
+        BinOp::RemAssign(_) => quote!(%),
+        BinOp::BitXorAssign(_) => quote!(^),
+        BinOp::BitAndAssign(_) => quote!(&),
+        BinOp::BitOrAssign(_) => quote!(|),
+        BinOp::ShlAssign(_) => quote!(<<),
+        BinOp::ShrAssign(_) => quote!(>>),
+        _ => return None,
+    })
+}
+
+impl VisitMut for Tracer {
+    fn visit_expr_mut(&mut self, expr: &mut Expr) {
+        let memory = quote!(::clustered_device::memory);
+        match expr {
+            Expr::Assign(assign) if self.global_deref(&assign.left).is_some() => {
+                self.visit_expr_mut(&mut assign.right);
+                let mut pointer = self.global_deref(&assign.left).cloned().expect("checked");
+                self.visit_expr_mut(&mut pointer);
+                let value = &assign.right;
+                // Rust evaluates the value before the place; so does this.
+                *expr = syn::parse_quote_spanned!(assign.span()=> {
+                    let __value = #value;
+                    #memory::store(#pointer, __value)
+                });
+            }
+            Expr::Binary(binary) if self.global_deref(&binary.left).is_some() => {
+                let Some(operator) = compound_operator(&binary.op) else {
+                    visit_mut::visit_expr_mut(self, expr);
+                    return;
+                };
+                self.visit_expr_mut(&mut binary.right);
+                let mut pointer = self.global_deref(&binary.left).cloned().expect("checked");
+                self.visit_expr_mut(&mut pointer);
+                let value = &binary.right;
+                *expr = syn::parse_quote_spanned!(binary.span()=> {
+                    let __value = #value;
+                    let __address = #pointer;
+                    #memory::store(__address, #memory::load(__address) #operator __value)
+                });
+            }
+            Expr::Unary(unary)
+                if matches!(unary.op, UnOp::Deref(_))
+                    && pointer_root(&unary.expr)
+                        .is_some_and(|root| self.pointers.contains(root)) =>
+            {
+                self.visit_expr_mut(&mut unary.expr);
+                let pointer = &unary.expr;
+                *expr = syn::parse_quote_spanned!(unary.span()=> #memory::load(#pointer));
+            }
+            Expr::Reference(reference) => self.visit_place(&mut reference.expr),
+            Expr::Field(field) => self.visit_place(&mut field.base),
+            Expr::MethodCall(call) => {
+                self.visit_place(&mut call.receiver);
+                for arg in &mut call.args {
+                    self.visit_expr_mut(arg);
+                }
+            }
+            Expr::Index(index) => {
+                self.visit_place(&mut index.expr);
+                self.visit_expr_mut(&mut index.index);
+            }
+            // Macro arguments are tokens, not expressions: left as written.
+            Expr::Macro(_) => {}
+            _ => visit_mut::visit_expr_mut(self, expr),
+        }
+    }
+
+    fn visit_block_mut(&mut self, block: &mut Block) {
+        // Locals shadow and extend the set of global pointers; a block's
+        // locals end with it.
+        let outer = self.pointers.clone();
+        for stmt in &mut block.stmts {
+            self.visit_stmt_mut(stmt);
+            if let Stmt::Local(local) = stmt {
+                let name = match &local.pat {
+                    Pat::Ident(name) => Some(&name.ident),
+                    Pat::Type(typed) => match &*typed.pat {
+                        Pat::Ident(name) => Some(&name.ident),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                if let Some(name) = name {
+                    let global = local
+                        .init
+                        .as_ref()
+                        .and_then(|init| pointer_root(&init.expr))
+                        .is_some_and(|root| self.pointers.contains(root));
+                    if global {
+                        self.pointers.insert(name.clone());
+                    } else {
+                        self.pointers.remove(name);
+                    }
+                }
+            }
+        }
+        self.pointers = outer;
+    }
+
+    // Items nested in the body are compiled on their own, as written.
+    fn visit_item_mut(&mut self, _item: &mut syn::Item) {}
+}

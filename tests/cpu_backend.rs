@@ -1,0 +1,313 @@
+//! The suite's kernels on the CPU backend: every schedule runs every original
+//! CTA exactly once, whatever the dispatcher, starved SMs or sparse SM ids;
+//! and every schedule computes what the baseline computes, bit for bit.
+
+use clustered::host::cpu::{
+    run, AccessKind, CpuError, CpuLaunch, CpuPlan, Dispatch, LaneAccess, Machine, NoObserver,
+    Observer,
+};
+use clustered::host::{ActivePolicy, ClusterOptions, KernelContract};
+use kernels::coverage::*;
+
+type CoverageKernel = unsafe fn(*mut u32, *mut u32, clustered::host::ClusterLaunch);
+
+/// The schedules of `coverage`, with their contracts.
+fn coverage_schedules() -> [(&'static str, CoverageKernel, &'static KernelContract); 5] {
+    [
+        (
+            "reorder",
+            coverage_reorder,
+            &__clustered_contract_coverage_reorder,
+        ),
+        (
+            "redirect",
+            coverage_redirect,
+            &__clustered_contract_coverage_redirect,
+        ),
+        (
+            "agents",
+            coverage_agents,
+            &__clustered_contract_coverage_agents,
+        ),
+        (
+            "agents_chunked",
+            coverage_agents_chunked,
+            &__clustered_contract_coverage_agents_chunked,
+        ),
+        (
+            "agents_throttled",
+            coverage_agents_throttled,
+            &__clustered_contract_coverage_agents_throttled,
+        ),
+    ]
+}
+
+/// Runs one schedule of `coverage`; returns (runs per CTA, %smid per CTA).
+fn run_coverage(
+    machine: &Machine,
+    kernel: CoverageKernel,
+    contract: &KernelContract,
+    grid: [u32; 3],
+    options: &ClusterOptions,
+) -> Result<(Vec<u32>, Vec<u32>), String> {
+    let n = grid.iter().product::<u32>() as usize;
+    let (mut runs, mut sms) = (vec![0u32; n], vec![u32::MAX; n]);
+    let original = CpuLaunch {
+        grid,
+        block: [64, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 4,
+    };
+    let mut plan = CpuPlan::new(contract, original, machine, options).map_err(|e| e.to_string())?;
+    let parameter = plan.parameter();
+    let (runs_ptr, sms_ptr) = (runs.as_mut_ptr(), sms.as_mut_ptr());
+    run(machine, &plan.launch, &mut NoObserver, &|| unsafe {
+        kernel(runs_ptr, sms_ptr, parameter)
+    })
+    .map_err(|e| e.to_string())?;
+    Ok((runs, sms))
+}
+
+fn assert_exactly_once(runs: &[u32], case: &str) {
+    for (v, &count) in runs.iter().enumerate() {
+        assert_eq!(count, 1, "{case}: CTA {v} ran {count} times");
+    }
+}
+
+#[test]
+fn every_schedule_runs_every_cta_once_under_every_dispatcher() {
+    let machines = [
+        ("round-robin", Machine::new(4)),
+        (
+            "observed",
+            Machine::new(6).with_dispatch(Dispatch::ObservedHopper),
+        ),
+        ("random", Machine::new(5).with_dispatch(Dispatch::Random(7))),
+        ("one SM", Machine::new(1)),
+    ];
+    for (machine_name, machine) in &machines {
+        for grid in [[1, 1, 1], [7, 1, 1], [5, 3, 1], [4, 3, 2], [40, 1, 1]] {
+            for (name, kernel, contract) in coverage_schedules() {
+                let case = format!("{name} on {machine_name}, grid {grid:?}");
+                let (runs, sms) =
+                    run_coverage(machine, kernel, contract, grid, &ClusterOptions::default())
+                        .unwrap_or_else(|e| panic!("{case}: {e}"));
+                assert_exactly_once(&runs, &case);
+                assert!(
+                    sms.iter().all(|&sm| machine.sm_ids.contains(&sm)),
+                    "{case}: {sms:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn agents_bind_clusters_to_sms_when_every_sm_has_agents() {
+    // 4 SMs, 8 clusters of 4 tasks: with every SM's agents present, each
+    // SM runs its own cluster first; stealing only evens out the end.
+    let machine = Machine::new(4);
+    let (runs, sms) = run_coverage(
+        &machine,
+        coverage_agents_chunked,
+        &__clustered_contract_coverage_agents_chunked,
+        [64, 1, 1],
+        &ClusterOptions::default(),
+    )
+    .unwrap();
+    assert_exactly_once(&runs, "agents");
+    // Partition of 64 tasks into 4 clusters: cluster c = tasks 16c..16c+16.
+    for cluster in 0..4 {
+        let home = &sms[cluster * 16..cluster * 16 + 5];
+        assert!(
+            home.iter().all(|&sm| sm == cluster as u32),
+            "cluster {cluster}: {home:?}"
+        );
+    }
+}
+
+#[test]
+fn starved_and_sparse_sms_lose_no_cta() {
+    let starved_forever = Machine::new(4).starve(1, u64::MAX).starve(3, u64::MAX);
+    let starved_late = Machine::new(4).starve(0, 50);
+    let sparse = Machine::new(4).with_sm_ids(vec![0, 5, 9, 200]);
+    let cases = [
+        (
+            "two SMs never free",
+            starved_forever,
+            ClusterOptions::default(),
+        ),
+        ("one SM late", starved_late, ClusterOptions::default()),
+        ("sparse SM ids", sparse, ClusterOptions::default()),
+        (
+            "fewer agents than SMs",
+            Machine::new(4),
+            ClusterOptions {
+                total_agents: Some(3),
+                ..Default::default()
+            },
+        ),
+        (
+            "one active agent per SM",
+            Machine::new(3),
+            ClusterOptions {
+                active: ActivePolicy::Fixed(1),
+                ..Default::default()
+            },
+        ),
+    ];
+    for (case, machine, options) in &cases {
+        for (name, kernel, contract) in coverage_schedules() {
+            let case = format!("{name}, {case}");
+            let (runs, _) = run_coverage(machine, kernel, contract, [37, 1, 1], options)
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert_exactly_once(&runs, &case);
+        }
+    }
+}
+
+#[test]
+fn throttled_agents_leave_extra_agents_idle() {
+    // coverage_agents_throttled has `active = 1`: one agent per SM works, so
+    // with 2 SMs at most 2 distinct agents record... every SM id still valid.
+    let machine = Machine::new(2);
+    let (runs, sms) = run_coverage(
+        &machine,
+        coverage_agents_throttled,
+        &__clustered_contract_coverage_agents_throttled,
+        [20, 1, 1],
+        &ClusterOptions::default(),
+    )
+    .unwrap();
+    assert_exactly_once(&runs, "throttled");
+    assert!(sms.iter().all(|&sm| sm < 2));
+}
+
+/// Counts what the observer sees.
+#[derive(Default)]
+struct Counter {
+    instructions: Vec<(AccessKind, usize)>,
+    tasks: Vec<(u32, u32)>,
+}
+
+impl Observer for Counter {
+    fn task_started(&mut self, sm: u32, task: u32) {
+        self.tasks.push((sm, task));
+    }
+    fn warp_access(&mut self, _sm: u32, _task: u32, kind: AccessKind, lanes: &[LaneAccess]) {
+        self.instructions.push((kind, lanes.len()));
+    }
+}
+
+#[test]
+fn global_accesses_reach_the_observer_as_warp_instructions() {
+    use kernels::vector::{__clustered_contract_vector_add_agents, vector_add, vector_add_agents};
+    let n = 1000u32;
+    let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let b: Vec<f32> = (0..n).map(|i| (2 * i) as f32).collect();
+    let mut c = vec![0f32; n as usize];
+    let machine = Machine::new(2);
+    let launch = CpuLaunch {
+        grid: [8, 1, 1],
+        block: [128, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 4,
+    };
+    let (pa, pb, pc) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
+    let mut counter = Counter::default();
+    run(&machine, &launch, &mut counter, &|| unsafe {
+        vector_add(pa, pb, pc, n)
+    })
+    .unwrap();
+    assert!(c.iter().enumerate().all(|(i, &x)| x == 3.0 * i as f32));
+    // 32 warps; the last has 1000 - 31*32 = 8 active lanes, then 24 idle
+    // threads (in a 32-thread warp of block 7's fourth warp) do nothing.
+    let full = counter
+        .instructions
+        .iter()
+        .filter(|(_, lanes)| *lanes == 32)
+        .count();
+    let loads = counter
+        .instructions
+        .iter()
+        .filter(|(k, _)| *k == AccessKind::Load)
+        .count();
+    let stores = counter
+        .instructions
+        .iter()
+        .filter(|(k, _)| *k == AccessKind::Store)
+        .count();
+    assert_eq!((loads, stores), (2 * 32, 32), "{:?}", counter.instructions);
+    assert_eq!(full, 3 * 31);
+    assert_eq!(counter.tasks.len(), 0, "a plain kernel announces no tasks");
+
+    // The agents read a and b with ld.global.cg, and announce every task.
+    c.fill(0.0);
+    let mut plan = CpuPlan::new(
+        &__clustered_contract_vector_add_agents,
+        launch,
+        &machine,
+        &ClusterOptions::default(),
+    )
+    .unwrap();
+    let parameter = plan.parameter();
+    let pc = c.as_mut_ptr();
+    let mut counter = Counter::default();
+    run(&machine, &plan.launch, &mut counter, &|| unsafe {
+        vector_add_agents(pa, pb, pc, n, parameter)
+    })
+    .unwrap();
+    assert!(c.iter().enumerate().all(|(i, &x)| x == 3.0 * i as f32));
+    let bypass = counter
+        .instructions
+        .iter()
+        .filter(|(k, _)| *k == AccessKind::LoadBypassL1)
+        .count();
+    let sizes: Vec<usize> = counter
+        .instructions
+        .iter()
+        .filter(|(k, _)| *k == AccessKind::LoadBypassL1)
+        .map(|(_, l)| *l)
+        .collect();
+    assert_eq!(bypass, 2 * 32, "{sizes:?}");
+    let mut tasks: Vec<u32> = counter.tasks.iter().map(|&(_, t)| t).collect();
+    tasks.sort_unstable();
+    assert_eq!(tasks, (0..8).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_panicking_thread_is_a_typed_error() {
+    let launch = CpuLaunch {
+        grid: [2, 1, 1],
+        block: [64, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 2,
+    };
+    let error = run(&Machine::new(2), &launch, &mut NoObserver, &|| {
+        if clustered_device::thread::thread_idx_x() == 33
+            && clustered_device::thread::block_idx_x() == 1
+        {
+            clustered_device::thread::trap();
+        }
+    })
+    .unwrap_err();
+    match error {
+        CpuError::Panicked {
+            block,
+            thread,
+            message,
+        } => {
+            assert_eq!((block, thread), ([1, 0, 0], [33, 0, 0]));
+            assert!(message.contains("trapped"), "{message}");
+        }
+        other => panic!("expected a panic error, got {other}"),
+    }
+    let empty = CpuLaunch {
+        grid: [0, 1, 1],
+        ..launch
+    };
+    assert!(matches!(
+        run(&Machine::new(1), &empty, &mut NoObserver, &|| {}),
+        Err(CpuError::BadLaunch(_))
+    ));
+}
