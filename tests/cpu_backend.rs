@@ -311,3 +311,38 @@ fn a_panicking_thread_is_a_typed_error() {
         Err(CpuError::BadLaunch(_))
     ));
 }
+
+#[test]
+fn a_thread_that_overflows_its_stack_is_stopped() {
+    /// Recurses until the stack is `depth` bytes below `top`, then waits at
+    /// a barrier (where the scheduler checks the stack).
+    #[inline(never)]
+    fn deep(top: usize, depth: usize) {
+        let frame = std::hint::black_box([0u8; 256]);
+        let here = frame.as_ptr() as usize;
+        if top - here < depth {
+            deep(top, depth);
+        } else {
+            clustered_device::thread::sync_threads();
+        }
+        std::hint::black_box(frame);
+    }
+    let kernel = || {
+        let top = std::hint::black_box(0u8);
+        deep(&top as *const u8 as usize, 6 * 1024);
+    };
+    // One thread (below it: the slab's spare stack) with 8 KiB of stack:
+    // 6 KiB deep is inside the 4 KiB canary zone at its bottom.
+    let mut machine = Machine::new(1);
+    machine.stack_bytes = 8 * 1024;
+    let launch = CpuLaunch {
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 1,
+    };
+    let error = run(&machine, &launch, &mut NoObserver, &kernel).unwrap_err();
+    assert!(matches!(error, CpuError::StackOverflow { .. }), "{error}");
+    // The same depth fits in the default 16 KiB.
+    run(&Machine::new(1), &launch, &mut NoObserver, &kernel).unwrap();
+}

@@ -127,6 +127,26 @@ impl Gpu {
             .map_err(Error::driver("cuMemAlloc"))
     }
 
+    /// Zeroes a device buffer on [`Gpu::stream`], ordered before later
+    /// launches on it. Takes the buffer shared: it may be bound as a kernel
+    /// argument elsewhere; the caller orders the uses, as with any launch.
+    pub fn zero<T: DeviceRepr>(&self, buf: &CudaSlice<T>) -> Result<(), Error> {
+        use cudarc::driver::DevicePtr;
+        if buf.context() != &self.ctx {
+            return Err(Error::ContextMismatch {
+                what: "the buffer and this Gpu",
+            });
+        }
+        let bytes = buf.len() * std::mem::size_of::<T>();
+        let (pointer, _sync) = buf.device_ptr(&self.stream);
+        // SAFETY: writes only the buffer's own bytes, on the stream that
+        // orders it with every launch made through this Gpu.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(pointer, 0, bytes, self.stream.cu_stream())
+        }
+        .map_err(Error::driver("cuMemsetD8Async"))
+    }
+
     /// Copies a device buffer back to the host, waiting for [`Gpu::stream`]
     /// (so for every launch made on it) first.
     pub fn dtoh<T: DeviceRepr>(&self, buf: &CudaSlice<T>) -> Result<Vec<T>, Error> {

@@ -5,10 +5,10 @@ use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
-use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::machine::{CpuError, CpuLaunch, Machine, MAX_SHARED_BYTES};
+use super::stacks::{Slab, SlabStack};
 use super::{AccessKind, LaneAccess, Observer};
 
 /// Why a simulated thread handed control back to the scheduler.
@@ -22,7 +22,7 @@ enum Event {
     Clock,
 }
 
-type ThreadCoroutine = Coroutine<(), Event, (), DefaultStack>;
+type ThreadCoroutine = Coroutine<(), Event, (), SlabStack>;
 
 /// Where in the kernel's source an access is: the address of its
 /// `core::panic::Location` (from `#[track_caller]`), unique per call site.
@@ -47,6 +47,8 @@ pub(crate) struct Lane {
     /// The original CTA this thread's code runs now.
     task: Cell<u32>,
     tasks_begun: Cell<u32>,
+    /// The stack pointer (about) at the thread's last suspension.
+    stack_pointer: Cell<usize>,
 }
 
 impl Lane {
@@ -56,6 +58,9 @@ impl Lane {
     }
 
     fn suspend(&self, event: Event) {
+        let marker = 0u8;
+        self.stack_pointer
+            .set(std::hint::black_box(&marker) as *const u8 as usize);
         let yielder = self.yielder.get();
         // SAFETY: set when the coroutine started; valid while it runs, and
         // a lane is current only while its coroutine runs.
@@ -186,15 +191,18 @@ pub struct RunStats {
     pub blocks: u64,
     /// Warp instructions that touched global memory.
     pub warp_accesses: u64,
+    /// Times a simulated thread was resumed.
+    pub resumes: u64,
 }
 
 /// A CTA resident on an SM. Field order matters: coroutines drop (and unwind)
-/// before the lanes and the CTA they point to.
+/// before the lanes and the CTA they point to, and the stacks they run on.
 #[allow(clippy::vec_box)] // the coroutines hold the lanes' addresses
 struct Resident {
     coroutines: Vec<Option<ThreadCoroutine>>,
     lanes: Vec<Box<Lane>>,
     cta: Box<Cta>,
+    stacks: Slab,
     shared: Vec<u128>,
     waiting: Vec<bool>,
     pending: Vec<Option<Pending>>,
@@ -210,7 +218,6 @@ struct Scheduler<'a> {
     kernel: &'a dyn Fn(),
     observer: &'a mut dyn Observer,
     tick: Box<Cell<u64>>,
-    stacks: Vec<DefaultStack>,
     shared_buffers: Vec<Vec<u128>>,
     stats: RunStats,
     lanes_scratch: Vec<LaneAccess>,
@@ -236,7 +243,6 @@ pub fn run(
         kernel,
         observer,
         tick: Box::new(Cell::new(0)),
-        stacks: Vec::new(),
         shared_buffers: Vec::new(),
         stats: RunStats::default(),
         lanes_scratch: Vec::with_capacity(32),
@@ -264,6 +270,7 @@ impl Scheduler<'_> {
                         && self.machine.available_from[sm] <= tick
                     {
                         let cta = self.start(sm as u32, next as u32)?;
+                        self.observer.block_started(sm as u32, next as u32);
                         resident[sm].push(cta);
                         next += 1;
                         dispatched = true;
@@ -293,6 +300,7 @@ impl Scheduler<'_> {
                     if ctas[index].live == 0 {
                         let done = ctas.remove(index);
                         self.shared_buffers.push(done.shared);
+                        done.stacks.give_back();
                         self.stats.blocks += 1;
                     } else {
                         index += 1;
@@ -328,6 +336,9 @@ impl Scheduler<'_> {
             tick: &*self.tick,
         });
         let threads = block_dim.iter().product::<u32>() as usize;
+        let stacks = Slab::take(threads, self.machine.stack_bytes).ok_or(CpuError::Stack(
+            "out of host memory for the simulated threads' stacks".into(),
+        ))?;
         let mut lanes = Vec::with_capacity(threads);
         let mut coroutines = Vec::with_capacity(threads);
         for t in 0..threads as u32 {
@@ -340,12 +351,10 @@ impl Scheduler<'_> {
                 yielder: Cell::new(ptr::null()),
                 task: Cell::new(linear),
                 tasks_begun: Cell::new(0),
+                stack_pointer: Cell::new(usize::MAX),
             });
-            let stack = match self.stacks.pop() {
-                Some(stack) => stack,
-                None => DefaultStack::new(self.machine.stack_bytes)
-                    .map_err(|e| CpuError::Stack(e.to_string()))?,
-            };
+            // SAFETY: the slab is dropped after the coroutines (`Resident`).
+            let stack = unsafe { stacks.stack(t as usize) };
             let lane_pointer: *const Lane = &*lane;
             let kernel: *const dyn Fn() = self.kernel;
             // SAFETY: the coroutine borrows the lane and the kernel; `run`
@@ -364,6 +373,7 @@ impl Scheduler<'_> {
             coroutines,
             lanes,
             cta,
+            stacks,
             shared,
             waiting: vec![false; threads],
             pending: vec![None; threads],
@@ -385,52 +395,79 @@ impl Scheduler<'_> {
         let threads = cta.lanes.len();
         for warp_start in (0..threads).step_by(32) {
             let warp = warp_start..(warp_start + 32).min(threads);
-            for t in warp.clone() {
-                if cta.waiting[t] || cta.pending[t].is_some() {
-                    continue;
-                }
-                let Some(coroutine) = cta.coroutines[t].as_mut() else {
-                    continue;
-                };
-                let lane: &Lane = &cta.lanes[t];
-                CURRENT.with(|current| current.set(lane));
-                let result = catch_unwind(AssertUnwindSafe(|| coroutine.resume(())));
-                CURRENT.with(|current| current.set(ptr::null()));
-                match result {
-                    Ok(CoroutineResult::Yield(Event::Access(kind, access, site))) => {
-                        let task = lane.task.get();
-                        cta.pending[t] = Some(Pending {
-                            task,
-                            kind,
-                            access,
-                            site,
-                        });
+            for _ in 0..self.machine.warp_burst {
+                let mut resumed = false;
+                for t in warp.clone() {
+                    if cta.waiting[t] || cta.pending[t].is_some() {
+                        continue;
                     }
-                    Ok(CoroutineResult::Yield(Event::Barrier)) => cta.waiting[t] = true,
-                    Ok(CoroutineResult::Yield(Event::Clock)) => {}
-                    Ok(CoroutineResult::Return(())) => {
-                        let finished = cta.coroutines[t].take().expect("it just ran");
-                        self.stacks.push(finished.into_stack());
-                        cta.live -= 1;
-                    }
-                    Err(payload) => {
-                        let message = payload
-                            .downcast_ref::<&str>()
-                            .map(|s| s.to_string())
-                            .or_else(|| payload.downcast_ref::<String>().cloned())
-                            .unwrap_or_else(|| "a panic without a message".into());
-                        return Err(CpuError::Panicked {
-                            message,
+                    let Some(coroutine) = cta.coroutines[t].as_mut() else {
+                        continue;
+                    };
+                    resumed = true;
+                    let lane: &Lane = &cta.lanes[t];
+                    CURRENT.with(|current| current.set(lane));
+                    self.stats.resumes += 1;
+                    let result = catch_unwind(AssertUnwindSafe(|| coroutine.resume(())));
+                    CURRENT.with(|current| current.set(ptr::null()));
+                    // Cheap each time: is it suspended inside its canary zone?
+                    // Thorough once, when it ends: is the whole zone intact?
+                    let finished = matches!(result, Ok(CoroutineResult::Return(())));
+                    if cta.stacks.in_canary_zone(t, lane.stack_pointer.get())
+                        || (finished && cta.stacks.overflowed(t))
+                    {
+                        let error = CpuError::StackOverflow {
                             block: cta.cta.block_idx,
                             thread: lane.thread_idx,
-                        });
+                            stack_bytes: self.machine.stack_bytes,
+                        };
+                        // Unwinding threads whose stacks may be damaged would
+                        // run on that memory: leak them instead.
+                        std::mem::forget(std::mem::take(&mut cta.coroutines));
+                        return Err(error);
+                    }
+                    match result {
+                        Ok(CoroutineResult::Yield(Event::Access(kind, access, site))) => {
+                            let task = lane.task.get();
+                            cta.pending[t] = Some(Pending {
+                                task,
+                                kind,
+                                access,
+                                site,
+                            });
+                        }
+                        Ok(CoroutineResult::Yield(Event::Barrier)) => cta.waiting[t] = true,
+                        Ok(CoroutineResult::Yield(Event::Clock)) => {}
+                        Ok(CoroutineResult::Return(())) => {
+                            cta.coroutines[t] = None;
+                            cta.live -= 1;
+                        }
+                        Err(payload) => {
+                            let message = payload
+                                .downcast_ref::<&str>()
+                                .map(|s| s.to_string())
+                                .or_else(|| payload.downcast_ref::<String>().cloned())
+                                .unwrap_or_else(|| "a panic without a message".into());
+                            return Err(CpuError::Panicked {
+                                message,
+                                block: cta.cta.block_idx,
+                                thread: lane.thread_idx,
+                            });
+                        }
                     }
                 }
+                for task in cta.cta.announcements.borrow_mut().drain(..) {
+                    self.observer.task_started(sm, task);
+                }
+                let issued = self.issue(
+                    sm,
+                    &mut cta.pending[warp.clone()],
+                    &mut cta.progress[warp.clone()],
+                );
+                if !resumed && !issued {
+                    break;
+                }
             }
-            for task in cta.cta.announcements.borrow_mut().drain(..) {
-                self.observer.task_started(sm, task);
-            }
-            self.issue(sm, &mut cta.pending[warp.clone()], &mut cta.progress[warp]);
         }
         // A barrier opens when every thread still running waits at it.
         let waiting = cta.waiting.iter().filter(|&&w| w).count();
@@ -443,13 +480,13 @@ impl Scheduler<'_> {
     /// Issues one instruction of a warp (see `step` for which): one report
     /// per task and kind, which differ only when lanes of the warp run
     /// different tasks.
-    fn issue(&mut self, sm: u32, pending: &mut [Option<Pending>], progress: &mut [u64]) {
+    fn issue(&mut self, sm: u32, pending: &mut [Option<Pending>], progress: &mut [u64]) -> bool {
         let lanes_at = |site: Site| pending.iter().flatten().filter(|p| p.site == site).count();
         let Some(first) = (0..pending.len())
             .filter_map(|t| pending[t].map(|p| (lanes_at(p.site), progress[t], t)))
             .min()
         else {
-            return;
+            return false;
         };
         let site = pending[first.2].expect("some").site;
         while let Some(head) = pending.iter().flatten().find(|p| p.site == site).copied() {
@@ -467,5 +504,6 @@ impl Scheduler<'_> {
             self.observer
                 .warp_access(sm, head.task, head.kind, &self.lanes_scratch);
         }
+        true
     }
 }

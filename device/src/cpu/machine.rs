@@ -79,6 +79,11 @@ pub struct Machine {
     pub available_from: Vec<u64>,
     /// Stack bytes per simulated thread.
     pub stack_bytes: usize,
+    /// Warp instructions a warp issues in a row before the next warp's turn
+    /// (a GPU warp also issues independent loads back to back). Larger is
+    /// faster to simulate (the threads' stacks stay in the host's caches)
+    /// and interleaves warps more coarsely.
+    pub warp_burst: u32,
 }
 
 impl Machine {
@@ -89,7 +94,8 @@ impl Machine {
             sm_id_bound: sm_count,
             dispatch: Dispatch::RoundRobin,
             available_from: vec![0; sm_count as usize],
-            stack_bytes: 64 * 1024,
+            stack_bytes: 16 * 1024,
+            warp_burst: 8,
         }
     }
 
@@ -176,8 +182,14 @@ pub enum CpuError {
         block: [u32; 3],
         thread: [u32; 3],
     },
-    /// The OS refused a coroutine stack.
+    /// No memory for the simulated threads' stacks.
     Stack(String),
+    /// A simulated thread used more than its stack (`Machine::stack_bytes`).
+    StackOverflow {
+        block: [u32; 3],
+        thread: [u32; 3],
+        stack_bytes: usize,
+    },
 }
 
 impl fmt::Display for CpuError {
@@ -193,9 +205,14 @@ impl fmt::Display for CpuError {
                 f,
                 "the kernel panicked in block {block:?}, thread {thread:?}: {message}"
             ),
-            CpuError::Stack(why) => write!(
+            CpuError::Stack(why) => write!(f, "{why}: simulate fewer SMs"),
+            CpuError::StackOverflow {
+                block,
+                thread,
+                stack_bytes,
+            } => write!(
                 f,
-                "cannot allocate a simulated thread's stack ({why}): simulate fewer SMs, or raise vm.max_map_count"
+                "thread {thread:?} of block {block:?} overflowed its {stack_bytes}-byte stack: raise Machine::stack_bytes"
             ),
         }
     }

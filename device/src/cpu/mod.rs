@@ -23,6 +23,7 @@
 
 mod engine;
 mod machine;
+mod stacks;
 
 pub use engine::{run, RunStats};
 pub use machine::{CpuError, CpuLaunch, Dispatch, Machine};
@@ -64,7 +65,10 @@ pub struct LaneAccess {
 /// code the threads run: the hardware CTA for a plain kernel, the task a
 /// clustered kernel's scheduler mapped it to otherwise.
 pub trait Observer {
-    /// A CTA (or an agent) starts its `task`-th original CTA on `sm`.
+    /// Hardware CTA `block` (row-major linear id in the launched grid) became
+    /// resident on `sm`. For a plain kernel it is also the original CTA.
+    fn block_started(&mut self, _sm: u32, _block: u32) {}
+    /// A clustered kernel's scheduler starts original CTA `task` on `sm`.
     fn task_started(&mut self, _sm: u32, _task: u32) {}
     /// One warp instruction's accesses, one entry per active lane.
     fn warp_access(&mut self, _sm: u32, _task: u32, _kind: AccessKind, _lanes: &[LaneAccess]) {}

@@ -1,0 +1,343 @@
+//! The main job: every suite kernel in every schedule, on the locality
+//! simulator (always) and on the GPU (when there is one).
+//!
+//! Without a GPU it runs the kernels on the CPU backend, on a scaled-down
+//! Hopper (8 SMs by default, per-SM figures unchanged, L2 scaled with the SM
+//! count), and prints per kernel and schedule the simulated L1 hit rate, the
+//! L1-to-L2 and DRAM sectors relative to the baseline, and how much reuse
+//! crosses CTAs. It writes one SVG per kernel: which SM ran each original
+//! CTA, baseline beside each schedule. Every schedule's output is checked
+//! against the baseline's, bit for bit, and the baseline against a CPU
+//! reference.
+//!
+//! With a GPU it also runs each kernel at its benchmark size and prints the
+//! measured speedup of each schedule beside the simulation.
+//!
+//! ```text
+//! cargo run --release --example locality [-- --profile h200 --sms 8
+//!     --dispatch round-robin|observed|random --only sgemm_tiled --out target/locality]
+//! ```
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use clustered::host::cpu::Dispatch;
+use clustered::host::{Error as GpuError, Gpu};
+use clustered::measure::{measure, Measurement};
+use clustered::sim::{format_table, sm_map_svg, DeviceProfile, Progress, SmMapPanel};
+use clustered::simulate::{simulate, Simulation};
+use clustered::suite::{self, Size, Workload};
+
+struct Options {
+    profile: DeviceProfile,
+    sms: u32,
+    dispatch: Dispatch,
+    only: Option<String>,
+    out: PathBuf,
+    gpu: bool,
+}
+
+fn parse_options() -> Result<Options, String> {
+    let mut options = Options {
+        profile: DeviceProfile::h100_sxm(),
+        sms: 8,
+        dispatch: Dispatch::RoundRobin,
+        only: None,
+        out: PathBuf::from("target/locality"),
+        gpu: true,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--profile" => {
+                let name = value()?;
+                options.profile = DeviceProfile::by_name(&name).ok_or(format!(
+                    "unknown profile `{name}`; known: {}",
+                    DeviceProfile::names().join(", ")
+                ))?;
+            }
+            "--sms" => {
+                let sms = value()?;
+                options.sms = sms
+                    .parse()
+                    .map_err(|_| format!("--sms takes a number of SMs, not `{sms}`"))?;
+            }
+            "--dispatch" => {
+                options.dispatch = match value()?.as_str() {
+                    "round-robin" => Dispatch::RoundRobin,
+                    "observed" => Dispatch::ObservedHopper,
+                    "random" => Dispatch::Random(1),
+                    other => {
+                        return Err(format!(
+                            "unknown dispatch `{other}`; use round-robin, observed or random"
+                        ))
+                    }
+                }
+            }
+            "--only" => options.only = Some(value()?),
+            "--out" => options.out = PathBuf::from(value()?),
+            "--no-gpu" => options.gpu = false,
+            "--help" | "-h" => {
+                println!("{}", USAGE);
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
+        }
+    }
+    Ok(options)
+}
+
+const USAGE: &str = "usage: locality [--profile h100|h200] [--sms N] [--dispatch round-robin|observed|random] [--only KERNEL] [--out DIR] [--no-gpu]";
+
+fn main() -> ExitCode {
+    let options = match parse_options() {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match run(&options) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn selected(size: Size, only: &Option<String>) -> Result<Vec<Workload>, String> {
+    let workloads: Vec<Workload> = suite::all(size)
+        .into_iter()
+        .filter(|w| only.as_ref().is_none_or(|name| w.name == name))
+        .collect();
+    if workloads.is_empty() {
+        let names: Vec<_> = suite::all(Size::Test).iter().map(|w| w.name).collect();
+        return Err(format!(
+            "no kernel named {:?}; the suite has {}",
+            only,
+            names.join(", ")
+        ));
+    }
+    Ok(workloads)
+}
+
+fn run(options: &Options) -> Result<bool, String> {
+    let profile = options
+        .profile
+        .scaled(options.sms)
+        .map_err(|e| e.to_string())?;
+    println!(
+        "Locality simulator: {} ({} KiB L1 data per SM, {} KiB L2), dispatch {:?}",
+        profile.name,
+        profile.l1.bytes >> 10,
+        profile.l2.bytes >> 10,
+        options.dispatch
+    );
+    let workloads = selected(Size::Simulate, &options.only)?;
+    let simulations = simulate_all(&workloads, &profile, &options.dispatch)?;
+
+    let mut ok = true;
+    for workload in &workloads {
+        ok &= check(workload, &simulations[workload.name]);
+    }
+    let measured = if options.gpu {
+        measure_on_gpu(&options.only)?
+    } else {
+        None
+    };
+    print_table(&workloads, &simulations, measured.as_ref());
+    std::fs::create_dir_all(&options.out)
+        .map_err(|e| format!("cannot create {}: {e}", options.out.display()))?;
+    for workload in &workloads {
+        let path = options.out.join(format!("{}.svg", workload.name));
+        let panels: Vec<SmMapPanel> = simulations[workload.name]
+            .iter()
+            .map(|s| SmMapPanel {
+                title: s.variant.to_string(),
+                grid: workload.grid_2d(),
+                sm_of_task: s.sm_of_task.clone(),
+                sm_count: profile.sm_count,
+            })
+            .collect();
+        std::fs::write(&path, sm_map_svg(&panels))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        println!("wrote {} (which SM ran each original CTA)", path.display());
+    }
+    Ok(ok)
+}
+
+/// Simulates every (workload, schedule) on all host cores, one simulation
+/// per core at a time (each is single-threaded and deterministic).
+fn simulate_all(
+    workloads: &[Workload],
+    profile: &DeviceProfile,
+    dispatch: &Dispatch,
+) -> Result<HashMap<&'static str, Vec<Simulation>>, String> {
+    let jobs: Vec<(usize, usize)> = workloads
+        .iter()
+        .enumerate()
+        .flat_map(|(w, workload)| (0..workload.variants.len()).map(move |v| (w, v)))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(jobs.len());
+    let (sender, receiver) = mpsc::channel();
+    let mut progress = Progress::new(jobs.len() as u64, "simulating");
+    let mut results: Vec<Option<Simulation>> = (0..jobs.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let sender = sender.clone();
+            let (jobs, next) = (&jobs, &next);
+            scope.spawn(move || loop {
+                let job = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(w, v)) = jobs.get(job) else { break };
+                let (workload, variant) = (&workloads[w], &workloads[w].variants[v]);
+                let result = simulate(workload, variant, profile, dispatch.clone())
+                    .map_err(|e| format!("{} / {}: {e}", workload.name, variant.label));
+                if sender.send((job, result)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(sender);
+        for (job, result) in receiver {
+            let simulation = result?;
+            progress.advance(
+                1,
+                &format!("{} / {}", simulation.workload, simulation.variant),
+            );
+            results[job] = Some(simulation);
+        }
+        Ok::<(), String>(())
+    })?;
+    progress.finish();
+    let mut by_workload: HashMap<&'static str, Vec<Simulation>> = HashMap::new();
+    for simulation in results.into_iter().flatten() {
+        by_workload
+            .entry(simulation.workload)
+            .or_default()
+            .push(simulation);
+    }
+    Ok(by_workload)
+}
+
+/// Exactly once, the baseline against the CPU reference, every schedule
+/// against the baseline. Prints what fails.
+fn check(workload: &Workload, simulations: &[Simulation]) -> bool {
+    let mut ok = true;
+    let baseline = &simulations[0];
+    if let Err(message) = (workload.check)(workload, &baseline.outputs) {
+        println!("FAIL {} baseline: {message}", workload.name);
+        ok = false;
+    }
+    for s in simulations {
+        if let Some(task) = s.task_runs.iter().position(|&runs| runs != 1) {
+            println!(
+                "FAIL {} / {}: original CTA {task} ran {} times",
+                s.workload, s.variant, s.task_runs[task]
+            );
+            ok = false;
+        }
+        if s.outputs != baseline.outputs {
+            println!(
+                "FAIL {} / {}: output differs from the baseline's",
+                s.workload, s.variant
+            );
+            ok = false;
+        }
+    }
+    ok
+}
+
+/// With a GPU: every workload at its benchmark size, timed.
+fn measure_on_gpu(
+    only: &Option<String>,
+) -> Result<Option<HashMap<&'static str, Measurement>>, String> {
+    let gpu = match Gpu::new(0) {
+        Ok(gpu) => gpu,
+        Err(error @ (GpuError::NoDriver | GpuError::NoDevice { .. })) => {
+            println!("No GPU here ({error}): simulation only. On a machine with an NVIDIA GPU this command also times every schedule.");
+            return Ok(None);
+        }
+        Err(error) => return Err(error.to_string()),
+    };
+    let p = gpu.properties();
+    println!(
+        "GPU: {} ({} SMs, {} MiB L2): timing every schedule at its benchmark size",
+        p.name,
+        p.sm_count,
+        p.l2_cache_bytes >> 20
+    );
+    let module = gpu.load_module(clustered::PTX).map_err(|e| e.to_string())?;
+    let mut measured = HashMap::new();
+    for workload in selected(Size::Benchmark, only)? {
+        let measurement = measure(&gpu, &module, &workload, None).map_err(|e| e.to_string())?;
+        measured.insert(workload.name, measurement);
+    }
+    Ok(Some(measured))
+}
+
+fn ratio(value: u64, baseline: u64) -> String {
+    if baseline == 0 {
+        "-".into()
+    } else {
+        format!("{:.3}x", value as f64 / baseline as f64)
+    }
+}
+
+fn print_table(
+    workloads: &[Workload],
+    simulations: &HashMap<&'static str, Vec<Simulation>>,
+    measured: Option<&HashMap<&'static str, Measurement>>,
+) {
+    let mut headers = vec![
+        "kernel",
+        "schedule",
+        "L1 hit",
+        "L1->L2 sectors",
+        "DRAM sectors",
+        "cross-CTA reuse",
+        "sim s",
+    ];
+    if measured.is_some() {
+        headers.extend(["GPU ms", "GPU speedup", "same output"]);
+    }
+    let mut rows = Vec::new();
+    for workload in workloads {
+        let runs = &simulations[workload.name];
+        let base = &runs[0].stats;
+        for (i, s) in runs.iter().enumerate() {
+            let stats = &s.stats;
+            let mut row = vec![
+                if i == 0 {
+                    format!("{} ({})", workload.name, workload.problem)
+                } else {
+                    String::new()
+                },
+                s.variant.to_string(),
+                format!("{:.1}%", 100.0 * stats.l1_hit_rate()),
+                ratio(stats.l1_to_l2_sectors, base.l1_to_l2_sectors),
+                ratio(stats.dram_sectors(), base.dram_sectors()),
+                format!("{:.1}%", 100.0 * stats.cross_cta_reuse_share()),
+                format!("{:.1}", s.seconds),
+            ];
+            if let Some(measured) = measured {
+                let timings = &measured[workload.name].timings;
+                let t = &timings[i];
+                row.push(format!("{:.3}", t.median_ms));
+                row.push(format!("{:.3}x", timings[0].median_ms / t.median_ms));
+                row.push(if t.matches_baseline { "yes" } else { "NO" }.into());
+            }
+            rows.push(row);
+        }
+    }
+    println!("{}", format_table(&headers, &rows));
+    println!("L1->L2 and DRAM sectors relative to the baseline (below 1x: less traffic). Cross-CTA reuse: the share of reused load sectors last loaded by another original CTA.");
+}

@@ -1,0 +1,157 @@
+//! Runs a suite kernel's schedules on a GPU: checks each schedule's outputs
+//! against the baseline's, bit for bit, then times them interleaved (one
+//! launch of each schedule per round, so drift in clocks or temperature hits
+//! every schedule alike) with CUDA events.
+
+use clustered_host::{
+    ClusterOptions, ClusteredPlan, CudaSlice, Error, Gpu, GpuTimer, Kernel, Launch, LaunchConfig,
+    Module,
+};
+
+use crate::suite::{Arg, CpuEntry, Workload};
+
+/// One schedule's measurement.
+#[derive(Clone, Debug)]
+pub struct Timing {
+    pub label: &'static str,
+    /// Median of the timed launches, milliseconds.
+    pub median_ms: f32,
+    /// Every timed launch, milliseconds, in order.
+    pub samples_ms: Vec<f32>,
+    /// Its outputs equal the baseline's bit for bit.
+    pub matches_baseline: bool,
+}
+
+/// A workload's schedules measured in one run.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    pub workload: &'static str,
+    pub timings: Vec<Timing>,
+    /// The baseline's outputs passed the workload's CPU check.
+    pub baseline_check: Result<(), String>,
+}
+
+/// How a schedule launches.
+enum Launcher {
+    Plain(Kernel),
+    Clustered(Box<ClusteredPlan>),
+}
+
+/// How many timed launches: at least 20, 6 for launches over 100 ms.
+pub fn runs_for(estimate_ms: f32) -> usize {
+    if estimate_ms > 100.0 {
+        6
+    } else {
+        20
+    }
+}
+
+/// Measures every schedule of `workload` (`runs` timed launches each, or
+/// [`runs_for`] the baseline's first launch when `runs` is `None`).
+pub fn measure(
+    gpu: &Gpu,
+    module: &Module,
+    workload: &Workload,
+    runs: Option<usize>,
+) -> Result<Measurement, Error> {
+    let shape = workload.shape;
+    let config =
+        LaunchConfig::new(shape.grid, shape.block).with_dynamic_shared(shape.dynamic_shared_bytes);
+    let buffers: Vec<CudaSlice<u32>> = workload
+        .buffers
+        .iter()
+        .map(|b| gpu.htod(&b.words))
+        .collect::<Result<_, _>>()?;
+    let launchers: Vec<Launcher> = workload
+        .variants
+        .iter()
+        .map(|variant| match variant.cpu {
+            CpuEntry::Plain(_) => module.kernel(variant.kernel).map(Launcher::Plain),
+            CpuEntry::Clustered(..) => {
+                let kernel = module.clustered_kernel(variant.kernel)?;
+                gpu.plan_clustered(&kernel, config, ClusterOptions::default())
+                    .map(|plan| Launcher::Clustered(Box::new(plan)))
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let launch = |launcher: &Launcher| -> Result<(), Error> {
+        let mut builder: Launch<'_> = match launcher {
+            Launcher::Plain(kernel) => gpu.launch(kernel, config),
+            Launcher::Clustered(plan) => gpu.launch_plan(plan),
+        };
+        for arg in &workload.args {
+            builder = match arg {
+                Arg::Buffer(i) => builder.arg(&buffers[*i]),
+                Arg::U32(value) => builder.arg(value),
+                Arg::F32(value) => builder.arg(value),
+            };
+        }
+        // SAFETY: the workload's arguments match the kernel's parameters
+        // (the CPU tests call the same kernels with the same list).
+        unsafe { builder.run() }
+    };
+
+    // Correctness first: each schedule on zeroed outputs, compared with the
+    // baseline's words.
+    let outputs: Vec<usize> = workload.outputs().collect();
+    let mut baseline_outputs: Option<Vec<Vec<u32>>> = None;
+    let mut matches = Vec::new();
+    let mut first_ms = 0.0;
+    let timer = GpuTimer::new(gpu.stream())?;
+    for launcher in &launchers {
+        for &i in &outputs {
+            gpu.zero(&buffers[i])?;
+        }
+        timer.start()?;
+        launch(launcher)?;
+        timer.stop()?;
+        if baseline_outputs.is_none() {
+            first_ms = timer.elapsed_ms()?;
+        }
+        let words: Vec<Vec<u32>> = outputs
+            .iter()
+            .map(|&i| gpu.dtoh(&buffers[i]))
+            .collect::<Result<_, _>>()?;
+        match &baseline_outputs {
+            None => {
+                matches.push(true);
+                baseline_outputs = Some(words);
+            }
+            Some(expected) => matches.push(&words == expected),
+        }
+    }
+    let baseline_outputs = baseline_outputs.expect("a workload has a baseline");
+    let baseline_check = (workload.check)(workload, &baseline_outputs);
+
+    let runs = runs.unwrap_or_else(|| runs_for(first_ms));
+    let mut samples = vec![Vec::with_capacity(runs); launchers.len()];
+    for _ in 0..runs {
+        for (launcher, samples) in launchers.iter().zip(&mut samples) {
+            timer.start()?;
+            launch(launcher)?;
+            timer.stop()?;
+            samples.push(timer.elapsed_ms()?);
+        }
+    }
+    let timings = workload
+        .variants
+        .iter()
+        .zip(samples)
+        .zip(matches)
+        .map(|((variant, samples_ms), matches_baseline)| {
+            let mut sorted = samples_ms.clone();
+            sorted.sort_by(f32::total_cmp);
+            Timing {
+                label: variant.label,
+                median_ms: sorted[sorted.len() / 2],
+                samples_ms,
+                matches_baseline,
+            }
+        })
+        .collect();
+    Ok(Measurement {
+        workload: workload.name,
+        timings,
+        baseline_check,
+    })
+}

@@ -1,0 +1,255 @@
+//! The locality simulator: runs a suite kernel's schedule on the CPU backend
+//! and feeds every warp's global accesses to the cache model.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::fmt;
+use std::time::Instant;
+
+use clustered_host::cpu::{self, CpuLaunch, CpuPlan, Dispatch, Machine, Observer, RunStats};
+use clustered_host::{ClusterError, ClusterOptions};
+use clustered_sim::{CacheModel, CacheStats, DeviceProfile};
+
+use crate::suite::{Arg, ArgValue, CpuEntry, Variant, Workload};
+
+/// What one simulated run found.
+#[derive(Clone, Debug)]
+pub struct Simulation {
+    pub workload: &'static str,
+    pub variant: &'static str,
+    pub stats: CacheStats,
+    /// The SM (index) that ran each original CTA, row-major.
+    pub sm_of_task: Vec<Option<u32>>,
+    /// How many times each original CTA started (exactly once, or a bug).
+    pub task_runs: Vec<u32>,
+    /// The output buffers' words, in buffer order.
+    pub outputs: Vec<Vec<u32>>,
+    pub run: RunStats,
+    /// Host seconds the simulation took.
+    pub seconds: f64,
+}
+
+/// Why a simulation failed.
+#[derive(Debug)]
+pub enum SimulateError {
+    Cpu(cpu::CpuError),
+    Cluster(ClusterError),
+    /// The kernel cannot be resident on an SM of the profile.
+    DoesNotFit {
+        threads: u32,
+        shared_bytes: u32,
+    },
+}
+
+impl fmt::Display for SimulateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimulateError::Cpu(e) => write!(f, "{e}"),
+            SimulateError::Cluster(e) => write!(f, "{e}"),
+            SimulateError::DoesNotFit { threads, shared_bytes } => write!(
+                f,
+                "a block of {threads} threads with {shared_bytes} bytes of dynamic shared memory does not fit on an SM of this profile"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SimulateError {}
+
+/// Global memory of a simulated run: 256-byte aligned like `cudaMalloc`, so
+/// that cache lines fall where they fall on a GPU.
+struct DeviceWords {
+    pointer: *mut u32,
+    len: usize,
+}
+
+impl DeviceWords {
+    const ALIGN: usize = 256;
+
+    fn new(words: &[u32]) -> Self {
+        let layout = Self::layout(words.len());
+        // SAFETY: the layout has a non-zero size.
+        let pointer = unsafe { alloc_zeroed(layout) }.cast::<u32>();
+        assert!(
+            !pointer.is_null(),
+            "out of host memory for a simulated buffer"
+        );
+        // SAFETY: `pointer` holds at least `words.len()` words.
+        unsafe { pointer.copy_from_nonoverlapping(words.as_ptr(), words.len()) };
+        DeviceWords {
+            pointer,
+            len: words.len(),
+        }
+    }
+
+    fn layout(len: usize) -> Layout {
+        Layout::from_size_align((len * 4).max(Self::ALIGN), Self::ALIGN).expect("buffer size")
+    }
+
+    fn to_vec(&self) -> Vec<u32> {
+        // SAFETY: `len` words live at `pointer`.
+        unsafe { std::slice::from_raw_parts(self.pointer, self.len) }.to_vec()
+    }
+}
+
+impl Drop for DeviceWords {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.pointer.cast(), Self::layout(self.len)) }
+    }
+}
+
+/// The observer: the cache model, and who ran what.
+struct Tracer {
+    model: CacheModel,
+    sm_of_task: Vec<Option<u32>>,
+    task_runs: Vec<u32>,
+    /// A plain kernel's hardware CTA is its original CTA.
+    plain: bool,
+    lanes: Vec<clustered_sim::LaneAccess>,
+    /// Host range -> simulated address of each buffer (see `place`).
+    placement: Vec<(u64, u64, u64)>,
+}
+
+/// Simulated global addresses of the buffers: each at a fixed, 2 MiB-aligned
+/// place, so results do not depend on where the host's allocator put them
+/// (which moved the L1 hit rate by a point or two between runs).
+fn place(memory: &[DeviceWords]) -> Vec<(u64, u64, u64)> {
+    let mut next: u64 = 1 << 40;
+    memory
+        .iter()
+        .map(|m| {
+            let (start, bytes) = (m.pointer as u64, m.len as u64 * 4);
+            let placed = (start, start + bytes, next);
+            next += bytes.next_multiple_of(2 << 20);
+            placed
+        })
+        .collect()
+}
+
+fn sim_kind(kind: cpu::AccessKind) -> clustered_sim::AccessKind {
+    use clustered_sim::AccessKind as Sim;
+    match kind {
+        cpu::AccessKind::Load => Sim::Load,
+        cpu::AccessKind::LoadBypassL1 => Sim::LoadBypassL1,
+        cpu::AccessKind::Store => Sim::Store,
+        cpu::AccessKind::Atomic => Sim::Atomic,
+        cpu::AccessKind::PrefetchL1 => Sim::PrefetchL1,
+        cpu::AccessKind::PrefetchL2 => Sim::PrefetchL2,
+    }
+}
+
+impl Tracer {
+    fn record(&mut self, sm: u32, task: u32) {
+        self.sm_of_task[task as usize] = Some(sm);
+        self.task_runs[task as usize] += 1;
+    }
+}
+
+impl Observer for Tracer {
+    fn block_started(&mut self, sm: u32, block: u32) {
+        if self.plain {
+            self.record(sm, block);
+        }
+    }
+
+    fn task_started(&mut self, sm: u32, task: u32) {
+        if !self.plain {
+            self.record(sm, task);
+        }
+    }
+
+    fn warp_access(
+        &mut self,
+        sm: u32,
+        task: u32,
+        kind: cpu::AccessKind,
+        lanes: &[cpu::LaneAccess],
+    ) {
+        self.lanes.clear();
+        let placement = &self.placement;
+        self.lanes.extend(lanes.iter().map(|l| {
+            let address = placement
+                .iter()
+                .find(|(start, end, _)| (*start..*end).contains(&l.address))
+                .map_or(l.address, |(start, _, placed)| placed + (l.address - start));
+            clustered_sim::LaneAccess {
+                address,
+                bytes: l.bytes,
+            }
+        }));
+        self.model
+            .warp_access(sm, task, sim_kind(kind), &self.lanes);
+    }
+}
+
+/// Runs `variant` of `workload` on a simulated `profile` GPU whose SMs take
+/// their first CTAs in `dispatch` order.
+pub fn simulate(
+    workload: &Workload,
+    variant: &Variant,
+    profile: &DeviceProfile,
+    dispatch: Dispatch,
+) -> Result<Simulation, SimulateError> {
+    let started = Instant::now();
+    let shape = workload.shape;
+    let threads = shape.threads_per_block();
+    let resident = profile.resident_blocks(threads, shape.dynamic_shared_bytes);
+    if resident == 0 {
+        return Err(SimulateError::DoesNotFit {
+            threads,
+            shared_bytes: shape.dynamic_shared_bytes,
+        });
+    }
+    let machine = Machine::new(profile.sm_count).with_dispatch(dispatch);
+    let original = CpuLaunch {
+        grid: shape.grid,
+        block: shape.block,
+        dynamic_shared_bytes: shape.dynamic_shared_bytes,
+        resident_blocks: resident,
+    };
+    let memory: Vec<DeviceWords> = workload
+        .buffers
+        .iter()
+        .map(|b| DeviceWords::new(&b.words))
+        .collect();
+    let args: Vec<ArgValue> = workload
+        .args
+        .iter()
+        .map(|arg| match *arg {
+            Arg::Buffer(i) => ArgValue::Pointer(memory[i].pointer),
+            Arg::U32(v) => ArgValue::U32(v),
+            Arg::F32(v) => ArgValue::F32(v),
+        })
+        .collect();
+    let mut tracer = Tracer {
+        model: CacheModel::new(profile),
+        sm_of_task: vec![None; shape.blocks() as usize],
+        task_runs: vec![0; shape.blocks() as usize],
+        plain: matches!(variant.cpu, CpuEntry::Plain(_)),
+        lanes: Vec::with_capacity(32),
+        placement: place(&memory),
+    };
+    let run = match variant.cpu {
+        CpuEntry::Plain(kernel) => cpu::run(&machine, &original, &mut tracer, &|| kernel(&args)),
+        CpuEntry::Clustered(kernel, contract) => {
+            let mut plan = CpuPlan::new(contract, original, &machine, &ClusterOptions::default())
+                .map_err(SimulateError::Cluster)?;
+            let parameter = plan.parameter();
+            cpu::run(&machine, &plan.launch, &mut tracer, &|| {
+                kernel(&args, parameter)
+            })
+        }
+    }
+    .map_err(SimulateError::Cpu)?;
+    tracer.model.flush();
+    Ok(Simulation {
+        workload: workload.name,
+        variant: variant.label,
+        stats: tracer.model.stats(),
+        sm_of_task: tracer.sm_of_task,
+        task_runs: tracer.task_runs,
+        outputs: workload.outputs().map(|i| memory[i].to_vec()).collect(),
+        run,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
