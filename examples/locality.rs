@@ -38,6 +38,10 @@ struct Options {
     only: Option<String>,
     out: PathBuf,
     gpu: bool,
+    /// Problem sizes on the GPU: the benchmark's (default) or the simulation's
+    /// (to compare with the simulator under ncu).
+    gpu_size: Size,
+    gpu_runs: Option<usize>,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -48,6 +52,8 @@ fn parse_options() -> Result<Options, String> {
         only: None,
         out: PathBuf::from("target/locality"),
         gpu: true,
+        gpu_size: Size::Benchmark,
+        gpu_runs: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -81,6 +87,24 @@ fn parse_options() -> Result<Options, String> {
             "--only" => options.only = Some(value()?),
             "--out" => options.out = PathBuf::from(value()?),
             "--no-gpu" => options.gpu = false,
+            "--gpu-size" => {
+                options.gpu_size = match value()?.as_str() {
+                    "benchmark" => Size::Benchmark,
+                    "simulate" => Size::Simulate,
+                    other => {
+                        return Err(format!("unknown size `{other}`; use benchmark or simulate"))
+                    }
+                }
+            }
+            "--gpu-runs" => {
+                let runs = value()?;
+                options.gpu_runs = Some(
+                    runs.parse()
+                        .ok()
+                        .filter(|&r| r > 0)
+                        .ok_or(format!("--gpu-runs takes a positive number, not `{runs}`"))?,
+                );
+            }
             "--help" | "-h" => {
                 println!("{}", USAGE);
                 std::process::exit(0);
@@ -91,7 +115,7 @@ fn parse_options() -> Result<Options, String> {
     Ok(options)
 }
 
-const USAGE: &str = "usage: locality [--profile h100|h200] [--sms N] [--dispatch round-robin|observed|random] [--only KERNEL] [--out DIR] [--no-gpu]";
+const USAGE: &str = "usage: locality [--profile h100|h200] [--sms N] [--dispatch round-robin|observed|random] [--only KERNEL] [--out DIR] [--no-gpu] [--gpu-size benchmark|simulate] [--gpu-runs N]";
 
 fn main() -> ExitCode {
     let options = match parse_options() {
@@ -147,13 +171,23 @@ fn run(options: &Options) -> Result<bool, String> {
         ok &= check(workload, &simulations[workload.name]);
     }
     let measured = if options.gpu {
-        measure_on_gpu(&options.only)?
+        measure_on_gpu(options)?
     } else {
         None
     };
     print_table(&workloads, &simulations, measured.as_ref());
     std::fs::create_dir_all(&options.out)
         .map_err(|e| format!("cannot create {}: {e}", options.out.display()))?;
+    let json = options.out.join("locality.json");
+    std::fs::write(
+        &json,
+        to_json(&profile, &workloads, &simulations, measured.as_ref()),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+    println!(
+        "wrote {} (every number above, per schedule)",
+        json.display()
+    );
     for workload in &workloads {
         let path = options.out.join(format!("{}.svg", workload.name));
         let panels: Vec<SmMapPanel> = simulations[workload.name]
@@ -257,9 +291,7 @@ fn check(workload: &Workload, simulations: &[Simulation]) -> bool {
 }
 
 /// With a GPU: every workload at its benchmark size, timed.
-fn measure_on_gpu(
-    only: &Option<String>,
-) -> Result<Option<HashMap<&'static str, Measurement>>, String> {
+fn measure_on_gpu(options: &Options) -> Result<Option<HashMap<&'static str, Measurement>>, String> {
     let gpu = match Gpu::new(0) {
         Ok(gpu) => gpu,
         Err(error @ (GpuError::NoDriver | GpuError::NoDevice { .. })) => {
@@ -270,15 +302,24 @@ fn measure_on_gpu(
     };
     let p = gpu.properties();
     println!(
-        "GPU: {} ({} SMs, {} MiB L2): timing every schedule at its benchmark size",
+        "GPU: {} ({} SMs, {} MiB L2): timing every schedule at {} sizes",
         p.name,
         p.sm_count,
-        p.l2_cache_bytes >> 20
+        p.l2_cache_bytes >> 20,
+        if options.gpu_size == Size::Benchmark {
+            "benchmark"
+        } else {
+            "the simulation's"
+        }
     );
     let module = gpu.load_module(clustered::PTX).map_err(|e| e.to_string())?;
     let mut measured = HashMap::new();
-    for workload in selected(Size::Benchmark, only)? {
-        let measurement = measure(&gpu, &module, &workload, None).map_err(|e| e.to_string())?;
+    for workload in selected(options.gpu_size, &options.only)? {
+        let measurement =
+            measure(&gpu, &module, &workload, options.gpu_runs).map_err(|e| e.to_string())?;
+        if let Err(message) = &measurement.baseline_check {
+            println!("FAIL {} on the GPU: {message}", workload.name);
+        }
         measured.insert(workload.name, measurement);
     }
     Ok(Some(measured))
@@ -340,4 +381,47 @@ fn print_table(
     }
     println!("{}", format_table(&headers, &rows));
     println!("L1->L2 and DRAM sectors relative to the baseline (below 1x: less traffic). Cross-CTA reuse: the share of reused load sectors last loaded by another original CTA.");
+}
+
+/// The run as JSON (written by hand: one flat list of records).
+fn to_json(
+    profile: &DeviceProfile,
+    workloads: &[Workload],
+    simulations: &HashMap<&'static str, Vec<Simulation>>,
+    measured: Option<&HashMap<&'static str, Measurement>>,
+) -> String {
+    let mut records = Vec::new();
+    for workload in workloads {
+        for (i, s) in simulations[workload.name].iter().enumerate() {
+            let st = &s.stats;
+            let mut record = format!(
+                "{{\"kernel\": \"{}\", \"entry\": \"{}\", \"schedule\": \"{}\", \"problem\": \"{}\", \"l1_hit_rate\": {:.6}, \"l1_to_l2_sectors\": {}, \"dram_sectors\": {}, \"l2_hit_rate\": {:.6}, \"cross_cta_reuse_share\": {:.6}, \"instructions\": {}",
+                workload.name,
+                workload.variants[i].kernel,
+                s.variant,
+                workload.problem,
+                st.l1_hit_rate(),
+                st.l1_to_l2_sectors,
+                st.dram_sectors(),
+                st.l2_hit_rate(),
+                st.cross_cta_reuse_share(),
+                st.instructions,
+            );
+            if let Some(t) = measured
+                .and_then(|m| m.get(workload.name))
+                .map(|m| &m.timings[i])
+            {
+                record += &format!(
+                    ", \"gpu_median_ms\": {:.6}, \"gpu_matches_baseline\": {}",
+                    t.median_ms, t.matches_baseline
+                );
+            }
+            records.push(record + "}");
+        }
+    }
+    format!(
+        "{{\"profile\": \"{}\", \"records\": [\n  {}\n]}}\n",
+        profile.name,
+        records.join(",\n  ")
+    )
 }

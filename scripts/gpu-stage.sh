@@ -6,8 +6,9 @@
 #   scripts/gpu-stage.sh            # here, with Rust
 #   .gpu/run-all.sh [OUT_DIR]       # on the GPU machine (no Rust needed)
 #
-# run-all.sh runs every test binary, both examples, and compute-sanitizer
-# memcheck (examples) and racecheck (the agent kernels' tests) when present.
+# run-all.sh runs every test binary, the examples, and compute-sanitizer
+# memcheck (examples) and racecheck (the agent kernels' tests) when present;
+# ncu-locality.sh profiles every schedule at the simulator's sizes with ncu.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage=.gpu
@@ -15,7 +16,7 @@ rm -rf "$stage" && mkdir -p "$stage/tests"
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.gpu/' >> .git/info/exclude; }
 
 cargo build --release --examples
-cp target/release/examples/vector_add target/release/examples/sgemm "$stage/"
+cp target/release/examples/vector_add target/release/examples/sgemm target/release/examples/locality "$stage/"
 cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
   python3 -c '
 import json, sys, shutil
@@ -39,6 +40,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 for t in tests/*; do run "$t" --test-threads=1; done
 run ./vector_add
 run ./sgemm
+run ./locality --out "$out/locality"
 if command -v compute-sanitizer >/dev/null; then
   run compute-sanitizer --tool memcheck --error-exitcode 1 ./vector_add --n 1000003
   run compute-sanitizer --tool memcheck --error-exitcode 1 ./sgemm --n 256
@@ -51,4 +53,18 @@ echo "run-all: $([ $status = 0 ] && echo all passed || echo FAILURES)"
 exit $status
 RUN
 chmod +x "$stage/run-all.sh"
+
+cat > "$stage/ncu-locality.sh" <<'RUN'
+#!/usr/bin/env bash
+# Profiles every schedule at the simulator's sizes with ncu (L1->L2 sectors,
+# L1 hit rate, DRAM sectors); compare here with
+#   scripts/compare-ncu.py OUT/locality/locality.json OUT/ncu-locality.csv
+cd "$(dirname "$0")"
+out=${1:-/tmp/gpu-out}; mkdir -p "$out"
+ncu --csv --page raw --print-units base \
+  --metrics lts__t_sectors_srcunit_tex.sum,l1tex__t_sector_hit_rate.pct,dram__sectors_read.sum,dram__sectors_write.sum \
+  ./locality --gpu-size simulate --gpu-runs 1 --out "$out/locality" ${NCU_ARGS:-} > "$out/ncu-locality.csv" 2> "$out/ncu-locality.err"
+echo "ncu: exit $?, $(grep -c '^"' "$out/ncu-locality.csv") csv lines"
+RUN
+chmod +x "$stage/ncu-locality.sh"
 du -sh "$stage"; ls "$stage" "$stage/tests"

@@ -29,6 +29,8 @@ pub struct Measurement {
     pub timings: Vec<Timing>,
     /// The baseline's outputs passed the workload's CPU check.
     pub baseline_check: Result<(), String>,
+    /// The baseline's output buffers, in buffer order.
+    pub baseline_outputs: Vec<Vec<u32>>,
 }
 
 /// How a schedule launches.
@@ -153,5 +155,6 @@ pub fn measure(
         workload: workload.name,
         timings,
         baseline_check,
+        baseline_outputs,
     })
 }

@@ -1,0 +1,63 @@
+//! The CPU backend computes what the GPU computes: every suite kernel's
+//! outputs, bit for bit, in every schedule. Without a GPU it says so and
+//! passes (CI has none; `.gpu/run-all.sh` runs it on one).
+
+use clustered::host::cpu::Dispatch;
+use clustered::host::Gpu;
+use clustered::measure::measure;
+use clustered::sim::DeviceProfile;
+use clustered::simulate::simulate;
+use clustered::suite::{self, Size};
+
+#[test]
+fn every_suite_kernel_computes_the_same_words_on_the_cpu_and_the_gpu() {
+    let gpu = match Gpu::new(0) {
+        Ok(gpu) => gpu,
+        Err(error) => {
+            eprintln!("skipped: no GPU ({error})");
+            return;
+        }
+    };
+    let module = gpu
+        .load_module(clustered::PTX)
+        .expect("the suite's PTX loads");
+    let profile = DeviceProfile::h100_sxm().scaled(4).unwrap();
+    let mut failures = Vec::new();
+    for workload in suite::all(Size::Test) {
+        let on_gpu = measure(&gpu, &module, &workload, Some(1))
+            .unwrap_or_else(|e| panic!("{}: {e}", workload.name));
+        for timing in &on_gpu.timings {
+            if !timing.matches_baseline {
+                failures.push(format!(
+                    "{} / {}: differs from the baseline on the GPU",
+                    workload.name, timing.label
+                ));
+            }
+        }
+        if let Err(message) = &on_gpu.baseline_check {
+            failures.push(format!("{} on the GPU: {message}", workload.name));
+        }
+        for variant in &workload.variants {
+            let on_cpu = simulate(&workload, variant, &profile, Dispatch::RoundRobin)
+                .unwrap_or_else(|e| panic!("{} / {}: {e}", workload.name, variant.label));
+            if on_cpu.outputs != on_gpu.baseline_outputs {
+                let (cpu, gpu) = (&on_cpu.outputs, &on_gpu.baseline_outputs);
+                let first = cpu
+                    .iter()
+                    .flatten()
+                    .zip(gpu.iter().flatten())
+                    .position(|(a, b)| a != b);
+                failures.push(format!(
+                    "{} / {}: CPU backend differs from the GPU (first differing word: {first:?})",
+                    workload.name, variant.label
+                ));
+            }
+        }
+        println!(
+            "{}: CPU backend and GPU agree in {} schedules",
+            workload.name,
+            workload.variants.len()
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
