@@ -23,12 +23,13 @@ fn gpu() -> Option<(Gpu, Module)> {
     }
 }
 
-const COVERAGE: [&str; 5] = [
+const COVERAGE: [&str; 6] = [
     "coverage_reorder",
     "coverage_redirect",
     "coverage_agents",
     "coverage_agents_chunked",
     "coverage_agents_throttled",
+    "coverage_persistent",
 ];
 
 struct Coverage {

@@ -12,7 +12,7 @@ use kernels::coverage::*;
 type CoverageKernel = unsafe fn(*mut u32, *mut u32, clustered::host::ClusterLaunch);
 
 /// The schedules of `coverage`, with their contracts.
-fn coverage_schedules() -> [(&'static str, CoverageKernel, &'static KernelContract); 5] {
+fn coverage_schedules() -> [(&'static str, CoverageKernel, &'static KernelContract); 6] {
     [
         (
             "reorder",
@@ -38,6 +38,11 @@ fn coverage_schedules() -> [(&'static str, CoverageKernel, &'static KernelContra
             "agents_throttled",
             coverage_agents_throttled,
             &__clustered_contract_coverage_agents_throttled,
+        ),
+        (
+            "persistent",
+            coverage_persistent,
+            &__clustered_contract_coverage_persistent,
         ),
     ]
 }

@@ -27,6 +27,10 @@ pub enum Binding {
     /// The paper's SM binding: persistent agents on each SM claim the tasks
     /// of the cluster of their SM, then steal.
     Agents = 2,
+    /// Persistent CTAs without SM binding: all claim chunks, in the
+    /// indexing's order, from one queue (one cluster). Keeps the co-running
+    /// tasks compact in the order, and launches no more CTAs than fit.
+    Persistent = 3,
 }
 
 impl Binding {
@@ -35,8 +39,14 @@ impl Binding {
             0 => Some(Binding::Reorder),
             1 => Some(Binding::Redirect),
             2 => Some(Binding::Agents),
+            3 => Some(Binding::Persistent),
             _ => None,
         }
+    }
+
+    /// Launched as persistent CTAs running the agent loop.
+    pub const fn is_persistent(self) -> bool {
+        matches!(self, Binding::Agents | Binding::Persistent)
     }
 }
 

@@ -271,7 +271,8 @@ impl Gpu {
         let binding = kernel.binding();
         let sm_count = props.sm_count;
         let clusters = match binding {
-            Binding::Reorder => 1,
+            // One queue: the order itself keeps co-running tasks together.
+            Binding::Reorder | Binding::Persistent => 1,
             _ => options.clusters.unwrap_or(sm_count),
         };
         let indexing = contract.indexing().unwrap_or(Indexing::RowMajor);
@@ -284,7 +285,7 @@ impl Gpu {
 
         let (config, scratch, max, active) = match binding {
             Binding::Reorder | Binding::Redirect => (original, None, 0, 0),
-            Binding::Agents => {
+            Binding::Agents | Binding::Persistent => {
                 let block_threads = original.block_threads();
                 let max = kernel
                     .kernel

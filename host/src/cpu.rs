@@ -53,7 +53,7 @@ impl CpuPlan {
         let binding = Binding::from_u32(contract.binding).expect("checked");
         let sm_count = machine.sm_count();
         let clusters = match binding {
-            Binding::Reorder => 1,
+            Binding::Reorder | Binding::Persistent => 1,
             _ => options.clusters.unwrap_or(sm_count),
         };
         let indexing = contract.indexing().unwrap_or(Indexing::RowMajor);
@@ -67,7 +67,7 @@ impl CpuPlan {
             parameter,
             scratch: Vec::new(),
         };
-        if binding == Binding::Agents {
+        if binding.is_persistent() {
             let max = original.resident_blocks;
             let per_sm = options.agents_per_sm.unwrap_or(max);
             if per_sm == 0 || per_sm > max {

@@ -59,6 +59,7 @@ fn vector_add(size: Size) -> Workload {
         variants: variants!(kernels::vector; vector_add (0, 1, 2, 3);
             "agents chunk 8, bypass" => vector_add_agents / __clustered_contract_vector_add_agents,
             "redirect" => vector_add_redirect / __clustered_contract_vector_add_redirect,
+            "persistent chunk 8" => vector_add_persistent / __clustered_contract_vector_add_persistent,
         ),
         check: |w, outputs| {
             let (a, b) = (&w.buffers[0].words, &w.buffers[1].words);

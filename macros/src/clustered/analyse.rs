@@ -5,7 +5,7 @@ use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{Error, Expr, ExprCall, ExprMacro, ExprPath, FnArg, Ident, ItemFn, Pat, Type, UnOp};
 
-use super::parse::{Binding, Schedule};
+use super::parse::Schedule;
 use crate::trace::pointer_root;
 
 /// Built-ins that read the hardware's block index or grid size, and the
@@ -72,12 +72,8 @@ pub fn parameters(function: &ItemFn, errors: &mut Vec<Error>) -> Parameters {
 
 /// Checks options against each other and against the function.
 pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut Vec<Error>) {
-    if schedule.binding != Binding::Agents {
-        let binding = match schedule.binding {
-            Binding::Reorder => "reorder",
-            Binding::Redirect => "redirect",
-            Binding::Agents => unreachable!(),
-        };
+    if !schedule.binding.is_persistent() {
+        let binding = schedule.binding.name();
         if let Some((_, span)) = schedule.active {
             errors.push(Error::new(
                 span,

@@ -42,6 +42,7 @@ pub fn schedule(
         Binding::Reorder => quote!(#device::abi::Binding::Reorder),
         Binding::Redirect => quote!(#device::abi::Binding::Redirect),
         Binding::Agents => quote!(#device::abi::Binding::Agents),
+        Binding::Persistent => quote!(#device::abi::Binding::Persistent),
     };
     let (indexing_kind, tile) = match &schedule.indexing {
         Indexing::RowMajor => (quote!(ROW_MAJOR), [0, 0]),
@@ -72,7 +73,7 @@ pub fn schedule(
             let #v = #device::run::redirected(&#launch);
             #run_task;
         },
-        Binding::Agents => {
+        Binding::Agents | Binding::Persistent => {
             let separate = facts.shares_within_cta;
             let prefetch = match &schedule.prefetch {
                 Some(hook) => quote!(|#v: u32| #hook(#to_cta(#v), #(#names),*)),
@@ -93,7 +94,7 @@ pub fn schedule(
     let doc = format!(
         " Clustered `{}`: `binding = {}`, `indexing = {indexing}`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.",
         function.sig.ident,
-        format!("{:?}", schedule.binding).to_lowercase(),
+        schedule.binding.name(),
     );
     // A paragraph of its own after the function's documentation.
     let separator = function

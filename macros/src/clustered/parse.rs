@@ -3,7 +3,7 @@
 //! ```text
 //! #[clustered(
 //!     name = sgemm_agents,            // the new kernel's symbol (default: <fn>_clustered)
-//!     binding = agents,               // reorder | redirect | agents   (default: agents)
+//!     binding = agents,               // reorder | redirect | agents | persistent (default: agents)
 //!     indexing = tile(4, 2),          // row_major | column_major | tile(W, H) | custom(path)
 //!     bypass(a, b),                   // pointer parameters whose loads skip L1
 //!     prefetch = path::to::hook,      // agents: called with the next task's CTA
@@ -23,6 +23,23 @@ pub enum Binding {
     Reorder,
     Redirect,
     Agents,
+    Persistent,
+}
+
+impl Binding {
+    /// Runs the agent loop (so `chunk`, `active` and `prefetch` apply).
+    pub fn is_persistent(self) -> bool {
+        matches!(self, Binding::Agents | Binding::Persistent)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Binding::Reorder => "reorder",
+            Binding::Redirect => "redirect",
+            Binding::Agents => "agents",
+            Binding::Persistent => "persistent",
+        }
+    }
 }
 
 /// The paper's indexing function: the order that clusters are cut from.
@@ -103,9 +120,10 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
                     Some("reorder") => schedule.binding = Binding::Reorder,
                     Some("redirect") => schedule.binding = Binding::Redirect,
                     Some("agents") => schedule.binding = Binding::Agents,
+                    Some("persistent") => schedule.binding = Binding::Persistent,
                     _ => errors.push(Error::new_spanned(
                         &value,
-                        "unknown binding: use `reorder` (same grid, new order), `redirect` (the paper's round-robin redirection) or `agents` (persistent agents bound to SMs)",
+                        "unknown binding: use `reorder` (same grid, new order), `redirect` (the paper's round-robin redirection), `agents` (persistent agents bound to SMs) or `persistent` (persistent CTAs claiming in order from one queue)",
                     )),
                 }
             }

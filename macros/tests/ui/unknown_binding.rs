@@ -1,6 +1,6 @@
 use clustered_macros::clustered;
 
-#[clustered(binding = persistent)]
+#[clustered(binding = pinned)]
 pub unsafe fn scale(x: *mut f32, n: u32) {
     let _ = (x, n);
 }
