@@ -31,6 +31,7 @@ mod gpu;
 mod launch;
 mod module;
 mod timing;
+pub mod tuner;
 
 pub use clustered::{
     check_contract, choose_active, ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel,
