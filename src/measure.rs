@@ -31,6 +31,9 @@ pub struct Measurement {
     pub baseline_check: Result<(), String>,
     /// The baseline's output buffers, in buffer order.
     pub baseline_outputs: Vec<Vec<u32>>,
+    /// The nvcc-built twin of the baseline, timed in the same rounds, when
+    /// a twin module was given and has `<baseline>_twin`.
+    pub twin: Option<Timing>,
 }
 
 /// How a schedule launches.
@@ -56,6 +59,18 @@ pub fn measure(
     workload: &Workload,
     runs: Option<usize>,
 ) -> Result<Measurement, Error> {
+    measure_with_twin(gpu, module, workload, runs, None)
+}
+
+/// [`measure`], plus the baseline's CUDA C++ twin from `twins` (its entry
+/// `<baseline>_twin`, same parameters), timed in the same rounds.
+pub fn measure_with_twin(
+    gpu: &Gpu,
+    module: &Module,
+    workload: &Workload,
+    runs: Option<usize>,
+    twins: Option<&Module>,
+) -> Result<Measurement, Error> {
     let shape = workload.shape;
     let config =
         LaunchConfig::new(shape.grid, shape.block).with_dynamic_shared(shape.dynamic_shared_bytes);
@@ -76,6 +91,15 @@ pub fn measure(
             }
         })
         .collect::<Result<_, _>>()?;
+    let mut launchers = launchers;
+    let twin_name = format!("{}_twin", workload.variants[0].kernel);
+    let has_twin = match twins.map(|m| m.kernel(&twin_name)) {
+        Some(Ok(kernel)) => {
+            launchers.push(Launcher::Plain(kernel));
+            true
+        }
+        _ => false,
+    };
     let launch = |launcher: &Launcher| -> Result<(), Error> {
         let mut builder: Launch<'_> = match launcher {
             Launcher::Plain(kernel) => gpu.launch(kernel, config),
@@ -135,26 +159,31 @@ pub fn measure(
             samples.push(timer.elapsed_ms()?);
         }
     }
-    let timings = workload
+    let labels = workload
         .variants
         .iter()
+        .map(|v| v.label)
+        .chain(has_twin.then_some("nvcc twin"));
+    let mut timings: Vec<Timing> = labels
         .zip(samples)
         .zip(matches)
-        .map(|((variant, samples_ms), matches_baseline)| {
+        .map(|((label, samples_ms), matches_baseline)| {
             let mut sorted = samples_ms.clone();
             sorted.sort_by(f32::total_cmp);
             Timing {
-                label: variant.label,
+                label,
                 median_ms: sorted[sorted.len() / 2],
                 samples_ms,
                 matches_baseline,
             }
         })
         .collect();
+    let twin = has_twin.then(|| timings.pop()).flatten();
     Ok(Measurement {
         workload: workload.name,
         timings,
         baseline_check,
         baseline_outputs,
+        twin,
     })
 }
