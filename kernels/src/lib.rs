@@ -6,5 +6,6 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod coverage;
+pub mod math;
 pub mod sgemm;
 pub mod vector;
