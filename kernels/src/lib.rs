@@ -8,4 +8,6 @@
 pub mod coverage;
 pub mod math;
 pub mod sgemm;
+pub mod sgemm_naive;
+pub mod sgemm_register;
 pub mod vector;

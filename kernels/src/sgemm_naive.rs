@@ -1,0 +1,53 @@
+//! Naive SGEMM: one element of `C` per thread, straight from global memory.
+
+use clustered_device::clustered;
+use clustered_device::math::fma;
+use clustered_device::thread::{block_idx_x, block_idx_y, thread_idx_x, thread_idx_y};
+
+/// Block edge of [`sgemm_naive`]: blocks are `16 x 16` threads.
+pub const NAIVE_BLOCK: u32 = 16;
+
+/// `C = A * B` for row-major `n x n` matrices, `n` a multiple of 16.
+///
+/// Launch: block `16 x 16`, grid `(n / 16, n / 16)`. Thread `(tx, ty)` of
+/// block `(bx, by)` computes `C[row][col]`, `row = 16 by + ty`,
+/// `col = 16 bx + tx`, as `sum = fma(A[row][k], B[k][col], sum)` for
+/// `k = 0 .. n` in order.
+///
+/// Sharing: the CTAs of one grid row (same `by`) read the same 16 rows of
+/// `A`; the CTAs of one grid column (same `bx`) the same 16 columns of `B`.
+/// Each thread reads a whole row and column: the kernel is L1-bound
+/// (DESIGN.md section 7).
+///
+/// Variants:
+/// - `_raster16`, `_raster32`: the grouped raster (Triton's GROUP_M order):
+///   `tile(1, G)` runs `G` CTAs down a grid column, then the next column,
+///   band after band, so `G` rows of `A` and one column panel of `B` stay
+///   hot. GROUP 16-32 won on Hopper (1.11x at 8192).
+/// - `_redirect_rows`, `_redirect_columns`: the paper's redirection with
+///   Y-partitioning (clusters of grid rows: CTAs sharing `A`) and
+///   X-partitioning (clusters of grid columns: CTAs sharing `B`).
+/// - `_agents`: persistent agents, ACTIVE = MAX, clusters cut from 4x4 tiles
+///   of CTAs (the ~8 agents running at once on an SM share 2 `A` panels and
+///   4 `B` panels instead of 1 and 8).
+/// - `_agents_throttled`: the same with 4 active agents per SM (of about 8):
+///   fewer rows and columns in flight for the SM's L1.
+#[clustered(name = sgemm_naive_raster16, binding = reorder, indexing = tile(1, 16))]
+#[clustered(name = sgemm_naive_raster32, binding = reorder, indexing = tile(1, 32))]
+#[clustered(name = sgemm_naive_redirect_rows, binding = redirect, indexing = row_major)]
+#[clustered(name = sgemm_naive_redirect_columns, binding = redirect, indexing = column_major)]
+#[clustered(name = sgemm_naive_agents, binding = agents, indexing = tile(4, 4))]
+#[clustered(name = sgemm_naive_agents_throttled, binding = agents, indexing = tile(4, 4), active = 4)]
+pub unsafe fn sgemm_naive(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
+    let row = block_idx_y() * NAIVE_BLOCK + thread_idx_y();
+    let col = block_idx_x() * NAIVE_BLOCK + thread_idx_x();
+    let mut sum = 0.0f32;
+    for k in 0..n {
+        sum = fma(
+            *a.add((row * n + k) as usize),
+            *b.add((k * n + col) as usize),
+            sum,
+        );
+    }
+    *c.add((row * n + col) as usize) = sum;
+}
