@@ -5,9 +5,13 @@
 //! crate whose kernels the CPU backend runs (`clustered::cpu`).
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
+pub mod atax;
+pub mod conv;
 pub mod coverage;
+pub mod kmeans;
 pub mod math;
 pub mod sgemm;
 pub mod sgemm_naive;
 pub mod sgemm_register;
+pub mod syrk;
 pub mod vector;

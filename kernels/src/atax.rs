@@ -1,0 +1,75 @@
+//! ATAX: `y = A^T (A x)` (PolyBench/GPU), as its two passes.
+
+use clustered_device::clustered;
+use clustered_device::math::fma;
+use clustered_device::thread::index_1d;
+
+/// Threads per block of [`atax_rows`] and [`atax_columns`] (PolyBench/GPU's
+/// 256 x 1).
+pub const ATAX_BLOCK: u32 = 256;
+
+/// The row pass: `tmp[i] = sum over j < ny of A[i][j] * x[j]`
+/// (`fma(A[i][j], x[j], sum)` in `j` order), `A` row-major `nx x ny`,
+/// `nx * ny < 2^32`.
+///
+/// Launch: block `256 x 1`, grid `ceil(nx / 256)`; one row of `A` per
+/// thread. A warp reads 32 rows at once, one float of each (uncoalesced);
+/// each line then serves the same thread for 32 iterations from L1.
+///
+/// Sharing: only `x`, read by every CTA (warp-uniform). The L1 must hold a
+/// 128-byte line per resident thread (256 KB at 2048 threads), which is the
+/// case for throttling.
+///
+/// Variants (a 1D grid):
+/// - `_redirect`: the paper's redirection.
+/// - `_agents`: persistent agents, ACTIVE = MAX.
+/// - `_agents_throttled`: 4 active agents per SM (half the lines in flight).
+/// - `_agents_chunked`: agents claiming 8 consecutive CTAs at a time.
+///
+/// No bypass: the L1 is what turns the uncoalesced loads into 1 miss in 32.
+#[clustered(name = atax_rows_redirect, binding = redirect)]
+#[clustered(name = atax_rows_agents, binding = agents)]
+#[clustered(name = atax_rows_agents_throttled, binding = agents, active = 4)]
+#[clustered(name = atax_rows_agents_chunked, binding = agents, chunk = 8)]
+pub unsafe fn atax_rows(a: *const f32, x: *const f32, tmp: *mut f32, nx: u32, ny: u32) {
+    let i = index_1d();
+    if i < nx {
+        let mut sum = 0.0f32;
+        for j in 0..ny {
+            sum = fma(*a.add((i * ny + j) as usize), *x.add(j as usize), sum);
+        }
+        *tmp.add(i as usize) = sum;
+    }
+}
+
+/// The column pass: `y[j] = sum over i < nx of A[i][j] * tmp[i]`
+/// (`fma(A[i][j], tmp[i], sum)` in `i` order), `A` row-major `nx x ny`,
+/// `nx * ny < 2^32`.
+///
+/// Launch: block `256 x 1`, grid `ceil(ny / 256)`; one column of `A` per
+/// thread, so consecutive threads read consecutive addresses of each row
+/// (coalesced) and every element of `A` is read once: streaming.
+///
+/// Sharing: only `tmp`, read by every CTA (warp-uniform). DESIGN.md
+/// section 7: no schedule gained on Hopper (0.999-1.01x).
+///
+/// Variants (a 1D grid):
+/// - `_redirect`: the paper's redirection.
+/// - `_agents`: persistent agents, ACTIVE = MAX.
+/// - `_agents_chunked`: agents claiming 8 consecutive CTAs at a time.
+/// - `_agents_bypass`: the same, with `A` (read once) loaded past L1
+///   (`ld.global.cg`), so it does not evict `tmp`.
+#[clustered(name = atax_columns_redirect, binding = redirect)]
+#[clustered(name = atax_columns_agents, binding = agents)]
+#[clustered(name = atax_columns_agents_chunked, binding = agents, chunk = 8)]
+#[clustered(name = atax_columns_agents_bypass, binding = agents, chunk = 8, bypass(a))]
+pub unsafe fn atax_columns(a: *const f32, tmp: *const f32, y: *mut f32, nx: u32, ny: u32) {
+    let j = index_1d();
+    if j < ny {
+        let mut sum = 0.0f32;
+        for i in 0..nx {
+            sum = fma(*a.add((i * ny + j) as usize), *tmp.add(i as usize), sum);
+        }
+        *y.add(j as usize) = sum;
+    }
+}

@@ -1,0 +1,69 @@
+//! 2D convolution with a 5x5 filter.
+
+use clustered_device::clustered;
+use clustered_device::math::fma;
+use clustered_device::thread::{block_idx_x, block_idx_y, thread_idx_x, thread_idx_y};
+
+/// Block edge of [`conv5x5`]: blocks are `16 x 16` threads.
+pub const CONV_BLOCK: u32 = 16;
+/// Filter edge: the filter is `5 x 5`, centred (radius 2).
+pub const FILTER: u32 = 5;
+
+/// `output[y][x] = sum over dy, dx in 0..5 of input[y + dy - 2][x + dx - 2] *
+/// filter[dy][dx]`, row-major `width x height` images, zero padding outside
+/// the image; the 25 terms accumulate with `fma` in `dy`-then-`dx` order
+/// (a padded tap still does `fma(0, f, sum)`).
+///
+/// Launch: block `16 x 16`, grid `(ceil(width / 16), ceil(height / 16))`;
+/// thread `(tx, ty)` of block `(bx, by)` computes the pixel
+/// `(16 bx + tx, 16 by + ty)` (threads outside the image do nothing). The
+/// filter (25 floats) is read from global memory by every thread, with
+/// warp-uniform addresses.
+///
+/// Sharing: each CTA reads a 20x20 window of `input`; horizontal neighbours
+/// share 4 of its columns (and, at 64 bytes per 16 pixels, each 128-byte
+/// line), vertical neighbours 4 of its rows; every CTA reads the whole filter.
+/// Measured on Hopper (DESIGN.md section 7): issue-bound, and no schedule
+/// beat the baseline; the variants are there to measure that in Rust.
+///
+/// Variants:
+/// - `_redirect_rows`, `_redirect_columns`: the paper's redirection, Y- and
+///   X-partitioning.
+/// - `_raster2`: the grouped raster with G = 2 (`tile(1, 2)`): the two CTAs
+///   stacked over a shared 4-row halo run back to back.
+/// - `_agents`: persistent agents, ACTIVE = MAX, clusters of grid rows.
+/// - `_agents_throttled`: 4 active agents per SM.
+/// - `_agents_chunked`: agents claiming 8 CTAs of a grid row at a time.
+#[clustered(name = conv5x5_redirect_rows, binding = redirect, indexing = row_major)]
+#[clustered(name = conv5x5_redirect_columns, binding = redirect, indexing = column_major)]
+#[clustered(name = conv5x5_raster2, binding = reorder, indexing = tile(1, 2))]
+#[clustered(name = conv5x5_agents, binding = agents)]
+#[clustered(name = conv5x5_agents_throttled, binding = agents, active = 4)]
+#[clustered(name = conv5x5_agents_chunked, binding = agents, chunk = 8)]
+pub unsafe fn conv5x5(
+    input: *const f32,
+    filter: *const f32,
+    output: *mut f32,
+    width: u32,
+    height: u32,
+) {
+    let x = block_idx_x() * CONV_BLOCK + thread_idx_x();
+    let y = block_idx_y() * CONV_BLOCK + thread_idx_y();
+    if x < width && y < height {
+        let mut sum = 0.0f32;
+        for dy in 0..FILTER {
+            // Wraps below zero, so one unsigned comparison checks both ends.
+            let yy = (y + dy).wrapping_sub(FILTER / 2);
+            for dx in 0..FILTER {
+                let xx = (x + dx).wrapping_sub(FILTER / 2);
+                let value = if yy < height && xx < width {
+                    *input.add((yy * width + xx) as usize)
+                } else {
+                    0.0
+                };
+                sum = fma(value, *filter.add((dy * FILTER + dx) as usize), sum);
+            }
+        }
+        *output.add((y * width + x) as usize) = sum;
+    }
+}
