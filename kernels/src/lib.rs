@@ -6,12 +6,16 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
 
 pub mod atax;
+pub mod black_scholes;
 pub mod conv;
 pub mod coverage;
+pub mod jacobi5;
+pub mod jacobi7;
 pub mod kmeans;
 pub mod math;
 pub mod sgemm;
 pub mod sgemm_naive;
 pub mod sgemm_register;
 pub mod syrk;
+pub mod transpose;
 pub mod vector;

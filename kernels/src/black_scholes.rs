@@ -1,0 +1,89 @@
+//! Black-Scholes option pricing (the CUDA SDK sample's formulas).
+
+use clustered_device::clustered;
+use clustered_device::math::fma;
+use clustered_device::thread::index_1d;
+
+use crate::math::{abs, exp, ln, sqrt};
+
+/// Threads per block of [`black_scholes`] (the CUDA SDK sample's 128).
+pub const BLACK_SCHOLES_BLOCK: u32 = 128;
+
+/// The cumulative normal distribution by the polynomial approximation of
+/// Abramowitz & Stegun 26.2.17 (absolute error below 7.5e-8), as in the SDK
+/// sample, with the polynomial in `fma` Horner form.
+#[inline(always)]
+pub fn cnd(d: f32) -> f32 {
+    const A1: f32 = 0.319_381_53;
+    const A2: f32 = -0.356_563_78;
+    const A3: f32 = 1.781_477_9;
+    const A4: f32 = -1.821_255_9;
+    const A5: f32 = 1.330_274_5;
+    const RSQRT_2PI: f32 = 0.398_942_3;
+    let k = 1.0 / fma(0.231_641_9, abs(d), 1.0);
+    let poly = k * fma(k, fma(k, fma(k, fma(k, A5, A4), A3), A2), A1);
+    let tail = RSQRT_2PI * exp(-0.5 * d * d) * poly;
+    if d > 0.0 {
+        1.0 - tail
+    } else {
+        tail
+    }
+}
+
+/// European call and put prices: for option `i < n`, with `S = price[i]`,
+/// `X = strike[i]`, `T = years[i]`, `R = riskfree`, `V = volatility`:
+///
+/// ```text
+/// d1 = (ln(S / X) + (R + 0.5 V V) T) / (V sqrt(T)),   d2 = d1 - V sqrt(T)
+/// call[i] = S cnd(d1) - X e^(-R T) cnd(d2)
+/// put[i]  = X e^(-R T) (1 - cnd(d2)) - S (1 - cnd(d1))
+/// ```
+///
+/// evaluated as written, left to right, with [`crate::math`]'s `exp`, `ln`
+/// and `sqrt` (domain: positive prices, strikes, years and volatility).
+///
+/// Launch: block `128 x 1`, grid `ceil(n / 128)`; one option per thread.
+///
+/// Sharing: none. Streaming (three loads and two stores per option, each
+/// touched once) with a fair amount of arithmetic (2 `exp`, 1 `ln`,
+/// 1 `sqrt`, 3 divisions).
+///
+/// Variants (a 1D grid):
+/// - `_redirect`: the paper's redirection.
+/// - `_agents`: persistent agents, ACTIVE = MAX.
+/// - `_agents_chunked`: agents claiming 8 consecutive CTAs at a time (what
+///   won on the streaming vector add, DESIGN.md section 7).
+/// - `_agents_bypass`: the same, with the three read-once inputs loaded past
+///   L1 (`ld.global.cg`).
+#[clustered(name = black_scholes_redirect, binding = redirect)]
+#[clustered(name = black_scholes_agents, binding = agents)]
+#[clustered(name = black_scholes_agents_chunked, binding = agents, chunk = 8)]
+#[clustered(name = black_scholes_agents_bypass, binding = agents, chunk = 8, bypass(price, strike, years))]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn black_scholes(
+    call: *mut f32,
+    put: *mut f32,
+    price: *const f32,
+    strike: *const f32,
+    years: *const f32,
+    riskfree: f32,
+    volatility: f32,
+    n: u32,
+) {
+    let i = index_1d();
+    if i < n {
+        let i = i as usize;
+        let s = *price.add(i);
+        let x = *strike.add(i);
+        let t = *years.add(i);
+        let sqrt_t = sqrt(t);
+        let d1 =
+            (ln(s / x) + (riskfree + 0.5 * volatility * volatility) * t) / (volatility * sqrt_t);
+        let d2 = d1 - volatility * sqrt_t;
+        let cnd_d1 = cnd(d1);
+        let cnd_d2 = cnd(d2);
+        let discount = exp(-riskfree * t);
+        *call.add(i) = s * cnd_d1 - x * discount * cnd_d2;
+        *put.add(i) = x * discount * (1.0 - cnd_d2) - s * (1.0 - cnd_d1);
+    }
+}

@@ -1,0 +1,56 @@
+//! One sweep of the 5-point Jacobi iteration on a 2D grid.
+
+use clustered_device::clustered;
+use clustered_device::thread::index_2d;
+
+/// `output = 0.2 * (c + n + s + e + w)` at every interior point of a
+/// row-major `width x height` grid (`c` the point, `n`/`s` the rows above
+/// and below, `e`/`w` the columns right and left, summed in that order);
+/// border points are copied. `width * height < 2^32`.
+///
+/// Launch: block `32 x 8`, grid `(ceil(width / 32), ceil(height / 8))`; one
+/// point per thread. Sized for `32768 x 16384` (2 GiB per grid). Why
+/// `32 x 8` and not `128 x 1`: a warp still reads one full 128-byte line
+/// per row, and the 8 rows of a CTA reuse each other's `n`/`s` rows from L1,
+/// so a CTA fetches 10 rows for 8 outputs (1.25 rows each) where a
+/// `128 x 1` CTA fetches 3 for 1 from L2. DRAM traffic is the same either
+/// way: the image rows that one grid row of CTAs shares with the next
+/// (128 KB each) are still in L2 when it comes.
+///
+/// Sharing: vertical neighbours share a halo row each way, horizontal ones
+/// the 4-byte `e`/`w` edges (same lines). Memory-bound (61% of DRAM peak on
+/// Hopper); DESIGN.md section 7: persistent CTAs claiming ahead in row
+/// order won 1.09-1.10x, grouped rasters lost 6-11%.
+///
+/// Variants:
+/// - `_redirect_rows`, `_redirect_columns`: the paper's redirection, Y- and
+///   X-partitioning.
+/// - `_raster2`: the grouped raster `tile(1, 2)` (two CTAs sharing a halo
+///   row back to back), to measure the loss in Rust.
+/// - `_agents`: persistent agents, ACTIVE = MAX, one CTA per claim.
+/// - `_agents_chunked`: agents claiming 8 CTAs at a time in row order (what
+///   won).
+/// - `_agents_chunked_throttled`: the same with 4 active agents per SM.
+#[clustered(name = jacobi5_redirect_rows, binding = redirect, indexing = row_major)]
+#[clustered(name = jacobi5_redirect_columns, binding = redirect, indexing = column_major)]
+#[clustered(name = jacobi5_raster2, binding = reorder, indexing = tile(1, 2))]
+#[clustered(name = jacobi5_agents, binding = agents)]
+#[clustered(name = jacobi5_agents_chunked, binding = agents, chunk = 8)]
+#[clustered(name = jacobi5_agents_chunked_throttled, binding = agents, chunk = 8, active = 4)]
+pub unsafe fn jacobi5(input: *const f32, output: *mut f32, width: u32, height: u32) {
+    let (x, y) = index_2d();
+    if x < width && y < height {
+        let at = y * width + x;
+        let c = *input.add(at as usize);
+        let value = if x == 0 || y == 0 || x == width - 1 || y == height - 1 {
+            c
+        } else {
+            let n = *input.add((at - width) as usize);
+            let s = *input.add((at + width) as usize);
+            let e = *input.add((at + 1) as usize);
+            let w = *input.add((at - 1) as usize);
+            0.2 * (c + n + s + e + w)
+        };
+        *output.add(at as usize) = value;
+    }
+}

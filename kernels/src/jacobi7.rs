@@ -1,0 +1,64 @@
+//! One sweep of a 7-point Jacobi stencil on a 3D grid.
+
+use clustered_device::clustered;
+use clustered_device::thread::{block_dim_z, block_idx_z, index_2d, thread_idx_z};
+
+/// `output = c1 * (z+ + z- + y+ + y- + x+ + x-) - c0 * centre` at every
+/// interior point of a `nx x ny x nz` grid stored x-fastest
+/// (`index = (z * ny + y) * nx + x`; the six neighbours summed in that
+/// order, Parboil's stencil); border points are copied.
+/// `nx * ny * nz < 2^32`.
+///
+/// Launch: block `32 x 8 x 1`, grid `(ceil(nx / 32), ceil(ny / 8), nz)` (a 3D
+/// grid, `nz <= 65535`); one point per thread. `32 x 8` for the reasons of
+/// [`jacobi5`](crate::jacobi5::jacobi5). Sized to exceed the L2 (50 MB on
+/// an H100): `512 x 512 x 512` is 512 MiB per grid, while the three planes
+/// one z-plane of CTAs touches (3 MiB) stay in L2 in the hardware's order.
+///
+/// Sharing: CTAs at the same `(x, y)` in neighbouring z-planes share a plane
+/// each way; in a plane as for the 5-point sweep. Row- and column-major
+/// orders both go plane by plane (`v = (z * Gy + y) * Gx + x`, resp.
+/// `(z * Gx + x) * Gy + y`).
+///
+/// Variants:
+/// - `_redirect_rows`, `_redirect_columns`: the paper's redirection, Y- and
+///   X-partitioning within each plane.
+/// - `_agents`: persistent agents, ACTIVE = MAX.
+/// - `_agents_chunked`: agents claiming 8 CTAs at a time in row order.
+/// - `_agents_chunked_throttled`: the same with 4 active agents per SM.
+#[clustered(name = jacobi7_3d_redirect_rows, binding = redirect, indexing = row_major)]
+#[clustered(name = jacobi7_3d_redirect_columns, binding = redirect, indexing = column_major)]
+#[clustered(name = jacobi7_3d_agents, binding = agents)]
+#[clustered(name = jacobi7_3d_agents_chunked, binding = agents, chunk = 8)]
+#[clustered(name = jacobi7_3d_agents_chunked_throttled, binding = agents, chunk = 8, active = 4)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn jacobi7_3d(
+    input: *const f32,
+    output: *mut f32,
+    nx: u32,
+    ny: u32,
+    nz: u32,
+    c0: f32,
+    c1: f32,
+) {
+    let (x, y) = index_2d();
+    let z = block_idx_z() * block_dim_z() + thread_idx_z();
+    if x < nx && y < ny && z < nz {
+        let plane = nx * ny;
+        let at = (z * ny + y) * nx + x;
+        let border = x == 0 || y == 0 || z == 0 || x == nx - 1 || y == ny - 1 || z == nz - 1;
+        let centre = *input.add(at as usize);
+        let value = if border {
+            centre
+        } else {
+            let z_up = *input.add((at + plane) as usize);
+            let z_down = *input.add((at - plane) as usize);
+            let y_up = *input.add((at + nx) as usize);
+            let y_down = *input.add((at - nx) as usize);
+            let x_up = *input.add((at + 1) as usize);
+            let x_down = *input.add((at - 1) as usize);
+            c1 * (z_up + z_down + y_up + y_down + x_up + x_down) - c0 * centre
+        };
+        *output.add(at as usize) = value;
+    }
+}
