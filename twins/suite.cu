@@ -1,0 +1,431 @@
+// CUDA C++ twins of the suite's baseline kernels (kernels/src/*.rs).
+//
+// Purpose: measure the Rust baselines (rustc's NVPTX backend) against nvcc
+// on the same algorithm, aiming at "within 5%". Each twin is the plain
+// kernel as a careful CUDA programmer would write it, and nothing more:
+//
+// - Same name plus `_twin`, `extern "C"`, same parameters in the same order
+//   with the same types (u32 -> unsigned int, f32 -> float, *const f32 ->
+//   const float *), same launch shape, same index expressions in unsigned
+//   32-bit arithmetic (as the Rust `u32`), same bounds checks, same order of
+//   floating-point operations.
+// - `fmaf` exactly where the Rust kernel calls `fma`; everything else is a
+//   separate multiply and add: scripts/build-twins.sh compiles with
+//   `-fmad=false`, because rustc never contracts `a * b + c` and nvcc does by
+//   default. With that (and no fast-math: IEEE division, denormals kept) a
+//   twin computes the same bits as its Rust kernel and as the CPU reference
+//   (src/reference.rs).
+// - No `__restrict__`: rustc gives LLVM no aliasing facts about raw
+//   pointers, so the Rust kernels can neither use the read-only path
+//   (`ld.global.nc`) nor move loads across stores. A restrict-qualified twin
+//   would measure what nvcc is told, not how well it compiles; the twins are
+//   told the same as rustc. (A `__restrict__` twin is a one-word experiment
+//   for later.)
+// - No `__launch_bounds__` (Rust cannot express it), no vector types, no
+//   unrolling beyond what the Rust source spells out or LLVM does anyway:
+//   `#pragma unroll` only on the fixed-size register loops of
+//   `sgemm_register_twin`, which LLVM unrolls fully in the Rust kernel.
+// - Shared arrays are 16-byte aligned, as `shared_array!` declares them.
+//
+// The scheduler-test kernels `coverage` and `spin` (they record %smid and
+// spin on the clock) have no twins: there is nothing to compare.
+
+#include <cfloat>
+
+// ---------------------------------------------------------------- vector.rs
+
+extern "C" __global__ void vector_add_twin(const float *a, const float *b, float *c,
+                                           unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        c[i] = a[i] + b[i];
+    }
+}
+
+extern "C" __global__ void reverse_in_blocks_twin(const float *input, float *output,
+                                                  unsigned int n) {
+    extern __shared__ __align__(16) float staging[];
+    unsigned int t = threadIdx.x, width = blockDim.x;
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    staging[t] = i < n ? input[i] : 0.0f;
+    __syncthreads();
+    unsigned int from = blockIdx.x * width + (width - 1 - t);
+    if (i < n && from < n) {
+        output[i] = staging[width - 1 - t];
+    }
+}
+
+// ----------------------------------------------------------------- sgemm.rs
+
+#define TILE 32u
+
+extern "C" __global__ void sgemm_tiled_twin(const float *a, const float *b, float *c,
+                                            unsigned int n) {
+    __shared__ __align__(16) float tile_a[TILE * TILE];
+    __shared__ __align__(16) float tile_b[TILE * TILE];
+    unsigned int tx = threadIdx.x, ty = threadIdx.y;
+    unsigned int row = blockIdx.y * TILE + ty;
+    unsigned int col = blockIdx.x * TILE + tx;
+    float sum = 0.0f;
+    for (unsigned int k0 = 0; k0 < n; k0 += TILE) {
+        tile_a[ty * TILE + tx] = a[row * n + k0 + tx];
+        tile_b[ty * TILE + tx] = b[(k0 + ty) * n + col];
+        __syncthreads();
+        for (unsigned int k = 0; k < TILE; ++k) {
+            sum = fmaf(tile_a[ty * TILE + k], tile_b[k * TILE + tx], sum);
+        }
+        __syncthreads();
+    }
+    c[row * n + col] = sum;
+}
+
+// ----------------------------------------------------------- sgemm_naive.rs
+
+extern "C" __global__ void sgemm_naive_twin(const float *a, const float *b, float *c,
+                                            unsigned int n) {
+    unsigned int row = blockIdx.y * 16u + threadIdx.y;
+    unsigned int col = blockIdx.x * 16u + threadIdx.x;
+    float sum = 0.0f;
+    for (unsigned int k = 0; k < n; ++k) {
+        sum = fmaf(a[row * n + k], b[k * n + col], sum);
+    }
+    c[row * n + col] = sum;
+}
+
+// -------------------------------------------------------- sgemm_register.rs
+
+#define BM 128u
+#define BN 128u
+#define BK 8u
+#define A_STRIDE (BM + 4u)
+
+// One k of the shared tiles: 8 values of A, 8 of B, 64 fmaf.
+__device__ __forceinline__ void multiply_k(float (&acc)[8][8], const float *a_rows,
+                                           const float *b_columns, unsigned int k) {
+    float av[8], bv[8];
+#pragma unroll
+    for (unsigned int i = 0; i < 4; ++i) {
+        av[i] = a_rows[k * A_STRIDE + i];
+        av[i + 4] = a_rows[k * A_STRIDE + 64 + i];
+        bv[i] = b_columns[k * BN + i];
+        bv[i + 4] = b_columns[k * BN + 64 + i];
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        }
+    }
+}
+
+extern "C" __global__ void sgemm_register_twin(const float *a, const float *b, float *c,
+                                               unsigned int n) {
+    __shared__ __align__(16) float a_tile[BK * A_STRIDE];
+    __shared__ __align__(16) float b_tile[BK * BN];
+    unsigned int t = threadIdx.x;
+    unsigned int row0 = blockIdx.y * BM;
+    unsigned int col0 = blockIdx.x * BN;
+    unsigned int a_row = t / 2, a_col = t % 2 * 4;
+    unsigned int b_row = t / 32, b_col = t % 32;
+    unsigned int a_from = (row0 + a_row) * n + a_col;
+    unsigned int b_from = b_row * n + col0 + b_col;
+    unsigned int tx = t % 16, ty = t / 16;
+    const float *a_rows = a_tile + ty * 4;
+    const float *b_columns = b_tile + tx * 4;
+
+    float a_next[4], b_next[4];
+#pragma unroll
+    for (unsigned int j = 0; j < 4; ++j) {
+        a_next[j] = a[a_from + j];
+        b_next[j] = b[b_from + 32 * j];
+    }
+    float acc[8][8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            acc[i][j] = 0.0f;
+        }
+    }
+    unsigned int k0 = 0;
+    while (k0 < n) {
+#pragma unroll
+        for (unsigned int j = 0; j < 4; ++j) {
+            a_tile[(a_col + j) * A_STRIDE + a_row] = a_next[j];
+            b_tile[b_row * BN + b_col + 32 * j] = b_next[j];
+        }
+        __syncthreads();
+        unsigned int k1 = k0 + BK;
+        unsigned int k_next = k1 < n ? k1 : k0;
+#pragma unroll
+        for (unsigned int j = 0; j < 4; ++j) {
+            a_next[j] = a[a_from + k_next + j];
+            b_next[j] = b[b_from + k_next * n + 32 * j];
+        }
+        multiply_k(acc, a_rows, b_columns, 0);
+        multiply_k(acc, a_rows, b_columns, 1);
+        multiply_k(acc, a_rows, b_columns, 2);
+        multiply_k(acc, a_rows, b_columns, 3);
+        multiply_k(acc, a_rows, b_columns, 4);
+        multiply_k(acc, a_rows, b_columns, 5);
+        multiply_k(acc, a_rows, b_columns, 6);
+        multiply_k(acc, a_rows, b_columns, 7);
+        __syncthreads();
+        k0 = k1;
+    }
+#pragma unroll
+    for (unsigned int i = 0; i < 8; ++i) {
+        unsigned int row = row0 + (i / 4) * 64 + ty * 4 + i % 4;
+#pragma unroll
+        for (unsigned int j = 0; j < 8; ++j) {
+            unsigned int col = col0 + (j / 4) * 64 + tx * 4 + j % 4;
+            c[row * n + col] = acc[i][j];
+        }
+    }
+}
+
+// ------------------------------------------------------------------ conv.rs
+
+extern "C" __global__ void conv5x5_twin(const float *input, const float *filter, float *output,
+                                        unsigned int width, unsigned int height) {
+    unsigned int x = blockIdx.x * 16u + threadIdx.x;
+    unsigned int y = blockIdx.y * 16u + threadIdx.y;
+    if (x < width && y < height) {
+        float sum = 0.0f;
+        for (unsigned int dy = 0; dy < 5; ++dy) {
+            unsigned int yy = y + dy - 2u;  // wraps below zero
+            for (unsigned int dx = 0; dx < 5; ++dx) {
+                unsigned int xx = x + dx - 2u;
+                float value = (yy < height && xx < width) ? input[yy * width + xx] : 0.0f;
+                sum = fmaf(value, filter[dy * 5 + dx], sum);
+            }
+        }
+        output[y * width + x] = sum;
+    }
+}
+
+// ---------------------------------------------------------------- kmeans.rs
+
+extern "C" __global__ void kmeans_assign_twin(const float *points, const float *centroids,
+                                              unsigned int *membership, unsigned int npoints,
+                                              unsigned int nfeatures, unsigned int nclusters) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < npoints) {
+        unsigned int best = 0;
+        float best_distance = FLT_MAX;
+        for (unsigned int c = 0; c < nclusters; ++c) {
+            float distance = 0.0f;
+            for (unsigned int f = 0; f < nfeatures; ++f) {
+                float d = points[i * nfeatures + f] - centroids[c * nfeatures + f];
+                distance = fmaf(d, d, distance);
+            }
+            if (distance < best_distance) {
+                best_distance = distance;
+                best = c;
+            }
+        }
+        membership[i] = best;
+    }
+}
+
+// ------------------------------------------------------------------ syrk.rs
+
+extern "C" __global__ void syrk_twin(const float *a, float *c, float alpha, float beta,
+                                     unsigned int n, unsigned int m) {
+    unsigned int i = blockIdx.y * 16u + threadIdx.y;
+    unsigned int j = blockIdx.x * 16u + threadIdx.x;
+    if (i < n && j < n) {
+        float sum = 0.0f;
+        for (unsigned int k = 0; k < m; ++k) {
+            sum = fmaf(a[i * m + k], a[j * m + k], sum);
+        }
+        unsigned int at = i * n + j;
+        c[at] = fmaf(alpha, sum, beta * c[at]);
+    }
+}
+
+// ------------------------------------------------------------------ atax.rs
+
+extern "C" __global__ void atax_rows_twin(const float *a, const float *x, float *tmp,
+                                          unsigned int nx, unsigned int ny) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nx) {
+        float sum = 0.0f;
+        for (unsigned int j = 0; j < ny; ++j) {
+            sum = fmaf(a[i * ny + j], x[j], sum);
+        }
+        tmp[i] = sum;
+    }
+}
+
+extern "C" __global__ void atax_columns_twin(const float *a, const float *tmp, float *y,
+                                             unsigned int nx, unsigned int ny) {
+    unsigned int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < ny) {
+        float sum = 0.0f;
+        for (unsigned int i = 0; i < nx; ++i) {
+            sum = fmaf(a[i * ny + j], tmp[i], sum);
+        }
+        y[j] = sum;
+    }
+}
+
+// ------------------------------------------------ math.rs, black_scholes.rs
+// kernels/src/math/functions.rs, operation for operation (same literals).
+
+__device__ __forceinline__ float suite_abs(float x) {
+    return __uint_as_float(__float_as_uint(x) & 0x7fffffffu);
+}
+
+__device__ __forceinline__ float suite_exp(float x) {
+    const float LOG2_E = 1.44269504088896340736f;
+    const float LN2_HI = 6.9314575e-1f;
+    const float LN2_LO = 1.4286068e-6f;
+    const float SHIFT = 12582912.0f;
+    x = x > 88.8f ? 88.8f : (x < -104.0f ? -104.0f : x);  // Rust's clamp: keeps NaN
+    float shifted = fmaf(x, LOG2_E, SHIFT);
+    float k = shifted - SHIFT;
+    float r = fmaf(-k, LN2_HI, x);
+    r = fmaf(-k, LN2_LO, r);
+    float p = 1.984127e-4f;
+    p = fmaf(p, r, 1.3888889e-3f);
+    p = fmaf(p, r, 8.333334e-3f);
+    p = fmaf(p, r, 4.1666668e-2f);
+    p = fmaf(p, r, 1.6666667e-1f);
+    p = fmaf(p, r, 0.5f);
+    p = fmaf(p, r, 1.0f);
+    p = fmaf(p, r, 1.0f);
+    int ki = (int)__float_as_uint(shifted) - (int)__float_as_uint(SHIFT);
+    int half = ki >> 1;
+    float first = __uint_as_float((unsigned int)(half + 127) << 23);
+    float second = __uint_as_float((unsigned int)(ki - half + 127) << 23);
+    return p * first * second;
+}
+
+__device__ __forceinline__ float suite_ln(float x) {
+    const float LN2_HI = 6.931381e-1f;
+    const float LN2_LO = 9.058001e-6f;
+    const float LG1 = 0.6666666f;
+    const float LG2 = 0.40000972f;
+    const float LG3 = 0.28498787f;
+    const float LG4 = 0.24279079f;
+    unsigned int bits = __float_as_uint(x) + (0x3f800000u - 0x3f3504f3u);
+    int k = (int)(bits >> 23) - 0x7f;
+    float f = __uint_as_float((bits & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+    float s = f / (2.0f + f);
+    float z = s * s;
+    float w = z * z;
+    float t1 = w * fmaf(w, LG4, LG2);
+    float t2 = z * fmaf(w, LG3, LG1);
+    float r = t2 + t1;
+    float half_f2 = 0.5f * f * f;
+    float dk = (float)k;
+    return s * (half_f2 + r) + dk * LN2_LO - half_f2 + f + dk * LN2_HI;
+}
+
+__device__ __forceinline__ float suite_sqrt(float x) {
+    float half = 0.5f * x;
+    float y = __uint_as_float(0x5f375a86u - (__float_as_uint(x) >> 1));
+    y = y * fmaf(-half * y, y, 1.5f);
+    y = y * fmaf(-half * y, y, 1.5f);
+    float s = x * y;
+    float residual = fmaf(-s, s, x);
+    return fmaf(residual, 0.5f * y, s);
+}
+
+__device__ __forceinline__ float suite_cnd(float d) {
+    const float A1 = 0.31938153f;
+    const float A2 = -0.35656378f;
+    const float A3 = 1.7814779f;
+    const float A4 = -1.8212559f;
+    const float A5 = 1.3302745f;
+    const float RSQRT_2PI = 0.3989423f;
+    float k = 1.0f / fmaf(0.2316419f, suite_abs(d), 1.0f);
+    float poly = k * fmaf(k, fmaf(k, fmaf(k, fmaf(k, A5, A4), A3), A2), A1);
+    float tail = RSQRT_2PI * suite_exp(-0.5f * d * d) * poly;
+    return d > 0.0f ? 1.0f - tail : tail;
+}
+
+extern "C" __global__ void black_scholes_twin(float *call, float *put, const float *price,
+                                              const float *strike, const float *years,
+                                              float riskfree, float volatility, unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float s = price[i];
+        float x = strike[i];
+        float t = years[i];
+        float sqrt_t = suite_sqrt(t);
+        float d1 = (suite_ln(s / x) + (riskfree + 0.5f * volatility * volatility) * t) /
+                   (volatility * sqrt_t);
+        float d2 = d1 - volatility * sqrt_t;
+        float cnd_d1 = suite_cnd(d1);
+        float cnd_d2 = suite_cnd(d2);
+        float discount = suite_exp(-riskfree * t);
+        call[i] = s * cnd_d1 - x * discount * cnd_d2;
+        put[i] = x * discount * (1.0f - cnd_d2) - s * (1.0f - cnd_d1);
+    }
+}
+
+// ------------------------------------------------------------- transpose.rs
+
+extern "C" __global__ void transpose_naive_twin(const float *input, float *output,
+                                                unsigned int width, unsigned int height) {
+    unsigned int x = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < width && y < height) {
+        output[x * height + y] = input[y * width + x];
+    }
+}
+
+// --------------------------------------------------------------- jacobi5.rs
+
+extern "C" __global__ void jacobi5_twin(const float *input, float *output, unsigned int width,
+                                        unsigned int height) {
+    unsigned int x = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < width && y < height) {
+        unsigned int at = y * width + x;
+        float c = input[at];
+        float value;
+        if (x == 0 || y == 0 || x == width - 1 || y == height - 1) {
+            value = c;
+        } else {
+            float n = input[at - width];
+            float s = input[at + width];
+            float e = input[at + 1];
+            float w = input[at - 1];
+            value = 0.2f * (c + n + s + e + w);
+        }
+        output[at] = value;
+    }
+}
+
+// --------------------------------------------------------------- jacobi7.rs
+
+extern "C" __global__ void jacobi7_3d_twin(const float *input, float *output, unsigned int nx,
+                                           unsigned int ny, unsigned int nz, float c0,
+                                           float c1) {
+    unsigned int x = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int y = blockIdx.y * blockDim.y + threadIdx.y;
+    unsigned int z = blockIdx.z * blockDim.z + threadIdx.z;
+    if (x < nx && y < ny && z < nz) {
+        unsigned int plane = nx * ny;
+        unsigned int at = (z * ny + y) * nx + x;
+        bool border = x == 0 || y == 0 || z == 0 || x == nx - 1 || y == ny - 1 || z == nz - 1;
+        float centre = input[at];
+        float value;
+        if (border) {
+            value = centre;
+        } else {
+            float z_up = input[at + plane];
+            float z_down = input[at - plane];
+            float y_up = input[at + nx];
+            float y_down = input[at - nx];
+            float x_up = input[at + 1];
+            float x_down = input[at - 1];
+            value = c1 * (z_up + z_down + y_up + y_down + x_up + x_down) - c0 * centre;
+        }
+        output[at] = value;
+    }
+}
