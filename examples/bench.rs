@@ -124,10 +124,11 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
     let started = std::time::Instant::now();
     let mut results: Vec<(Workload, Measurement, String)> = Vec::new();
     let mut ok = true;
-    for workload in suite::all(Size::Benchmark) {
-        if options.only.as_ref().is_some_and(|o| o != workload.name) {
+    for (name, build) in suite::WORKLOADS {
+        if options.only.as_ref().is_some_and(|o| o != name) {
             continue;
         }
+        let workload = build(Size::Benchmark);
         let measured = measure_with_twin(gpu, &module, &workload, None, twins.as_ref())
             .map_err(|e| format!("{}: {e}", workload.name))?;
         if let Err(message) = &measured.baseline_check {

@@ -16,7 +16,9 @@ rm -rf "$stage" && mkdir -p "$stage/tests"
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.gpu/' >> .git/info/exclude; }
 
 cargo build --release --examples
-cp target/release/examples/vector_add target/release/examples/sgemm target/release/examples/locality "$stage/"
+cp target/release/examples/{vector_add,sgemm,locality,bench} "$stage/"
+# The nvcc twins of the baselines (PTX, JIT-compiled there like the Rust PTX).
+scripts/build-twins.sh > /dev/null && cp target/twins/suite.ptx "$stage/twins.ptx"
 cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
   python3 -c '
 import json, sys, shutil
@@ -40,13 +42,16 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 for t in tests/*; do run "$t" --test-threads=1; done
 run ./vector_add
 run ./sgemm
-run ./locality --out "$out/locality"
+run ./locality --gpu-size simulate --gpu-runs 3 --out "$out/locality"
 if command -v compute-sanitizer >/dev/null; then
   run compute-sanitizer --tool memcheck --error-exitcode 1 ./vector_add --n 1000003
   run compute-sanitizer --tool memcheck --error-exitcode 1 ./sgemm --n 256
   run compute-sanitizer --tool racecheck --error-exitcode 1 ./sgemm --n 256
   run compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 tests/clustered_gpu.test --test-threads=1
   run compute-sanitizer --tool racecheck --error-exitcode 1 tests/clustered_gpu.test --test-threads=1 dynamic_shared schedules_give
+  # Every suite kernel in every schedule, small sizes.
+  run compute-sanitizer --tool memcheck --error-exitcode 1 tests/cpu_matches_gpu.test --test-threads=1
+  run compute-sanitizer --tool racecheck --error-exitcode 1 tests/cpu_matches_gpu.test --test-threads=1
   # The tests provoke API errors on purpose (a kernel without a contract).
 fi
 echo "run-all: $([ $status = 0 ] && echo all passed || echo FAILURES)"
@@ -54,16 +59,27 @@ exit $status
 RUN
 chmod +x "$stage/run-all.sh"
 
+cat > "$stage/bench.sh" <<'RUN'
+#!/usr/bin/env bash
+# The benchmark: every schedule at benchmark size; JSON, SVG and the tuner's
+# choices under OUT.
+cd "$(dirname "$0")"
+out=${1:-/tmp/gpu-out}; shift || true; mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+./bench --out "$out/bench" --tuner "$out/tuner.tsv" --twins twins.ptx "$@"
+RUN
+chmod +x "$stage/bench.sh"
+
 cat > "$stage/ncu-locality.sh" <<'RUN'
 #!/usr/bin/env bash
 # Profiles every schedule at the simulator's sizes with ncu (L1->L2 sectors,
 # L1 hit rate, DRAM sectors); compare here with
-#   scripts/compare-ncu.py OUT/locality/locality.json OUT/ncu-locality.csv
+#   scripts/compare-ncu.py OUT/ncu-locality/locality.json OUT/ncu-locality.csv
 cd "$(dirname "$0")"
 out=${1:-/tmp/gpu-out}; mkdir -p "$out"
 ncu --csv --page raw --print-units base \
   --metrics lts__t_sectors_srcunit_tex.sum,l1tex__t_sector_hit_rate.pct,dram__sectors_read.sum,dram__sectors_write.sum \
-  ./locality --gpu-size simulate --gpu-runs 1 --out "$out/locality" ${NCU_ARGS:-} > "$out/ncu-locality.csv" 2> "$out/ncu-locality.err"
+  ./locality --gpu-size simulate --gpu-runs 1 --out "$out/ncu-locality" ${NCU_ARGS:-} > "$out/ncu-locality.csv" 2> "$out/ncu-locality.err"
 echo "ncu: exit $?, $(grep -c '^"' "$out/ncu-locality.csv") csv lines"
 RUN
 chmod +x "$stage/ncu-locality.sh"

@@ -9,6 +9,7 @@ pub use clustered_host as host;
 pub use clustered_sim as sim;
 
 pub mod measure;
+pub mod reference;
 pub mod report;
 pub mod simulate;
 pub mod suite;

@@ -348,6 +348,6 @@ fn a_thread_that_overflows_its_stack_is_stopped() {
     };
     let error = run(&machine, &launch, &mut NoObserver, &kernel).unwrap_err();
     assert!(matches!(error, CpuError::StackOverflow { .. }), "{error}");
-    // The same depth fits in the default 16 KiB.
+    // The same depth fits in the default 64 KiB.
     run(&Machine::new(1), &launch, &mut NoObserver, &kernel).unwrap();
 }

@@ -56,6 +56,7 @@ pub fn cnd(d: f32) -> f32 {
 /// - `_agents_bypass`: the same, with the three read-once inputs loaded past
 ///   L1 (`ld.global.cg`).
 #[clustered(name = black_scholes_redirect, binding = redirect)]
+#[clustered(name = black_scholes_persistent, binding = persistent, chunk = 8)]
 #[clustered(name = black_scholes_agents, binding = agents)]
 #[clustered(name = black_scholes_agents_chunked, binding = agents, chunk = 8)]
 #[clustered(name = black_scholes_agents_bypass, binding = agents, chunk = 8, bypass(price, strike, years))]

@@ -34,6 +34,7 @@ pub const NAIVE_BLOCK: u32 = 16;
 ///   fewer rows and columns in flight for the SM's L1.
 #[clustered(name = sgemm_naive_raster16, binding = reorder, indexing = tile(1, 16))]
 #[clustered(name = sgemm_naive_raster32, binding = reorder, indexing = tile(1, 32))]
+#[clustered(name = sgemm_naive_persistent16, binding = persistent, indexing = tile(1, 16), chunk = 4)]
 #[clustered(name = sgemm_naive_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = sgemm_naive_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = sgemm_naive_agents, binding = agents, indexing = tile(4, 4))]

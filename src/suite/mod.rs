@@ -9,7 +9,7 @@ mod workloads;
 
 use clustered_device::abi::{ClusterLaunch, KernelContract};
 
-pub use workloads::all;
+pub use workloads::{all, WORKLOADS};
 
 /// How large to make a problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,6 +200,9 @@ pub struct Workload {
     pub args: Vec<Arg>,
     /// `variants[0]` is the baseline.
     pub variants: Vec<Variant>,
+    /// Whether `check` can afford the CPU reference at this size; when not,
+    /// the bench compares with the nvcc twin (bitwise comparable) instead.
+    pub cpu_check: bool,
     /// Checks the baseline's outputs (in buffer order of the outputs).
     pub check: Check,
 }

@@ -1,10 +1,73 @@
 //! The suite's kernels, each with its inputs, launch, schedules and check.
 
 use super::{variants, Arg, Buffer, Class, Shape, Size, Workload};
+use crate::reference;
 
-/// Every workload of the suite at `size`.
+/// The suite: each kernel's name and the function that builds it at a size
+/// (building allocates and fills its inputs: at benchmark sizes, build one
+/// at a time).
+pub const WORKLOADS: &[(&str, fn(Size) -> Workload)] = &[
+    ("sgemm_naive", |size| sgemm_naive(size, false)),
+    ("sgemm_naive_small", |size| sgemm_naive(size, true)),
+    ("sgemm_tiled", sgemm_tiled),
+    ("sgemm_register", sgemm_register),
+    ("conv5x5", conv5x5),
+    ("kmeans_assign", kmeans_assign),
+    ("syrk", syrk),
+    ("atax_rows", atax_rows),
+    ("atax_columns", atax_columns),
+    ("vector_add", vector_add),
+    ("black_scholes", black_scholes),
+    ("transpose", |size| transpose(size, false)),
+    ("transpose_wide", |size| transpose(size, true)),
+    ("jacobi5", jacobi5),
+    ("jacobi7_3d", jacobi7_3d),
+];
+
+/// Every workload of the suite at `size` (all inputs at once: for the test
+/// and simulation sizes).
 pub fn all(size: Size) -> Vec<Workload> {
-    vec![vector_add(size), sgemm_tiled(size)]
+    WORKLOADS.iter().map(|(_, build)| build(size)).collect()
+}
+
+/// The scalar argument at `index` (the workload's own layout).
+fn scalar(w: &Workload, index: usize) -> usize {
+    match w.args[index] {
+        Arg::U32(v) => v as usize,
+        other => unreachable!("argument {index} is {other:?}, not a u32"),
+    }
+}
+
+fn float_arg(w: &Workload, index: usize) -> f32 {
+    match w.args[index] {
+        Arg::F32(v) => v,
+        other => unreachable!("argument {index} is {other:?}, not an f32"),
+    }
+}
+
+fn floats(w: &Workload, buffer: usize) -> Vec<f32> {
+    Buffer::as_floats(&w.buffers[buffer].words)
+}
+
+/// Compares every word with the reference's.
+fn expect_all(what: &str, got: &[u32], want: &[f32]) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!(
+            "{what}: {} words, expected {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    expect_bits(what, got, |i| Some(want[i]))
+}
+
+/// Too large to check on the CPU in a benchmark run: the nvcc twin (same
+/// order of operations, bitwise comparable) checks it there instead.
+fn unchecked_at_this_size(w: &Workload) -> Result<(), String> {
+    Err(format!(
+        "{} at {} is too large for the CPU reference; compare with its nvcc twin",
+        w.name, w.problem
+    ))
 }
 
 /// Deterministic inputs in [-1, 1) (xorshift), different per `seed`.
@@ -61,6 +124,7 @@ fn vector_add(size: Size) -> Workload {
             "redirect" => vector_add_redirect / __clustered_contract_vector_add_redirect,
             "persistent chunk 8" => vector_add_persistent / __clustered_contract_vector_add_persistent,
         ),
+        cpu_check: true,
         check: |w, outputs| {
             let (a, b) = (&w.buffers[0].words, &w.buffers[1].words);
             expect_bits("c", &outputs[0], |i| {
@@ -73,8 +137,8 @@ fn vector_add(size: Size) -> Workload {
 fn sgemm_tiled(size: Size) -> Workload {
     let n: u32 = match size {
         Size::Test => 64,
-        Size::Simulate => 384,
-        Size::Benchmark => 4096,
+        Size::Simulate => 256,
+        Size::Benchmark => 8192,
     };
     let len = (n * n) as usize;
     let tile = kernels::sgemm::TILE;
@@ -92,25 +156,526 @@ fn sgemm_tiled(size: Size) -> Workload {
         variants: variants!(kernels::sgemm; sgemm_tiled (0, 1, 2, 3);
             "raster tile(16,4)" => sgemm_tiled_raster / __clustered_contract_sgemm_tiled_raster,
             "agents tile(4,4)" => sgemm_tiled_agents / __clustered_contract_sgemm_tiled_agents,
+            "raster G=16" => sgemm_tiled_raster16 / __clustered_contract_sgemm_tiled_raster16,
             "redirect columns" => sgemm_tiled_redirect / __clustered_contract_sgemm_tiled_redirect,
         ),
-        check: |w, outputs| {
-            let n = match w.args[3] {
-                Arg::U32(n) => n as usize,
-                _ => unreachable!("n is the fourth argument"),
-            };
-            let (a, b) = (&w.buffers[0].words, &w.buffers[1].words);
-            // The kernel's order: k ascending, one fused multiply-add each.
-            // Rows sampled so the check stays fast at benchmark sizes.
-            let rows: Vec<usize> = (0..n).step_by((n / 16).max(1)).collect();
-            expect_bits("c", &outputs[0], |i| {
-                let (row, col) = (i / n, i % n);
-                rows.contains(&row).then(|| {
-                    (0..n).fold(0.0f32, |sum, k| {
-                        f32::from_bits(a[row * n + k]).mul_add(f32::from_bits(b[k * n + col]), sum)
-                    })
-                })
+        cpu_check: true,
+        check: sgemm_check,
+    }
+}
+
+/// C = A B in k order with one fma each, on 16 sampled rows (a few seconds
+/// at n = 8192).
+fn sgemm_check(w: &Workload, outputs: &[Vec<u32>]) -> Result<(), String> {
+    let n = scalar(w, 3);
+    let (a, b) = (&w.buffers[0].words, &w.buffers[1].words);
+    let rows: Vec<usize> = (0..n).step_by((n / 16).max(1)).collect();
+    expect_bits("c", &outputs[0], |i| {
+        let (row, col) = (i / n, i % n);
+        rows.contains(&row).then(|| {
+            (0..n).fold(0.0f32, |sum, k| {
+                f32::from_bits(a[row * n + k]).mul_add(f32::from_bits(b[k * n + col]), sum)
             })
+        })
+    })
+}
+
+fn matrices(name: &'static str, n: u32, class: Class) -> (Workload, usize) {
+    let len = (n * n) as usize;
+    let workload = Workload {
+        name,
+        class,
+        problem: format!("n = {n}"),
+        shape: Shape::planar(n, n, [16, 16]),
+        buffers: vec![
+            Buffer::floats("a", len, random_floats(len, 3)),
+            Buffer::floats("b", len, random_floats(len, 4)),
+            Buffer::output("c", len),
+        ],
+        args: vec![Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2), Arg::U32(n)],
+        variants: Vec::new(),
+        cpu_check: true,
+        check: sgemm_check,
+    };
+    (workload, len)
+}
+
+/// The naive SGEMM at 8192 (`small`: 4096), 16x16 CTAs.
+fn sgemm_naive(size: Size, small: bool) -> Workload {
+    let n: u32 = match (size, small) {
+        (Size::Test, false) => 48,
+        (Size::Test, true) => 32,
+        (Size::Simulate, false) => 256,
+        (Size::Simulate, true) => 128,
+        (Size::Benchmark, false) => 8192,
+        (Size::Benchmark, true) => 4096,
+    };
+    let name = if small {
+        "sgemm_naive_small"
+    } else {
+        "sgemm_naive"
+    };
+    let (mut w, _) = matrices(name, n, Class::Algorithm);
+    w.variants = variants!(kernels::sgemm_naive; sgemm_naive (0, 1, 2, 3);
+        "raster G=16" => sgemm_naive_raster16 / __clustered_contract_sgemm_naive_raster16,
+        "raster G=32" => sgemm_naive_raster32 / __clustered_contract_sgemm_naive_raster32,
+        "redirect rows" => sgemm_naive_redirect_rows / __clustered_contract_sgemm_naive_redirect_rows,
+        "redirect columns" => sgemm_naive_redirect_columns / __clustered_contract_sgemm_naive_redirect_columns,
+        "agents tile(4,4)" => sgemm_naive_agents / __clustered_contract_sgemm_naive_agents,
+        "agents tile(4,4), 4 active" => sgemm_naive_agents_throttled / __clustered_contract_sgemm_naive_agents_throttled,
+        "persistent G=16" => sgemm_naive_persistent16 / __clustered_contract_sgemm_naive_persistent16,
+    );
+    w
+}
+
+/// The register-tiled SGEMM: 128x128 per CTA, 8x8 per thread.
+fn sgemm_register(size: Size) -> Workload {
+    let n: u32 = match size {
+        Size::Test => 128,
+        Size::Simulate => 256,
+        Size::Benchmark => 8192,
+    };
+    let (mut w, _) = matrices("sgemm_register", n, Class::Algorithm);
+    w.name = "sgemm_register";
+    w.shape = Shape {
+        grid: [
+            n / kernels::sgemm_register::BN,
+            n / kernels::sgemm_register::BM,
+            1,
+        ],
+        block: [kernels::sgemm_register::REGISTER_THREADS, 1, 1],
+        dynamic_shared_bytes: 0,
+    };
+    w.variants = variants!(kernels::sgemm_register; sgemm_register (0, 1, 2, 3);
+        "raster G=8" => sgemm_register_raster8 / __clustered_contract_sgemm_register_raster8,
+        "raster G=16" => sgemm_register_raster16 / __clustered_contract_sgemm_register_raster16,
+        "redirect rows" => sgemm_register_redirect_rows / __clustered_contract_sgemm_register_redirect_rows,
+        "redirect columns" => sgemm_register_redirect_columns / __clustered_contract_sgemm_register_redirect_columns,
+        "agents tile(4,4)" => sgemm_register_agents / __clustered_contract_sgemm_register_agents,
+    );
+    w
+}
+
+fn conv5x5(size: Size) -> Workload {
+    let (width, height): (u32, u32) = match size {
+        Size::Test => (40, 24),
+        Size::Simulate => (512, 384),
+        Size::Benchmark => (16384, 16384),
+    };
+    let len = (width * height) as usize;
+    Workload {
+        name: "conv5x5",
+        class: Class::Algorithm,
+        problem: format!("{width} x {height}"),
+        shape: Shape::planar(width, height, [kernels::conv::CONV_BLOCK; 2]),
+        buffers: vec![
+            Buffer::floats("input", len, random_floats(len, 5)),
+            Buffer::floats("filter", 25, random_floats(25, 6)),
+            Buffer::output("output", len),
+        ],
+        args: vec![
+            Arg::Buffer(0),
+            Arg::Buffer(1),
+            Arg::Buffer(2),
+            Arg::U32(width),
+            Arg::U32(height),
+        ],
+        variants: variants!(kernels::conv; conv5x5 (0, 1, 2, 3, 4);
+            "redirect rows" => conv5x5_redirect_rows / __clustered_contract_conv5x5_redirect_rows,
+            "redirect columns" => conv5x5_redirect_columns / __clustered_contract_conv5x5_redirect_columns,
+            "raster G=2" => conv5x5_raster2 / __clustered_contract_conv5x5_raster2,
+            "agents" => conv5x5_agents / __clustered_contract_conv5x5_agents,
+            "agents, 4 active" => conv5x5_agents_throttled / __clustered_contract_conv5x5_agents_throttled,
+            "agents chunk 8" => conv5x5_agents_chunked / __clustered_contract_conv5x5_agents_chunked,
+        ),
+        cpu_check: size != Size::Benchmark,
+        check: |w, outputs| {
+            if !w.cpu_check {
+                return unchecked_at_this_size(w);
+            }
+            let want = reference::conv5x5(&floats(w, 0), &floats(w, 1), scalar(w, 3), scalar(w, 4));
+            expect_all("output", &outputs[0], &want)
+        },
+    }
+}
+
+fn kmeans_assign(size: Size) -> Workload {
+    let (points, features, clusters): (u32, u32, u32) = match size {
+        Size::Test => (1000, 8, 5),
+        Size::Simulate => (1 << 15, 16, 8),
+        Size::Benchmark => (1 << 21, 32, 16),
+    };
+    let len = (points * features) as usize;
+    let centroids = (clusters * features) as usize;
+    Workload {
+        name: "kmeans_assign",
+        class: Class::Algorithm,
+        problem: format!("{points} points x {features} features, k = {clusters}"),
+        shape: Shape::linear(points, kernels::kmeans::KMEANS_BLOCK),
+        buffers: vec![
+            Buffer::floats("points", len, random_floats(len, 7)),
+            Buffer::floats("centroids", centroids, random_floats(centroids, 8)),
+            Buffer::output("membership", points as usize),
+        ],
+        args: vec![
+            Arg::Buffer(0),
+            Arg::Buffer(1),
+            Arg::Buffer(2),
+            Arg::U32(points),
+            Arg::U32(features),
+            Arg::U32(clusters),
+        ],
+        variants: variants!(kernels::kmeans; kmeans_assign (0, 1, 2, 3, 4, 5);
+            "redirect" => kmeans_assign_redirect / __clustered_contract_kmeans_assign_redirect,
+            "agents" => kmeans_assign_agents / __clustered_contract_kmeans_assign_agents,
+            "agents, 4 active" => kmeans_assign_agents_throttled / __clustered_contract_kmeans_assign_agents_throttled,
+            "agents chunk 8" => kmeans_assign_agents_chunked / __clustered_contract_kmeans_assign_agents_chunked,
+        ),
+        cpu_check: true,
+        check: |w, outputs| {
+            let want = reference::kmeans_assign(&floats(w, 0), &floats(w, 1), scalar(w, 4));
+            if outputs[0] == want {
+                Ok(())
+            } else {
+                let i = outputs[0]
+                    .iter()
+                    .zip(&want)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(0);
+                Err(format!(
+                    "membership[{i}] = {}, expected {}",
+                    outputs[0][i], want[i]
+                ))
+            }
+        },
+    }
+}
+
+fn syrk(size: Size) -> Workload {
+    let (n, m): (u32, u32) = match size {
+        Size::Test => (40, 24),
+        Size::Simulate => (192, 192),
+        Size::Benchmark => (2048, 2048),
+    };
+    let (alpha, beta) = (1.5f32, 1.2f32);
+    Workload {
+        name: "syrk",
+        class: Class::CacheLine,
+        problem: format!("n = {n}, m = {m}"),
+        shape: Shape::planar(n, n, [kernels::syrk::SYRK_BLOCK; 2]),
+        buffers: vec![
+            Buffer::floats("a", (n * m) as usize, random_floats((n * m) as usize, 9)),
+            Buffer {
+                output: true,
+                ..Buffer::floats("c", (n * n) as usize, random_floats((n * n) as usize, 10))
+            },
+        ],
+        args: vec![
+            Arg::Buffer(0),
+            Arg::Buffer(1),
+            Arg::F32(alpha),
+            Arg::F32(beta),
+            Arg::U32(n),
+            Arg::U32(m),
+        ],
+        variants: variants!(kernels::syrk; syrk (0, 1, 2, 3, 4, 5);
+            "raster G=16" => syrk_raster16 / __clustered_contract_syrk_raster16,
+            "redirect rows" => syrk_redirect_rows / __clustered_contract_syrk_redirect_rows,
+            "redirect columns" => syrk_redirect_columns / __clustered_contract_syrk_redirect_columns,
+            "agents tile(4,4)" => syrk_agents / __clustered_contract_syrk_agents,
+            "agents tile(4,4), 4 active" => syrk_agents_throttled / __clustered_contract_syrk_agents_throttled,
+        ),
+        cpu_check: size != Size::Benchmark,
+        check: |w, outputs| {
+            if !w.cpu_check {
+                return unchecked_at_this_size(w);
+            }
+            let mut c = floats(w, 1);
+            reference::syrk(
+                &floats(w, 0),
+                &mut c,
+                float_arg(w, 2),
+                float_arg(w, 3),
+                scalar(w, 4),
+                scalar(w, 5),
+            );
+            expect_all("c", &outputs[0], &c)
+        },
+    }
+}
+
+fn atax_sizes(size: Size) -> (u32, u32) {
+    match size {
+        Size::Test => (300, 200),
+        Size::Simulate => (2048, 1024),
+        Size::Benchmark => (16384, 16384),
+    }
+}
+
+fn atax_rows(size: Size) -> Workload {
+    let (nx, ny) = atax_sizes(size);
+    let len = (nx * ny) as usize;
+    Workload {
+        name: "atax_rows",
+        class: Class::CacheLine,
+        problem: format!("{nx} x {ny}"),
+        shape: Shape::linear(nx, kernels::atax::ATAX_BLOCK),
+        buffers: vec![
+            Buffer::floats("a", len, random_floats(len, 11)),
+            Buffer::floats("x", ny as usize, random_floats(ny as usize, 12)),
+            Buffer::output("tmp", nx as usize),
+        ],
+        args: vec![
+            Arg::Buffer(0),
+            Arg::Buffer(1),
+            Arg::Buffer(2),
+            Arg::U32(nx),
+            Arg::U32(ny),
+        ],
+        variants: variants!(kernels::atax; atax_rows (0, 1, 2, 3, 4);
+            "redirect" => atax_rows_redirect / __clustered_contract_atax_rows_redirect,
+            "agents" => atax_rows_agents / __clustered_contract_atax_rows_agents,
+            "agents, 4 active" => atax_rows_agents_throttled / __clustered_contract_atax_rows_agents_throttled,
+            "agents chunk 8" => atax_rows_agents_chunked / __clustered_contract_atax_rows_agents_chunked,
+        ),
+        cpu_check: true,
+        check: |w, outputs| {
+            let want =
+                reference::atax_rows(&floats(w, 0), &floats(w, 1), scalar(w, 3), scalar(w, 4));
+            expect_all("tmp", &outputs[0], &want)
+        },
+    }
+}
+
+fn atax_columns(size: Size) -> Workload {
+    let (nx, ny) = atax_sizes(size);
+    let len = (nx * ny) as usize;
+    Workload {
+        name: "atax_columns",
+        class: Class::CacheLine,
+        problem: format!("{nx} x {ny}"),
+        shape: Shape::linear(ny, kernels::atax::ATAX_BLOCK),
+        buffers: vec![
+            Buffer::floats("a", len, random_floats(len, 11)),
+            Buffer::floats("tmp", nx as usize, random_floats(nx as usize, 13)),
+            Buffer::output("y", ny as usize),
+        ],
+        args: vec![
+            Arg::Buffer(0),
+            Arg::Buffer(1),
+            Arg::Buffer(2),
+            Arg::U32(nx),
+            Arg::U32(ny),
+        ],
+        variants: variants!(kernels::atax; atax_columns (0, 1, 2, 3, 4);
+            "redirect" => atax_columns_redirect / __clustered_contract_atax_columns_redirect,
+            "agents" => atax_columns_agents / __clustered_contract_atax_columns_agents,
+            "agents chunk 8" => atax_columns_agents_chunked / __clustered_contract_atax_columns_agents_chunked,
+            "agents chunk 8, bypass" => atax_columns_agents_bypass / __clustered_contract_atax_columns_agents_bypass,
+        ),
+        cpu_check: true,
+        check: |w, outputs| {
+            let want =
+                reference::atax_columns(&floats(w, 0), &floats(w, 1), scalar(w, 3), scalar(w, 4));
+            expect_all("y", &outputs[0], &want)
+        },
+    }
+}
+
+fn black_scholes(size: Size) -> Workload {
+    let n: u32 = match size {
+        Size::Test => 3000,
+        Size::Simulate => 1 << 17,
+        Size::Benchmark => 1 << 26,
+    };
+    let len = n as usize;
+    let (price, strike, years) = (
+        random_floats(len, 14),
+        random_floats(len, 15),
+        random_floats(len, 16),
+    );
+    Workload {
+        name: "black_scholes",
+        class: Class::Streaming,
+        problem: format!("{n} options"),
+        shape: Shape::linear(n, kernels::black_scholes::BLACK_SCHOLES_BLOCK),
+        buffers: vec![
+            Buffer::output("call", len),
+            Buffer::output("put", len),
+            // The SDK's ranges: price 5..30, strike 1..100, years 0.25..10.
+            Buffer::floats("price", len, |i| 17.5 + 12.5 * price(i)),
+            Buffer::floats("strike", len, |i| 50.5 + 49.5 * strike(i)),
+            Buffer::floats("years", len, |i| 5.125 + 4.875 * years(i)),
+        ],
+        args: vec![
+            Arg::Buffer(0),
+            Arg::Buffer(1),
+            Arg::Buffer(2),
+            Arg::Buffer(3),
+            Arg::Buffer(4),
+            Arg::F32(0.02),
+            Arg::F32(0.30),
+            Arg::U32(n),
+        ],
+        variants: variants!(kernels::black_scholes; black_scholes (0, 1, 2, 3, 4, 5, 6, 7);
+            "redirect" => black_scholes_redirect / __clustered_contract_black_scholes_redirect,
+            "agents" => black_scholes_agents / __clustered_contract_black_scholes_agents,
+            "agents chunk 8" => black_scholes_agents_chunked / __clustered_contract_black_scholes_agents_chunked,
+            "agents chunk 8, bypass" => black_scholes_agents_bypass / __clustered_contract_black_scholes_agents_bypass,
+            "persistent chunk 8" => black_scholes_persistent / __clustered_contract_black_scholes_persistent,
+        ),
+        cpu_check: true,
+        check: |w, outputs| {
+            let (call, put) = reference::black_scholes(
+                &floats(w, 2),
+                &floats(w, 3),
+                &floats(w, 4),
+                float_arg(w, 5),
+                float_arg(w, 6),
+            );
+            expect_all("call", &outputs[0], &call)?;
+            expect_all("put", &outputs[1], &put)
+        },
+    }
+}
+
+/// The naive transpose: 16384^2 in 32x8 CTAs, or (`wide`) a 524288-wide,
+/// 2048-high matrix whose grid row touches more lines than the L2 holds.
+fn transpose(size: Size, wide: bool) -> Workload {
+    let (width, height): (u32, u32) = match (size, wide) {
+        (Size::Test, false) => (64, 40),
+        (Size::Test, true) => (256, 16),
+        (Size::Simulate, false) => (1024, 512),
+        (Size::Simulate, true) => (65536, 32),
+        (Size::Benchmark, false) => (16384, 16384),
+        (Size::Benchmark, true) => (524288, 2048),
+    };
+    let len = (width as usize) * (height as usize);
+    // Large inputs: a cheap hash instead of the generator's table.
+    let value = |i: usize| ((i.wrapping_mul(2654435761) >> 8) & 0xffff) as f32 / 65536.0;
+    let mut w = Workload {
+        name: if wide { "transpose_wide" } else { "transpose" },
+        class: Class::Algorithm,
+        problem: format!("{width} x {height}"),
+        shape: Shape::planar(width, height, [32, 8]),
+        buffers: vec![
+            Buffer::floats("input", len, value),
+            Buffer::output("output", len),
+        ],
+        args: vec![
+            Arg::Buffer(0),
+            Arg::Buffer(1),
+            Arg::U32(width),
+            Arg::U32(height),
+        ],
+        variants: variants!(kernels::transpose; transpose_naive (0, 1, 2, 3);
+            "raster G=4" => transpose_naive_raster4 / __clustered_contract_transpose_naive_raster4,
+            "raster G=2" => transpose_naive_raster2 / __clustered_contract_transpose_naive_raster2,
+            "redirect rows" => transpose_naive_redirect_rows / __clustered_contract_transpose_naive_redirect_rows,
+            "redirect columns" => transpose_naive_redirect_columns / __clustered_contract_transpose_naive_redirect_columns,
+            "agents chunk 8" => transpose_naive_agents_chunked / __clustered_contract_transpose_naive_agents_chunked,
+            "agents chunk 8, bypass" => transpose_naive_agents_bypass / __clustered_contract_transpose_naive_agents_bypass,
+            "persistent G=4" => transpose_naive_persistent4 / __clustered_contract_transpose_naive_persistent4,
+        ),
+        cpu_check: true,
+        check: |w, outputs| {
+            let want = reference::transpose(&floats(w, 0), scalar(w, 2), scalar(w, 3));
+            expect_all("output", &outputs[0], &want)
+        },
+    };
+    w.class = Class::Algorithm;
+    w
+}
+
+fn jacobi5(size: Size) -> Workload {
+    let (width, height): (u32, u32) = match size {
+        Size::Test => (40, 24),
+        Size::Simulate => (1024, 256),
+        Size::Benchmark => (32768, 16384),
+    };
+    let len = (width as usize) * (height as usize);
+    let value = |i: usize| ((i.wrapping_mul(2654435761) >> 8) & 0xffff) as f32 / 65536.0;
+    Workload {
+        name: "jacobi5",
+        class: Class::Algorithm,
+        problem: format!("{width} x {height}"),
+        shape: Shape::planar(width, height, [32, 8]),
+        buffers: vec![
+            Buffer::floats("input", len, value),
+            Buffer::output("output", len),
+        ],
+        args: vec![
+            Arg::Buffer(0),
+            Arg::Buffer(1),
+            Arg::U32(width),
+            Arg::U32(height),
+        ],
+        variants: variants!(kernels::jacobi5; jacobi5 (0, 1, 2, 3);
+            "redirect rows" => jacobi5_redirect_rows / __clustered_contract_jacobi5_redirect_rows,
+            "redirect columns" => jacobi5_redirect_columns / __clustered_contract_jacobi5_redirect_columns,
+            "raster G=2" => jacobi5_raster2 / __clustered_contract_jacobi5_raster2,
+            "agents" => jacobi5_agents / __clustered_contract_jacobi5_agents,
+            "agents chunk 8" => jacobi5_agents_chunked / __clustered_contract_jacobi5_agents_chunked,
+            "agents chunk 8, 4 active" => jacobi5_agents_chunked_throttled / __clustered_contract_jacobi5_agents_chunked_throttled,
+            "persistent chunk 8" => jacobi5_persistent / __clustered_contract_jacobi5_persistent,
+        ),
+        cpu_check: true,
+        check: |w, outputs| {
+            let want = reference::jacobi5(&floats(w, 0), scalar(w, 2), scalar(w, 3));
+            expect_all("output", &outputs[0], &want)
+        },
+    }
+}
+
+fn jacobi7_3d(size: Size) -> Workload {
+    let (nx, ny, nz): (u32, u32, u32) = match size {
+        Size::Test => (40, 16, 6),
+        Size::Simulate => (128, 64, 24),
+        Size::Benchmark => (512, 512, 512),
+    };
+    let len = (nx * ny * nz) as usize;
+    let value = |i: usize| ((i.wrapping_mul(2654435761) >> 8) & 0xffff) as f32 / 65536.0;
+    Workload {
+        name: "jacobi7_3d",
+        class: Class::Algorithm,
+        problem: format!("{nx} x {ny} x {nz}"),
+        shape: Shape {
+            grid: [nx.div_ceil(32), ny.div_ceil(8), nz],
+            block: [32, 8, 1],
+            dynamic_shared_bytes: 0,
+        },
+        buffers: vec![
+            Buffer::floats("input", len, value),
+            Buffer::output("output", len),
+        ],
+        args: vec![
+            Arg::Buffer(0),
+            Arg::Buffer(1),
+            Arg::U32(nx),
+            Arg::U32(ny),
+            Arg::U32(nz),
+            Arg::F32(0.4),
+            Arg::F32(0.1),
+        ],
+        variants: variants!(kernels::jacobi7; jacobi7_3d (0, 1, 2, 3, 4, 5, 6);
+            "redirect rows" => jacobi7_3d_redirect_rows / __clustered_contract_jacobi7_3d_redirect_rows,
+            "redirect columns" => jacobi7_3d_redirect_columns / __clustered_contract_jacobi7_3d_redirect_columns,
+            "agents" => jacobi7_3d_agents / __clustered_contract_jacobi7_3d_agents,
+            "agents chunk 8" => jacobi7_3d_agents_chunked / __clustered_contract_jacobi7_3d_agents_chunked,
+            "agents chunk 8, 4 active" => jacobi7_3d_agents_chunked_throttled / __clustered_contract_jacobi7_3d_agents_chunked_throttled,
+            "persistent chunk 8" => jacobi7_3d_persistent / __clustered_contract_jacobi7_3d_persistent,
+        ),
+        cpu_check: true,
+        check: |w, outputs| {
+            let want = reference::jacobi7_3d(
+                &floats(w, 0),
+                scalar(w, 2),
+                scalar(w, 3),
+                scalar(w, 4),
+                float_arg(w, 5),
+                float_arg(w, 6),
+            );
+            expect_all("output", &outputs[0], &want)
         },
     }
 }

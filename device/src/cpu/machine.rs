@@ -94,7 +94,7 @@ impl Machine {
             sm_id_bound: sm_count,
             dispatch: Dispatch::RoundRobin,
             available_from: vec![0; sm_count as usize],
-            stack_bytes: 16 * 1024,
+            stack_bytes: 64 * 1024,
             warp_burst: 8,
         }
     }

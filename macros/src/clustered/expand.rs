@@ -124,6 +124,7 @@ pub fn schedule(
             #(#attrs)*
             #separator
             #[doc = #doc]
+            #[allow(clippy::too_many_arguments)]
             #vis unsafe fn #name(#(#names: #types,)* #launch: #device::abi::ClusterLaunch) {
                 let #to_cta = #to_cta_closure;
                 #entry_body

@@ -63,6 +63,7 @@ pub static __clustered_contract_stencil_columns: ::clustered_device::abi::Kernel
 /// tasks.
 ///
 /// Clustered `stencil`: `binding = agents`, `indexing = column_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn stencil_columns(
     input: *const f32,
     output: *mut f32,

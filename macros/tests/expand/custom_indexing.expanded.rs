@@ -51,6 +51,7 @@ pub static __clustered_contract_rows_snake: ::clustered_device::abi::KernelContr
 );
 #[entry_point]
 /// Clustered `row_sums`: `binding = agents`, `indexing = custom(snake)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn rows_snake(
     m: *const f32,
     sums: *mut f32,

@@ -46,6 +46,7 @@ pub static __clustered_contract_fill_clustered: ::clustered_device::abi::KernelC
 /// task at a time.
 ///
 /// Clustered `fill`: `binding = agents`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn fill_clustered(
     x: *mut u32,
     value: u32,

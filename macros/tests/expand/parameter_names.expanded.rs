@@ -54,6 +54,7 @@ pub static __clustered_contract_shift_redirect: ::clustered_device::abi::KernelC
 /// `to_cta`): each task must still get the kernel's arguments.
 ///
 /// Clustered `shift`: `binding = redirect`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn shift_redirect(
     v: *mut u32,
     to_cta: u32,
@@ -103,6 +104,7 @@ pub static __clustered_contract_shift_agents: ::clustered_device::abi::KernelCon
 /// `to_cta`): each task must still get the kernel's arguments.
 ///
 /// Clustered `shift`: `binding = agents`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn shift_agents(
     v: *mut u32,
     to_cta: u32,

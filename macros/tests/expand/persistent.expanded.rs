@@ -52,6 +52,7 @@ pub static __clustered_contract_scale_persistent: ::clustered_device::abi::Kerne
 /// One queue for all persistent CTAs, claimed 8 tasks at a time in row order.
 ///
 /// Clustered `scale`: `binding = persistent`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn scale_persistent(
     x: *mut f32,
     factor: f32,

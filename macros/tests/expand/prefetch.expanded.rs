@@ -51,6 +51,7 @@ pub static __clustered_contract_copy_prefetch: ::clustered_device::abi::KernelCo
 );
 #[entry_point]
 /// Clustered `copy`: `binding = agents`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn copy_prefetch(
     x: *const f32,
     y: *mut f32,

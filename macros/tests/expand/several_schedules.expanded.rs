@@ -79,6 +79,7 @@ pub static __clustered_contract_block_sums_raster: ::clustered_device::abi::Kern
 /// Sum of each block's 256 elements, with three schedules.
 ///
 /// Clustered `block_sums`: `binding = reorder`, `indexing = tile(4, 2)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn block_sums_raster(
     x: *const f32,
     sums: *mut f32,
@@ -141,6 +142,7 @@ pub static __clustered_contract_block_sums_agents: ::clustered_device::abi::Kern
 /// Sum of each block's 256 elements, with three schedules.
 ///
 /// Clustered `block_sums`: `binding = agents`, `indexing = tile(4, 4)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn block_sums_agents(
     x: *const f32,
     sums: *mut f32,
@@ -208,6 +210,7 @@ pub static __clustered_contract_block_sums_redirect: ::clustered_device::abi::Ke
 /// Sum of each block's 256 elements, with three schedules.
 ///
 /// Clustered `block_sums`: `binding = redirect`, `indexing = column_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn block_sums_redirect(
     x: *const f32,
     sums: *mut f32,

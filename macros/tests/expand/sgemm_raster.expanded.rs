@@ -100,6 +100,7 @@ pub static __clustered_contract_sgemm_tiled_raster: ::clustered_device::abi::Ker
 /// (tiles of 16 x 4 CTAs).
 ///
 /// Clustered `sgemm_tiled`: `binding = reorder`, `indexing = tile(16, 4)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn sgemm_tiled_raster(
     a: *const f32,
     b: *const f32,

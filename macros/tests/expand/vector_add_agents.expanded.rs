@@ -51,6 +51,7 @@ pub static __clustered_contract_vector_add_agents: ::clustered_device::abi::Kern
 /// loads of `a` and `b` skip L1.
 ///
 /// Clustered `vector_add`: `binding = agents`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn vector_add_agents(
     a: *const f32,
     b: *const f32,

@@ -52,6 +52,7 @@ pub static __clustered_contract_scale_redirect: ::clustered_device::abi::KernelC
 /// `x[i] *= s`, with the paper's round-robin redirection.
 ///
 /// Clustered `scale`: `binding = redirect`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn scale_redirect(
     x: *mut f32,
     s: f32,
