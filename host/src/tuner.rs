@@ -145,20 +145,20 @@ impl Tuner {
             }
             let fields: Vec<&str> = line.split('\t').collect();
             let parsed = match fields[..] {
-                [kernel, device, problem, schedule, baseline, chosen] => baseline
-                    .parse()
-                    .ok()
-                    .zip(chosen.parse().ok())
-                    .map(|(baseline_ms, schedule_ms)| {
-                        (
-                            TuneKey::new(kernel, device, problem),
-                            Choice {
-                                schedule: schedule.into(),
-                                baseline_ms,
-                                schedule_ms,
-                            },
-                        )
-                    }),
+                [kernel, device, problem, schedule, baseline, chosen] => {
+                    baseline.parse().ok().zip(chosen.parse().ok()).map(
+                        |(baseline_ms, schedule_ms)| {
+                            (
+                                TuneKey::new(kernel, device, problem),
+                                Choice {
+                                    schedule: schedule.into(),
+                                    baseline_ms,
+                                    schedule_ms,
+                                },
+                            )
+                        },
+                    )
+                }
                 _ => None,
             };
             let (key, choice) = parsed.ok_or(TunerError::Malformed {
@@ -254,7 +254,10 @@ impl Tuner {
 fn median(samples: &[f32]) -> f32 {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f32::total_cmp);
-    sorted.get(sorted.len() / 2).copied().unwrap_or(f32::INFINITY)
+    sorted
+        .get(sorted.len() / 2)
+        .copied()
+        .unwrap_or(f32::INFINITY)
 }
 
 /// The index of the schedule to use, from interleaved samples (`samples[i]`
@@ -331,9 +334,12 @@ mod tests {
         let mut reopened = Tuner::open(&path).unwrap();
         let saved_key = TuneKey::new("k", "GPU with tab", "n = 1");
         let again = reopened
-            .tune(&saved_key, &["k", "k_fast"], 3, |_| -> Result<f32, TunerError> {
-                panic!("measured again")
-            })
+            .tune(
+                &saved_key,
+                &["k", "k_fast"],
+                3,
+                |_| -> Result<f32, TunerError> { panic!("measured again") },
+            )
             .unwrap();
         assert_eq!(again.schedule, "k_fast");
         // A candidate list without the saved schedule: measured again.
