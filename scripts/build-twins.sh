@@ -38,6 +38,11 @@ mkdir -p "$out"
 flags=(-arch=sm_90 -O3 -fmad=false -std=c++17)
 echo "$nvcc ${flags[*]} twins/suite.cu"
 "$nvcc" "${flags[@]}" -ptx twins/suite.cu -o "$out/suite.ptx"
+# nvcc stamps its own PTX ISA version (9.5 for CUDA 13.5), which a 13.0
+# driver refuses to JIT; the twins use no instruction newer than the
+# Rust kernels' PTX does, so stamp the oldest version sm_90 accepts (7.8,
+# what rustc emits) and let the driver say so if that is ever wrong.
+sed -i 's/^\.version [0-9.]*$/.version 7.8/' "$out/suite.ptx"
 "$nvcc" "${flags[@]}" -cubin -Xptxas -v twins/suite.cu -o "$out/suite.cubin" 2>"$out/ptxas.log" \
     || { cat "$out/ptxas.log" >&2; exit 1; }
 echo "wrote $out/suite.ptx and $out/suite.cubin; ptxas -v per twin:"

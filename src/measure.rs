@@ -74,7 +74,7 @@ pub fn measure_with_twin(
     let shape = workload.shape;
     let config =
         LaunchConfig::new(shape.grid, shape.block).with_dynamic_shared(shape.dynamic_shared_bytes);
-    let buffers: Vec<CudaSlice<u32>> = workload
+    let mut buffers: Vec<CudaSlice<u32>> = workload
         .buffers
         .iter()
         .map(|b| gpu.htod(&b.words))
@@ -100,7 +100,7 @@ pub fn measure_with_twin(
         }
         _ => false,
     };
-    let launch = |launcher: &Launcher| -> Result<(), Error> {
+    let launch = |launcher: &Launcher, buffers: &[CudaSlice<u32>]| -> Result<(), Error> {
         let mut builder: Launch<'_> = match launcher {
             Launcher::Plain(kernel) => gpu.launch(kernel, config),
             Launcher::Clustered(plan) => gpu.launch_plan(plan),
@@ -117,7 +117,8 @@ pub fn measure_with_twin(
         unsafe { builder.run() }
     };
 
-    // Correctness first: each schedule on zeroed outputs, compared with the
+    // Correctness first: each schedule on fresh outputs (their initial
+    // words: some kernels read them, like SYRK's C), compared with the
     // baseline's words.
     let outputs: Vec<usize> = workload.outputs().collect();
     let mut baseline_outputs: Option<Vec<Vec<u32>>> = None;
@@ -126,10 +127,15 @@ pub fn measure_with_twin(
     let timer = GpuTimer::new(gpu.stream())?;
     for launcher in &launchers {
         for &i in &outputs {
-            gpu.zero(&buffers[i])?;
+            gpu.stream()
+                .memcpy_htod(&workload.buffers[i].words, &mut buffers[i])
+                .map_err(|e| Error::Driver {
+                    context: "cuMemcpyHtoD(output)",
+                    source: e,
+                })?;
         }
         timer.start()?;
-        launch(launcher)?;
+        launch(launcher, &buffers)?;
         timer.stop()?;
         if baseline_outputs.is_none() {
             first_ms = timer.elapsed_ms()?;
@@ -154,7 +160,7 @@ pub fn measure_with_twin(
     for _ in 0..runs {
         for (launcher, samples) in launchers.iter().zip(&mut samples) {
             timer.start()?;
-            launch(launcher)?;
+            launch(launcher, &buffers)?;
             timer.stop()?;
             samples.push(timer.elapsed_ms()?);
         }

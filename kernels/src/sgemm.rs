@@ -15,6 +15,8 @@ pub const TILE: u32 = 32;
 /// `TILE x TILE` tile of `C` at tile row `y`, column `x`.
 #[clustered(name = sgemm_tiled_raster, binding = reorder, indexing = tile(16, 4))]
 #[clustered(name = sgemm_tiled_raster16, binding = reorder, indexing = tile(1, 16))]
+#[clustered(name = sgemm_tiled_raster8, binding = reorder, indexing = tile(1, 8))]
+#[clustered(name = sgemm_tiled_raster32, binding = reorder, indexing = tile(1, 32))]
 #[clustered(name = sgemm_tiled_agents, binding = agents, indexing = tile(4, 4))]
 #[clustered(name = sgemm_tiled_redirect, binding = redirect, indexing = column_major)]
 pub unsafe fn sgemm_tiled(a: *const f32, b: *const f32, c: *mut f32, n: u32) {

@@ -123,6 +123,7 @@ fn vector_add(size: Size) -> Workload {
             "agents chunk 8, bypass" => vector_add_agents / __clustered_contract_vector_add_agents,
             "redirect" => vector_add_redirect / __clustered_contract_vector_add_redirect,
             "persistent chunk 8" => vector_add_persistent / __clustered_contract_vector_add_persistent,
+            "persistent chunk 32" => vector_add_persistent32 / __clustered_contract_vector_add_persistent32,
         ),
         cpu_check: true,
         check: |w, outputs| {
@@ -156,7 +157,9 @@ fn sgemm_tiled(size: Size) -> Workload {
         variants: variants!(kernels::sgemm; sgemm_tiled (0, 1, 2, 3);
             "raster tile(16,4)" => sgemm_tiled_raster / __clustered_contract_sgemm_tiled_raster,
             "agents tile(4,4)" => sgemm_tiled_agents / __clustered_contract_sgemm_tiled_agents,
+            "raster G=8" => sgemm_tiled_raster8 / __clustered_contract_sgemm_tiled_raster8,
             "raster G=16" => sgemm_tiled_raster16 / __clustered_contract_sgemm_tiled_raster16,
+            "raster G=32" => sgemm_tiled_raster32 / __clustered_contract_sgemm_tiled_raster32,
             "redirect columns" => sgemm_tiled_redirect / __clustered_contract_sgemm_tiled_redirect,
         ),
         cpu_check: true,
@@ -523,6 +526,7 @@ fn black_scholes(size: Size) -> Workload {
             "agents chunk 8" => black_scholes_agents_chunked / __clustered_contract_black_scholes_agents_chunked,
             "agents chunk 8, bypass" => black_scholes_agents_bypass / __clustered_contract_black_scholes_agents_bypass,
             "persistent chunk 8" => black_scholes_persistent / __clustered_contract_black_scholes_persistent,
+            "persistent chunk 32" => black_scholes_persistent32 / __clustered_contract_black_scholes_persistent32,
         ),
         cpu_check: true,
         check: |w, outputs| {
@@ -618,6 +622,7 @@ fn jacobi5(size: Size) -> Workload {
             "agents chunk 8" => jacobi5_agents_chunked / __clustered_contract_jacobi5_agents_chunked,
             "agents chunk 8, 4 active" => jacobi5_agents_chunked_throttled / __clustered_contract_jacobi5_agents_chunked_throttled,
             "persistent chunk 8" => jacobi5_persistent / __clustered_contract_jacobi5_persistent,
+            "persistent chunk 32" => jacobi5_persistent32 / __clustered_contract_jacobi5_persistent32,
         ),
         cpu_check: true,
         check: |w, outputs| {
@@ -664,6 +669,7 @@ fn jacobi7_3d(size: Size) -> Workload {
             "agents chunk 8" => jacobi7_3d_agents_chunked / __clustered_contract_jacobi7_3d_agents_chunked,
             "agents chunk 8, 4 active" => jacobi7_3d_agents_chunked_throttled / __clustered_contract_jacobi7_3d_agents_chunked_throttled,
             "persistent chunk 8" => jacobi7_3d_persistent / __clustered_contract_jacobi7_3d_persistent,
+            "persistent chunk 32" => jacobi7_3d_persistent32 / __clustered_contract_jacobi7_3d_persistent32,
         ),
         cpu_check: true,
         check: |w, outputs| {
