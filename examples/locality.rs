@@ -405,13 +405,14 @@ fn to_json(
         for (i, s) in simulations[workload.name].iter().enumerate() {
             let st = &s.stats;
             let mut record = format!(
-                "{{\"kernel\": \"{}\", \"entry\": \"{}\", \"schedule\": \"{}\", \"problem\": \"{}\", \"l1_hit_rate\": {:.6}, \"l1_to_l2_sectors\": {}, \"dram_sectors\": {}, \"l2_hit_rate\": {:.6}, \"cross_cta_reuse_share\": {:.6}, \"instructions\": {}",
+                "{{\"kernel\": \"{}\", \"entry\": \"{}\", \"schedule\": \"{}\", \"problem\": \"{}\", \"l1_hit_rate\": {:.6}, \"l1_to_l2_sectors\": {}, \"l1_to_l2_atomic_sectors\": {}, \"dram_sectors\": {}, \"l2_hit_rate\": {:.6}, \"cross_cta_reuse_share\": {:.6}, \"instructions\": {}",
                 workload.name,
                 workload.variants[i].kernel,
                 s.variant,
                 workload.problem,
                 st.l1_hit_rate(),
                 st.l1_to_l2_sectors,
+                s.atomic_sectors,
                 st.dram_sectors(),
                 st.l2_hit_rate(),
                 st.cross_cta_reuse_share(),

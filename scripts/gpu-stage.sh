@@ -73,14 +73,38 @@ chmod +x "$stage/bench.sh"
 cat > "$stage/ncu-locality.sh" <<'RUN'
 #!/usr/bin/env bash
 # Profiles every schedule at the simulator's sizes with ncu (L1->L2 sectors,
-# L1 hit rate, DRAM sectors); compare here with
+# L1 hit rate, DRAM sectors), simulating all of the GPU's 132 SMs (SMS=N to
+# change); compare here with
 #   scripts/compare-ncu.py OUT/ncu-locality/locality.json OUT/ncu-locality.csv
 cd "$(dirname "$0")"
 out=${1:-/tmp/gpu-out}; mkdir -p "$out"
 ncu --csv --page raw --print-units base \
-  --metrics lts__t_sectors_srcunit_tex.sum,l1tex__t_sector_hit_rate.pct,dram__sectors_read.sum,dram__sectors_write.sum \
-  ./locality --gpu-size simulate --gpu-runs 1 --out "$out/ncu-locality" ${NCU_ARGS:-} > "$out/ncu-locality.csv" 2> "$out/ncu-locality.err"
+  --metrics lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_atom.sum,l1tex__t_sector_hit_rate.pct,dram__sectors_read.sum,dram__sectors_write.sum \
+  ./locality --gpu-size simulate --gpu-runs 1 --sms ${SMS:-132} --out "$out/ncu-locality" ${NCU_ARGS:-} > "$out/ncu-locality.csv" 2> "$out/ncu-locality.err"
 echo "ncu: exit $?, $(grep -c '^"' "$out/ncu-locality.csv") csv lines"
 RUN
 chmod +x "$stage/ncu-locality.sh"
+
+cat > "$stage/ncu-bench.sh" <<'RUN'
+#!/usr/bin/env bash
+# Why a schedule wins or loses: per schedule of the named kernels, at their
+# benchmark sizes, L1 hit rate, L1->L2 sectors (read, write, atomic), L2 hit
+# rate, DRAM bytes, achieved warps, the main stall reasons and throughputs.
+#   .gpu/ncu-bench.sh OUT KERNEL...      (then scripts/ncu-summary.py OUT/ncu-bench-KERNEL.csv)
+cd "$(dirname "$0")"
+out=${1:-/tmp/gpu-out}; shift; mkdir -p "$out"
+metrics=gpu__time_duration.sum,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct
+metrics+=,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_atom.sum
+metrics+=,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active
+metrics+=,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio
+metrics+=,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio
+metrics+=,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio
+metrics+=,smsp__inst_executed.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed
+for kernel in "$@"; do
+  ncu --csv --page raw --print-units base --metrics "$metrics" \
+    ./locality --only "$kernel" --gpu-runs 1 --out "$out/ncu-bench-$kernel" > "$out/ncu-bench-$kernel.csv" 2> "$out/ncu-bench-$kernel.err"
+  echo "$kernel: exit $?, $(grep -c '^"' "$out/ncu-bench-$kernel.csv") csv lines"
+done
+RUN
+chmod +x "$stage/ncu-bench.sh"
 du -sh "$stage"; ls "$stage" "$stage/tests"

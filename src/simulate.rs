@@ -21,6 +21,9 @@ pub struct Simulation {
     pub sm_of_task: Vec<Option<u32>>,
     /// How many times each original CTA started (exactly once, or a bug).
     pub task_runs: Vec<u32>,
+    /// L1->L2 sectors of atomics (the agents' claims), part of
+    /// `stats.l1_to_l2_sectors`; separated to compare loads and stores alone.
+    pub atomic_sectors: u64,
     /// The output buffers' words, in buffer order.
     pub outputs: Vec<Vec<u32>>,
     pub run: RunStats,
@@ -103,6 +106,7 @@ struct Tracer {
     model: CacheModel,
     sm_of_task: Vec<Option<u32>>,
     task_runs: Vec<u32>,
+    atomic_sectors: u64,
     /// A plain kernel's hardware CTA is its original CTA.
     plain: bool,
     lanes: Vec<clustered_sim::LaneAccess>,
@@ -177,6 +181,12 @@ impl Observer for Tracer {
                 bytes: l.bytes,
             }
         }));
+        if kind == cpu::AccessKind::Atomic {
+            let mut sectors: Vec<u64> = self.lanes.iter().map(|l| l.address / 32).collect();
+            sectors.sort_unstable();
+            sectors.dedup();
+            self.atomic_sectors += sectors.len() as u64;
+        }
         self.model
             .warp_access(sm, task, sim_kind(kind), &self.lanes);
     }
@@ -225,6 +235,7 @@ pub fn simulate(
         model: CacheModel::new(profile),
         sm_of_task: vec![None; shape.blocks() as usize],
         task_runs: vec![0; shape.blocks() as usize],
+        atomic_sectors: 0,
         plain: matches!(variant.cpu, CpuEntry::Plain(_)),
         lanes: Vec::with_capacity(32),
         placement: place(&memory),
@@ -248,6 +259,7 @@ pub fn simulate(
         stats: tracer.model.stats(),
         sm_of_task: tracer.sm_of_task,
         task_runs: tracer.task_runs,
+        atomic_sectors: tracer.atomic_sectors,
         outputs: workload.outputs().map(|i| memory[i].to_vec()).collect(),
         run,
         seconds: started.elapsed().as_secs_f64(),

@@ -323,11 +323,70 @@ impl Delinearize {
             }
         }
     }
+
+    /// The CTA of `linear`, given `index`, the CTA of `linear - 1`: one
+    /// increment with carries for the row- and column-major orders (no
+    /// division: the agents step through a chunk with it), a full
+    /// [`Delinearize::cta`] for tiles.
+    #[inline(always)]
+    pub fn step(&self, index: [u32; 3], linear: u32) -> [u32; 3] {
+        let [mut x, mut y, mut z] = index;
+        let [gx, gy, _] = self.grid;
+        match self.kind {
+            0 => {
+                x += 1;
+                if x == gx {
+                    x = 0;
+                    y += 1;
+                    if y == gy {
+                        y = 0;
+                        z += 1;
+                    }
+                }
+                [x, y, z]
+            }
+            1 => {
+                y += 1;
+                if y == gy {
+                    y = 0;
+                    x += 1;
+                    if x == gx {
+                        x = 0;
+                        z += 1;
+                    }
+                }
+                [x, y, z]
+            }
+            _ => self.cta(linear),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stepping_visits_the_same_ctas_as_delinearizing() {
+        for grid in [[1, 1, 1], [5, 1, 1], [3, 4, 1], [4, 3, 2], [1, 7, 3]] {
+            for indexing in [
+                Indexing::RowMajor,
+                Indexing::ColumnMajor,
+                Indexing::Tile {
+                    width: 2,
+                    height: 3,
+                },
+            ] {
+                let d = Delinearize::new(indexing, grid).unwrap();
+                let total = grid.iter().product::<u32>();
+                let mut index = d.cta(0);
+                for v in 1..total {
+                    index = d.step(index, v);
+                    assert_eq!(index, d.cta(v), "{indexing:?} {grid:?} v = {v}");
+                }
+            }
+        }
+    }
 
     /// A small deterministic generator, so property tests need no crate and
     /// every failure reproduces.

@@ -70,8 +70,10 @@ unsafe fn publish(ticket: Shared<u32>, parity: u32, claim: Option<Claim>) {
     ticket.write(2 * parity + 1, first);
 }
 
-/// The agent loop (SM binding): runs `task(v)` for every linear id `v` this
-/// agent claims, and `prefetch(v')` with the next id of the same chunk first.
+/// The agent loop (SM binding): runs `task(v, index)` for every linear id `v`
+/// this agent claims (`index`: its CTA in the indexing, stepped from the
+/// previous task's without a division), and `prefetch(v')` with the next id
+/// of the same chunk first.
 ///
 /// - One thread (the leader) claims; the claim reaches the CTA through a
 ///   double-buffered shared ticket, so one barrier per chunk both publishes
@@ -93,7 +95,7 @@ pub unsafe fn agents(
     launch: &ClusterLaunch,
     chunk: u32,
     separate_tasks: bool,
-    mut task: impl FnMut(u32),
+    mut task: impl FnMut(u32, [u32; 3]),
     mut prefetch: impl FnMut(u32),
 ) {
     check_abi(launch);
@@ -130,17 +132,22 @@ pub unsafe fn agents(
         let left = partition.cluster_len(cluster) - first;
         let count = if left < chunk { left } else { chunk };
         let start = partition.cluster_start(cluster) + first;
+        // Stepping costs a compare per task where delinearizing cost two
+        // divisions by multiplication; it made persistent vector add and the
+        // Jacobi sweep execute fewer instructions (DESIGN.md section 7).
+        let mut index = launch.delinearize.cta(start);
         for k in 0..count {
             if k + 1 < count {
                 prefetch(start + k + 1);
             }
             begin_task(start + k);
-            task(start + k);
+            task(start + k, index);
             // After every task, not only between two: a condition on `k` here
             // made LLVM peel the first task, duplicating the whole body.
             if separate_tasks {
                 sync_threads();
             }
+            index = launch.delinearize.step(index, start + k + 1);
         }
         parity ^= 1;
         if leader {

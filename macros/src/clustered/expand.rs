@@ -79,8 +79,19 @@ pub fn schedule(
                 Some(hook) => quote!(|#v: u32| #hook(#to_cta(#v), #(#names),*)),
                 None => quote!(|_: u32| {}),
             };
+            // The loop steps through each chunk's CTAs; a custom indexing
+            // maps the linear id itself.
+            let run_stepped_task = match &schedule.indexing {
+                Indexing::Custom(_) => quote!(|#v: u32, _: [u32; 3]| #run_task),
+                _ => {
+                    let index = format_ident!("__index");
+                    quote! {
+                        |_: u32, #index: [u32; 3]| #task(#device::cta::Cta::new(#index, #launch.delinearize.grid()), #(#names),*)
+                    }
+                }
+            };
             quote! {
-                #device::run::agents(&#launch, #chunk, #separate, |#v: u32| #run_task, #prefetch);
+                #device::run::agents(&#launch, #chunk, #separate, #run_stepped_task, #prefetch);
             }
         }
     };

@@ -79,7 +79,13 @@ pub unsafe fn stencil_columns(
         &__launch,
         1u32,
         false,
-        |__v: u32| __stencil_columns_task(__to_cta(__v), input, output, width, height),
+        |_: u32, __index: [u32; 3]| __stencil_columns_task(
+            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+            input,
+            output,
+            width,
+            height,
+        ),
         |_: u32| {},
     );
 }

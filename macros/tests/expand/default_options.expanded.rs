@@ -61,7 +61,12 @@ pub unsafe fn fill_clustered(
         &__launch,
         1u32,
         false,
-        |__v: u32| __fill_clustered_task(__to_cta(__v), x, value, n),
+        |_: u32, __index: [u32; 3]| __fill_clustered_task(
+            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+            x,
+            value,
+            n,
+        ),
         |_: u32| {},
     );
 }

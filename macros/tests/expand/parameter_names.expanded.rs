@@ -119,7 +119,12 @@ pub unsafe fn shift_agents(
         &__launch,
         2u32,
         false,
-        |__v: u32| __shift_agents_task(__to_cta(__v), v, to_cta, n),
+        |_: u32, __index: [u32; 3]| __shift_agents_task(
+            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+            v,
+            to_cta,
+            n,
+        ),
         |__v: u32| touch(__to_cta(__v), v, to_cta, n),
     );
 }

@@ -67,7 +67,12 @@ pub unsafe fn scale_persistent(
         &__launch,
         8u32,
         false,
-        |__v: u32| __scale_persistent_task(__to_cta(__v), x, factor, n),
+        |_: u32, __index: [u32; 3]| __scale_persistent_task(
+            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+            x,
+            factor,
+            n,
+        ),
         |_: u32| {},
     );
 }

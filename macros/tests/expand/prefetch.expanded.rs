@@ -66,7 +66,12 @@ pub unsafe fn copy_prefetch(
         &__launch,
         4u32,
         false,
-        |__v: u32| __copy_prefetch_task(__to_cta(__v), x, y, n),
+        |_: u32, __index: [u32; 3]| __copy_prefetch_task(
+            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+            x,
+            y,
+            n,
+        ),
         |__v: u32| warm_rows(__to_cta(__v), x, y, n),
     );
 }

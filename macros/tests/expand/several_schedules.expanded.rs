@@ -156,7 +156,11 @@ pub unsafe fn block_sums_agents(
         &__launch,
         2u32,
         true,
-        |__v: u32| __block_sums_agents_task(__to_cta(__v), x, sums),
+        |_: u32, __index: [u32; 3]| __block_sums_agents_task(
+            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+            x,
+            sums,
+        ),
         |_: u32| {},
     );
 }

@@ -67,7 +67,13 @@ pub unsafe fn vector_add_agents(
         &__launch,
         8u32,
         false,
-        |__v: u32| __vector_add_agents_task(__to_cta(__v), a, b, c, n),
+        |_: u32, __index: [u32; 3]| __vector_add_agents_task(
+            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+            a,
+            b,
+            c,
+            n,
+        ),
         |_: u32| {},
     );
 }
