@@ -29,7 +29,7 @@ use clustered::host::{Error as GpuError, Gpu};
 use clustered::measure::{measure, Measurement};
 use clustered::sim::{format_table, sm_map_svg, DeviceProfile, Progress, SmMapPanel};
 use clustered::simulate::{simulate, Simulation};
-use clustered::suite::{self, Size, Workload};
+use clustered::suite::{self, Build, Size, Workload};
 
 struct Options {
     profile: DeviceProfile,
@@ -141,9 +141,7 @@ fn selected(size: Size, only: &Option<String>) -> Result<Vec<Workload>, String> 
 }
 
 /// The suite's workloads that `--only` selects (all without it).
-fn selected_builders(
-    only: &Option<String>,
-) -> Result<Vec<&'static (&'static str, fn(Size) -> Workload)>, String> {
+fn selected_builders(only: &Option<String>) -> Result<Vec<&'static (&'static str, Build)>, String> {
     let builders: Vec<_> = suite::WORKLOADS
         .iter()
         .filter(|(name, _)| only.as_ref().is_none_or(|o| o == name))

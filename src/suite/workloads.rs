@@ -3,10 +3,13 @@
 use super::{variants, Arg, Buffer, Class, Shape, Size, Workload};
 use crate::reference;
 
+/// Builds a workload at a size.
+pub type Build = fn(Size) -> Workload;
+
 /// The suite: each kernel's name and the function that builds it at a size
 /// (building allocates and fills its inputs: at benchmark sizes, build one
 /// at a time).
-pub const WORKLOADS: &[(&str, fn(Size) -> Workload)] = &[
+pub const WORKLOADS: &[(&str, Build)] = &[
     ("sgemm_naive", |size| sgemm_naive(size, false)),
     ("sgemm_naive_small", |size| sgemm_naive(size, true)),
     ("sgemm_tiled", sgemm_tiled),
