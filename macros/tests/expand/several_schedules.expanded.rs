@@ -156,11 +156,7 @@ pub unsafe fn block_sums_agents(
         &__launch,
         2u32,
         true,
-        |_: u32, __index: [u32; 3]| __block_sums_agents_task(
-            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
-            x,
-            sums,
-        ),
+        |__v: u32, _: [u32; 3]| __block_sums_agents_task(__to_cta(__v), x, sums),
         |_: u32| {},
     );
 }
