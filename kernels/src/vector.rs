@@ -9,6 +9,7 @@ use clustered_device::thread::{block_dim_x, block_idx_x, index_1d, sync_threads,
 #[clustered(name = vector_add_redirect, binding = redirect)]
 #[clustered(name = vector_add_persistent, binding = persistent, chunk = 8)]
 #[clustered(name = vector_add_persistent32, binding = persistent, chunk = 32)]
+#[clustered(name = vector_add_persistent4, binding = persistent, chunk = 4)]
 pub unsafe fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let i = index_1d();
     if i < n {

@@ -127,6 +127,7 @@ fn vector_add(size: Size) -> Workload {
             "redirect" => vector_add_redirect / __clustered_contract_vector_add_redirect,
             "persistent chunk 8" => vector_add_persistent / __clustered_contract_vector_add_persistent,
             "persistent chunk 32" => vector_add_persistent32 / __clustered_contract_vector_add_persistent32,
+            "persistent chunk 4" => vector_add_persistent4 / __clustered_contract_vector_add_persistent4,
         ),
         cpu_check: true,
         check: |w, outputs| {
@@ -530,6 +531,7 @@ fn black_scholes(size: Size) -> Workload {
             "agents chunk 8, bypass" => black_scholes_agents_bypass / __clustered_contract_black_scholes_agents_bypass,
             "persistent chunk 8" => black_scholes_persistent / __clustered_contract_black_scholes_persistent,
             "persistent chunk 32" => black_scholes_persistent32 / __clustered_contract_black_scholes_persistent32,
+            "persistent chunk 4" => black_scholes_persistent4 / __clustered_contract_black_scholes_persistent4,
         ),
         cpu_check: true,
         check: |w, outputs| {
@@ -626,6 +628,7 @@ fn jacobi5(size: Size) -> Workload {
             "agents chunk 8, 4 active" => jacobi5_agents_chunked_throttled / __clustered_contract_jacobi5_agents_chunked_throttled,
             "persistent chunk 8" => jacobi5_persistent / __clustered_contract_jacobi5_persistent,
             "persistent chunk 32" => jacobi5_persistent32 / __clustered_contract_jacobi5_persistent32,
+            "persistent chunk 4" => jacobi5_persistent4 / __clustered_contract_jacobi5_persistent4,
         ),
         cpu_check: true,
         check: |w, outputs| {
@@ -673,6 +676,7 @@ fn jacobi7_3d(size: Size) -> Workload {
             "agents chunk 8, 4 active" => jacobi7_3d_agents_chunked_throttled / __clustered_contract_jacobi7_3d_agents_chunked_throttled,
             "persistent chunk 8" => jacobi7_3d_persistent / __clustered_contract_jacobi7_3d_persistent,
             "persistent chunk 32" => jacobi7_3d_persistent32 / __clustered_contract_jacobi7_3d_persistent32,
+            "persistent chunk 4" => jacobi7_3d_persistent4 / __clustered_contract_jacobi7_3d_persistent4,
         ),
         cpu_check: true,
         check: |w, outputs| {
