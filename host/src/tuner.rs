@@ -89,6 +89,11 @@ pub enum TunerError {
     Io { path: PathBuf, source: io::Error },
     /// A line that is not `kernel<TAB>device<TAB>problem<TAB>schedule<TAB>ms<TAB>ms`.
     Malformed { path: PathBuf, line: usize },
+    /// A fixed policy named a schedule that is not a candidate.
+    UnknownSchedule {
+        schedule: String,
+        candidates: Vec<String>,
+    },
 }
 
 impl fmt::Display for TunerError {
@@ -99,6 +104,11 @@ impl fmt::Display for TunerError {
                 f,
                 "tuner cache {} line {line} is not `kernel, device, problem, schedule, baseline ms, schedule ms` separated by tabs: fix or delete the file (it is only a cache)",
                 path.display()
+            ),
+            TunerError::UnknownSchedule { schedule, candidates } => write!(
+                f,
+                "schedule `{schedule}` is not one of this kernel's: {}",
+                candidates.join(", ")
             ),
         }
     }
@@ -205,6 +215,29 @@ impl Tuner {
         }
         let choice = self.record(key, candidates, &samples)?;
         Ok(choice)
+    }
+
+    /// The entry point to launch under `policy`: a fixed schedule (which
+    /// must be one of `candidates`), or the tuned choice ([`Tuner::tune`]).
+    pub fn select<E: From<TunerError>>(
+        &mut self,
+        policy: &SchedulePolicy,
+        key: &TuneKey,
+        candidates: &[&str],
+        rounds: usize,
+        time_one: impl FnMut(usize) -> Result<f32, E>,
+    ) -> Result<String, E> {
+        match policy {
+            SchedulePolicy::Fixed(schedule) if candidates.contains(&schedule.as_str()) => {
+                Ok(schedule.clone())
+            }
+            SchedulePolicy::Fixed(schedule) => Err(TunerError::UnknownSchedule {
+                schedule: schedule.clone(),
+                candidates: candidates.iter().map(|c| c.to_string()).collect(),
+            }
+            .into()),
+            SchedulePolicy::Tuned => Ok(self.tune(key, candidates, rounds, time_one)?.schedule),
+        }
     }
 
     /// Decides from samples already measured (interleaved rounds, baseline
@@ -349,6 +382,34 @@ mod tests {
             })
             .unwrap();
         assert_eq!(fresh.schedule, "k");
+        std::fs::remove_file(&path).ok();
+    }
+
+    #[test]
+    fn policies_pick_a_fixed_schedule_or_the_tuned_one() {
+        let path = temp("policies");
+        std::fs::remove_file(&path).ok();
+        let mut tuner = Tuner::open(&path).unwrap();
+        let key = TuneKey::new("k", "gpu", "n = 2");
+        let never = |_| -> Result<f32, TunerError> { panic!("a fixed policy measures nothing") };
+        let fixed = SchedulePolicy::Fixed("k_slow".into());
+        assert_eq!(
+            tuner
+                .select(&fixed, &key, &["k", "k_slow"], 3, never)
+                .unwrap(),
+            "k_slow"
+        );
+        let unknown = SchedulePolicy::Fixed("k_typo".into());
+        let error = tuner
+            .select(&unknown, &key, &["k", "k_slow"], 3, never)
+            .unwrap_err();
+        assert!(error.to_string().contains("k_typo") && error.to_string().contains("k_slow"));
+        let tuned = tuner
+            .select(&SchedulePolicy::Tuned, &key, &["k", "k_slow"], 3, |i| {
+                Ok::<_, TunerError>(if i == 0 { 1.0 } else { 2.0 })
+            })
+            .unwrap();
+        assert_eq!(tuned, "k", "the slower schedule is never chosen");
         std::fs::remove_file(&path).ok();
     }
 
