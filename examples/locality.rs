@@ -325,8 +325,15 @@ fn measure_on_gpu(options: &Options) -> Result<Option<HashMap<&'static str, Meas
         let workload = build(options.gpu_size);
         let measurement =
             measure(&gpu, &module, &workload, options.gpu_runs).map_err(|e| e.to_string())?;
-        if let Err(message) = &measurement.baseline_check {
-            println!("FAIL {} on the GPU: {message}", workload.name);
+        match (&measurement.baseline_check, workload.cpu_check) {
+            (Ok(()), _) => {}
+            // Too large for the CPU reference: the bench checks it against
+            // its nvcc twin; here every schedule still equals the baseline.
+            (Err(_), false) => println!(
+                "{}: not checked against the CPU reference at this size (the bench compares it with its nvcc twin)",
+                workload.name
+            ),
+            (Err(message), true) => println!("FAIL {} on the GPU: {message}", workload.name),
         }
         measured.insert(workload.name, measurement);
     }
