@@ -17,8 +17,8 @@ pub const WORKLOADS: &[(&str, Build)] = &[
     ("conv5x5", conv5x5),
     ("kmeans_assign", kmeans_assign),
     ("syrk", syrk),
-    ("atax_rows", atax_rows),
-    ("atax_columns", atax_columns),
+    ("atax_rows", |size| atax(size, true)),
+    ("atax_columns", |size| atax(size, false)),
     ("vector_add", vector_add),
     ("black_scholes", black_scholes),
     ("transpose", |size| transpose(size, false)),
@@ -412,26 +412,29 @@ fn syrk(size: Size) -> Workload {
     }
 }
 
-fn atax_sizes(size: Size) -> (u32, u32) {
-    match size {
+/// The two ATAX passes over one `nx x ny` matrix: `vector` (x or tmp, one
+/// element per row) and one output per row (`rows`) or per column.
+fn atax(size: Size, rows: bool) -> Workload {
+    let (nx, ny) = match size {
         Size::Test => (300, 200),
         Size::Simulate => (2048, 1024),
         Size::Benchmark => (16384, 16384),
-    }
-}
-
-fn atax_rows(size: Size) -> Workload {
-    let (nx, ny) = atax_sizes(size);
+    };
     let len = (nx * ny) as usize;
+    let (vector_len, outputs) = if rows { (ny, nx) } else { (nx, ny) };
     Workload {
-        name: "atax_rows",
+        name: if rows { "atax_rows" } else { "atax_columns" },
         class: Class::CacheLine,
         problem: format!("{nx} x {ny}"),
-        shape: Shape::linear(nx, kernels::atax::ATAX_BLOCK),
+        shape: Shape::linear(outputs, kernels::atax::ATAX_BLOCK),
         buffers: vec![
             Buffer::floats("a", len, random_floats(11)),
-            Buffer::floats("x", ny as usize, random_floats(12)),
-            Buffer::output("tmp", nx as usize),
+            Buffer::floats(
+                if rows { "x" } else { "tmp" },
+                vector_len as usize,
+                random_floats(12),
+            ),
+            Buffer::output(if rows { "tmp" } else { "y" }, outputs as usize),
         ],
         args: vec![
             Arg::Buffer(0),
@@ -440,52 +443,30 @@ fn atax_rows(size: Size) -> Workload {
             Arg::U32(nx),
             Arg::U32(ny),
         ],
-        variants: variants!(kernels::atax; atax_rows (0, 1, 2, 3, 4);
-            "redirect" => atax_rows_redirect / __clustered_contract_atax_rows_redirect,
-            "agents" => atax_rows_agents / __clustered_contract_atax_rows_agents,
-            "agents, 4 active" => atax_rows_agents_throttled / __clustered_contract_atax_rows_agents_throttled,
-            "agents chunk 8" => atax_rows_agents_chunked / __clustered_contract_atax_rows_agents_chunked,
-        ),
-        cpu_check: true,
-        check: |w, outputs| {
-            let want =
-                reference::atax_rows(&floats(w, 0), &floats(w, 1), scalar(w, 3), scalar(w, 4));
-            expect_all("tmp", &outputs[0], &want)
+        variants: if rows {
+            variants!(kernels::atax; atax_rows (0, 1, 2, 3, 4);
+                "redirect" => atax_rows_redirect / __clustered_contract_atax_rows_redirect,
+                "agents" => atax_rows_agents / __clustered_contract_atax_rows_agents,
+                "agents, 4 active" => atax_rows_agents_throttled / __clustered_contract_atax_rows_agents_throttled,
+                "agents chunk 8" => atax_rows_agents_chunked / __clustered_contract_atax_rows_agents_chunked,
+            )
+        } else {
+            variants!(kernels::atax; atax_columns (0, 1, 2, 3, 4);
+                "redirect" => atax_columns_redirect / __clustered_contract_atax_columns_redirect,
+                "agents" => atax_columns_agents / __clustered_contract_atax_columns_agents,
+                "agents chunk 8" => atax_columns_agents_chunked / __clustered_contract_atax_columns_agents_chunked,
+                "agents chunk 8, bypass" => atax_columns_agents_bypass / __clustered_contract_atax_columns_agents_bypass,
+            )
         },
-    }
-}
-
-fn atax_columns(size: Size) -> Workload {
-    let (nx, ny) = atax_sizes(size);
-    let len = (nx * ny) as usize;
-    Workload {
-        name: "atax_columns",
-        class: Class::CacheLine,
-        problem: format!("{nx} x {ny}"),
-        shape: Shape::linear(ny, kernels::atax::ATAX_BLOCK),
-        buffers: vec![
-            Buffer::floats("a", len, random_floats(11)),
-            Buffer::floats("tmp", nx as usize, random_floats(13)),
-            Buffer::output("y", ny as usize),
-        ],
-        args: vec![
-            Arg::Buffer(0),
-            Arg::Buffer(1),
-            Arg::Buffer(2),
-            Arg::U32(nx),
-            Arg::U32(ny),
-        ],
-        variants: variants!(kernels::atax; atax_columns (0, 1, 2, 3, 4);
-            "redirect" => atax_columns_redirect / __clustered_contract_atax_columns_redirect,
-            "agents" => atax_columns_agents / __clustered_contract_atax_columns_agents,
-            "agents chunk 8" => atax_columns_agents_chunked / __clustered_contract_atax_columns_agents_chunked,
-            "agents chunk 8, bypass" => atax_columns_agents_bypass / __clustered_contract_atax_columns_agents_bypass,
-        ),
         cpu_check: true,
         check: |w, outputs| {
-            let want =
-                reference::atax_columns(&floats(w, 0), &floats(w, 1), scalar(w, 3), scalar(w, 4));
-            expect_all("y", &outputs[0], &want)
+            let pass = if w.name == "atax_rows" {
+                reference::atax_rows
+            } else {
+                reference::atax_columns
+            };
+            let want = pass(&floats(w, 0), &floats(w, 1), scalar(w, 3), scalar(w, 4));
+            expect_all(w.buffers[2].name, &outputs[0], &want)
         },
     }
 }
