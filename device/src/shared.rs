@@ -1,4 +1,4 @@
-//! Shared memory: per-CTA arrays, static ([`shared_array!`]) or dynamic
+//! Shared memory: per-CTA arrays, static ([`shared_array!`](crate::shared_array)) or dynamic
 //! ([`dynamic_shared_memory`]).
 //!
 //! Why not references: threads of a CTA write shared memory concurrently, so a
