@@ -23,13 +23,14 @@ fn gpu() -> Option<(Gpu, Module)> {
     }
 }
 
-const COVERAGE: [&str; 6] = [
+const COVERAGE: [&str; 7] = [
     "coverage_reorder",
     "coverage_redirect",
     "coverage_agents",
     "coverage_agents_chunked",
     "coverage_agents_throttled",
     "coverage_persistent",
+    "coverage_stride",
 ];
 
 struct Coverage {
@@ -359,21 +360,20 @@ fn dynamic_shared_memory_per_task() {
         gpu.dtoh(&out).unwrap() == expected,
         "baseline reverse_in_blocks is wrong"
     );
-    let kernel = module.clustered_kernel("reverse_in_blocks_agents").unwrap();
-    let plan = gpu
-        .plan_clustered(&kernel, config, ClusterOptions::default())
-        .unwrap();
-    let mut out = gpu.zeros::<f32>(n as usize).unwrap();
-    unsafe {
-        gpu.launch_plan(&plan)
-            .arg(&x)
-            .arg(&mut out)
-            .arg(&n)
-            .run()
-            .unwrap()
-    };
-    assert!(
-        gpu.dtoh(&out).unwrap() == expected,
-        "reverse_in_blocks_agents differs"
-    );
+    for name in ["reverse_in_blocks_agents", "reverse_in_blocks_stride"] {
+        let kernel = module.clustered_kernel(name).unwrap();
+        let plan = gpu
+            .plan_clustered(&kernel, config, ClusterOptions::default())
+            .unwrap();
+        let mut out = gpu.zeros::<f32>(n as usize).unwrap();
+        unsafe {
+            gpu.launch_plan(&plan)
+                .arg(&x)
+                .arg(&mut out)
+                .arg(&n)
+                .run()
+                .unwrap()
+        };
+        assert!(gpu.dtoh(&out).unwrap() == expected, "{name} differs");
+    }
 }

@@ -12,7 +12,7 @@ use kernels::coverage::*;
 type CoverageKernel = unsafe fn(*mut u32, *mut u32, clustered::host::ClusterLaunch);
 
 /// The schedules of `coverage`, with their contracts.
-fn coverage_schedules() -> [(&'static str, CoverageKernel, &'static KernelContract); 6] {
+fn coverage_schedules() -> [(&'static str, CoverageKernel, &'static KernelContract); 7] {
     [
         (
             "reorder",
@@ -43,6 +43,11 @@ fn coverage_schedules() -> [(&'static str, CoverageKernel, &'static KernelContra
             "persistent",
             coverage_persistent,
             &__clustered_contract_coverage_persistent,
+        ),
+        (
+            "stride",
+            coverage_stride,
+            &__clustered_contract_coverage_stride,
         ),
     ]
 }
@@ -350,4 +355,52 @@ fn a_thread_that_overflows_its_stack_is_stopped() {
     assert!(matches!(error, CpuError::StackOverflow { .. }), "{error}");
     // The same depth fits in the default 64 KiB.
     run(&Machine::new(1), &launch, &mut NoObserver, &kernel).unwrap();
+}
+
+#[test]
+fn tasks_sharing_memory_stay_separate_in_persistent_loops() {
+    use kernels::vector::*;
+    // 10 tasks of 64 threads on 2 SMs: agents and grid-stride CTAs run
+    // several tasks each, reusing the same dynamic shared memory.
+    let (n, block) = (640u32, 64u32);
+    let input: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let expected: Vec<f32> = (0..n)
+        .map(|i| ((i / block) * block + (block - 1 - i % block)) as f32)
+        .collect();
+    let machine = Machine::new(2);
+    let original = CpuLaunch {
+        grid: [n / block, 1, 1],
+        block: [block, 1, 1],
+        dynamic_shared_bytes: block * 4,
+        resident_blocks: 2,
+    };
+    type Reverse = unsafe fn(*const f32, *mut f32, u32, clustered::host::ClusterLaunch);
+    let schedules: [(&str, Reverse, &KernelContract); 2] = [
+        (
+            "agents",
+            reverse_in_blocks_agents,
+            &__clustered_contract_reverse_in_blocks_agents,
+        ),
+        (
+            "stride",
+            reverse_in_blocks_stride,
+            &__clustered_contract_reverse_in_blocks_stride,
+        ),
+    ];
+    for (name, kernel, contract) in schedules {
+        let mut output = vec![0f32; n as usize];
+        let mut plan =
+            CpuPlan::new(contract, original, &machine, &ClusterOptions::default()).unwrap();
+        assert!(
+            plan.launch.grid[0] < original.grid[0],
+            "{name}: fewer CTAs than tasks"
+        );
+        let parameter = plan.parameter();
+        let (pi, po) = (input.as_ptr(), output.as_mut_ptr());
+        run(&machine, &plan.launch, &mut NoObserver, &|| unsafe {
+            kernel(pi, po, n, parameter)
+        })
+        .unwrap();
+        assert_eq!(output, expected, "{name}");
+    }
 }

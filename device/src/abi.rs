@@ -31,6 +31,10 @@ pub enum Binding {
     /// indexing's order, from one queue (one cluster). Keeps the co-running
     /// tasks compact in the order, and launches no more CTAs than fit.
     Persistent = 3,
+    /// Persistent CTAs without claims: agent `a` of `A` runs tasks `a`,
+    /// `a + A`, ... (the grid-stride loop). No atomics and no barriers;
+    /// exactly once because every CTA of a grid runs eventually.
+    Stride = 4,
 }
 
 impl Binding {
@@ -40,13 +44,17 @@ impl Binding {
             1 => Some(Binding::Redirect),
             2 => Some(Binding::Agents),
             3 => Some(Binding::Persistent),
+            4 => Some(Binding::Stride),
             _ => None,
         }
     }
 
     /// Launched as persistent CTAs running the agent loop.
     pub const fn is_persistent(self) -> bool {
-        matches!(self, Binding::Agents | Binding::Persistent)
+        matches!(
+            self,
+            Binding::Agents | Binding::Persistent | Binding::Stride
+        )
     }
 }
 

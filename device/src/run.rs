@@ -45,6 +45,27 @@ pub fn redirected(launch: &ClusterLaunch) -> u32 {
     v
 }
 
+/// The grid-stride binding: this block runs tasks `block, block + A, ...`
+/// with `A` the blocks launched, in the indexing's order. Every block of a
+/// grid runs eventually, so every task runs exactly once whatever the
+/// dispatcher does; ACTIVE does not apply (all blocks work).
+/// `separate_tasks`: a barrier after each task, for bodies that share
+/// memory or wait for each other (see [`agents`]).
+#[inline(always)]
+pub fn strided(launch: &ClusterLaunch, separate_tasks: bool, mut task: impl FnMut(u32, [u32; 3])) {
+    check_abi(launch);
+    let agents = grid_dim_x();
+    let mut v = block_idx_x();
+    while v < launch.partition.total {
+        begin_task(v);
+        task(v, launch.delinearize.cta(v));
+        if separate_tasks {
+            sync_threads();
+        }
+        v += agents;
+    }
+}
+
 /// The chunk counters of a launch, in its scratch buffer after the SM slots.
 struct GlobalCounters(*mut u32);
 

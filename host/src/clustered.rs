@@ -272,7 +272,7 @@ impl Gpu {
         let sm_count = props.sm_count;
         let clusters = match binding {
             // One queue: the order itself keeps co-running tasks together.
-            Binding::Reorder | Binding::Persistent => 1,
+            Binding::Reorder | Binding::Persistent | Binding::Stride => 1,
             _ => options.clusters.unwrap_or(sm_count),
         };
         let indexing = contract.indexing().unwrap_or(Indexing::RowMajor);
@@ -285,7 +285,7 @@ impl Gpu {
 
         let (config, scratch, max, active) = match binding {
             Binding::Reorder | Binding::Redirect => (original, None, 0, 0),
-            Binding::Agents | Binding::Persistent => {
+            Binding::Agents | Binding::Persistent | Binding::Stride => {
                 let block_threads = original.block_threads();
                 let max = kernel
                     .kernel

@@ -53,7 +53,7 @@ impl CpuPlan {
         let binding = Binding::from_u32(contract.binding).expect("checked");
         let sm_count = machine.sm_count();
         let clusters = match binding {
-            Binding::Reorder | Binding::Persistent => 1,
+            Binding::Reorder | Binding::Persistent | Binding::Stride => 1,
             _ => options.clusters.unwrap_or(sm_count),
         };
         let indexing = contract.indexing().unwrap_or(Indexing::RowMajor);

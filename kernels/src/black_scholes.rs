@@ -59,6 +59,7 @@ pub fn cnd(d: f32) -> f32 {
 #[clustered(name = black_scholes_persistent, binding = persistent, chunk = 8)]
 #[clustered(name = black_scholes_persistent32, binding = persistent, chunk = 32)]
 #[clustered(name = black_scholes_persistent4, binding = persistent, chunk = 4)]
+#[clustered(name = black_scholes_stride, binding = stride)]
 #[clustered(name = black_scholes_agents, binding = agents)]
 #[clustered(name = black_scholes_agents_chunked, binding = agents, chunk = 8)]
 #[clustered(name = black_scholes_agents_bypass, binding = agents, chunk = 8, bypass(price, strike, years))]

@@ -15,6 +15,7 @@ use clustered_device::thread::*;
 #[clustered(name = coverage_agents_chunked, binding = agents, chunk = 5)]
 #[clustered(name = coverage_agents_throttled, binding = agents, active = 1)]
 #[clustered(name = coverage_persistent, binding = persistent, indexing = column_major, chunk = 3)]
+#[clustered(name = coverage_stride, binding = stride, indexing = tile(2, 3))]
 pub unsafe fn coverage(runs: *mut u32, sms: *mut u32) {
     if thread_idx_x() == 0 {
         let v = (block_idx_z() * grid_dim_y() + block_idx_y()) * grid_dim_x() + block_idx_x();

@@ -37,6 +37,7 @@ use clustered_device::thread::index_2d;
 #[clustered(name = jacobi5_persistent, binding = persistent, chunk = 8)]
 #[clustered(name = jacobi5_persistent32, binding = persistent, chunk = 32)]
 #[clustered(name = jacobi5_persistent4, binding = persistent, chunk = 4)]
+#[clustered(name = jacobi5_stride, binding = stride)]
 #[clustered(name = jacobi5_agents, binding = agents)]
 #[clustered(name = jacobi5_agents_chunked, binding = agents, chunk = 8)]
 #[clustered(name = jacobi5_agents_chunked_throttled, binding = agents, chunk = 8, active = 4)]

@@ -10,6 +10,7 @@ use clustered_device::thread::{block_dim_x, block_idx_x, index_1d, sync_threads,
 #[clustered(name = vector_add_persistent, binding = persistent, chunk = 8)]
 #[clustered(name = vector_add_persistent32, binding = persistent, chunk = 32)]
 #[clustered(name = vector_add_persistent4, binding = persistent, chunk = 4)]
+#[clustered(name = vector_add_stride, binding = stride)]
 pub unsafe fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let i = index_1d();
     if i < n {
@@ -22,6 +23,7 @@ pub unsafe fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
 /// shared memory (`block_dim_x` floats per block): a kernel whose tasks share
 /// memory inside the CTA, so agents must separate consecutive tasks.
 #[clustered(name = reverse_in_blocks_agents, binding = agents, chunk = 3)]
+#[clustered(name = reverse_in_blocks_stride, binding = stride)]
 pub unsafe fn reverse_in_blocks(input: *const f32, output: *mut f32, n: u32) {
     let staging = dynamic_shared_memory::<f32>();
     let (t, width) = (thread_idx_x(), block_dim_x());

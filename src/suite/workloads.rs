@@ -126,6 +126,7 @@ fn vector_add(size: Size) -> Workload {
             "persistent chunk 8" => vector_add_persistent / __clustered_contract_vector_add_persistent,
             "persistent chunk 32" => vector_add_persistent32 / __clustered_contract_vector_add_persistent32,
             "persistent chunk 4" => vector_add_persistent4 / __clustered_contract_vector_add_persistent4,
+            "grid-stride" => vector_add_stride / __clustered_contract_vector_add_stride,
         ),
         cpu_check: true,
         check: |w, outputs| {
@@ -510,6 +511,7 @@ fn black_scholes(size: Size) -> Workload {
             "persistent chunk 8" => black_scholes_persistent / __clustered_contract_black_scholes_persistent,
             "persistent chunk 32" => black_scholes_persistent32 / __clustered_contract_black_scholes_persistent32,
             "persistent chunk 4" => black_scholes_persistent4 / __clustered_contract_black_scholes_persistent4,
+            "grid-stride" => black_scholes_stride / __clustered_contract_black_scholes_stride,
         ),
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
@@ -613,6 +615,7 @@ fn jacobi5(size: Size) -> Workload {
             "persistent chunk 8" => jacobi5_persistent / __clustered_contract_jacobi5_persistent,
             "persistent chunk 32" => jacobi5_persistent32 / __clustered_contract_jacobi5_persistent32,
             "persistent chunk 4" => jacobi5_persistent4 / __clustered_contract_jacobi5_persistent4,
+            "grid-stride" => jacobi5_stride / __clustered_contract_jacobi5_stride,
         ),
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {

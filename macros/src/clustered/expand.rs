@@ -43,6 +43,7 @@ pub fn schedule(
         Binding::Redirect => quote!(#device::abi::Binding::Redirect),
         Binding::Agents => quote!(#device::abi::Binding::Agents),
         Binding::Persistent => quote!(#device::abi::Binding::Persistent),
+        Binding::Stride => quote!(#device::abi::Binding::Stride),
     };
     let (indexing_kind, tile) = match &schedule.indexing {
         Indexing::RowMajor => (quote!(ROW_MAJOR), [0, 0]),
@@ -73,6 +74,21 @@ pub fn schedule(
             let #v = #device::run::redirected(&#launch);
             #run_task;
         },
+        Binding::Stride => {
+            let run_indexed_task = match &schedule.indexing {
+                Indexing::Custom(_) => quote!(|#v: u32, _: [u32; 3]| #run_task),
+                _ => {
+                    let index = format_ident!("__index");
+                    quote! {
+                        |_: u32, #index: [u32; 3]| #task(#device::cta::Cta::new(#index, #launch.delinearize.grid()), #(#names),*)
+                    }
+                }
+            };
+            let separate = facts.shares_within_cta;
+            quote! {
+                #device::run::strided(&#launch, #separate, #run_indexed_task);
+            }
+        }
         Binding::Agents | Binding::Persistent => {
             let separate = facts.shares_within_cta;
             let prefetch = match &schedule.prefetch {

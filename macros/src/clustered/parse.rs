@@ -3,7 +3,7 @@
 //! ```text
 //! #[clustered(
 //!     name = sgemm_agents,            // the new kernel's symbol (default: <fn>_clustered)
-//!     binding = agents,               // reorder | redirect | agents | persistent (default: agents)
+//!     binding = agents,               // reorder | redirect | agents | persistent | stride (default: agents)
 //!     indexing = tile(4, 2),          // row_major | column_major | tile(W, H) | custom(path)
 //!     bypass(a, b),                   // pointer parameters whose loads skip L1
 //!     prefetch = path::to::hook,      // agents: called with the next task's CTA
@@ -24,6 +24,7 @@ pub enum Binding {
     Redirect,
     Agents,
     Persistent,
+    Stride,
 }
 
 impl Binding {
@@ -38,6 +39,7 @@ impl Binding {
             Binding::Redirect => "redirect",
             Binding::Agents => "agents",
             Binding::Persistent => "persistent",
+            Binding::Stride => "stride",
         }
     }
 }
@@ -121,9 +123,10 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
                     Some("redirect") => schedule.binding = Binding::Redirect,
                     Some("agents") => schedule.binding = Binding::Agents,
                     Some("persistent") => schedule.binding = Binding::Persistent,
+                    Some("stride") => schedule.binding = Binding::Stride,
                     _ => errors.push(Error::new_spanned(
                         &value,
-                        "unknown binding: use `reorder` (same grid, new order), `redirect` (the paper's round-robin redirection), `agents` (persistent agents bound to SMs) or `persistent` (persistent CTAs claiming in order from one queue)",
+                        "unknown binding: use `reorder` (same grid, new order), `redirect` (the paper's round-robin redirection), `agents` (persistent agents bound to SMs), `persistent` (persistent CTAs claiming in order from one queue) or `stride` (persistent CTAs in a grid-stride loop)",
                     )),
                 }
             }
