@@ -37,6 +37,7 @@ pub const FILTER: u32 = 5;
 #[clustered(name = conv5x5_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = conv5x5_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = conv5x5_raster2, binding = reorder, indexing = tile(1, 2))]
+#[clustered(name = conv5x5_stride, binding = stride)]
 #[clustered(name = conv5x5_agents, binding = agents)]
 #[clustered(name = conv5x5_agents_throttled, binding = agents, active = 4)]
 #[clustered(name = conv5x5_agents_chunked, binding = agents, chunk = 8)]

@@ -31,6 +31,7 @@ use clustered_device::thread::{block_dim_z, block_idx_z, index_2d, thread_idx_z}
 #[clustered(name = jacobi7_3d_persistent, binding = persistent, chunk = 8)]
 #[clustered(name = jacobi7_3d_persistent32, binding = persistent, chunk = 32)]
 #[clustered(name = jacobi7_3d_persistent4, binding = persistent, chunk = 4)]
+#[clustered(name = jacobi7_3d_stride, binding = stride)]
 #[clustered(name = jacobi7_3d_agents, binding = agents)]
 #[clustered(name = jacobi7_3d_agents_chunked, binding = agents, chunk = 8)]
 #[clustered(name = jacobi7_3d_agents_chunked_throttled, binding = agents, chunk = 8, active = 4)]

@@ -31,6 +31,7 @@ pub const KMEANS_BLOCK: u32 = 256;
 ///   paper's reason for throttling, fewer resident rows for the L1.
 /// - `_agents_chunked`: agents claiming 8 consecutive CTAs at a time.
 #[clustered(name = kmeans_assign_redirect, binding = redirect)]
+#[clustered(name = kmeans_assign_stride, binding = stride)]
 #[clustered(name = kmeans_assign_agents, binding = agents)]
 #[clustered(name = kmeans_assign_agents_throttled, binding = agents, active = 4)]
 #[clustered(name = kmeans_assign_agents_chunked, binding = agents, chunk = 8)]

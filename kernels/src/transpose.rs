@@ -36,6 +36,7 @@ use clustered_device::thread::index_2d;
 #[clustered(name = transpose_naive_raster4, binding = reorder, indexing = tile(1, 4))]
 #[clustered(name = transpose_naive_raster2, binding = reorder, indexing = tile(1, 2))]
 #[clustered(name = transpose_naive_persistent4, binding = persistent, indexing = tile(1, 4), chunk = 8)]
+#[clustered(name = transpose_naive_stride4, binding = stride, indexing = tile(1, 4))]
 #[clustered(name = transpose_naive_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = transpose_naive_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = transpose_naive_agents_chunked, binding = agents, chunk = 8)]

@@ -290,6 +290,7 @@ fn conv5x5(size: Size) -> Workload {
             "redirect rows" => conv5x5_redirect_rows / __clustered_contract_conv5x5_redirect_rows,
             "redirect columns" => conv5x5_redirect_columns / __clustered_contract_conv5x5_redirect_columns,
             "raster G=2" => conv5x5_raster2 / __clustered_contract_conv5x5_raster2,
+            "grid-stride" => conv5x5_stride / __clustered_contract_conv5x5_stride,
             "agents" => conv5x5_agents / __clustered_contract_conv5x5_agents,
             "agents, 4 active" => conv5x5_agents_throttled / __clustered_contract_conv5x5_agents_throttled,
             "agents chunk 8" => conv5x5_agents_chunked / __clustered_contract_conv5x5_agents_chunked,
@@ -333,6 +334,7 @@ fn kmeans_assign(size: Size) -> Workload {
         ],
         variants: variants!(kernels::kmeans; kmeans_assign (0, 1, 2, 3, 4, 5);
             "redirect" => kmeans_assign_redirect / __clustered_contract_kmeans_assign_redirect,
+            "grid-stride" => kmeans_assign_stride / __clustered_contract_kmeans_assign_stride,
             "agents" => kmeans_assign_agents / __clustered_contract_kmeans_assign_agents,
             "agents, 4 active" => kmeans_assign_agents_throttled / __clustered_contract_kmeans_assign_agents_throttled,
             "agents chunk 8" => kmeans_assign_agents_chunked / __clustered_contract_kmeans_assign_agents_chunked,
@@ -568,6 +570,7 @@ fn transpose(size: Size, wide: bool) -> Workload {
             "agents chunk 8" => transpose_naive_agents_chunked / __clustered_contract_transpose_naive_agents_chunked,
             "agents chunk 8, bypass" => transpose_naive_agents_bypass / __clustered_contract_transpose_naive_agents_bypass,
             "persistent G=4" => transpose_naive_persistent4 / __clustered_contract_transpose_naive_persistent4,
+            "grid-stride G=4" => transpose_naive_stride4 / __clustered_contract_transpose_naive_stride4,
         ),
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
@@ -667,6 +670,7 @@ fn jacobi7_3d(size: Size) -> Workload {
             "persistent chunk 8" => jacobi7_3d_persistent / __clustered_contract_jacobi7_3d_persistent,
             "persistent chunk 32" => jacobi7_3d_persistent32 / __clustered_contract_jacobi7_3d_persistent32,
             "persistent chunk 4" => jacobi7_3d_persistent4 / __clustered_contract_jacobi7_3d_persistent4,
+            "grid-stride" => jacobi7_3d_stride / __clustered_contract_jacobi7_3d_stride,
         ),
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
