@@ -65,6 +65,15 @@ pub fn schedule(
         },
     };
     let run_task = quote!(#task(#to_cta(#v), #(#names),*));
+    // The loops hand the task its CTA when they step or delinearize it
+    // themselves; `to_cta` is emitted only where something maps an id.
+    let maps_in_task = matches!(schedule.indexing, Indexing::Custom(_))
+        || (matches!(schedule.indexing, Indexing::Tile { .. })
+            && matches!(schedule.binding, Binding::Agents | Binding::Persistent));
+    let needs_to_cta = matches!(schedule.binding, Binding::Reorder | Binding::Redirect)
+        || maps_in_task
+        || schedule.prefetch.is_some();
+    let define_to_cta = needs_to_cta.then(|| quote!(let #to_cta = #to_cta_closure;));
     let entry_body = match schedule.binding {
         Binding::Reorder => quote! {
             let #v = #device::run::reordered(&#launch);
@@ -158,7 +167,7 @@ pub fn schedule(
             #[doc = #doc]
             #[allow(clippy::too_many_arguments)]
             #vis unsafe fn #name(#(#names: #types,)* #launch: #device::abi::ClusterLaunch) {
-                let #to_cta = #to_cta_closure;
+                #define_to_cta
                 #entry_body
             }
         }

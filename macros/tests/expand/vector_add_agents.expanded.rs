@@ -59,10 +59,6 @@ pub unsafe fn vector_add_agents(
     n: u32,
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
-    let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
-        __launch.delinearize.cta(__v),
-        __launch.delinearize.grid(),
-    );
     ::clustered_device::run::agents(
         &__launch,
         8u32,
