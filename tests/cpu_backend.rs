@@ -168,6 +168,9 @@ fn starved_and_sparse_sms_lose_no_cta() {
     ];
     for (case, machine, options) in &cases {
         for (name, kernel, contract) in coverage_schedules() {
+            if name == "stride" && options.active != ActivePolicy::FromKernel {
+                continue; // refused: a_grid_stride_loop_refuses_to_be_throttled
+            }
             let case = format!("{name}, {case}");
             let (runs, _) = run_coverage(machine, kernel, contract, [37, 1, 1], options)
                 .unwrap_or_else(|e| panic!("{case}: {e}"));
@@ -403,4 +406,34 @@ fn tasks_sharing_memory_stay_separate_in_persistent_loops() {
         .unwrap();
         assert_eq!(output, expected, "{name}");
     }
+}
+
+#[test]
+fn a_grid_stride_loop_refuses_to_be_throttled() {
+    let launch = CpuLaunch {
+        grid: [20, 1, 1],
+        block: [64, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 4,
+    };
+    let options = ClusterOptions {
+        active: ActivePolicy::Fixed(1),
+        ..Default::default()
+    };
+    let error = CpuPlan::new(
+        &__clustered_contract_coverage_stride,
+        launch,
+        &Machine::new(2),
+        &options,
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("binding = stride"), "{error}");
+    // The claiming bindings take the same policy.
+    CpuPlan::new(
+        &__clustered_contract_coverage_persistent,
+        launch,
+        &Machine::new(2),
+        &options,
+    )
+    .unwrap();
 }

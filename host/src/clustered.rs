@@ -85,6 +85,8 @@ pub enum ClusterError {
     Mapping(MappingError),
     /// A fraction policy outside (0, 1].
     BadFraction(f32),
+    /// A throttling policy for a binding whose CTAs all work (`stride`).
+    NoThrottling { policy: ActivePolicy },
 }
 
 impl fmt::Display for ClusterError {
@@ -115,6 +117,10 @@ impl fmt::Display for ClusterError {
             ),
             ClusterError::Mapping(error) => write!(f, "cannot cluster this grid: {error}"),
             ClusterError::BadFraction(fraction) => write!(f, "ACTIVE fraction {fraction} is outside (0, 1]"),
+            ClusterError::NoThrottling { policy } => write!(
+                f,
+                "ACTIVE policy {policy:?} does not apply to `binding = stride`: every CTA of a grid-stride loop works; use ActivePolicy::FromKernel or All, or a claiming binding (agents, persistent) to throttle"
+            ),
         }
     }
 }
@@ -255,6 +261,23 @@ pub fn choose_active(
     Ok(active)
 }
 
+/// ACTIVE for a persistent binding: by policy, except that a grid-stride
+/// loop cannot throttle (all its CTAs work), so asking it to is an error.
+pub(crate) fn active_for(
+    binding: Binding,
+    policy: ActivePolicy,
+    max: u32,
+    kernel_default: u32,
+) -> Result<u32, ClusterError> {
+    if binding == Binding::Stride {
+        return match policy {
+            ActivePolicy::FromKernel | ActivePolicy::All => Ok(max),
+            policy => Err(ClusterError::NoThrottling { policy }),
+        };
+    }
+    choose_active(policy, max, kernel_default)
+}
+
 impl Gpu {
     /// Plans a clustered launch of `kernel` for the ORIGINAL launch
     /// `original` (its grid and block): checks it, sizes the agents and
@@ -306,7 +329,7 @@ impl Gpu {
                     }
                     .into());
                 }
-                let active = choose_active(options.active, max, contract.default_active)?;
+                let active = active_for(binding, options.active, max, contract.default_active)?;
                 let agents = options.total_agents.unwrap_or(per_sm * sm_count).max(1);
                 // Arrival slots per SM id; ids past this share slots (modulo),
                 // which only blurs throttling, never correctness.

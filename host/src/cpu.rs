@@ -23,7 +23,7 @@ pub use clustered_device::cpu::{
 use clustered_device::abi::{scratch_words, Binding, ClusterLaunch, KernelContract};
 use clustered_device::mapping::Indexing;
 
-use crate::clustered::{check_contract, choose_active, ClusterError, ClusterOptions};
+use crate::clustered::{active_for, check_contract, ClusterError, ClusterOptions};
 
 /// A clustered launch planned for a simulated machine.
 #[derive(Debug)]
@@ -76,7 +76,7 @@ impl CpuPlan {
                     max,
                 });
             }
-            let active = choose_active(options.active, max, contract.default_active)?;
+            let active = active_for(binding, options.active, max, contract.default_active)?;
             let agents = options.total_agents.unwrap_or(per_sm * sm_count).max(1);
             // As on the GPU: arrival slots per SM id, ids past them fold.
             let sm_slots = 2 * sm_count;
