@@ -51,8 +51,10 @@ def read_ncu(path):
 
 
 def align(simulation, launches):
-    """The check launch of each record: per kernel, its schedules in order,
-    then as many timed launches, which are skipped."""
+    """The check launch of each record. Per kernel, in the suite's order, the
+    run launched every schedule once (the check pass, starting with the
+    baseline), then once timed (starting with the baseline again); schedules
+    the profiled binary did not have are left out as "not profiled"."""
     measured, at = {}, 0
     kernels = []
     for r in simulation:
@@ -60,13 +62,21 @@ def align(simulation, launches):
             kernels.append(r["kernel"])
     for kernel in kernels:
         records = [r for r in simulation if r["kernel"] == kernel]
-        for r in records:
-            name, sectors = launches[at]
-            if name != r["entry"]:
-                sys.exit(f"launch {at} is {name}, expected {r['entry']}: not the run of this simulation")
-            measured[(kernel, r["schedule"])] = sectors
+        baseline = records[0]["entry"]
+        while at < len(launches) and launches[at][0] != baseline:
             at += 1
-        at += len(records)  # the timed round
+        if at == len(launches):
+            sys.exit(f"no launch of {baseline} for {kernel}: not the run of this simulation")
+        block = [launches[at]]
+        at += 1
+        while at < len(launches) and launches[at][0] != baseline:
+            block.append(launches[at])
+            at += 1
+        at += len(block)  # the timed round
+        sectors = dict(reversed(block))  # the first launch of each entry
+        for r in records:
+            if r["entry"] in sectors:
+                measured[(kernel, r["schedule"])] = sectors[r["entry"]]
     return measured
 
 
