@@ -278,6 +278,78 @@ pub(crate) fn active_for(
     choose_active(policy, max, kernel_default)
 }
 
+/// What a clustered launch needs, decided from the contract alone; the GPU
+/// and CPU plans both build on it and only add their memory.
+pub(crate) struct Layout {
+    /// The kernel's last parameter; its scratch pointer is left for the
+    /// caller to set.
+    pub parameter: ClusterLaunch,
+    /// For the persistent bindings: the agents to launch.
+    pub agents: Option<AgentLayout>,
+}
+
+pub(crate) struct AgentLayout {
+    /// Blocks to launch (the new grid's x).
+    pub grid: u32,
+    /// MAX and ACTIVE agents per SM.
+    pub max: u32,
+    pub active: u32,
+    /// Words of zeroed scratch each run needs.
+    pub scratch_words: usize,
+}
+
+/// Lays out a clustered launch of the ORIGINAL grid on `sm_count` SMs, for a
+/// contract [`check_contract`] accepted.
+/// `max_agents` (the kernel's occupancy: MAX) is asked for only by the
+/// persistent bindings.
+pub(crate) fn layout<E: From<ClusterError>>(
+    contract: &KernelContract,
+    grid: [u32; 3],
+    sm_count: u32,
+    options: &ClusterOptions,
+    max_agents: impl FnOnce() -> Result<u32, E>,
+) -> Result<Layout, E> {
+    let binding =
+        Binding::from_u32(contract.binding).expect("a contract checked by check_contract");
+    let clusters = match binding {
+        // One queue: the order itself keeps co-running tasks together.
+        Binding::Reorder | Binding::Persistent | Binding::Stride => 1,
+        Binding::Redirect | Binding::Agents => options.clusters.unwrap_or(sm_count),
+    };
+    let indexing = contract.indexing().unwrap_or(Indexing::RowMajor);
+    let mut parameter =
+        ClusterLaunch::new(indexing, grid, clusters).map_err(ClusterError::Mapping)?;
+    if !binding.is_persistent() {
+        return Ok(Layout {
+            parameter,
+            agents: None,
+        });
+    }
+    let max = max_agents()?;
+    let per_sm = options.agents_per_sm.unwrap_or(max);
+    if per_sm == 0 || per_sm > max {
+        return Err(ClusterError::TooManyAgents {
+            requested: per_sm,
+            max,
+        }
+        .into());
+    }
+    let active = active_for(binding, options.active, max, contract.default_active)?;
+    // Arrival slots per SM id; ids past this share slots (modulo), which
+    // only blurs throttling, never correctness.
+    let sm_slots = 2 * sm_count;
+    parameter = parameter.with_agents(active, sm_slots, 0);
+    Ok(Layout {
+        parameter,
+        agents: Some(AgentLayout {
+            grid: options.total_agents.unwrap_or(per_sm * sm_count).max(1),
+            max,
+            active,
+            scratch_words: scratch_words(sm_slots, clusters),
+        }),
+    })
+}
+
 impl Gpu {
     /// Plans a clustered launch of `kernel` for the ORIGINAL launch
     /// `original` (its grid and block): checks it, sizes the agents and
@@ -290,63 +362,47 @@ impl Gpu {
     ) -> Result<ClusteredPlan, Error> {
         let props = self.properties();
         crate::validate_launch(&original, props, &kernel.kernel.attributes())?;
-        let contract = kernel.contract;
-        let binding = kernel.binding();
-        let sm_count = props.sm_count;
-        let clusters = match binding {
-            // One queue: the order itself keeps co-running tasks together.
-            Binding::Reorder | Binding::Persistent | Binding::Stride => 1,
-            _ => options.clusters.unwrap_or(sm_count),
-        };
-        let indexing = contract.indexing().unwrap_or(Indexing::RowMajor);
-        let mut parameter =
-            ClusterLaunch::new(indexing, original.grid, clusters).map_err(ClusterError::Mapping)?;
+        let block_threads = original.block_threads();
+        let dynamic_shared_bytes = original.dynamic_shared_bytes;
+        let Layout {
+            mut parameter,
+            agents,
+        } = layout(
+            &kernel.contract,
+            original.grid,
+            props.sm_count,
+            &options,
+            || match kernel
+                .kernel
+                .occupancy(block_threads as u32, dynamic_shared_bytes)?
+            {
+                0 => Err(Error::from(ClusterError::ZeroOccupancy {
+                    kernel: kernel.kernel.name().into(),
+                    block_threads,
+                    dynamic_shared_bytes,
+                })),
+                max => Ok(max),
+            },
+        )?;
         let stream = options
             .stream
             .clone()
             .unwrap_or_else(|| self.stream().clone());
-
-        let (config, scratch, max, active) = match binding {
-            Binding::Reorder | Binding::Redirect => (original, None, 0, 0),
-            Binding::Agents | Binding::Persistent | Binding::Stride => {
-                let block_threads = original.block_threads();
-                let max = kernel
-                    .kernel
-                    .occupancy(block_threads as u32, original.dynamic_shared_bytes)?;
-                if max == 0 {
-                    return Err(ClusterError::ZeroOccupancy {
-                        kernel: kernel.kernel.name().into(),
-                        block_threads,
-                        dynamic_shared_bytes: original.dynamic_shared_bytes,
-                    }
-                    .into());
-                }
-                let per_sm = options.agents_per_sm.unwrap_or(max);
-                if per_sm == 0 || per_sm > max {
-                    return Err(ClusterError::TooManyAgents {
-                        requested: per_sm,
-                        max,
-                    }
-                    .into());
-                }
-                let active = active_for(binding, options.active, max, contract.default_active)?;
-                let agents = options.total_agents.unwrap_or(per_sm * sm_count).max(1);
-                // Arrival slots per SM id; ids past this share slots (modulo),
-                // which only blurs throttling, never correctness.
-                let sm_slots = 2 * sm_count;
+        let (config, scratch, max, active) = match agents {
+            None => (original, None, 0, 0),
+            Some(agents) => {
                 let scratch = stream
-                    .alloc_zeros::<u32>(scratch_words(sm_slots, clusters))
+                    .alloc_zeros::<u32>(agents.scratch_words)
                     .map_err(Error::driver("cuMemAllocAsync(scratch)"))?;
-                let pointer = {
+                parameter.scratch = {
                     let (pointer, _sync) = scratch.device_ptr(&stream);
                     pointer
                 };
-                parameter = parameter.with_agents(active, sm_slots, pointer);
                 let config = LaunchConfig {
-                    grid: [agents, 1, 1],
+                    grid: [agents.grid, 1, 1],
                     ..original
                 };
-                (config, Some(scratch), max, active)
+                (config, Some(scratch), agents.max, agents.active)
             }
         };
         crate::validate_launch(&config, props, &kernel.kernel.attributes())?;

@@ -20,10 +20,9 @@ pub use clustered_device::cpu::{
     RunStats,
 };
 
-use clustered_device::abi::{scratch_words, Binding, ClusterLaunch, KernelContract};
-use clustered_device::mapping::Indexing;
+use clustered_device::abi::{ClusterLaunch, KernelContract};
 
-use crate::clustered::{active_for, check_contract, ClusterError, ClusterOptions};
+use crate::clustered::{check_contract, layout, ClusterError, ClusterOptions};
 
 /// A clustered launch planned for a simulated machine.
 #[derive(Debug)]
@@ -50,41 +49,26 @@ impl CpuPlan {
         options: &ClusterOptions,
     ) -> Result<Self, ClusterError> {
         let contract = check_contract("(cpu)", *contract)?;
-        let binding = Binding::from_u32(contract.binding).expect("checked");
-        let sm_count = machine.sm_count();
-        let clusters = match binding {
-            Binding::Reorder | Binding::Persistent | Binding::Stride => 1,
-            _ => options.clusters.unwrap_or(sm_count),
-        };
-        let indexing = contract.indexing().unwrap_or(Indexing::RowMajor);
-        let parameter =
-            ClusterLaunch::new(indexing, original.grid, clusters).map_err(ClusterError::Mapping)?;
+        let layout = layout(
+            &contract,
+            original.grid,
+            machine.sm_count(),
+            options,
+            || Ok::<_, ClusterError>(original.resident_blocks),
+        )?;
         let mut plan = CpuPlan {
             launch: original,
             original,
             max_agents_per_sm: 0,
             active_agents: 0,
-            parameter,
+            parameter: layout.parameter,
             scratch: Vec::new(),
         };
-        if binding.is_persistent() {
-            let max = original.resident_blocks;
-            let per_sm = options.agents_per_sm.unwrap_or(max);
-            if per_sm == 0 || per_sm > max {
-                return Err(ClusterError::TooManyAgents {
-                    requested: per_sm,
-                    max,
-                });
-            }
-            let active = active_for(binding, options.active, max, contract.default_active)?;
-            let agents = options.total_agents.unwrap_or(per_sm * sm_count).max(1);
-            // As on the GPU: arrival slots per SM id, ids past them fold.
-            let sm_slots = 2 * sm_count;
-            plan.scratch = vec![0; scratch_words(sm_slots, clusters)];
-            plan.parameter = plan.parameter.with_agents(active, sm_slots, 0);
-            plan.launch.grid = [agents, 1, 1];
-            plan.max_agents_per_sm = max;
-            plan.active_agents = active;
+        if let Some(agents) = layout.agents {
+            plan.scratch = vec![0; agents.scratch_words];
+            plan.launch.grid = [agents.grid, 1, 1];
+            plan.max_agents_per_sm = agents.max;
+            plan.active_agents = agents.active;
         }
         Ok(plan)
     }
