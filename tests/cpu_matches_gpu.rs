@@ -34,7 +34,7 @@ fn every_suite_kernel_computes_the_same_words_on_the_cpu_and_the_gpu() {
                 ));
             }
         }
-        if let Err(message) = &on_gpu.baseline_check {
+        if let Some(Err(message)) = &on_gpu.baseline_check {
             failures.push(format!("{} on the GPU: {message}", workload.name));
         }
         for variant in &workload.variants {

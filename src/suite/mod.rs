@@ -200,10 +200,11 @@ pub struct Workload {
     pub args: Vec<Arg>,
     /// `variants[0]` is the baseline.
     pub variants: Vec<Variant>,
-    /// Whether `check` can afford the CPU reference at this size; when not,
-    /// the bench compares with the nvcc twin (bitwise comparable) instead.
+    /// Whether `check` is affordable at this size; when not, callers skip
+    /// it and the bench compares with the nvcc twin (bitwise comparable).
     pub cpu_check: bool,
-    /// Checks the baseline's outputs (in buffer order of the outputs).
+    /// Checks the baseline's outputs (in buffer order of the outputs)
+    /// against the CPU reference.
     pub check: Check,
 }
 
