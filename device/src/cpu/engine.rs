@@ -481,14 +481,21 @@ impl Scheduler<'_> {
     /// per task and kind, which differ only when lanes of the warp run
     /// different tasks.
     fn issue(&mut self, sm: u32, pending: &mut [Option<Pending>], progress: &mut [u64]) -> bool {
-        let lanes_at = |site: Site| pending.iter().flatten().filter(|p| p.site == site).count();
-        let Some(first) = (0..pending.len())
-            .filter_map(|t| pending[t].map(|p| (lanes_at(p.site), progress[t], t)))
-            .min()
-        else {
+        let Some(any) = pending.iter().flatten().next().map(|p| p.site) else {
             return false;
         };
-        let site = pending[first.2].expect("some").site;
+        // Usually the whole warp waits at one site; only after divergence
+        // does choosing among sites (and counting lanes per site) matter.
+        let site = if pending.iter().flatten().all(|p| p.site == any) {
+            any
+        } else {
+            let lanes_at = |site: Site| pending.iter().flatten().filter(|p| p.site == site).count();
+            let (_, _, first) = (0..pending.len())
+                .filter_map(|t| pending[t].map(|p| (lanes_at(p.site), progress[t], t)))
+                .min()
+                .expect("a lane is pending");
+            pending[first].expect("pending").site
+        };
         while let Some(head) = pending.iter().flatten().find(|p| p.site == site).copied() {
             self.lanes_scratch.clear();
             for (slot, count) in pending.iter_mut().zip(progress.iter_mut()) {
