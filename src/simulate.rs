@@ -109,37 +109,25 @@ struct Tracer {
     atomic_sectors: u64,
     /// A plain kernel's hardware CTA is its original CTA.
     plain: bool,
-    lanes: Vec<clustered_sim::LaneAccess>,
+    lanes: Vec<cpu::LaneAccess>,
     /// Host range -> simulated address of each buffer (see `place`).
     placement: Vec<(u64, u64, u64)>,
 }
 
 /// Simulated global addresses of the buffers: each at a fixed, 2 MiB-aligned
 /// place, so results do not depend on where the host's allocator put them
-/// (which moved the L1 hit rate by a point or two between runs).
-fn place(memory: &[DeviceWords]) -> Vec<(u64, u64, u64)> {
+/// (which moved the L1 hit rate by a point or two between runs). `ranges`:
+/// (host address, bytes) of the buffers, then of the agents' scratch.
+fn place(ranges: impl IntoIterator<Item = (u64, u64)>) -> Vec<(u64, u64, u64)> {
     let mut next: u64 = 1 << 40;
-    memory
-        .iter()
-        .map(|m| {
-            let (start, bytes) = (m.pointer as u64, m.len as u64 * 4);
+    ranges
+        .into_iter()
+        .map(|(start, bytes)| {
             let placed = (start, start + bytes, next);
             next += bytes.next_multiple_of(2 << 20);
             placed
         })
         .collect()
-}
-
-fn sim_kind(kind: cpu::AccessKind) -> clustered_sim::AccessKind {
-    use clustered_sim::AccessKind as Sim;
-    match kind {
-        cpu::AccessKind::Load => Sim::Load,
-        cpu::AccessKind::LoadBypassL1 => Sim::LoadBypassL1,
-        cpu::AccessKind::Store => Sim::Store,
-        cpu::AccessKind::Atomic => Sim::Atomic,
-        cpu::AccessKind::PrefetchL1 => Sim::PrefetchL1,
-        cpu::AccessKind::PrefetchL2 => Sim::PrefetchL2,
-    }
 }
 
 impl Tracer {
@@ -176,19 +164,24 @@ impl Observer for Tracer {
                 .iter()
                 .find(|(start, end, _)| (*start..*end).contains(&l.address))
                 .map_or(l.address, |(start, _, placed)| placed + (l.address - start));
-            clustered_sim::LaneAccess {
+            cpu::LaneAccess {
                 address,
                 bytes: l.bytes,
             }
         }));
         if kind == cpu::AccessKind::Atomic {
-            let mut sectors: Vec<u64> = self.lanes.iter().map(|l| l.address / 32).collect();
-            sectors.sort_unstable();
-            sectors.dedup();
-            self.atomic_sectors += sectors.len() as u64;
+            // Distinct sectors, without allocating: a lane counts unless an
+            // earlier lane hit its sector (atomics are one lane, or few).
+            let sector = |l: &cpu::LaneAccess| l.address / 32;
+            self.atomic_sectors += (0..self.lanes.len())
+                .filter(|&i| {
+                    !self.lanes[..i]
+                        .iter()
+                        .any(|l| sector(l) == sector(&self.lanes[i]))
+                })
+                .count() as u64;
         }
-        self.model
-            .warp_access(sm, task, sim_kind(kind), &self.lanes);
+        self.model.warp_access(sm, task, kind, &self.lanes);
     }
 }
 
@@ -222,6 +215,10 @@ pub fn simulate(
         .iter()
         .map(|b| DeviceWords::new(&b.words))
         .collect();
+    let ranges: Vec<(u64, u64)> = memory
+        .iter()
+        .map(|m| (m.pointer as u64, m.len as u64 * 4))
+        .collect();
     let args: Vec<ArgValue> = workload
         .args
         .iter()
@@ -238,7 +235,7 @@ pub fn simulate(
         atomic_sectors: 0,
         plain: matches!(variant.cpu, CpuEntry::Plain(_)),
         lanes: Vec::with_capacity(32),
-        placement: place(&memory),
+        placement: place(ranges.iter().copied()),
     };
     let run = match variant.cpu {
         CpuEntry::Plain(kernel) => cpu::run(&machine, &original, &mut tracer, &|| kernel(&args)),
@@ -246,6 +243,10 @@ pub fn simulate(
             let mut plan = CpuPlan::new(contract, original, &machine, &ClusterOptions::default())
                 .map_err(SimulateError::Cluster)?;
             let parameter = plan.parameter();
+            // The claim counters too: their atomics reach the model.
+            let scratch = plan.scratch();
+            let scratch = (scratch.as_ptr() as u64, scratch.len() as u64 * 4);
+            tracer.placement = place(ranges.iter().copied().chain([scratch]));
             cpu::run(&machine, &plan.launch, &mut tracer, &|| {
                 kernel(&args, parameter)
             })

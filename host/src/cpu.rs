@@ -73,6 +73,12 @@ impl CpuPlan {
         Ok(plan)
     }
 
+    /// The agents' counters (empty for reorder and redirect), which the
+    /// kernel reaches through [`CpuPlan::parameter`].
+    pub fn scratch(&self) -> &[u32] {
+        &self.scratch
+    }
+
     /// The kernel's last parameter for one run, with its scratch zeroed:
     /// call it once per run, and keep the plan alive while the run lasts.
     pub fn parameter(&mut self) -> ClusterLaunch {

@@ -72,32 +72,9 @@ use crate::reuse::SectorHistory;
 use crate::sectored::SectoredCache;
 pub use crate::sectored::SetIndexing;
 
-/// What a warp instruction does with memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AccessKind {
-    /// `ld.global` (cached in L1 and L2).
-    Load,
-    /// `ld.global.cg`: cached in L2 only.
-    LoadBypassL1,
-    /// `st.global`: write-through L1 (no allocation), write-back L2.
-    Store,
-    /// `atom.global` / `red.global`: performed at L2.
-    Atomic,
-    /// `prefetch.global.L1`: fill L1 (and L2).
-    PrefetchL1,
-    /// `prefetch.global.L2`: fill L2.
-    PrefetchL2,
-}
-
-/// One active lane's access: `bytes` bytes from `address`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaneAccess {
-    /// First byte's global address.
-    pub address: u64,
-    /// Bytes accessed (4 for an `f32`, 16 for a vector of four); 0 touches
-    /// nothing.
-    pub bytes: u32,
-}
+/// The CPU backend's description of a warp instruction's accesses: the
+/// model takes them as the backend reports them.
+pub use clustered_device::cpu::{AccessKind, LaneAccess};
 
 /// Counters of a run; see the module doc for what each event means.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -14,7 +14,8 @@
 //! - [`svg`]: a map of which SM ran each original CTA.
 //! - [`progress`] and [`table`]: terminal output for long runs and reports.
 //!
-//! No dependencies: the simulator builds wherever Rust does, without a GPU.
+//! It depends only on the CPU backend's event types (`clustered_device::cpu`):
+//! it builds wherever the workspace does, without a GPU or CUDA toolkit.
 
 pub mod cache;
 pub mod profile;

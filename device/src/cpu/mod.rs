@@ -49,12 +49,12 @@ pub enum AccessKind {
     PrefetchL2,
 }
 
-/// One lane's part of a warp instruction.
+/// One lane's part of a warp instruction: `bytes` bytes from `address`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaneAccess {
-    /// The host address accessed (global memory is host memory here).
+    /// The first byte's global address (on the CPU backend, a host address).
     pub address: u64,
-    /// Bytes accessed.
+    /// Bytes accessed (4 for an `f32`); 0 touches nothing.
     pub bytes: u32,
 }
 
