@@ -154,8 +154,10 @@ pub unsafe fn agents(
         let count = if left < chunk { left } else { chunk };
         let start = partition.cluster_start(cluster) + first;
         // Stepping costs a compare per task where delinearizing cost two
-        // divisions by multiplication; it made persistent vector add and the
-        // Jacobi sweep execute fewer instructions (DESIGN.md section 7).
+        // divisions by multiplication (DESIGN.md section 7: no division per
+        // task). The bench on an H100 (docs/BENCHMARKS.md) took persistent
+        // Jacobi from 0.946x to 1.016x of its baseline, vector add from
+        // 0.931x to 0.945x.
         let mut index = launch.delinearize.cta(start);
         for k in 0..count {
             if k + 1 < count {

@@ -81,8 +81,10 @@ pub struct Machine {
     pub stack_bytes: usize,
     /// Warp instructions a warp issues in a row before the next warp's turn
     /// (a GPU warp also issues independent loads back to back). Larger is
-    /// faster to simulate (the threads' stacks stay in the host's caches)
-    /// and interleaves warps more coarsely.
+    /// faster to simulate, because the threads' stacks stay in the host's
+    /// caches (1 -> 8 took the tiled SGEMM at n = 384 from about 6 s to
+    /// 2.2 s per schedule in `examples/locality`), and interleaves warps more
+    /// coarsely.
     pub warp_burst: u32,
 }
 

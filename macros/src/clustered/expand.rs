@@ -108,7 +108,9 @@ pub fn schedule(
             // column-major order. Tiles and custom indexings map the linear
             // id in the task: stepping a tile costs a full delinearization
             // anyway, and computed there it changed the naive SGEMM agents'
-            // register allocation and halved their speed (ncu, H100).
+            // register allocation (40 to 32, `scripts/ptx-report.sh`) and
+            // their speed from 0.54x to 0.26x of the baseline (bench, H100,
+            // docs/BENCHMARKS.md).
             let run_stepped_task = match &schedule.indexing {
                 Indexing::Custom(_) | Indexing::Tile { .. } => {
                     quote!(|#v: u32, _: [u32; 3]| #run_task)
