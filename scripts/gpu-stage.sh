@@ -6,8 +6,9 @@
 #   scripts/gpu-stage.sh            # here, with Rust
 #   .gpu/run-all.sh [OUT_DIR]       # on the GPU machine (no Rust needed)
 #
-# run-all.sh runs every test binary, the examples, and compute-sanitizer
-# memcheck (examples) and racecheck (the agent kernels' tests) when present;
+# run-all.sh runs every test binary, the locality example, and compute-sanitizer
+# memcheck and racecheck (every suite kernel in every schedule, small sizes)
+# when present;
 # ncu-locality.sh profiles every schedule at the simulator's sizes with ncu.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ rm -rf "$stage" && mkdir -p "$stage/tests"
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.gpu/' >> .git/info/exclude; }
 
 cargo build --release --examples
-cp target/release/examples/{vector_add,sgemm,locality,bench} "$stage/"
+cp target/release/examples/{locality,bench} "$stage/"
 # The nvcc twins of the baselines (PTX, JIT-compiled there like the Rust PTX).
 scripts/build-twins.sh > /dev/null && cp target/twins/suite.ptx "$stage/twins.ptx"
 cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
@@ -40,13 +41,8 @@ status=0
 run() { echo "=== $*"; "$@" || { echo "FAILED: $*"; status=1; }; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 for t in tests/*; do run "$t" --test-threads=1; done
-run ./vector_add
-run ./sgemm
 run ./locality --gpu-size simulate --gpu-runs 3 --out "$out/locality"
 if command -v compute-sanitizer >/dev/null; then
-  run compute-sanitizer --tool memcheck --error-exitcode 1 ./vector_add --n 1000003
-  run compute-sanitizer --tool memcheck --error-exitcode 1 ./sgemm --n 256
-  run compute-sanitizer --tool racecheck --error-exitcode 1 ./sgemm --n 256
   run compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 tests/clustered_gpu.test --test-threads=1
   run compute-sanitizer --tool racecheck --error-exitcode 1 tests/clustered_gpu.test --test-threads=1 dynamic_shared schedules_give
   # Every suite kernel in every schedule, small sizes.
