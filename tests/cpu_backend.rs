@@ -228,11 +228,12 @@ fn global_accesses_reach_the_observer_as_warp_instructions() {
     };
     let (pa, pb, pc) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
     let mut counter = Counter::default();
-    run(&machine, &launch, &mut counter, &|| unsafe {
+    let stats = run(&machine, &launch, &mut counter, &|| unsafe {
         vector_add(pa, pb, pc, n)
     })
     .unwrap();
     assert!(c.iter().enumerate().all(|(i, &x)| x == 3.0 * i as f32));
+    assert_eq!(stats.blocks, 8, "every hardware CTA ran");
     // 32 warps; the last has 1000 - 31*32 = 8 active lanes, then 24 idle
     // threads (in a 32-thread warp of block 7's fourth warp) do nothing.
     let full = counter

@@ -185,14 +185,11 @@ pub(crate) fn static_shared(key: &'static str, bytes: u32) -> u32 {
 /// What a run did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RunStats {
-    /// Scheduler ticks (one warp instruction per warp per tick).
+    /// Scheduler ticks (each warp issues up to `Machine::warp_burst`
+    /// instructions per tick).
     pub ticks: u64,
     /// Hardware CTAs run.
     pub blocks: u64,
-    /// Warp instructions that touched global memory.
-    pub warp_accesses: u64,
-    /// Times a simulated thread was resumed.
-    pub resumes: u64,
 }
 
 /// A CTA resident on an SM. Field order matters: coroutines drop (and unwind)
@@ -407,7 +404,6 @@ impl Scheduler<'_> {
                     resumed = true;
                     let lane: &Lane = &cta.lanes[t];
                     CURRENT.with(|current| current.set(lane));
-                    self.stats.resumes += 1;
                     let result = catch_unwind(AssertUnwindSafe(|| coroutine.resume(())));
                     CURRENT.with(|current| current.set(ptr::null()));
                     // Cheap each time: is it suspended inside its canary zone?
@@ -507,7 +503,6 @@ impl Scheduler<'_> {
                     }
                 }
             }
-            self.stats.warp_accesses += 1;
             self.observer
                 .warp_access(sm, head.task, head.kind, &self.lanes_scratch);
         }
