@@ -330,35 +330,31 @@ impl Delinearize {
     /// [`Delinearize::cta`] for tiles.
     #[inline(always)]
     pub fn step(&self, index: [u32; 3], linear: u32) -> [u32; 3] {
-        let [mut x, mut y, mut z] = index;
+        let [x, y, z] = index;
         let [gx, gy, _] = self.grid;
         match self.kind {
             0 => {
-                x += 1;
-                if x == gx {
-                    x = 0;
-                    y += 1;
-                    if y == gy {
-                        y = 0;
-                        z += 1;
-                    }
-                }
+                let (x, y, z) = increment(x, y, z, gx, gy);
                 [x, y, z]
             }
             1 => {
-                y += 1;
-                if y == gy {
-                    y = 0;
-                    x += 1;
-                    if x == gx {
-                        x = 0;
-                        z += 1;
-                    }
-                }
+                let (y, x, z) = increment(y, x, z, gy, gx);
                 [x, y, z]
             }
             _ => self.cta(linear),
         }
+    }
+}
+
+/// `(fast, slow, z)` one step on in an order where `fast` varies fastest.
+#[inline(always)]
+fn increment(fast: u32, slow: u32, z: u32, fast_len: u32, slow_len: u32) -> (u32, u32, u32) {
+    if fast + 1 < fast_len {
+        (fast + 1, slow, z)
+    } else if slow + 1 < slow_len {
+        (0, slow + 1, z)
+    } else {
+        (0, 0, z + 1)
     }
 }
 
