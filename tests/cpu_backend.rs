@@ -12,7 +12,7 @@ use kernels::coverage::*;
 type CoverageKernel = unsafe fn(*mut u32, *mut u32, clustered::host::ClusterLaunch);
 
 /// The schedules of `coverage`, with their contracts.
-fn coverage_schedules() -> [(&'static str, CoverageKernel, &'static KernelContract); 7] {
+fn coverage_schedules() -> [(&'static str, CoverageKernel, &'static KernelContract); 8] {
     [
         (
             "reorder",
@@ -48,6 +48,11 @@ fn coverage_schedules() -> [(&'static str, CoverageKernel, &'static KernelContra
             "stride",
             coverage_stride,
             &__clustered_contract_coverage_stride,
+        ),
+        (
+            "stride_waves",
+            coverage_stride_waves,
+            &__clustered_contract_coverage_stride_waves,
         ),
     ]
 }
@@ -168,7 +173,7 @@ fn starved_and_sparse_sms_lose_no_cta() {
     ];
     for (case, machine, options) in &cases {
         for (name, kernel, contract) in coverage_schedules() {
-            if name == "stride" && options.active != ActivePolicy::FromKernel {
+            if name.starts_with("stride") && options.active != ActivePolicy::FromKernel {
                 continue; // refused: a_grid_stride_loop_refuses_to_be_throttled
             }
             let case = format!("{name}, {case}");
@@ -437,4 +442,88 @@ fn a_grid_stride_loop_refuses_to_be_throttled() {
         &options,
     )
     .unwrap();
+}
+
+/// Which tasks a schedule announced to its prefetch hook, per grid, on two
+/// machines: the hook must see the CTA that runs next in the same block.
+#[test]
+fn prefetch_hooks_see_each_blocks_next_task() {
+    type Announcing = unsafe fn(*mut u32, *mut u32, clustered::host::ClusterLaunch);
+    let schedules: [(&str, Announcing, &KernelContract); 2] = [
+        ("stride", announced_stride, &__clustered_contract_announced_stride),
+        ("persistent", announced_persistent, &__clustered_contract_announced_persistent),
+    ];
+    for machine in [Machine::new(3), Machine::new(2).with_dispatch(Dispatch::Random(3))] {
+        for grid in [[1, 1, 1], [7, 1, 1], [5, 3, 1], [4, 3, 2], [40, 3, 1]] {
+            for (name, kernel, contract) in schedules {
+                let case = format!("{name}, grid {grid:?}, {} SMs", machine.sm_ids.len());
+                let n = grid.iter().product::<u32>() as usize;
+                let (mut runs, mut announced) = (vec![0u32; n], vec![0u32; n]);
+                let original = CpuLaunch {
+                    grid,
+                    block: [32, 1, 1],
+                    dynamic_shared_bytes: 0,
+                    resident_blocks: 2,
+                };
+                let mut plan =
+                    CpuPlan::new(contract, original, &machine, &ClusterOptions::default()).unwrap();
+                let parameter = plan.parameter();
+                let blocks = plan.launch.grid[0];
+                let (r, a) = (runs.as_mut_ptr(), announced.as_mut_ptr());
+                run(&machine, &plan.launch, &mut NoObserver, &|| unsafe { kernel(r, a, parameter) })
+                    .unwrap_or_else(|e| panic!("{case}: {e}"));
+                assert_exactly_once(&runs, &case);
+                let [gx, gy, _] = grid;
+                for (v, &count) in announced.iter().enumerate() {
+                    let v = v as u32;
+                    let (x, y, z) = (v % gx, v / gx % gy, v / (gx * gy));
+                    let expected = match name {
+                        // Column-major order; block b runs b, b + A, ...
+                        "stride" => ((z * gx + x) * gy + y >= blocks) as u32,
+                        // Row-major chunks of 3 from one queue: every task
+                        // but a chunk's first is announced.
+                        _ => (v % 3 != 0) as u32,
+                    };
+                    assert_eq!(count, expected, "{case}: CTA {v} announced {count} times");
+                }
+            }
+        }
+    }
+}
+
+/// `waves = 3` launches three blocks per resident slot, never more blocks
+/// than tasks; one wave is the default.
+#[test]
+fn a_grid_stride_loop_launches_its_waves() {
+    let machine = Machine::new(2);
+    let blocks = |contract: &KernelContract, tasks: u32| {
+        let original = CpuLaunch {
+            grid: [tasks, 1, 1],
+            block: [64, 1, 1],
+            dynamic_shared_bytes: 0,
+            resident_blocks: 4,
+        };
+        CpuPlan::new(contract, original, &machine, &ClusterOptions::default())
+            .unwrap()
+            .launch
+            .grid[0]
+    };
+    assert_eq!(blocks(&__clustered_contract_coverage_stride, 100), 2 * 4);
+    assert_eq!(blocks(&__clustered_contract_coverage_stride_waves, 100), 3 * 2 * 4);
+    assert_eq!(blocks(&__clustered_contract_coverage_stride_waves, 20), 20);
+    // The last step, v + blocks, must not pass id 2^32 - 1.
+    let huge = CpuLaunch {
+        grid: [u32::MAX - 3, 1, 1],
+        block: [64, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 4,
+    };
+    let error = CpuPlan::new(
+        &__clustered_contract_coverage_stride,
+        huge,
+        &machine,
+        &ClusterOptions::default(),
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("past CTA id 2^32 - 1"), "{error}");
 }

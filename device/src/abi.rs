@@ -9,7 +9,7 @@
 use crate::mapping::{grid_size, Delinearize, FastDiv, Grid, Indexing, MappingError, Partition};
 
 /// The version of the launch contract.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// "CLST": marks a contract global, so a stray symbol is never mistaken for one.
 pub const CONTRACT_MAGIC: u32 = u32::from_le_bytes(*b"CLST");
@@ -86,6 +86,8 @@ pub struct KernelContract {
     pub default_active: u32,
     /// Size of [`ClusterLaunch`] as the kernel sees it.
     pub launch_size: u32,
+    /// Stride: blocks launched per resident block slot (0 or 1: one wave).
+    pub waves: u32,
 }
 
 impl KernelContract {
@@ -106,7 +108,16 @@ impl KernelContract {
             chunk,
             default_active,
             launch_size: core::mem::size_of::<ClusterLaunch>() as u32,
+            waves: 1,
         }
+    }
+
+    /// The same contract launching `waves` blocks per resident block slot
+    /// (`binding = stride`): blocks that finish early are replaced by the
+    /// hardware, which evens out warps that the scheduler favours.
+    pub const fn with_waves(mut self, waves: u32) -> Self {
+        self.waves = waves;
+        self
     }
 
     /// The indexing this contract fixes, or `None` for a custom one.

@@ -344,6 +344,50 @@ impl Delinearize {
             _ => self.cta(linear),
         }
     }
+
+    /// The CTA of `linear`, given `index`, the CTA of `linear - by`, and
+    /// `split = self.cta(by)`: additions with carries for the row- and
+    /// column-major orders (the grid-stride loop steps by the launched
+    /// blocks with it), a full [`Delinearize::cta`] for tiles.
+    #[inline(always)]
+    pub fn advance(&self, index: [u32; 3], split: [u32; 3], linear: u32) -> [u32; 3] {
+        let [x, y, z] = index;
+        let [dx, dy, dz] = split;
+        let [gx, gy, _] = self.grid;
+        match self.kind {
+            0 => {
+                let (x, y, z) = add_with_carries((x, y, z), (dx, dy, dz), gx, gy);
+                [x, y, z]
+            }
+            1 => {
+                let (y, x, z) = add_with_carries((y, x, z), (dy, dx, dz), gy, gx);
+                [x, y, z]
+            }
+            _ => self.cta(linear),
+        }
+    }
+}
+
+/// `(fast, slow, z) + (d_fast, d_slow, d_z)` in an order where `fast` varies
+/// fastest, with `fast, d_fast < fast_len` and `slow, d_slow < slow_len`, so
+/// one subtraction per coordinate carries.
+#[inline(always)]
+fn add_with_carries(
+    (fast, slow, z): (u32, u32, u32),
+    (d_fast, d_slow, d_z): (u32, u32, u32),
+    fast_len: u32,
+    slow_len: u32,
+) -> (u32, u32, u32) {
+    let (mut fast, mut slow, mut z) = (fast + d_fast, slow + d_slow, z + d_z);
+    if fast >= fast_len {
+        fast -= fast_len;
+        slow += 1;
+    }
+    if slow >= slow_len {
+        slow -= slow_len;
+        z += 1;
+    }
+    (fast, slow, z)
 }
 
 /// `(fast, slow, z)` one step on in an order where `fast` varies fastest.
@@ -379,6 +423,33 @@ mod tests {
                 for v in 1..total {
                     index = d.step(index, v);
                     assert_eq!(index, d.cta(v), "{indexing:?} {grid:?} v = {v}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn advancing_visits_the_same_ctas_as_delinearizing() {
+        for grid in [[1, 1, 1], [5, 1, 1], [3, 4, 1], [4, 3, 2], [1, 7, 3], [2, 2, 5]] {
+            for indexing in [
+                Indexing::RowMajor,
+                Indexing::ColumnMajor,
+                Indexing::Tile {
+                    width: 2,
+                    height: 3,
+                },
+            ] {
+                let d = Delinearize::new(indexing, grid).unwrap();
+                let total = grid.iter().product::<u32>();
+                for by in 1..total + 3 {
+                    for start in 0..by.min(total) {
+                        let split = d.cta(by);
+                        let mut index = d.cta(start);
+                        for v in (start + by..total).step_by(by as usize) {
+                            index = d.advance(index, split, v);
+                            assert_eq!(index, d.cta(v), "{indexing:?} {grid:?} by {by} v = {v}");
+                        }
+                    }
                 }
             }
         }

@@ -49,20 +49,42 @@ pub fn redirected(launch: &ClusterLaunch) -> u32 {
 /// with `A` the blocks launched, in the indexing's order. Every block of a
 /// grid runs eventually, so every task runs exactly once whatever the
 /// dispatcher does; ACTIVE does not apply (all blocks work).
-/// `separate_tasks`: a barrier after each task, for bodies that share
-/// memory or wait for each other (see [`agents`]).
+///
+/// - `separate_tasks`: a barrier after each task, for bodies that share
+///   memory or wait for each other (see [`agents`]).
+/// - `prefetch(v + A, its CTA)` runs before task `v` when the block has a
+///   next task.
+/// - Each task's CTA is advanced from the last one's with carries: a
+///   delinearization per task was a third of vector add's instructions.
+///
+/// The host guarantees `tasks + A <= 2^32`, so `v + A` never wraps. The
+/// exit test stays at the top: tested after the task, LLVM peeled the last
+/// task into a second copy of the body (`tests/kernel_resources.rs`).
 #[inline(always)]
-pub fn strided(launch: &ClusterLaunch, separate_tasks: bool, mut task: impl FnMut(u32, [u32; 3])) {
+pub fn strided(
+    launch: &ClusterLaunch,
+    separate_tasks: bool,
+    mut task: impl FnMut(u32, [u32; 3]),
+    mut prefetch: impl FnMut(u32, [u32; 3]),
+) {
     check_abi(launch);
+    let delinearize = &launch.delinearize;
+    let total = launch.partition.total;
     let agents = grid_dim_x();
+    let split = delinearize.cta(agents);
     let mut v = block_idx_x();
-    while v < launch.partition.total {
+    let mut index = delinearize.cta(v);
+    while v < total {
+        if total - v > agents {
+            prefetch(v + agents, delinearize.advance(index, split, v + agents));
+        }
         begin_task(v);
-        task(v, launch.delinearize.cta(v));
+        task(v, index);
         if separate_tasks {
             sync_threads();
         }
-        v += agents;
+        v = v.wrapping_add(agents);
+        index = delinearize.advance(index, split, v);
     }
 }
 
@@ -93,8 +115,8 @@ unsafe fn publish(ticket: Shared<u32>, parity: u32, claim: Option<Claim>) {
 
 /// The agent loop (SM binding): runs `task(v, index)` for every linear id `v`
 /// this agent claims (`index`: its CTA in the indexing, stepped from the
-/// previous task's without a division), and `prefetch(v')` with the next id
-/// of the same chunk first.
+/// previous task's without a division), and `prefetch(v', its CTA)` with
+/// the next id of the same chunk first.
 ///
 /// - One thread (the leader) claims; the claim reaches the CTA through a
 ///   double-buffered shared ticket, so one barrier per chunk both publishes
@@ -117,7 +139,7 @@ pub unsafe fn agents(
     chunk: u32,
     separate_tasks: bool,
     mut task: impl FnMut(u32, [u32; 3]),
-    mut prefetch: impl FnMut(u32),
+    mut prefetch: impl FnMut(u32, [u32; 3]),
 ) {
     check_abi(launch);
     let ticket = crate::shared_array!(clustered_ticket: [u32; 4]);
@@ -161,7 +183,7 @@ pub unsafe fn agents(
         let mut index = launch.delinearize.cta(start);
         for k in 0..count {
             if k + 1 < count {
-                prefetch(start + k + 1);
+                prefetch(start + k + 1, launch.delinearize.step(index, start + k + 1));
             }
             begin_task(start + k);
             task(start + k, index);

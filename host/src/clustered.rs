@@ -87,6 +87,8 @@ pub enum ClusterError {
     BadFraction(f32),
     /// A throttling policy for a binding whose CTAs all work (`stride`).
     NoThrottling { policy: ActivePolicy },
+    /// A grid-stride loop's last step would pass linear id 2^32 - 1.
+    StrideTooLong { tasks: u32, blocks: u32 },
 }
 
 impl fmt::Display for ClusterError {
@@ -117,6 +119,10 @@ impl fmt::Display for ClusterError {
             ),
             ClusterError::Mapping(error) => write!(f, "cannot cluster this grid: {error}"),
             ClusterError::BadFraction(fraction) => write!(f, "ACTIVE fraction {fraction} is outside (0, 1]"),
+            ClusterError::StrideTooLong { tasks, blocks } => write!(
+                f,
+                "a grid-stride loop of {blocks} blocks over {tasks} CTAs would step past CTA id 2^32 - 1: launch fewer CTAs or fewer blocks (`total_agents`)"
+            ),
             ClusterError::NoThrottling { policy } => write!(
                 f,
                 "ACTIVE policy {policy:?} does not apply to `binding = stride`: every CTA of a grid-stride loop works; use ActivePolicy::FromKernel or All, or a claiming binding (agents, persistent) to throttle"
@@ -339,10 +345,24 @@ pub(crate) fn layout<E: From<ClusterError>>(
     // only blurs throttling, never correctness.
     let sm_slots = 2 * sm_count;
     parameter = parameter.with_agents(active, sm_slots, 0);
+    let blocks = match binding {
+        // More waves than one: blocks that finish early are replaced. More
+        // blocks than tasks would only start and stop.
+        Binding::Stride => (per_sm * sm_count)
+            .saturating_mul(contract.waves.max(1))
+            .min(parameter.partition.total),
+        _ => per_sm * sm_count,
+    };
+    let blocks = options.total_agents.unwrap_or(blocks).max(1);
+    let tasks = parameter.partition.total;
+    // The loop steps to `v + blocks` once past its last task `v < tasks`.
+    if binding == Binding::Stride && tasks as u64 + blocks as u64 > 1 << 32 {
+        return Err(ClusterError::StrideTooLong { tasks, blocks }.into());
+    }
     Ok(Layout {
         parameter,
         agents: Some(AgentLayout {
-            grid: options.total_agents.unwrap_or(per_sm * sm_count).max(1),
+            grid: blocks,
             max,
             active,
             scratch_words: scratch_words(sm_slots, clusters),

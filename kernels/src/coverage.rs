@@ -2,6 +2,7 @@
 
 use clustered_device::atomic::fetch_add_u32;
 use clustered_device::clustered;
+use clustered_device::cta::Cta;
 use clustered_device::kernel;
 use clustered_device::sm::{clock64, sm_id};
 use clustered_device::thread::*;
@@ -16,11 +17,35 @@ use clustered_device::thread::*;
 #[clustered(name = coverage_agents_throttled, binding = agents, active = 1)]
 #[clustered(name = coverage_persistent, binding = persistent, indexing = column_major, chunk = 3)]
 #[clustered(name = coverage_stride, binding = stride, indexing = tile(2, 3))]
+#[clustered(name = coverage_stride_waves, binding = stride, waves = 3)]
 pub unsafe fn coverage(runs: *mut u32, sms: *mut u32) {
     if thread_idx_x() == 0 {
         let v = (block_idx_z() * grid_dim_y() + block_idx_y()) * grid_dim_x() + block_idx_x();
         fetch_add_u32(runs.add(v as usize), 1);
         *sms.add(v as usize) = sm_id();
+    }
+}
+
+/// Like [`coverage`] for the schedules that announce each block's next task
+/// to a prefetch hook: `runs[v] += 1` when CTA `v` runs, and
+/// `announced[v] += 1` when [`announce`] is called with it. The test checks
+/// that the hook sees exactly the tasks that follow another in their block.
+#[clustered(name = announced_stride, binding = stride, indexing = column_major, prefetch = announce)]
+#[clustered(name = announced_persistent, binding = persistent, chunk = 3, prefetch = announce)]
+pub unsafe fn announced(runs: *mut u32, announced: *mut u32) {
+    if thread_idx_x() == 0 {
+        let v = (block_idx_z() * grid_dim_y() + block_idx_y()) * grid_dim_x() + block_idx_x();
+        fetch_add_u32(runs.add(v as usize), 1);
+    }
+    let _ = announced;
+}
+
+/// The prefetch hook of [`announced`]'s schedules.
+unsafe fn announce(next: Cta, _runs: *mut u32, announced: *mut u32) {
+    if thread_idx_x() == 0 {
+        let [x, y, z] = next.index;
+        let [gx, gy, _] = next.grid;
+        fetch_add_u32(announced.add(((z * gy + y) * gx + x) as usize), 1);
     }
 }
 

@@ -1,6 +1,8 @@
 //! One sweep of the 5-point Jacobi iteration on a 2D grid.
 
 use clustered_device::clustered;
+use clustered_device::cta::Cta;
+use clustered_device::memory::prefetch_l2;
 use clustered_device::thread::index_2d;
 
 /// `output = 0.2 * (c + n + s + e + w)` at every interior point of a
@@ -31,13 +33,18 @@ use clustered_device::thread::index_2d;
 /// - `_agents_chunked`: agents claiming 8 CTAs at a time in row order (what
 ///   won).
 /// - `_agents_chunked_throttled`: the same with 4 active agents per SM.
+/// - `_persistent`, `_persistent4`: persistent CTAs claiming chunks of 8 or 4
+///   in row order from one queue.
+/// - `_stride`: persistent CTAs in a grid-stride loop (what won in Rust,
+///   docs/BENCHMARKS.md); `_stride_prefetch` also prefetches the next
+///   task's rows into L2.
 #[clustered(name = jacobi5_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = jacobi5_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = jacobi5_raster2, binding = reorder, indexing = tile(1, 2))]
 #[clustered(name = jacobi5_persistent, binding = persistent, chunk = 8)]
-#[clustered(name = jacobi5_persistent32, binding = persistent, chunk = 32)]
 #[clustered(name = jacobi5_persistent4, binding = persistent, chunk = 4)]
 #[clustered(name = jacobi5_stride, binding = stride)]
+#[clustered(name = jacobi5_stride_prefetch, binding = stride, prefetch = prefetch_next_rows)]
 #[clustered(name = jacobi5_agents, binding = agents)]
 #[clustered(name = jacobi5_agents_chunked, binding = agents, chunk = 8)]
 #[clustered(name = jacobi5_agents_chunked_throttled, binding = agents, chunk = 8, active = 4)]
@@ -56,5 +63,16 @@ pub unsafe fn jacobi5(input: *const f32, output: *mut f32, width: u32, height: u
             0.2 * (c + n + s + e + w)
         };
         *output.add(at as usize) = value;
+    }
+}
+
+/// Prefetch hook of `jacobi5_stride_prefetch`: starts bringing the next
+/// task's rows into L2 (its CTA's rows; the halo rows come with its
+/// neighbours').
+#[inline(always)]
+unsafe fn prefetch_next_rows(next: Cta, input: *const f32, _output: *mut f32, width: u32, height: u32) {
+    let (x, y) = next.index_2d();
+    if x < width && y < height {
+        prefetch_l2(input.add((y * width + x) as usize));
     }
 }

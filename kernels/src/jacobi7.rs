@@ -26,10 +26,12 @@ use clustered_device::thread::{block_dim_z, block_idx_z, index_2d, thread_idx_z}
 /// - `_agents`: persistent agents, ACTIVE = MAX.
 /// - `_agents_chunked`: agents claiming 8 CTAs at a time in row order.
 /// - `_agents_chunked_throttled`: the same with 4 active agents per SM.
+/// - `_persistent`, `_persistent4`: persistent CTAs claiming chunks of 8 or 4
+///   in row order from one queue.
+/// - `_stride`: persistent CTAs in a grid-stride loop.
 #[clustered(name = jacobi7_3d_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = jacobi7_3d_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = jacobi7_3d_persistent, binding = persistent, chunk = 8)]
-#[clustered(name = jacobi7_3d_persistent32, binding = persistent, chunk = 32)]
 #[clustered(name = jacobi7_3d_persistent4, binding = persistent, chunk = 4)]
 #[clustered(name = jacobi7_3d_stride, binding = stride)]
 #[clustered(name = jacobi7_3d_agents, binding = agents)]

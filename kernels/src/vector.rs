@@ -1,6 +1,8 @@
 //! Streaming kernels.
 
 use clustered_device::clustered;
+use clustered_device::cta::Cta;
+use clustered_device::memory::prefetch_l2;
 use clustered_device::shared::dynamic_shared_memory;
 use clustered_device::thread::{block_dim_x, block_idx_x, index_1d, sync_threads, thread_idx_x};
 
@@ -8,14 +10,27 @@ use clustered_device::thread::{block_dim_x, block_idx_x, index_1d, sync_threads,
 #[clustered(name = vector_add_agents, binding = agents, chunk = 8, bypass(a, b))]
 #[clustered(name = vector_add_redirect, binding = redirect)]
 #[clustered(name = vector_add_persistent, binding = persistent, chunk = 8)]
-#[clustered(name = vector_add_persistent32, binding = persistent, chunk = 32)]
 #[clustered(name = vector_add_persistent4, binding = persistent, chunk = 4)]
 #[clustered(name = vector_add_stride, binding = stride)]
+#[clustered(name = vector_add_stride_prefetch, binding = stride, prefetch = prefetch_next_inputs)]
+#[clustered(name = vector_add_stride_prefetch_waves4, binding = stride, waves = 4, prefetch = prefetch_next_inputs)]
 pub unsafe fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let i = index_1d();
     if i < n {
         let i = i as usize;
         *c.add(i) = *a.add(i) + *b.add(i);
+    }
+}
+
+/// Prefetch hook of `vector_add_stride_prefetch`: starts bringing the next
+/// task's `a` and `b` lines into L2 before this task's loads wait, so more
+/// DRAM requests are in flight per warp than its two loads.
+#[inline(always)]
+unsafe fn prefetch_next_inputs(next: Cta, a: *const f32, b: *const f32, _c: *mut f32, n: u32) {
+    let i = next.index_1d();
+    if i < n {
+        prefetch_l2(a.add(i as usize));
+        prefetch_l2(b.add(i as usize));
     }
 }
 

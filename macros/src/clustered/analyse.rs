@@ -5,7 +5,7 @@ use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{Error, Expr, ExprCall, ExprMacro, ExprPath, FnArg, Ident, ItemFn, Pat, Type, UnOp};
 
-use super::parse::Schedule;
+use super::parse::{Binding, Schedule};
 use crate::trace::pointer_root;
 
 /// Built-ins that read the hardware's block index or grid size, and the
@@ -86,10 +86,10 @@ pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut
                 format!("`chunk` sets how many tasks an agent claims, but this schedule uses `binding = {binding}`: remove `chunk` or use `binding = agents`"),
             ));
         }
-        if let Some(prefetch) = &schedule.prefetch {
+        if let (Some(prefetch), false) = (&schedule.prefetch, schedule.binding == Binding::Stride) {
             errors.push(Error::new_spanned(
                 prefetch,
-                format!("`prefetch` needs to know the next task, which only agents do: remove it or use `binding = agents` (with `binding = {binding}` each block runs one task)"),
+                format!("`prefetch` needs to know the next task, which only persistent blocks do: remove it or use `binding = agents`, `persistent` or `stride` (with `binding = {binding}` each block runs one task)"),
             ));
         }
     } else if let Some(prefetch) = &schedule.prefetch {
@@ -99,6 +99,13 @@ pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut
                 "`prefetch` is called with the next task of the same chunk: add `chunk = 2` or more",
             ));
         }
+    }
+    if let (Some((_, span)), false) = (schedule.waves, schedule.binding == Binding::Stride) {
+        let binding = schedule.binding.name();
+        errors.push(Error::new(
+            span,
+            format!("`waves` sets how many blocks a grid-stride loop launches, but this schedule uses `binding = {binding}`: remove `waves` or use `binding = stride`"),
+        ));
     }
     let mut seen: Vec<&Ident> = Vec::new();
     for name in &schedule.bypass {

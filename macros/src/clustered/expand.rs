@@ -53,6 +53,7 @@ pub fn schedule(
     };
     let [tile_width, tile_height] = tile;
     let chunk = schedule.chunk.map_or(1, |(n, _)| n);
+    let with_waves = schedule.waves.map(|(waves, _)| quote!(.with_waves(#waves)));
     let active = schedule.active.map_or(0, |(n, _)| n);
 
     // v -> the original CTA, for the chosen indexing.
@@ -71,9 +72,20 @@ pub fn schedule(
         || (matches!(schedule.indexing, Indexing::Tile { .. })
             && matches!(schedule.binding, Binding::Agents | Binding::Persistent));
     let needs_to_cta = matches!(schedule.binding, Binding::Reorder | Binding::Redirect)
-        || maps_in_task
-        || schedule.prefetch.is_some();
+        || maps_in_task;
     let define_to_cta = needs_to_cta.then(|| quote!(let #to_cta = #to_cta_closure;));
+    // The loops hand the hook the next task's CTA, stepped from the current
+    // one's; a custom indexing maps the id itself.
+    let prefetch = match (&schedule.prefetch, &schedule.indexing) {
+        (Some(hook), Indexing::Custom(_)) => {
+            quote!(|#v: u32, _: [u32; 3]| #hook(#to_cta(#v), #(#names),*))
+        }
+        (Some(hook), _) => {
+            let index = format_ident!("__index");
+            quote!(|_: u32, #index: [u32; 3]| #hook(#device::cta::Cta::new(#index, #launch.delinearize.grid()), #(#names),*))
+        }
+        (None, _) => quote!(|_: u32, _: [u32; 3]| {}),
+    };
     let entry_body = match schedule.binding {
         Binding::Reorder => quote! {
             let #v = #device::run::reordered(&#launch);
@@ -95,15 +107,11 @@ pub fn schedule(
             };
             let separate = facts.shares_within_cta;
             quote! {
-                #device::run::strided(&#launch, #separate, #run_indexed_task);
+                #device::run::strided(&#launch, #separate, #run_indexed_task, #prefetch);
             }
         }
         Binding::Agents | Binding::Persistent => {
             let separate = facts.shares_within_cta;
-            let prefetch = match &schedule.prefetch {
-                Some(hook) => quote!(|#v: u32| #hook(#to_cta(#v), #(#names),*)),
-                None => quote!(|_: u32| {}),
-            };
             // The loop steps through each chunk's CTAs in row- and
             // column-major order. Tiles and custom indexings map the linear
             // id in the task: stepping a tile costs a full delinearization
@@ -161,7 +169,7 @@ pub fn schedule(
             [#tile_width, #tile_height],
             #chunk,
             #active,
-        );
+        )#with_waves;
 
         #device::entry_point! {
             #(#attrs)*

@@ -6,9 +6,10 @@
 //!     binding = agents,               // reorder | redirect | agents | persistent | stride (default: agents)
 //!     indexing = tile(4, 2),          // row_major | column_major | tile(W, H) | custom(path)
 //!     bypass(a, b),                   // pointer parameters whose loads skip L1
-//!     prefetch = path::to::hook,      // agents: called with the next task's CTA
+//!     prefetch = path::to::hook,      // agents, persistent, stride: called with the next task's CTA
 //!     chunk = 8,                      // agents: tasks claimed at a time (default 1)
 //!     active = 4,                     // agents: default ACTIVE agents per SM
+//!     waves = 4,                      // stride: blocks launched per resident slot (default 1)
 //! )]
 //! ```
 
@@ -28,7 +29,7 @@ pub enum Binding {
 }
 
 impl Binding {
-    /// Runs the agent loop (so `chunk`, `active` and `prefetch` apply).
+    /// Runs the agent loop (so `chunk` and `active` apply).
     pub fn is_persistent(self) -> bool {
         matches!(self, Binding::Agents | Binding::Persistent)
     }
@@ -65,9 +66,11 @@ pub struct Schedule {
     pub prefetch: Option<Path>,
     pub chunk: Option<(u32, Span)>,
     pub active: Option<(u32, Span)>,
+    pub waves: Option<(u32, Span)>,
 }
 
-const OPTIONS: &str = "`name`, `binding`, `indexing`, `bypass(..)`, `prefetch`, `chunk`, `active`";
+const OPTIONS: &str =
+    "`name`, `binding`, `indexing`, `bypass(..)`, `prefetch`, `chunk`, `active`, `waves`";
 
 /// Parses one attribute's arguments, pushing every mistake into `errors`.
 pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) -> Schedule {
@@ -80,6 +83,7 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
         prefetch: None,
         chunk: None,
         active: None,
+        waves: None,
     };
     let mut seen: Vec<String> = Vec::new();
     let parser = syn::meta::parser(|meta| {
@@ -166,14 +170,14 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
                     )),
                 }
             }
-            "chunk" | "active" => {
+            "chunk" | "active" | "waves" => {
                 let value: Expr = meta.value()?.parse()?;
                 match positive_int(&value) {
                     Ok(n) => {
-                        let slot = if key == "chunk" {
-                            &mut schedule.chunk
-                        } else {
-                            &mut schedule.active
+                        let slot = match key.as_str() {
+                            "chunk" => &mut schedule.chunk,
+                            "active" => &mut schedule.active,
+                            _ => &mut schedule.waves,
                         };
                         *slot = Some((n, value.span()));
                     }

@@ -82,6 +82,6 @@ pub unsafe fn stencil_columns(
             width,
             height,
         ),
-        |_: u32| {},
+        |_: u32, _: [u32; 3]| {},
     );
 }

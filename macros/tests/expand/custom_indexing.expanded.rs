@@ -67,6 +67,6 @@ pub unsafe fn rows_snake(
         2u32,
         false,
         |__v: u32, _: [u32; 3]| __rows_snake_task(__to_cta(__v), m, sums, width),
-        |_: u32| {},
+        |_: u32, _: [u32; 3]| {},
     );
 }

@@ -63,6 +63,6 @@ pub unsafe fn fill_clustered(
             value,
             n,
         ),
-        |_: u32| {},
+        |_: u32, _: [u32; 3]| {},
     );
 }

@@ -111,10 +111,6 @@ pub unsafe fn shift_agents(
     n: u32,
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
-    let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
-        __launch.delinearize.cta(__v),
-        __launch.delinearize.grid(),
-    );
     ::clustered_device::run::agents(
         &__launch,
         2u32,
@@ -125,7 +121,12 @@ pub unsafe fn shift_agents(
             to_cta,
             n,
         ),
-        |__v: u32| touch(__to_cta(__v), v, to_cta, n),
+        |_: u32, __index: [u32; 3]| touch(
+            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+            v,
+            to_cta,
+            n,
+        ),
     );
 }
 pub unsafe fn touch(next: clustered_device::cta::Cta, v: *mut u32, to_cta: u32, n: u32) {

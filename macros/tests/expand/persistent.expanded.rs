@@ -69,6 +69,6 @@ pub unsafe fn scale_persistent(
             factor,
             n,
         ),
-        |_: u32| {},
+        |_: u32, _: [u32; 3]| {},
     );
 }

@@ -58,10 +58,6 @@ pub unsafe fn copy_prefetch(
     n: u32,
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
-    let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
-        __launch.delinearize.cta(__v),
-        __launch.delinearize.grid(),
-    );
     ::clustered_device::run::agents(
         &__launch,
         4u32,
@@ -72,6 +68,11 @@ pub unsafe fn copy_prefetch(
             y,
             n,
         ),
-        |__v: u32| warm_rows(__to_cta(__v), x, y, n),
+        |_: u32, __index: [u32; 3]| warm_rows(
+            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+            x,
+            y,
+            n,
+        ),
     );
 }

@@ -157,7 +157,7 @@ pub unsafe fn block_sums_agents(
         2u32,
         true,
         |__v: u32, _: [u32; 3]| __block_sums_agents_task(__to_cta(__v), x, sums),
-        |_: u32| {},
+        |_: u32, _: [u32; 3]| {},
     );
 }
 #[doc(hidden)]

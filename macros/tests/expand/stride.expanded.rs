@@ -65,5 +65,6 @@ pub unsafe fn blur_stride(
             width,
             height,
         ),
+        |_: u32, _: [u32; 3]| {},
     );
 }

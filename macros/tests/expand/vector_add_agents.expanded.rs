@@ -70,6 +70,6 @@ pub unsafe fn vector_add_agents(
             c,
             n,
         ),
-        |_: u32| {},
+        |_: u32, _: [u32; 3]| {},
     );
 }
