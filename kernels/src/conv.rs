@@ -34,10 +34,14 @@ pub const FILTER: u32 = 5;
 /// - `_agents`: persistent agents, ACTIVE = MAX, clusters of grid rows.
 /// - `_agents_throttled`: 4 active agents per SM.
 /// - `_agents_chunked`: agents claiming 8 CTAs of a grid row at a time.
+/// - `_stride`: persistent CTAs in a grid-stride loop; `_stride_waves4`
+///   launches 4 blocks per resident slot (blocks finishing early are
+///   replaced).
 #[clustered(name = conv5x5_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = conv5x5_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = conv5x5_raster2, binding = reorder, indexing = tile(1, 2))]
 #[clustered(name = conv5x5_stride, binding = stride)]
+#[clustered(name = conv5x5_stride_waves4, binding = stride, waves = 4)]
 #[clustered(name = conv5x5_agents, binding = agents)]
 #[clustered(name = conv5x5_agents_throttled, binding = agents, active = 4)]
 #[clustered(name = conv5x5_agents_chunked, binding = agents, chunk = 8)]

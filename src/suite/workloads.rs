@@ -283,6 +283,7 @@ fn conv5x5(size: Size) -> Workload {
             "redirect columns" => conv5x5_redirect_columns / __clustered_contract_conv5x5_redirect_columns,
             "raster G=2" => conv5x5_raster2 / __clustered_contract_conv5x5_raster2,
             "grid-stride" => conv5x5_stride / __clustered_contract_conv5x5_stride,
+            "grid-stride 4 waves" => conv5x5_stride_waves4 / __clustered_contract_conv5x5_stride_waves4,
             "agents" => conv5x5_agents / __clustered_contract_conv5x5_agents,
             "agents, 4 active" => conv5x5_agents_throttled / __clustered_contract_conv5x5_agents_throttled,
             "agents chunk 8" => conv5x5_agents_chunked / __clustered_contract_conv5x5_agents_chunked,
