@@ -37,7 +37,7 @@ use clustered_device::thread::index_2d;
 ///   in row order from one queue.
 /// - `_stride`: persistent CTAs in a grid-stride loop (what won in Rust,
 ///   docs/BENCHMARKS.md); `_stride_prefetch` also prefetches the next
-///   task's rows into L2.
+///   task's rows into L2, `_stride_prefetch_waves4` in 4 waves of blocks.
 #[clustered(name = jacobi5_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = jacobi5_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = jacobi5_raster2, binding = reorder, indexing = tile(1, 2))]
@@ -45,6 +45,7 @@ use clustered_device::thread::index_2d;
 #[clustered(name = jacobi5_persistent4, binding = persistent, chunk = 4)]
 #[clustered(name = jacobi5_stride, binding = stride)]
 #[clustered(name = jacobi5_stride_prefetch, binding = stride, prefetch = prefetch_next_rows)]
+#[clustered(name = jacobi5_stride_prefetch_waves4, binding = stride, waves = 4, prefetch = prefetch_next_rows)]
 #[clustered(name = jacobi5_agents, binding = agents)]
 #[clustered(name = jacobi5_agents_chunked, binding = agents, chunk = 8)]
 #[clustered(name = jacobi5_agents_chunked_throttled, binding = agents, chunk = 8, active = 4)]

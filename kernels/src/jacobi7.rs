@@ -28,12 +28,14 @@ use clustered_device::thread::{block_dim_z, block_idx_z, index_2d, thread_idx_z}
 /// - `_agents_chunked_throttled`: the same with 4 active agents per SM.
 /// - `_persistent`, `_persistent4`: persistent CTAs claiming chunks of 8 or 4
 ///   in row order from one queue.
-/// - `_stride`: persistent CTAs in a grid-stride loop.
+/// - `_stride`: persistent CTAs in a grid-stride loop; `_stride_waves4` in
+///   4 waves of blocks (blocks finishing early are replaced).
 #[clustered(name = jacobi7_3d_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = jacobi7_3d_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = jacobi7_3d_persistent, binding = persistent, chunk = 8)]
 #[clustered(name = jacobi7_3d_persistent4, binding = persistent, chunk = 4)]
 #[clustered(name = jacobi7_3d_stride, binding = stride)]
+#[clustered(name = jacobi7_3d_stride_waves4, binding = stride, waves = 4)]
 #[clustered(name = jacobi7_3d_agents, binding = agents)]
 #[clustered(name = jacobi7_3d_agents_chunked, binding = agents, chunk = 8)]
 #[clustered(name = jacobi7_3d_agents_chunked_throttled, binding = agents, chunk = 8, active = 4)]

@@ -30,8 +30,11 @@ pub const KMEANS_BLOCK: u32 = 256;
 /// - `_agents_throttled`: 4 active agents per SM (about half of MAX): the
 ///   paper's reason for throttling, fewer resident rows for the L1.
 /// - `_agents_chunked`: agents claiming 8 consecutive CTAs at a time.
+/// - `_stride`, `_stride_waves4`: persistent CTAs in a grid-stride loop, in
+///   one or 4 waves of blocks.
 #[clustered(name = kmeans_assign_redirect, binding = redirect)]
 #[clustered(name = kmeans_assign_stride, binding = stride)]
+#[clustered(name = kmeans_assign_stride_waves4, binding = stride, waves = 4)]
 #[clustered(name = kmeans_assign_agents, binding = agents)]
 #[clustered(name = kmeans_assign_agents_throttled, binding = agents, active = 4)]
 #[clustered(name = kmeans_assign_agents_chunked, binding = agents, chunk = 8)]

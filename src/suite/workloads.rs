@@ -325,6 +325,7 @@ fn kmeans_assign(size: Size) -> Workload {
         variants: variants!(kernels::kmeans; kmeans_assign (0, 1, 2, 3, 4, 5);
             "redirect" => kmeans_assign_redirect / __clustered_contract_kmeans_assign_redirect,
             "grid-stride" => kmeans_assign_stride / __clustered_contract_kmeans_assign_stride,
+            "grid-stride 4 waves" => kmeans_assign_stride_waves4 / __clustered_contract_kmeans_assign_stride_waves4,
             "agents" => kmeans_assign_agents / __clustered_contract_kmeans_assign_agents,
             "agents, 4 active" => kmeans_assign_agents_throttled / __clustered_contract_kmeans_assign_agents_throttled,
             "agents chunk 8" => kmeans_assign_agents_chunked / __clustered_contract_kmeans_assign_agents_chunked,
@@ -594,6 +595,7 @@ fn jacobi5(size: Size) -> Workload {
             "persistent chunk 4" => jacobi5_persistent4 / __clustered_contract_jacobi5_persistent4,
             "grid-stride" => jacobi5_stride / __clustered_contract_jacobi5_stride,
             "grid-stride, prefetch L2" => jacobi5_stride_prefetch / __clustered_contract_jacobi5_stride_prefetch,
+            "grid-stride 4 waves, prefetch L2" => jacobi5_stride_prefetch_waves4 / __clustered_contract_jacobi5_stride_prefetch_waves4,
         ),
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
@@ -641,6 +643,7 @@ fn jacobi7_3d(size: Size) -> Workload {
             "persistent chunk 8" => jacobi7_3d_persistent / __clustered_contract_jacobi7_3d_persistent,
             "persistent chunk 4" => jacobi7_3d_persistent4 / __clustered_contract_jacobi7_3d_persistent4,
             "grid-stride" => jacobi7_3d_stride / __clustered_contract_jacobi7_3d_stride,
+            "grid-stride 4 waves" => jacobi7_3d_stride_waves4 / __clustered_contract_jacobi7_3d_stride_waves4,
         ),
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
