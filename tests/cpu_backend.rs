@@ -449,8 +449,9 @@ fn a_grid_stride_loop_refuses_to_be_throttled() {
 #[test]
 fn prefetch_hooks_see_each_blocks_next_task() {
     type Announcing = unsafe fn(*mut u32, *mut u32, clustered::host::ClusterLaunch);
-    let schedules: [(&str, Announcing, &KernelContract); 2] = [
+    let schedules: [(&str, Announcing, &KernelContract); 3] = [
         ("stride", announced_stride, &__clustered_contract_announced_stride),
+        ("stride2", announced_stride2, &__clustered_contract_announced_stride2),
         ("persistent", announced_persistent, &__clustered_contract_announced_persistent),
     ];
     for machine in [Machine::new(3), Machine::new(2).with_dispatch(Dispatch::Random(3))] {
@@ -480,6 +481,8 @@ fn prefetch_hooks_see_each_blocks_next_task() {
                     let expected = match name {
                         // Column-major order; block b runs b, b + A, ...
                         "stride" => ((z * gx + x) * gy + y >= blocks) as u32,
+                        // The same, announced two tasks ahead.
+                        "stride2" => ((z * gx + x) * gy + y >= 2 * blocks) as u32,
                         // Row-major chunks of 3 from one queue: every task
                         // but a chunk's first is announced.
                         _ => (v % 3 != 0) as u32,

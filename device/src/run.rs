@@ -52,8 +52,8 @@ pub fn redirected(launch: &ClusterLaunch) -> u32 {
 ///
 /// - `separate_tasks`: a barrier after each task, for bodies that share
 ///   memory or wait for each other (see [`agents`]).
-/// - `prefetch(v + A, its CTA)` runs before task `v` when the block has a
-///   next task.
+/// - `prefetch(v + dA, its CTA)` runs before task `v` when the block has a
+///   task `d = distance` steps ahead.
 /// - Each task's CTA is advanced from the last one's with carries: a
 ///   delinearization per task was a third of vector add's instructions.
 ///
@@ -64,6 +64,7 @@ pub fn redirected(launch: &ClusterLaunch) -> u32 {
 pub fn strided(
     launch: &ClusterLaunch,
     separate_tasks: bool,
+    distance: u32,
     mut task: impl FnMut(u32, [u32; 3]),
     mut prefetch: impl FnMut(u32, [u32; 3]),
 ) {
@@ -72,11 +73,14 @@ pub fn strided(
     let total = launch.partition.total;
     let agents = grid_dim_x();
     let split = delinearize.cta(agents);
+    // Saturated, it is never below `total - v`: no prefetch, no wrap.
+    let ahead = agents.saturating_mul(distance);
+    let split_ahead = delinearize.cta(ahead);
     let mut v = block_idx_x();
     let mut index = delinearize.cta(v);
     while v < total {
-        if total - v > agents {
-            prefetch(v + agents, delinearize.advance(index, split, v + agents));
+        if total - v > ahead {
+            prefetch(v + ahead, delinearize.advance(index, split_ahead, v + ahead));
         }
         begin_task(v);
         task(v, index);

@@ -7,6 +7,12 @@ use clustered_device::shared::dynamic_shared_memory;
 use clustered_device::thread::{block_dim_x, block_idx_x, index_1d, sync_threads, thread_idx_x};
 
 /// `c[i] = a[i] + b[i]` for `i < n`, one element per thread.
+///
+/// Variants: agents claiming 8 CTAs with `a`, `b` past L1; redirection;
+/// persistent CTAs claiming chunks of 8 or 4; grid-stride loops, plain,
+/// prefetching the next task's inputs into L2 (one or two tasks ahead), and
+/// in 4 waves of blocks. Prefetching is what wins: DRAM-bound, each warp
+/// keeps only its two loads in flight otherwise (docs/BENCHMARKS.md).
 #[clustered(name = vector_add_agents, binding = agents, chunk = 8, bypass(a, b))]
 #[clustered(name = vector_add_redirect, binding = redirect)]
 #[clustered(name = vector_add_persistent, binding = persistent, chunk = 8)]
@@ -14,6 +20,7 @@ use clustered_device::thread::{block_dim_x, block_idx_x, index_1d, sync_threads,
 #[clustered(name = vector_add_stride, binding = stride)]
 #[clustered(name = vector_add_stride_prefetch, binding = stride, prefetch = prefetch_next_inputs)]
 #[clustered(name = vector_add_stride_prefetch_waves4, binding = stride, waves = 4, prefetch = prefetch_next_inputs)]
+#[clustered(name = vector_add_stride_prefetch2, binding = stride, prefetch = prefetch_next_inputs, prefetch_distance = 2)]
 pub unsafe fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let i = index_1d();
     if i < n {

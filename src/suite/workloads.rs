@@ -119,6 +119,7 @@ fn vector_add(size: Size) -> Workload {
             "grid-stride" => vector_add_stride / __clustered_contract_vector_add_stride,
             "grid-stride, prefetch L2" => vector_add_stride_prefetch / __clustered_contract_vector_add_stride_prefetch,
             "grid-stride 4 waves, prefetch L2" => vector_add_stride_prefetch_waves4 / __clustered_contract_vector_add_stride_prefetch_waves4,
+            "grid-stride, prefetch L2 2 ahead" => vector_add_stride_prefetch2 / __clustered_contract_vector_add_stride_prefetch2,
         ),
         cpu_check: true,
         check: |w, outputs| {

@@ -107,6 +107,20 @@ pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut
             format!("`waves` sets how many blocks a grid-stride loop launches, but this schedule uses `binding = {binding}`: remove `waves` or use `binding = stride`"),
         ));
     }
+    if let Some((_, span)) = schedule.prefetch_distance {
+        if schedule.binding != Binding::Stride {
+            let binding = schedule.binding.name();
+            errors.push(Error::new(
+                span,
+                format!("`prefetch_distance` sets how many tasks ahead a grid-stride loop prefetches, but this schedule uses `binding = {binding}`: remove it or use `binding = stride`"),
+            ));
+        } else if schedule.prefetch.is_none() {
+            errors.push(Error::new(
+                span,
+                "`prefetch_distance` needs a hook to call: add `prefetch = path::to::hook` or remove it",
+            ));
+        }
+    }
     let mut seen: Vec<&Ident> = Vec::new();
     for name in &schedule.bypass {
         if seen.contains(&name) {

@@ -106,8 +106,9 @@ pub fn schedule(
                 }
             };
             let separate = facts.shares_within_cta;
+            let distance = schedule.prefetch_distance.map_or(1, |(n, _)| n);
             quote! {
-                #device::run::strided(&#launch, #separate, #run_indexed_task, #prefetch);
+                #device::run::strided(&#launch, #separate, #distance, #run_indexed_task, #prefetch);
             }
         }
         Binding::Agents | Binding::Persistent => {

@@ -7,6 +7,7 @@
 //!     indexing = tile(4, 2),          // row_major | column_major | tile(W, H) | custom(path)
 //!     bypass(a, b),                   // pointer parameters whose loads skip L1
 //!     prefetch = path::to::hook,      // agents, persistent, stride: called with the next task's CTA
+//!     prefetch_distance = 2,          // stride: the hook gets the task this many ahead (default 1)
 //!     chunk = 8,                      // agents: tasks claimed at a time (default 1)
 //!     active = 4,                     // agents: default ACTIVE agents per SM
 //!     waves = 4,                      // stride: blocks launched per resident slot (default 1)
@@ -67,10 +68,11 @@ pub struct Schedule {
     pub chunk: Option<(u32, Span)>,
     pub active: Option<(u32, Span)>,
     pub waves: Option<(u32, Span)>,
+    pub prefetch_distance: Option<(u32, Span)>,
 }
 
 const OPTIONS: &str =
-    "`name`, `binding`, `indexing`, `bypass(..)`, `prefetch`, `chunk`, `active`, `waves`";
+    "`name`, `binding`, `indexing`, `bypass(..)`, `prefetch`, `prefetch_distance`, `chunk`, `active`, `waves`";
 
 /// Parses one attribute's arguments, pushing every mistake into `errors`.
 pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) -> Schedule {
@@ -84,6 +86,7 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
         chunk: None,
         active: None,
         waves: None,
+        prefetch_distance: None,
     };
     let mut seen: Vec<String> = Vec::new();
     let parser = syn::meta::parser(|meta| {
@@ -170,14 +173,15 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
                     )),
                 }
             }
-            "chunk" | "active" | "waves" => {
+            "chunk" | "active" | "waves" | "prefetch_distance" => {
                 let value: Expr = meta.value()?.parse()?;
                 match positive_int(&value) {
                     Ok(n) => {
                         let slot = match key.as_str() {
                             "chunk" => &mut schedule.chunk,
                             "active" => &mut schedule.active,
-                            _ => &mut schedule.waves,
+                            "waves" => &mut schedule.waves,
+                            _ => &mut schedule.prefetch_distance,
                         };
                         *slot = Some((n, value.span()));
                     }

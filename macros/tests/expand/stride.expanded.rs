@@ -58,6 +58,7 @@ pub unsafe fn blur_stride(
     ::clustered_device::run::strided(
         &__launch,
         false,
+        1u32,
         |_: u32, __index: [u32; 3]| __blur_stride_task(
             ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
             input,

@@ -64,6 +64,7 @@ pub unsafe fn scale_stride(
     ::clustered_device::run::strided(
         &__launch,
         false,
+        1u32,
         |_: u32, __index: [u32; 3]| __scale_stride_task(
             ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
             input,
