@@ -450,11 +450,26 @@ fn a_grid_stride_loop_refuses_to_be_throttled() {
 fn prefetch_hooks_see_each_blocks_next_task() {
     type Announcing = unsafe fn(*mut u32, *mut u32, clustered::host::ClusterLaunch);
     let schedules: [(&str, Announcing, &KernelContract); 3] = [
-        ("stride", announced_stride, &__clustered_contract_announced_stride),
-        ("stride2", announced_stride2, &__clustered_contract_announced_stride2),
-        ("persistent", announced_persistent, &__clustered_contract_announced_persistent),
+        (
+            "stride",
+            announced_stride,
+            &__clustered_contract_announced_stride,
+        ),
+        (
+            "stride2",
+            announced_stride2,
+            &__clustered_contract_announced_stride2,
+        ),
+        (
+            "persistent",
+            announced_persistent,
+            &__clustered_contract_announced_persistent,
+        ),
     ];
-    for machine in [Machine::new(3), Machine::new(2).with_dispatch(Dispatch::Random(3))] {
+    for machine in [
+        Machine::new(3),
+        Machine::new(2).with_dispatch(Dispatch::Random(3)),
+    ] {
         for grid in [[1, 1, 1], [7, 1, 1], [5, 3, 1], [4, 3, 2], [40, 3, 1]] {
             for (name, kernel, contract) in schedules {
                 let case = format!("{name}, grid {grid:?}, {} SMs", machine.sm_ids.len());
@@ -471,8 +486,10 @@ fn prefetch_hooks_see_each_blocks_next_task() {
                 let parameter = plan.parameter();
                 let blocks = plan.launch.grid[0];
                 let (r, a) = (runs.as_mut_ptr(), announced.as_mut_ptr());
-                run(&machine, &plan.launch, &mut NoObserver, &|| unsafe { kernel(r, a, parameter) })
-                    .unwrap_or_else(|e| panic!("{case}: {e}"));
+                run(&machine, &plan.launch, &mut NoObserver, &|| unsafe {
+                    kernel(r, a, parameter)
+                })
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
                 assert_exactly_once(&runs, &case);
                 let [gx, gy, _] = grid;
                 for (v, &count) in announced.iter().enumerate() {
@@ -485,7 +502,7 @@ fn prefetch_hooks_see_each_blocks_next_task() {
                         "stride2" => ((z * gx + x) * gy + y >= 2 * blocks) as u32,
                         // Row-major chunks of 3 from one queue: every task
                         // but a chunk's first is announced.
-                        _ => (v % 3 != 0) as u32,
+                        _ => !v.is_multiple_of(3) as u32,
                     };
                     assert_eq!(count, expected, "{case}: CTA {v} announced {count} times");
                 }
@@ -512,7 +529,10 @@ fn a_grid_stride_loop_launches_its_waves() {
             .grid[0]
     };
     assert_eq!(blocks(&__clustered_contract_coverage_stride, 100), 2 * 4);
-    assert_eq!(blocks(&__clustered_contract_coverage_stride_waves, 100), 3 * 2 * 4);
+    assert_eq!(
+        blocks(&__clustered_contract_coverage_stride_waves, 100),
+        3 * 2 * 4
+    );
     assert_eq!(blocks(&__clustered_contract_coverage_stride_waves, 20), 20);
     // The last step, v + blocks, must not pass id 2^32 - 1.
     let huge = CpuLaunch {
@@ -528,5 +548,8 @@ fn a_grid_stride_loop_launches_its_waves() {
         &ClusterOptions::default(),
     )
     .unwrap_err();
-    assert!(error.to_string().contains("past CTA id 2^32 - 1"), "{error}");
+    assert!(
+        error.to_string().contains("past CTA id 2^32 - 1"),
+        "{error}"
+    );
 }

@@ -430,7 +430,14 @@ mod tests {
 
     #[test]
     fn advancing_visits_the_same_ctas_as_delinearizing() {
-        for grid in [[1, 1, 1], [5, 1, 1], [3, 4, 1], [4, 3, 2], [1, 7, 3], [2, 2, 5]] {
+        for grid in [
+            [1, 1, 1],
+            [5, 1, 1],
+            [3, 4, 1],
+            [4, 3, 2],
+            [1, 7, 3],
+            [2, 2, 5],
+        ] {
             for indexing in [
                 Indexing::RowMajor,
                 Indexing::ColumnMajor,

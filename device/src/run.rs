@@ -80,7 +80,10 @@ pub fn strided(
     let mut index = delinearize.cta(v);
     while v < total {
         if total - v > ahead {
-            prefetch(v + ahead, delinearize.advance(index, split_ahead, v + ahead));
+            prefetch(
+                v + ahead,
+                delinearize.advance(index, split_ahead, v + ahead),
+            );
         }
         begin_task(v);
         task(v, index);

@@ -2,8 +2,8 @@
 
 use clustered_device::clustered;
 use clustered_device::cta::Cta;
-use clustered_device::memory::prefetch_l2;
 use clustered_device::math::fma;
+use clustered_device::memory::prefetch_l2;
 use clustered_device::thread::index_1d;
 
 use crate::math::{abs, exp, ln, sqrt};

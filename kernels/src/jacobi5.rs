@@ -71,7 +71,13 @@ pub unsafe fn jacobi5(input: *const f32, output: *mut f32, width: u32, height: u
 /// task's rows into L2 (its CTA's rows; the halo rows come with its
 /// neighbours').
 #[inline(always)]
-unsafe fn prefetch_next_rows(next: Cta, input: *const f32, _output: *mut f32, width: u32, height: u32) {
+unsafe fn prefetch_next_rows(
+    next: Cta,
+    input: *const f32,
+    _output: *mut f32,
+    width: u32,
+    height: u32,
+) {
     let (x, y) = next.index_2d();
     if x < width && y < height {
         prefetch_l2(input.add((y * width + x) as usize));

@@ -71,8 +71,8 @@ pub fn schedule(
     let maps_in_task = matches!(schedule.indexing, Indexing::Custom(_))
         || (matches!(schedule.indexing, Indexing::Tile { .. })
             && matches!(schedule.binding, Binding::Agents | Binding::Persistent));
-    let needs_to_cta = matches!(schedule.binding, Binding::Reorder | Binding::Redirect)
-        || maps_in_task;
+    let needs_to_cta =
+        matches!(schedule.binding, Binding::Reorder | Binding::Redirect) || maps_in_task;
     let define_to_cta = needs_to_cta.then(|| quote!(let #to_cta = #to_cta_closure;));
     // The loops hand the hook the next task's CTA, stepped from the current
     // one's; a custom indexing maps the id itself.
