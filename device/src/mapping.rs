@@ -406,56 +406,49 @@ fn increment(fast: u32, slow: u32, z: u32, fast_len: u32, slow_len: u32) -> (u32
 mod tests {
     use super::*;
 
-    #[test]
-    fn stepping_visits_the_same_ctas_as_delinearizing() {
-        for grid in [[1, 1, 1], [5, 1, 1], [3, 4, 1], [4, 3, 2], [1, 7, 3]] {
-            for indexing in [
-                Indexing::RowMajor,
-                Indexing::ColumnMajor,
-                Indexing::Tile {
-                    width: 2,
-                    height: 3,
-                },
-            ] {
-                let d = Delinearize::new(indexing, grid).unwrap();
-                let total = grid.iter().product::<u32>();
-                let mut index = d.cta(0);
-                for v in 1..total {
-                    index = d.step(index, v);
-                    assert_eq!(index, d.cta(v), "{indexing:?} {grid:?} v = {v}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn advancing_visits_the_same_ctas_as_delinearizing() {
-        for grid in [
+    /// Small grids (edges in every dimension) in every kind of order.
+    fn small_mappings() -> impl Iterator<Item = (Delinearize, u32)> {
+        let grids = [
             [1, 1, 1],
             [5, 1, 1],
             [3, 4, 1],
             [4, 3, 2],
             [1, 7, 3],
             [2, 2, 5],
-        ] {
-            for indexing in [
-                Indexing::RowMajor,
-                Indexing::ColumnMajor,
-                Indexing::Tile {
-                    width: 2,
-                    height: 3,
-                },
-            ] {
-                let d = Delinearize::new(indexing, grid).unwrap();
+        ];
+        let tile = Indexing::Tile {
+            width: 2,
+            height: 3,
+        };
+        grids.into_iter().flat_map(move |grid| {
+            [Indexing::RowMajor, Indexing::ColumnMajor, tile].map(|indexing| {
                 let total = grid.iter().product::<u32>();
-                for by in 1..total + 3 {
-                    for start in 0..by.min(total) {
-                        let split = d.cta(by);
-                        let mut index = d.cta(start);
-                        for v in (start + by..total).step_by(by as usize) {
-                            index = d.advance(index, split, v);
-                            assert_eq!(index, d.cta(v), "{indexing:?} {grid:?} by {by} v = {v}");
-                        }
+                (Delinearize::new(indexing, grid).unwrap(), total)
+            })
+        })
+    }
+
+    #[test]
+    fn stepping_visits_the_same_ctas_as_delinearizing() {
+        for (d, total) in small_mappings() {
+            let mut index = d.cta(0);
+            for v in 1..total {
+                index = d.step(index, v);
+                assert_eq!(index, d.cta(v), "{d:?} v = {v}");
+            }
+        }
+    }
+
+    #[test]
+    fn advancing_visits_the_same_ctas_as_delinearizing() {
+        for (d, total) in small_mappings() {
+            for by in 1..total + 3 {
+                let split = d.cta(by);
+                for start in 0..by.min(total) {
+                    let mut index = d.cta(start);
+                    for v in (start + by..total).step_by(by as usize) {
+                        index = d.advance(index, split, v);
+                        assert_eq!(index, d.cta(v), "{d:?} by {by} v = {v}");
                     }
                 }
             }
