@@ -53,7 +53,8 @@ pub struct ClusterOptions {
     /// Launch this many agents per SM instead of MAX (at most MAX).
     pub agents_per_sm: Option<u32>,
     /// Launch this many agents in all, e.g. fewer than SMs (tests use it to
-    /// starve SMs). Overrides `agents_per_sm`.
+    /// starve SMs). Overrides `agents_per_sm` and a grid-stride contract's
+    /// `waves`.
     pub total_agents: Option<u32>,
     /// Clusters `M` (default: the SM count).
     pub clusters: Option<u32>,

@@ -86,7 +86,9 @@ pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut
                 format!("`chunk` sets how many tasks an agent claims, but this schedule uses `binding = {binding}`: remove `chunk` or use `binding = agents`"),
             ));
         }
-        if let (Some(prefetch), false) = (&schedule.prefetch, schedule.binding == Binding::Stride) {
+        // A grid-stride loop knows its next task; reorder and redirect do not.
+        let knows_next_task = schedule.binding == Binding::Stride;
+        if let Some(prefetch) = schedule.prefetch.as_ref().filter(|_| !knows_next_task) {
             errors.push(Error::new_spanned(
                 prefetch,
                 format!("`prefetch` needs to know the next task, which only persistent blocks do: remove it or use `binding = agents`, `persistent` or `stride` (with `binding = {binding}` each block runs one task)"),
@@ -100,7 +102,8 @@ pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut
             ));
         }
     }
-    if let (Some((_, span)), false) = (schedule.waves, schedule.binding == Binding::Stride) {
+    let stride = schedule.binding == Binding::Stride;
+    if let Some((_, span)) = schedule.waves.filter(|_| !stride) {
         let binding = schedule.binding.name();
         errors.push(Error::new(
             span,
@@ -108,7 +111,7 @@ pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut
         ));
     }
     if let Some((_, span)) = schedule.prefetch_distance {
-        if schedule.binding != Binding::Stride {
+        if !stride {
             let binding = schedule.binding.name();
             errors.push(Error::new(
                 span,
