@@ -68,6 +68,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // A misspelt `--only` is an error before anything runs.
+    if let Err(message) = suite::select(options.only.as_deref()) {
+        eprintln!("error: {message}");
+        return ExitCode::FAILURE;
+    }
     let gpu = match Gpu::new(0) {
         Ok(gpu) => gpu,
         Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
@@ -124,10 +129,7 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
     let started = std::time::Instant::now();
     let mut results: Vec<(Workload, Measurement, String)> = Vec::new();
     let mut ok = true;
-    for (name, build) in suite::WORKLOADS {
-        if options.only.as_ref().is_some_and(|o| o != name) {
-            continue;
-        }
+    for (_, build) in suite::select(options.only.as_deref())? {
         let workload = build(Size::Benchmark);
         let measured = measure_with_twin(gpu, &module, &workload, None, twins.as_ref())
             .map_err(|e| format!("{}: {e}", workload.name))?;

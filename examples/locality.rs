@@ -29,7 +29,7 @@ use clustered::host::{Error as GpuError, Gpu};
 use clustered::measure::{measure, Measurement};
 use clustered::sim::{format_table, sm_map_svg, DeviceProfile, Progress, SmMapPanel};
 use clustered::simulate::{simulate, Simulation};
-use clustered::suite::{self, Build, Size, Workload};
+use clustered::suite::{self, Size, Workload};
 
 struct Options {
     profile: DeviceProfile,
@@ -136,25 +136,8 @@ fn main() -> ExitCode {
 }
 
 fn selected(size: Size, only: &Option<String>) -> Result<Vec<Workload>, String> {
-    let builders = selected_builders(only)?;
+    let builders = suite::select(only.as_deref())?;
     Ok(builders.iter().map(|(_, build)| build(size)).collect())
-}
-
-/// The suite's workloads that `--only` selects (all without it).
-fn selected_builders(only: &Option<String>) -> Result<Vec<&'static (&'static str, Build)>, String> {
-    let builders: Vec<_> = suite::WORKLOADS
-        .iter()
-        .filter(|(name, _)| only.as_ref().is_none_or(|o| o == name))
-        .collect();
-    if builders.is_empty() {
-        let names: Vec<_> = suite::WORKLOADS.iter().map(|(name, _)| *name).collect();
-        return Err(format!(
-            "no kernel named {:?}; the suite has {}",
-            only,
-            names.join(", ")
-        ));
-    }
-    Ok(builders)
 }
 
 fn run(options: &Options) -> Result<bool, String> {
@@ -321,7 +304,7 @@ fn measure_on_gpu(options: &Options) -> Result<Option<HashMap<&'static str, Meas
     let module = gpu.load_module(clustered::PTX).map_err(|e| e.to_string())?;
     let mut measured = HashMap::new();
     // One at a time: at benchmark sizes the inputs take gigabytes.
-    for (_, build) in selected_builders(&options.only)? {
+    for (_, build) in suite::select(options.only.as_deref())? {
         let workload = build(options.gpu_size);
         let measurement =
             measure(&gpu, &module, &workload, options.gpu_runs).map_err(|e| e.to_string())?;

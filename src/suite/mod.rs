@@ -9,7 +9,7 @@ mod workloads;
 
 use clustered_device::abi::{ClusterLaunch, KernelContract};
 
-pub use workloads::{all, Build, WORKLOADS};
+pub use workloads::{all, select, Build, WORKLOADS};
 
 /// How large to make a problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -33,6 +33,24 @@ pub fn all(size: Size) -> Vec<Workload> {
     WORKLOADS.iter().map(|(_, build)| build(size)).collect()
 }
 
+/// The builders that `only` selects: all of them without a name, else the
+/// one named, or an error listing the suite's names.
+pub fn select(only: Option<&str>) -> Result<Vec<&'static (&'static str, Build)>, String> {
+    let builders: Vec<_> = WORKLOADS
+        .iter()
+        .filter(|(name, _)| only.is_none_or(|o| o == *name))
+        .collect();
+    if builders.is_empty() {
+        let names: Vec<_> = WORKLOADS.iter().map(|(name, _)| *name).collect();
+        return Err(format!(
+            "no kernel named {:?}; the suite has {}",
+            only.unwrap_or_default(),
+            names.join(", ")
+        ));
+    }
+    Ok(builders)
+}
+
 /// The scalar argument at `index` (the workload's own layout).
 fn scalar(w: &Workload, index: usize) -> usize {
     match w.args[index] {
