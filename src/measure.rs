@@ -3,6 +3,7 @@
 //! launch of each schedule per round, so drift in clocks or temperature hits
 //! every schedule alike) with CUDA events.
 
+use clustered_host::tuner::median;
 use clustered_host::{
     ClusterOptions, ClusteredPlan, CudaSlice, Error, Gpu, GpuTimer, Kernel, Launch, LaunchConfig,
     Module,
@@ -127,8 +128,9 @@ pub fn measure_with_twin(
     let mut matches = Vec::new();
     let mut first_ms = 0.0;
     let timer = GpuTimer::new(gpu.stream())?;
-    for launcher in &launchers {
-        for &i in &outputs {
+    for (index, launcher) in launchers.iter().enumerate() {
+        // The first launcher runs on the buffers as uploaded above.
+        for &i in outputs.iter().filter(|_| index > 0) {
             gpu.stream()
                 .memcpy_htod(&workload.buffers[i].words, &mut buffers[i])
                 .map_err(|e| Error::Driver {
@@ -177,15 +179,11 @@ pub fn measure_with_twin(
     let mut timings: Vec<Timing> = labels
         .zip(samples)
         .zip(matches)
-        .map(|((label, samples_ms), matches_baseline)| {
-            let mut sorted = samples_ms.clone();
-            sorted.sort_by(f32::total_cmp);
-            Timing {
-                label,
-                median_ms: sorted[sorted.len() / 2],
-                samples_ms,
-                matches_baseline,
-            }
+        .map(|((label, samples_ms), matches_baseline)| Timing {
+            label,
+            median_ms: median(&samples_ms),
+            samples_ms,
+            matches_baseline,
         })
         .collect();
     let twin = has_twin.then(|| timings.pop()).flatten();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::CUresult;
 use cudarc::driver::{
-    CudaContext, CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError, ValidAsZeroBits,
+    CudaContext, CudaSlice, CudaStream, DeviceRepr, DriverError, ValidAsZeroBits,
 };
 
 use crate::{DeviceProperties, Error};
@@ -127,26 +127,6 @@ impl Gpu {
             .map_err(Error::driver("cuMemAlloc"))
     }
 
-    /// Zeroes a device buffer on [`Gpu::stream`], ordered before later
-    /// launches on it. Takes the buffer shared: it may be bound as a kernel
-    /// argument elsewhere; the caller orders the uses, as with any launch.
-    pub fn zero<T: DeviceRepr>(&self, buf: &CudaSlice<T>) -> Result<(), Error> {
-        use cudarc::driver::DevicePtr;
-        if buf.context() != &self.ctx {
-            return Err(Error::ContextMismatch {
-                what: "the buffer and this Gpu",
-            });
-        }
-        let bytes = buf.len() * std::mem::size_of::<T>();
-        let (pointer, _sync) = buf.device_ptr(&self.stream);
-        // SAFETY: writes only the buffer's own bytes, on the stream that
-        // orders it with every launch made through this Gpu.
-        unsafe {
-            cudarc::driver::result::memset_d8_async(pointer, 0, bytes, self.stream.cu_stream())
-        }
-        .map_err(Error::driver("cuMemsetD8Async"))
-    }
-
     /// Copies a device buffer back to the host, waiting for [`Gpu::stream`]
     /// (so for every launch made on it) first.
     pub fn dtoh<T: DeviceRepr>(&self, buf: &CudaSlice<T>) -> Result<Vec<T>, Error> {
@@ -158,16 +138,6 @@ impl Gpu {
         let v = self
             .stream
             .clone_dtoh(buf)
-            .map_err(Error::driver("cuMemcpyDtoH"))?;
-        self.synchronize()?;
-        Ok(v)
-    }
-
-    /// Like [`Gpu::dtoh`] for any device view (`&CudaSlice`, `&CudaView`).
-    pub fn dtoh_view<T: DeviceRepr, S: DevicePtr<T>>(&self, src: &S) -> Result<Vec<T>, Error> {
-        let v = self
-            .stream
-            .clone_dtoh(src)
             .map_err(Error::driver("cuMemcpyDtoH"))?;
         self.synchronize()?;
         Ok(v)

@@ -284,7 +284,9 @@ impl Tuner {
     }
 }
 
-fn median(samples: &[f32]) -> f32 {
+/// The median of `samples` (the upper one for an even count; infinity for
+/// none, so an empty series never wins).
+pub fn median(samples: &[f32]) -> f32 {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f32::total_cmp);
     sorted
