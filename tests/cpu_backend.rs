@@ -553,3 +553,44 @@ fn a_grid_stride_loop_launches_its_waves() {
         "{error}"
     );
 }
+
+/// The observer hears of each original CTA once, by its row-major id, on
+/// the SM that ran it, whatever the schedule's indexing (the SVG maps and
+/// the cross-CTA reuse count rely on it).
+#[test]
+fn observers_hear_each_task_by_its_row_major_id() {
+    let machine = Machine::new(3).with_dispatch(Dispatch::Random(5));
+    let grid = [5, 4, 2];
+    for (name, kernel, contract) in coverage_schedules() {
+        let n = grid.iter().product::<u32>() as usize;
+        let (mut runs, mut sms) = (vec![0u32; n], vec![u32::MAX; n]);
+        let original = CpuLaunch {
+            grid,
+            block: [32, 1, 1],
+            dynamic_shared_bytes: 0,
+            resident_blocks: 2,
+        };
+        let mut plan =
+            CpuPlan::new(contract, original, &machine, &ClusterOptions::default()).unwrap();
+        let parameter = plan.parameter();
+        let (r, s) = (runs.as_mut_ptr(), sms.as_mut_ptr());
+        let mut heard = Counter::default();
+        run(&machine, &plan.launch, &mut heard, &|| unsafe {
+            kernel(r, s, parameter)
+        })
+        .unwrap();
+        assert_exactly_once(&runs, name);
+        let mut on_sm = vec![None; n];
+        for &(sm, task) in &heard.tasks {
+            assert!(
+                on_sm[task as usize].replace(sm).is_none(),
+                "{name}: task {task} heard twice"
+            );
+        }
+        for (v, sm) in on_sm.iter().enumerate() {
+            // The kernel records %smid under the row-major id it computes.
+            let sm = sm.unwrap_or_else(|| panic!("{name}: task {v} never heard"));
+            assert_eq!(machine.sm_ids[sm as usize], sms[v], "{name}: task {v}");
+        }
+    }
+}

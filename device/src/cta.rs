@@ -46,6 +46,14 @@ impl Cta {
 }
 
 impl Cta {
+    /// The CTA's row-major linear id in the original grid: what the CPU
+    /// backend's observers call a task.
+    #[inline(always)]
+    pub const fn linear_id(&self) -> u32 {
+        let ([x, y, z], [gx, gy, _]) = (self.index, self.grid);
+        (z * gy + y) * gx + x
+    }
+
     /// `index_1d` of this thread as if it ran in this CTA.
     #[inline(always)]
     pub fn index_1d(&self) -> u32 {

@@ -327,22 +327,11 @@ impl Delinearize {
     /// The CTA of `linear`, given `index`, the CTA of `linear - 1`: one
     /// increment with carries for the row- and column-major orders (no
     /// division: the agents step through a chunk with it), a full
-    /// [`Delinearize::cta`] for tiles.
+    /// delinearization for tiles.
     #[inline(always)]
     pub fn step(&self, index: [u32; 3], linear: u32) -> [u32; 3] {
-        let [x, y, z] = index;
-        let [gx, gy, _] = self.grid;
-        match self.kind {
-            0 => {
-                let (x, y, z) = increment(x, y, z, gx, gy);
-                [x, y, z]
-            }
-            1 => {
-                let (y, x, z) = increment(y, x, z, gy, gx);
-                [x, y, z]
-            }
-            _ => self.cta(linear),
-        }
+        let one = if self.kind == 0 { [1, 0, 0] } else { [0, 1, 0] };
+        self.advance(index, one, linear)
     }
 
     /// The CTA of `linear`, given `index`, the CTA of `linear - by`, and
@@ -369,8 +358,8 @@ impl Delinearize {
 }
 
 /// `(fast, slow, z) + (d_fast, d_slow, d_z)` in an order where `fast` varies
-/// fastest, with `fast, d_fast < fast_len` and `slow, d_slow < slow_len`, so
-/// one subtraction per coordinate carries.
+/// fastest, with `fast < fast_len`, `d_fast <= fast_len` and likewise for
+/// `slow`, so one subtraction per coordinate carries.
 #[inline(always)]
 fn add_with_carries(
     (fast, slow, z): (u32, u32, u32),
@@ -388,18 +377,6 @@ fn add_with_carries(
         z += 1;
     }
     (fast, slow, z)
-}
-
-/// `(fast, slow, z)` one step on in an order where `fast` varies fastest.
-#[inline(always)]
-fn increment(fast: u32, slow: u32, z: u32, fast_len: u32, slow_len: u32) -> (u32, u32, u32) {
-    if fast + 1 < fast_len {
-        (fast + 1, slow, z)
-    } else if slow + 1 < slow_len {
-        (0, slow + 1, z)
-    } else {
-        (0, 0, z + 1)
-    }
 }
 
 #[cfg(test)]

@@ -4,12 +4,12 @@
 
 use crate::abi::{ClusterLaunch, ABI_VERSION};
 use crate::atomic::fetch_inc_wrapping;
-use crate::mapping::round_robin;
+use crate::cta::Cta;
+use crate::mapping::{round_robin, Partition};
 use crate::schedule::{fold_sm_id, Claim, Claimer, TaskCounters};
 use crate::shared::Shared;
 use crate::sm::sm_id;
 use crate::thread::*;
-use crate::trace::begin_task;
 
 /// Traps on a launch built for another contract version: a wrong launch must
 /// fail loudly, never run with misread parameters.
@@ -30,9 +30,7 @@ fn hardware_linear_id() -> u32 {
 #[inline(always)]
 pub fn reordered(launch: &ClusterLaunch) -> u32 {
     check_abi(launch);
-    let v = hardware_linear_id();
-    begin_task(v);
-    v
+    hardware_linear_id()
 }
 
 /// Redirection (round-robin binding): block `u` runs `f^-1(u / M, u % M)`.
@@ -40,22 +38,21 @@ pub fn reordered(launch: &ClusterLaunch) -> u32 {
 pub fn redirected(launch: &ClusterLaunch) -> u32 {
     check_abi(launch);
     let (position, cluster) = round_robin(hardware_linear_id(), launch.clusters);
-    let v = launch.partition.join(position, cluster);
-    begin_task(v);
-    v
+    launch.partition.join(position, cluster)
 }
 
 /// The grid-stride binding: this block runs tasks `block, block + A, ...`
-/// with `A` the blocks launched, in the indexing's order. Every block of a
-/// grid runs eventually, so every task runs exactly once whatever the
-/// dispatcher does; ACTIVE does not apply (all blocks work).
+/// with `A` the blocks launched, in the indexing's order. Every block of a grid runs eventually, so every task runs exactly once
+/// whatever the dispatcher does; ACTIVE does not apply (all blocks work).
 ///
+/// - `task(v, cta)` runs each task; `cta` is advanced from the last task's
+///   with carries (row- and column-major; a full delinearization for tiles).
+///   A delinearization per task was a third of vector add's PTX
+///   instructions (`scripts/ptx-report.sh`, docs/BENCHMARKS.md).
 /// - `separate_tasks`: a barrier after each task, for bodies that share
 ///   memory or wait for each other (see [`agents`]).
 /// - `prefetch(v + dA, its CTA)` runs before task `v` when the block has a
 ///   task `d = distance` steps ahead.
-/// - Each task's CTA is advanced from the last one's with carries: a
-///   delinearization per task was a third of vector add's instructions.
 ///
 /// The host guarantees `tasks + A <= 2^32`, so `v + A` never wraps. The
 /// exit test stays at the top: tested after the task, LLVM peeled the last
@@ -65,11 +62,12 @@ pub fn strided(
     launch: &ClusterLaunch,
     separate_tasks: bool,
     distance: u32,
-    mut task: impl FnMut(u32, [u32; 3]),
-    mut prefetch: impl FnMut(u32, [u32; 3]),
+    mut task: impl FnMut(u32, Cta),
+    mut prefetch: impl FnMut(u32, Cta),
 ) {
     check_abi(launch);
     let delinearize = &launch.delinearize;
+    let grid = delinearize.grid();
     let total = launch.partition.total;
     let agents = grid_dim_x();
     let split = delinearize.cta(agents);
@@ -80,13 +78,10 @@ pub fn strided(
     let mut index = delinearize.cta(v);
     while v < total {
         if total - v > ahead {
-            prefetch(
-                v + ahead,
-                delinearize.advance(index, split_ahead, v + ahead),
-            );
+            let next = delinearize.advance(index, split_ahead, v + ahead);
+            prefetch(v + ahead, Cta::new(next, grid));
         }
-        begin_task(v);
-        task(v, index);
+        task(v, Cta::new(index, grid));
         if separate_tasks {
             sync_threads();
         }
@@ -106,24 +101,26 @@ impl TaskCounters for GlobalCounters {
     }
 }
 
-/// Marks "no more tasks" in the ticket.
-const DONE: u32 = u32::MAX;
-
-/// Publishes a claim in ticket slot `parity` (two words: cluster, first).
+/// Publishes a claim in ticket slot `parity`: two words, the chunk's first
+/// linear id and its task count (0: no more tasks), so that the other
+/// threads need not work them out again.
 #[inline(always)]
-unsafe fn publish(ticket: Shared<u32>, parity: u32, claim: Option<Claim>) {
-    let (cluster, first) = match claim {
-        Some(claim) => (claim.cluster, claim.first),
-        None => (DONE, 0),
+unsafe fn publish(ticket: Shared<u32>, parity: u32, partition: &Partition, claim: Option<Claim>) {
+    let (start, count) = match claim {
+        Some(claim) => (
+            partition.cluster_start(claim.cluster) + claim.first,
+            claim.count,
+        ),
+        None => (0, 0),
     };
-    ticket.write(2 * parity, cluster);
-    ticket.write(2 * parity + 1, first);
+    ticket.write(2 * parity, start);
+    ticket.write(2 * parity + 1, count);
 }
 
-/// The agent loop (SM binding): runs `task(v, index)` for every linear id `v`
-/// this agent claims (`index`: its CTA in the indexing, stepped from the
-/// previous task's without a division), and `prefetch(v', its CTA)` with
-/// the next id of the same chunk first.
+/// The agent loop (SM binding): runs `task(v, cta)` for every linear id `v`
+/// this agent claims (`cta`: its CTA in the indexing, stepped from the
+/// previous task's without a division), and `prefetch(v', its CTA)`
+/// with the next id of the same chunk first.
 ///
 /// - One thread (the leader) claims; the claim reaches the CTA through a
 ///   double-buffered shared ticket, so one barrier per chunk both publishes
@@ -145,8 +142,8 @@ pub unsafe fn agents(
     launch: &ClusterLaunch,
     chunk: u32,
     separate_tasks: bool,
-    mut task: impl FnMut(u32, [u32; 3]),
-    mut prefetch: impl FnMut(u32, [u32; 3]),
+    mut task: impl FnMut(u32, Cta),
+    mut prefetch: impl FnMut(u32, Cta),
 ) {
     check_abi(launch);
     let ticket = crate::shared_array!(clustered_ticket: [u32; 4]);
@@ -164,46 +161,50 @@ pub unsafe fn agents(
         } else {
             None
         };
-        publish(ticket, 0, first);
+        publish(ticket, 0, &partition, first);
     }
     sync_threads();
+    let delinearize = &launch.delinearize;
+    let grid = delinearize.grid();
     let mut parity = 0;
     loop {
-        let cluster = ticket.read(2 * parity);
-        if cluster == DONE {
+        let start = ticket.read(2 * parity);
+        // Never above `chunk`; saying so keeps LLVM from unrolling the task
+        // loop into copies of the body (`tests/kernel_resources.rs`).
+        let count = ticket.read(2 * parity + 1).min(chunk);
+        if count == 0 {
             break;
         }
-        let first = ticket.read(2 * parity + 1);
         let next = if leader {
             claimer.claim(&counters, &partition, chunk)
         } else {
             None
         };
-        let left = partition.cluster_len(cluster) - first;
-        let count = if left < chunk { left } else { chunk };
-        let start = partition.cluster_start(cluster) + first;
         // Stepping costs a compare per task where delinearizing cost two
         // divisions by multiplication (DESIGN.md section 7: no division per
         // task). The bench on an H100 (docs/BENCHMARKS.md) took persistent
         // Jacobi from 0.946x to 1.016x of its baseline, vector add from
         // 0.931x to 0.945x.
-        let mut index = launch.delinearize.cta(start);
+        let mut index = delinearize.cta(start);
         for k in 0..count {
+            // Stepped here and again after the task (LLVM merges the two):
+            // one value live across the task only when a hook uses it.
             if k + 1 < count {
-                prefetch(start + k + 1, launch.delinearize.step(index, start + k + 1));
+                let following = delinearize.step(index, start + k + 1);
+                prefetch(start + k + 1, Cta::new(following, grid));
             }
-            begin_task(start + k);
-            task(start + k, index);
+            task(start + k, Cta::new(index, grid));
             // After every task, not only between two: a condition on `k` here
-            // made LLVM peel the first task, duplicating the whole body.
+            // made LLVM peel the first task, duplicating the whole body
+            // (`tests/kernel_resources.rs` counts the body's instructions).
             if separate_tasks {
                 sync_threads();
             }
-            index = launch.delinearize.step(index, start + k + 1);
+            index = delinearize.step(index, start + k + 1);
         }
         parity ^= 1;
         if leader {
-            publish(ticket, parity, next);
+            publish(ticket, parity, &partition, next);
         }
         sync_threads();
     }

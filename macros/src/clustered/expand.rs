@@ -65,76 +65,49 @@ pub fn schedule(
             |#v: u32| #device::cta::Cta::new(#launch.delinearize.cta(#v), #launch.delinearize.grid())
         },
     };
-    let run_task = quote!(#task(#to_cta(#v), #(#names),*));
-    // The loops hand the task its CTA when they step or delinearize it
-    // themselves; `to_cta` is emitted only where something maps an id.
-    let maps_in_task = matches!(schedule.indexing, Indexing::Custom(_))
-        || (matches!(schedule.indexing, Indexing::Tile { .. })
-            && matches!(schedule.binding, Binding::Agents | Binding::Persistent));
+    // The persistent loops hand each task (and the prefetch hook) its CTA,
+    // stepped from the last one's in row- and column-major order. Tiles and
+    // custom indexings map the linear id in the task instead: stepping a
+    // tile costs a full delinearization anyway, and computed in the loop it
+    // changed the naive SGEMM agents' register allocation (40 to 32,
+    // `scripts/ptx-report.sh`) and their speed from 0.54x to 0.26x of the
+    // baseline (bench, H100, docs/BENCHMARKS.md).
+    let maps_in_task = matches!(
+        schedule.indexing,
+        Indexing::Custom(_) | Indexing::Tile { .. }
+    );
+    let call_with_cta = |function: &dyn quote::ToTokens| {
+        if maps_in_task {
+            quote!(|#v: u32, _: #device::cta::Cta| #function(#to_cta(#v), #(#names),*))
+        } else {
+            quote!(|_: u32, #cta: #device::cta::Cta| #function(#cta, #(#names),*))
+        }
+    };
     let needs_to_cta =
         matches!(schedule.binding, Binding::Reorder | Binding::Redirect) || maps_in_task;
     let define_to_cta = needs_to_cta.then(|| quote!(let #to_cta = #to_cta_closure;));
-    // The loops hand the hook the next task's CTA, stepped from the current
-    // one's; a custom indexing maps the id itself.
-    let prefetch = match (&schedule.prefetch, &schedule.indexing) {
-        (Some(hook), Indexing::Custom(_)) => {
-            quote!(|#v: u32, _: [u32; 3]| #hook(#to_cta(#v), #(#names),*))
-        }
-        (Some(hook), _) => {
-            let index = format_ident!("__index");
-            quote!(|_: u32, #index: [u32; 3]| #hook(#device::cta::Cta::new(#index, #launch.delinearize.grid()), #(#names),*))
-        }
-        (None, _) => quote!(|_: u32, _: [u32; 3]| {}),
+    let run_task = call_with_cta(&task);
+    let prefetch = match &schedule.prefetch {
+        Some(hook) => call_with_cta(hook),
+        None => quote!(|_: u32, _: #device::cta::Cta| {}),
     };
+    let separate = facts.shares_within_cta;
     let entry_body = match schedule.binding {
         Binding::Reorder => quote! {
-            let #v = #device::run::reordered(&#launch);
-            #run_task;
+            #task(#to_cta(#device::run::reordered(&#launch)), #(#names),*);
         },
         Binding::Redirect => quote! {
-            let #v = #device::run::redirected(&#launch);
-            #run_task;
+            #task(#to_cta(#device::run::redirected(&#launch)), #(#names),*);
         },
         Binding::Stride => {
-            let run_indexed_task = match &schedule.indexing {
-                Indexing::Custom(_) => quote!(|#v: u32, _: [u32; 3]| #run_task),
-                _ => {
-                    let index = format_ident!("__index");
-                    quote! {
-                        |_: u32, #index: [u32; 3]| #task(#device::cta::Cta::new(#index, #launch.delinearize.grid()), #(#names),*)
-                    }
-                }
-            };
-            let separate = facts.shares_within_cta;
             let distance = schedule.prefetch_distance.map_or(1, |(n, _)| n);
             quote! {
-                #device::run::strided(&#launch, #separate, #distance, #run_indexed_task, #prefetch);
+                #device::run::strided(&#launch, #separate, #distance, #run_task, #prefetch);
             }
         }
-        Binding::Agents | Binding::Persistent => {
-            let separate = facts.shares_within_cta;
-            // The loop steps through each chunk's CTAs in row- and
-            // column-major order. Tiles and custom indexings map the linear
-            // id in the task: stepping a tile costs a full delinearization
-            // anyway, and computed there it changed the naive SGEMM agents'
-            // register allocation (40 to 32, `scripts/ptx-report.sh`) and
-            // their speed from 0.54x to 0.26x of the baseline (bench, H100,
-            // docs/BENCHMARKS.md).
-            let run_stepped_task = match &schedule.indexing {
-                Indexing::Custom(_) | Indexing::Tile { .. } => {
-                    quote!(|#v: u32, _: [u32; 3]| #run_task)
-                }
-                _ => {
-                    let index = format_ident!("__index");
-                    quote! {
-                        |_: u32, #index: [u32; 3]| #task(#device::cta::Cta::new(#index, #launch.delinearize.grid()), #(#names),*)
-                    }
-                }
-            };
-            quote! {
-                #device::run::agents(&#launch, #chunk, #separate, #run_stepped_task, #prefetch);
-            }
-        }
+        Binding::Agents | Binding::Persistent => quote! {
+            #device::run::agents(&#launch, #chunk, #separate, #run_task, #prefetch);
+        },
     };
     // The schedule as written in the attribute, e.g. `indexing = tile(4, 2)`.
     let indexing = match &schedule.indexing {
@@ -159,7 +132,10 @@ pub fn schedule(
         #[doc(hidden)]
         #[inline(always)]
         #[allow(non_snake_case, clippy::too_many_arguments)]
-        unsafe fn #task(#cta: #device::cta::Cta, #(#names: #types),*) #body
+        unsafe fn #task(#cta: #device::cta::Cta, #(#names: #types),*) {
+            #device::trace::begin_task(&#cta);
+            #body
+        }
 
         #[doc(hidden)]
         #[no_mangle]

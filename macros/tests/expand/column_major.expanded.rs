@@ -32,20 +32,23 @@ unsafe fn __stencil_columns_task(
     width: u32,
     height: u32,
 ) {
-    let (x, y) = __cta.index_2d();
-    let _ = (thread_idx_x(), thread_idx_y(), __cta.grid_dim_x());
-    if x == 0 || y == 0 || x + 1 >= width || y + 1 >= height {
-        return;
-    }
-    let at = |x: u32, y: u32| (y * width + x) as usize;
-    let sum = ::clustered_device::memory::load_bypass_l1(input.add(at(x - 1, y)))
-        + ::clustered_device::memory::load_bypass_l1(input.add(at(x + 1, y)))
-        + ::clustered_device::memory::load_bypass_l1(input.add(at(x, y - 1)))
-        + ::clustered_device::memory::load_bypass_l1(input.add(at(x, y + 1)));
+    ::clustered_device::trace::begin_task(&__cta);
     {
-        let __value = 0.25 * sum;
-        ::clustered_device::memory::store(output.add(at(x, y)), __value)
-    };
+        let (x, y) = __cta.index_2d();
+        let _ = (thread_idx_x(), thread_idx_y(), __cta.grid_dim_x());
+        if x == 0 || y == 0 || x + 1 >= width || y + 1 >= height {
+            return;
+        }
+        let at = |x: u32, y: u32| (y * width + x) as usize;
+        let sum = ::clustered_device::memory::load_bypass_l1(input.add(at(x - 1, y)))
+            + ::clustered_device::memory::load_bypass_l1(input.add(at(x + 1, y)))
+            + ::clustered_device::memory::load_bypass_l1(input.add(at(x, y - 1)))
+            + ::clustered_device::memory::load_bypass_l1(input.add(at(x, y + 1)));
+        {
+            let __value = 0.25 * sum;
+            ::clustered_device::memory::store(output.add(at(x, y)), __value)
+        };
+    }
 }
 #[doc(hidden)]
 #[no_mangle]
@@ -75,13 +78,13 @@ pub unsafe fn stencil_columns(
         &__launch,
         1u32,
         false,
-        |_: u32, __index: [u32; 3]| __stencil_columns_task(
-            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+        |_: u32, __cta: ::clustered_device::cta::Cta| __stencil_columns_task(
+            __cta,
             input,
             output,
             width,
             height,
         ),
-        |_: u32, _: [u32; 3]| {},
+        |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }

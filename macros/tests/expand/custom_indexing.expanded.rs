@@ -30,13 +30,16 @@ unsafe fn __rows_snake_task(
     sums: *mut f32,
     width: u32,
 ) {
-    let row = __cta.block_idx_y();
-    let column = __cta.block_idx_x() * 32 + thread_idx_x();
-    if column < width {
-        let value = ::clustered_device::memory::load(
-            m.add((row * width + column) as usize),
-        );
-        clustered_device::atomic::fetch_add_f32(sums.add(row as usize), value);
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let row = __cta.block_idx_y();
+        let column = __cta.block_idx_x() * 32 + thread_idx_x();
+        if column < width {
+            let value = ::clustered_device::memory::load(
+                m.add((row * width + column) as usize),
+            );
+            clustered_device::atomic::fetch_add_f32(sums.add(row as usize), value);
+        }
     }
 }
 #[doc(hidden)]
@@ -66,7 +69,12 @@ pub unsafe fn rows_snake(
         &__launch,
         2u32,
         false,
-        |__v: u32, _: [u32; 3]| __rows_snake_task(__to_cta(__v), m, sums, width),
-        |_: u32, _: [u32; 3]| {},
+        |__v: u32, _: ::clustered_device::cta::Cta| __rows_snake_task(
+            __to_cta(__v),
+            m,
+            sums,
+            width,
+        ),
+        |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }

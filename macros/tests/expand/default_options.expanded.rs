@@ -23,12 +23,15 @@ unsafe fn __fill_clustered_task(
     value: u32,
     n: u32,
 ) {
-    let i = __cta.index_1d();
-    if i < n {
-        {
-            let __value = value;
-            ::clustered_device::memory::store(x.add(i as usize), __value)
-        };
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let i = __cta.index_1d();
+        if i < n {
+            {
+                let __value = value;
+                ::clustered_device::memory::store(x.add(i as usize), __value)
+            };
+        }
     }
 }
 #[doc(hidden)]
@@ -57,12 +60,12 @@ pub unsafe fn fill_clustered(
         &__launch,
         1u32,
         false,
-        |_: u32, __index: [u32; 3]| __fill_clustered_task(
-            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+        |_: u32, __cta: ::clustered_device::cta::Cta| __fill_clustered_task(
+            __cta,
             x,
             value,
             n,
         ),
-        |_: u32, _: [u32; 3]| {},
+        |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }

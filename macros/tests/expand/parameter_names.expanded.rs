@@ -27,16 +27,19 @@ unsafe fn __shift_redirect_task(
     to_cta: u32,
     n: u32,
 ) {
-    let i = __cta.index_1d();
-    if i < n {
-        {
-            let __value = to_cta;
-            let __address = v.add(i as usize);
-            ::clustered_device::memory::store(
-                __address,
-                ::clustered_device::memory::load(__address) + __value,
-            )
-        };
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let i = __cta.index_1d();
+        if i < n {
+            {
+                let __value = to_cta;
+                let __address = v.add(i as usize);
+                ::clustered_device::memory::store(
+                    __address,
+                    ::clustered_device::memory::load(__address) + __value,
+                )
+            };
+        }
     }
 }
 #[doc(hidden)]
@@ -65,8 +68,12 @@ pub unsafe fn shift_redirect(
         __launch.delinearize.cta(__v),
         __launch.delinearize.grid(),
     );
-    let __v = ::clustered_device::run::redirected(&__launch);
-    __shift_redirect_task(__to_cta(__v), v, to_cta, n);
+    __shift_redirect_task(
+        __to_cta(::clustered_device::run::redirected(&__launch)),
+        v,
+        to_cta,
+        n,
+    );
 }
 #[doc(hidden)]
 #[inline(always)]
@@ -77,16 +84,19 @@ unsafe fn __shift_agents_task(
     to_cta: u32,
     n: u32,
 ) {
-    let i = __cta.index_1d();
-    if i < n {
-        {
-            let __value = to_cta;
-            let __address = v.add(i as usize);
-            ::clustered_device::memory::store(
-                __address,
-                ::clustered_device::memory::load(__address) + __value,
-            )
-        };
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let i = __cta.index_1d();
+        if i < n {
+            {
+                let __value = to_cta;
+                let __address = v.add(i as usize);
+                ::clustered_device::memory::store(
+                    __address,
+                    ::clustered_device::memory::load(__address) + __value,
+                )
+            };
+        }
     }
 }
 #[doc(hidden)]
@@ -115,18 +125,13 @@ pub unsafe fn shift_agents(
         &__launch,
         2u32,
         false,
-        |_: u32, __index: [u32; 3]| __shift_agents_task(
-            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+        |_: u32, __cta: ::clustered_device::cta::Cta| __shift_agents_task(
+            __cta,
             v,
             to_cta,
             n,
         ),
-        |_: u32, __index: [u32; 3]| touch(
-            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
-            v,
-            to_cta,
-            n,
-        ),
+        |_: u32, __cta: ::clustered_device::cta::Cta| touch(__cta, v, to_cta, n),
     );
 }
 pub unsafe fn touch(next: clustered_device::cta::Cta, v: *mut u32, to_cta: u32, n: u32) {

@@ -26,16 +26,19 @@ unsafe fn __scale_persistent_task(
     factor: f32,
     n: u32,
 ) {
-    let i = __cta.index_1d();
-    if i < n {
-        {
-            let __value = factor;
-            let __address = x.add(i as usize);
-            ::clustered_device::memory::store(
-                __address,
-                ::clustered_device::memory::load(__address) * __value,
-            )
-        };
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let i = __cta.index_1d();
+        if i < n {
+            {
+                let __value = factor;
+                let __address = x.add(i as usize);
+                ::clustered_device::memory::store(
+                    __address,
+                    ::clustered_device::memory::load(__address) * __value,
+                )
+            };
+        }
     }
 }
 #[doc(hidden)]
@@ -63,12 +66,12 @@ pub unsafe fn scale_persistent(
         &__launch,
         8u32,
         false,
-        |_: u32, __index: [u32; 3]| __scale_persistent_task(
-            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+        |_: u32, __cta: ::clustered_device::cta::Cta| __scale_persistent_task(
+            __cta,
             x,
             factor,
             n,
         ),
-        |_: u32, _: [u32; 3]| {},
+        |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }

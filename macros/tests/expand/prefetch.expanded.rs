@@ -31,12 +31,15 @@ unsafe fn __copy_prefetch_task(
     y: *mut f32,
     n: u32,
 ) {
-    let i = __cta.index_1d();
-    if i < n {
-        {
-            let __value = ::clustered_device::memory::load(x.add(i as usize));
-            ::clustered_device::memory::store(y.add(i as usize), __value)
-        };
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let i = __cta.index_1d();
+        if i < n {
+            {
+                let __value = ::clustered_device::memory::load(x.add(i as usize));
+                ::clustered_device::memory::store(y.add(i as usize), __value)
+            };
+        }
     }
 }
 #[doc(hidden)]
@@ -62,17 +65,12 @@ pub unsafe fn copy_prefetch(
         &__launch,
         4u32,
         false,
-        |_: u32, __index: [u32; 3]| __copy_prefetch_task(
-            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+        |_: u32, __cta: ::clustered_device::cta::Cta| __copy_prefetch_task(
+            __cta,
             x,
             y,
             n,
         ),
-        |_: u32, __index: [u32; 3]| warm_rows(
-            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
-            x,
-            y,
-            n,
-        ),
+        |_: u32, __cta: ::clustered_device::cta::Cta| warm_rows(__cta, x, y, n),
     );
 }

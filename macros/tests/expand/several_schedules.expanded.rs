@@ -37,32 +37,35 @@ unsafe fn __block_sums_raster_task(
     x: *const f32,
     sums: *mut f32,
 ) {
-    let partial = shared_array!(partial_block_sums_raster : [f32; 256]);
-    let t = thread_idx_x();
-    partial
-        .write(
-            t,
-            ::clustered_device::memory::load(
-                x.add((__cta.block_idx_x() * 256 + t) as usize),
-            ),
-        );
-    sync_threads();
-    let mut stride = 128;
-    while stride > 0 {
-        if t < stride {
-            partial.write(t, partial.read(t) + partial.read(t + stride));
-        }
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let partial = shared_array!(partial_block_sums_raster : [f32; 256]);
+        let t = thread_idx_x();
+        partial
+            .write(
+                t,
+                ::clustered_device::memory::load(
+                    x.add((__cta.block_idx_x() * 256 + t) as usize),
+                ),
+            );
         sync_threads();
-        stride /= 2;
-    }
-    if t == 0 {
-        {
-            let __value = partial.read(0);
-            ::clustered_device::memory::store(
-                sums.add(__cta.block_idx_x() as usize),
-                __value,
-            )
-        };
+        let mut stride = 128;
+        while stride > 0 {
+            if t < stride {
+                partial.write(t, partial.read(t) + partial.read(t + stride));
+            }
+            sync_threads();
+            stride /= 2;
+        }
+        if t == 0 {
+            {
+                let __value = partial.read(0);
+                ::clustered_device::memory::store(
+                    sums.add(__cta.block_idx_x() as usize),
+                    __value,
+                )
+            };
+        }
     }
 }
 #[doc(hidden)]
@@ -89,8 +92,11 @@ pub unsafe fn block_sums_raster(
         __launch.delinearize.cta(__v),
         __launch.delinearize.grid(),
     );
-    let __v = ::clustered_device::run::reordered(&__launch);
-    __block_sums_raster_task(__to_cta(__v), x, sums);
+    __block_sums_raster_task(
+        __to_cta(::clustered_device::run::reordered(&__launch)),
+        x,
+        sums,
+    );
 }
 #[doc(hidden)]
 #[inline(always)]
@@ -100,32 +106,35 @@ unsafe fn __block_sums_agents_task(
     x: *const f32,
     sums: *mut f32,
 ) {
-    let partial = shared_array!(partial_block_sums_agents : [f32; 256]);
-    let t = thread_idx_x();
-    partial
-        .write(
-            t,
-            ::clustered_device::memory::load(
-                x.add((__cta.block_idx_x() * 256 + t) as usize),
-            ),
-        );
-    sync_threads();
-    let mut stride = 128;
-    while stride > 0 {
-        if t < stride {
-            partial.write(t, partial.read(t) + partial.read(t + stride));
-        }
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let partial = shared_array!(partial_block_sums_agents : [f32; 256]);
+        let t = thread_idx_x();
+        partial
+            .write(
+                t,
+                ::clustered_device::memory::load(
+                    x.add((__cta.block_idx_x() * 256 + t) as usize),
+                ),
+            );
         sync_threads();
-        stride /= 2;
-    }
-    if t == 0 {
-        {
-            let __value = partial.read(0);
-            ::clustered_device::memory::store(
-                sums.add(__cta.block_idx_x() as usize),
-                __value,
-            )
-        };
+        let mut stride = 128;
+        while stride > 0 {
+            if t < stride {
+                partial.write(t, partial.read(t) + partial.read(t + stride));
+            }
+            sync_threads();
+            stride /= 2;
+        }
+        if t == 0 {
+            {
+                let __value = partial.read(0);
+                ::clustered_device::memory::store(
+                    sums.add(__cta.block_idx_x() as usize),
+                    __value,
+                )
+            };
+        }
     }
 }
 #[doc(hidden)]
@@ -156,8 +165,12 @@ pub unsafe fn block_sums_agents(
         &__launch,
         2u32,
         true,
-        |__v: u32, _: [u32; 3]| __block_sums_agents_task(__to_cta(__v), x, sums),
-        |_: u32, _: [u32; 3]| {},
+        |__v: u32, _: ::clustered_device::cta::Cta| __block_sums_agents_task(
+            __to_cta(__v),
+            x,
+            sums,
+        ),
+        |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
 #[doc(hidden)]
@@ -168,32 +181,35 @@ unsafe fn __block_sums_redirect_task(
     x: *const f32,
     sums: *mut f32,
 ) {
-    let partial = shared_array!(partial_block_sums_redirect : [f32; 256]);
-    let t = thread_idx_x();
-    partial
-        .write(
-            t,
-            ::clustered_device::memory::load(
-                x.add((__cta.block_idx_x() * 256 + t) as usize),
-            ),
-        );
-    sync_threads();
-    let mut stride = 128;
-    while stride > 0 {
-        if t < stride {
-            partial.write(t, partial.read(t) + partial.read(t + stride));
-        }
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let partial = shared_array!(partial_block_sums_redirect : [f32; 256]);
+        let t = thread_idx_x();
+        partial
+            .write(
+                t,
+                ::clustered_device::memory::load(
+                    x.add((__cta.block_idx_x() * 256 + t) as usize),
+                ),
+            );
         sync_threads();
-        stride /= 2;
-    }
-    if t == 0 {
-        {
-            let __value = partial.read(0);
-            ::clustered_device::memory::store(
-                sums.add(__cta.block_idx_x() as usize),
-                __value,
-            )
-        };
+        let mut stride = 128;
+        while stride > 0 {
+            if t < stride {
+                partial.write(t, partial.read(t) + partial.read(t + stride));
+            }
+            sync_threads();
+            stride /= 2;
+        }
+        if t == 0 {
+            {
+                let __value = partial.read(0);
+                ::clustered_device::memory::store(
+                    sums.add(__cta.block_idx_x() as usize),
+                    __value,
+                )
+            };
+        }
     }
 }
 #[doc(hidden)]
@@ -220,6 +236,9 @@ pub unsafe fn block_sums_redirect(
         __launch.delinearize.cta(__v),
         __launch.delinearize.grid(),
     );
-    let __v = ::clustered_device::run::redirected(&__launch);
-    __block_sums_redirect_task(__to_cta(__v), x, sums);
+    __block_sums_redirect_task(
+        __to_cta(::clustered_device::run::redirected(&__launch)),
+        x,
+        sums,
+    );
 }

@@ -51,39 +51,44 @@ unsafe fn __sgemm_tiled_raster_task(
     c: *mut f32,
     n: u32,
 ) {
-    let tile_a = shared_array!(
-        tile_a_sgemm_tiled_raster : [f32; (TILE * TILE) as usize]
-    );
-    let tile_b = shared_array!(
-        tile_b_sgemm_tiled_raster : [f32; (TILE * TILE) as usize]
-    );
-    let (tx, ty) = (thread_idx_x(), thread_idx_y());
-    let row = __cta.block_idx_y() * TILE + ty;
-    let col = __cta.block_idx_x() * TILE + tx;
-    let mut sum = 0.0f32;
-    let mut k0 = 0;
-    while k0 < n {
-        tile_a
-            .write(
-                ty * TILE + tx,
-                ::clustered_device::memory::load(a.add((row * n + k0 + tx) as usize)),
-            );
-        tile_b
-            .write(
-                ty * TILE + tx,
-                ::clustered_device::memory::load(b.add(((k0 + ty) * n + col) as usize)),
-            );
-        sync_threads();
-        for k in 0..TILE {
-            sum = fma(tile_a.read(ty * TILE + k), tile_b.read(k * TILE + tx), sum);
-        }
-        sync_threads();
-        k0 += TILE;
-    }
+    ::clustered_device::trace::begin_task(&__cta);
     {
-        let __value = sum;
-        ::clustered_device::memory::store(c.add((row * n + col) as usize), __value)
-    };
+        let tile_a = shared_array!(
+            tile_a_sgemm_tiled_raster : [f32; (TILE * TILE) as usize]
+        );
+        let tile_b = shared_array!(
+            tile_b_sgemm_tiled_raster : [f32; (TILE * TILE) as usize]
+        );
+        let (tx, ty) = (thread_idx_x(), thread_idx_y());
+        let row = __cta.block_idx_y() * TILE + ty;
+        let col = __cta.block_idx_x() * TILE + tx;
+        let mut sum = 0.0f32;
+        let mut k0 = 0;
+        while k0 < n {
+            tile_a
+                .write(
+                    ty * TILE + tx,
+                    ::clustered_device::memory::load(a.add((row * n + k0 + tx) as usize)),
+                );
+            tile_b
+                .write(
+                    ty * TILE + tx,
+                    ::clustered_device::memory::load(
+                        b.add(((k0 + ty) * n + col) as usize),
+                    ),
+                );
+            sync_threads();
+            for k in 0..TILE {
+                sum = fma(tile_a.read(ty * TILE + k), tile_b.read(k * TILE + tx), sum);
+            }
+            sync_threads();
+            k0 += TILE;
+        }
+        {
+            let __value = sum;
+            ::clustered_device::memory::store(c.add((row * n + col) as usize), __value)
+        };
+    }
 }
 #[doc(hidden)]
 #[no_mangle]
@@ -112,6 +117,11 @@ pub unsafe fn sgemm_tiled_raster(
         __launch.delinearize.cta(__v),
         __launch.delinearize.grid(),
     );
-    let __v = ::clustered_device::run::reordered(&__launch);
-    __sgemm_tiled_raster_task(__to_cta(__v), a, b, c, n);
+    __sgemm_tiled_raster_task(
+        __to_cta(::clustered_device::run::reordered(&__launch)),
+        a,
+        b,
+        c,
+        n,
+    );
 }

@@ -24,13 +24,16 @@ unsafe fn __blur_stride_task(
     width: u32,
     height: u32,
 ) {
-    let (x, y) = __cta.index_2d();
-    if x < width && y < height {
-        let at = (y * width + x) as usize;
-        {
-            let __value = 0.5 * ::clustered_device::memory::load(input.add(at));
-            ::clustered_device::memory::store(output.add(at), __value)
-        };
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let (x, y) = __cta.index_2d();
+        if x < width && y < height {
+            let at = (y * width + x) as usize;
+            {
+                let __value = 0.5 * ::clustered_device::memory::load(input.add(at));
+                ::clustered_device::memory::store(output.add(at), __value)
+            };
+        }
     }
 }
 #[doc(hidden)]
@@ -55,17 +58,21 @@ pub unsafe fn blur_stride(
     height: u32,
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
+    let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
+        __launch.delinearize.cta(__v),
+        __launch.delinearize.grid(),
+    );
     ::clustered_device::run::strided(
         &__launch,
         false,
         1u32,
-        |_: u32, __index: [u32; 3]| __blur_stride_task(
-            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+        |__v: u32, _: ::clustered_device::cta::Cta| __blur_stride_task(
+            __to_cta(__v),
             input,
             output,
             width,
             height,
         ),
-        |_: u32, _: [u32; 3]| {},
+        |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }

@@ -31,12 +31,16 @@ unsafe fn __scale_stride_task(
     output: *mut f32,
     n: u32,
 ) {
-    let i = __cta.index_1d();
-    if i < n {
-        {
-            let __value = 2.0 * ::clustered_device::memory::load(input.add(i as usize));
-            ::clustered_device::memory::store(output.add(i as usize), __value)
-        };
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let i = __cta.index_1d();
+        if i < n {
+            {
+                let __value = 2.0
+                    * ::clustered_device::memory::load(input.add(i as usize));
+                ::clustered_device::memory::store(output.add(i as usize), __value)
+            };
+        }
     }
 }
 #[doc(hidden)]
@@ -65,14 +69,14 @@ pub unsafe fn scale_stride(
         &__launch,
         false,
         1u32,
-        |_: u32, __index: [u32; 3]| __scale_stride_task(
-            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+        |_: u32, __cta: ::clustered_device::cta::Cta| __scale_stride_task(
+            __cta,
             input,
             output,
             n,
         ),
-        |_: u32, __index: [u32; 3]| prefetch_next(
-            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+        |_: u32, __cta: ::clustered_device::cta::Cta| prefetch_next(
+            __cta,
             input,
             output,
             n,

@@ -26,14 +26,17 @@ unsafe fn __vector_add_agents_task(
     c: *mut f32,
     n: u32,
 ) {
-    let i = __cta.index_1d();
-    if i < n {
-        let i = i as usize;
-        {
-            let __value = ::clustered_device::memory::load_bypass_l1(a.add(i))
-                + ::clustered_device::memory::load_bypass_l1(b.add(i));
-            ::clustered_device::memory::store(c.add(i), __value)
-        };
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let i = __cta.index_1d();
+        if i < n {
+            let i = i as usize;
+            {
+                let __value = ::clustered_device::memory::load_bypass_l1(a.add(i))
+                    + ::clustered_device::memory::load_bypass_l1(b.add(i));
+                ::clustered_device::memory::store(c.add(i), __value)
+            };
+        }
     }
 }
 #[doc(hidden)]
@@ -63,13 +66,13 @@ pub unsafe fn vector_add_agents(
         &__launch,
         8u32,
         false,
-        |_: u32, __index: [u32; 3]| __vector_add_agents_task(
-            ::clustered_device::cta::Cta::new(__index, __launch.delinearize.grid()),
+        |_: u32, __cta: ::clustered_device::cta::Cta| __vector_add_agents_task(
+            __cta,
             a,
             b,
             c,
             n,
         ),
-        |_: u32, _: [u32; 3]| {},
+        |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }

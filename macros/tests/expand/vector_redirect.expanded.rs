@@ -26,16 +26,19 @@ unsafe fn __scale_redirect_task(
     s: f32,
     n: u32,
 ) {
-    let i = __cta.block_idx_x() * block_dim_x() + thread_idx_x();
-    if i < n {
-        {
-            let __value = s;
-            let __address = x.add(i as usize);
-            ::clustered_device::memory::store(
-                __address,
-                ::clustered_device::memory::load(__address) * __value,
-            )
-        };
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let i = __cta.block_idx_x() * block_dim_x() + thread_idx_x();
+        if i < n {
+            {
+                let __value = s;
+                let __address = x.add(i as usize);
+                ::clustered_device::memory::store(
+                    __address,
+                    ::clustered_device::memory::load(__address) * __value,
+                )
+            };
+        }
     }
 }
 #[doc(hidden)]
@@ -63,6 +66,10 @@ pub unsafe fn scale_redirect(
         __launch.delinearize.cta(__v),
         __launch.delinearize.grid(),
     );
-    let __v = ::clustered_device::run::redirected(&__launch);
-    __scale_redirect_task(__to_cta(__v), x, s, n);
+    __scale_redirect_task(
+        __to_cta(::clustered_device::run::redirected(&__launch)),
+        x,
+        s,
+        n,
+    );
 }
