@@ -47,8 +47,8 @@ pub fn redirected(launch: &ClusterLaunch) -> u32 {
 ///
 /// - `task(v, cta)` runs each task; `cta` is advanced from the last task's
 ///   with carries (row- and column-major; a full delinearization for tiles).
-///   A delinearization per task was a third of vector add's PTX
-///   instructions (`scripts/ptx-report.sh`, docs/BENCHMARKS.md).
+///   Delinearizing each task put two multiply-high divisions and the tile
+///   branch in vector add's loop (its PTX, from `cargo build`).
 /// - `separate_tasks`: a barrier after each task, for bodies that share
 ///   memory or wait for each other (see [`agents`]).
 /// - `prefetch(v + dA, its CTA)` runs before task `v` when the block has a
@@ -182,7 +182,8 @@ pub unsafe fn agents(
         };
         // Stepping costs a compare per task where delinearizing cost two
         // divisions by multiplication (DESIGN.md section 7: no division per
-        // task). The bench on an H100 (docs/BENCHMARKS.md) took persistent
+        // task). In H100 bench runs before and after (the session that made
+        // the change; its output files were not kept) it took persistent
         // Jacobi from 0.946x to 1.016x of its baseline, vector add from
         // 0.931x to 0.945x.
         let mut index = delinearize.cta(start);

@@ -26,7 +26,8 @@ pub const ATAX_BLOCK: u32 = 256;
 /// - `_agents_throttled`: 4 active agents per SM (half the lines in flight).
 /// - `_agents_chunked`: agents claiming 8 consecutive CTAs at a time.
 ///
-/// No bypass: the L1 is what turns the uncoalesced loads into 1 miss in 32.
+/// No bypass: the L1 is what serves the other 31 floats of each line a
+/// thread's row loads (a lane walks its own row, 4 bytes at a time).
 #[clustered(name = atax_rows_redirect, binding = redirect)]
 #[clustered(name = atax_rows_agents, binding = agents)]
 #[clustered(name = atax_rows_agents_throttled, binding = agents, active = 4)]
@@ -50,8 +51,9 @@ pub unsafe fn atax_rows(a: *const f32, x: *const f32, tmp: *mut f32, nx: u32, ny
 /// thread, so consecutive threads read consecutive addresses of each row
 /// (coalesced) and every element of `A` is read once: streaming.
 ///
-/// Sharing: only `tmp`, read by every CTA (warp-uniform). DESIGN.md
-/// section 7: no schedule gained on Hopper (0.999-1.01x).
+/// Sharing: only `tmp`, read by every CTA (warp-uniform). No schedule
+/// gained, in the C++ reference (DESIGN.md section 7: 0.999-1.01x) nor in
+/// Rust (docs/BENCHMARKS.md).
 ///
 /// Variants (a 1D grid):
 /// - `_redirect`: the paper's redirection.

@@ -78,7 +78,8 @@ unsafe fn prefetch_next_inputs(
 /// - `_redirect`: the paper's redirection.
 /// - `_agents`: persistent agents, ACTIVE = MAX.
 /// - `_agents_chunked`: agents claiming 8 consecutive CTAs at a time (what
-///   won on the streaming vector add, DESIGN.md section 7).
+///   won on the streaming vector add in the C++ reference, DESIGN.md
+///   section 7).
 /// - `_agents_bypass`: the same, with the three read-once inputs loaded past
 ///   L1 (`ld.global.cg`).
 /// - `_persistent`, `_persistent4`: persistent CTAs claiming chunks of 8 or 4
@@ -87,7 +88,8 @@ unsafe fn prefetch_next_inputs(
 ///   `_stride_prefetch` also prefetches the next task's inputs into L2;
 ///   `_stride_waves4` launches 4 blocks per resident slot, so that blocks
 ///   whose warps the scheduler favoured and finished early are replaced
-///   (with one wave, ncu showed 70% of warps active against 89%).
+///   (with one wave, 70% of warps were active against the baseline's 88%:
+///   `.gpu/ncu-bench.sh OUT black_scholes` on an H100, docs/ncu-why-h100.txt).
 #[clustered(name = black_scholes_redirect, binding = redirect)]
 #[clustered(name = black_scholes_persistent, binding = persistent, chunk = 8)]
 #[clustered(name = black_scholes_persistent4, binding = persistent, chunk = 4)]

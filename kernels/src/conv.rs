@@ -23,8 +23,9 @@ pub const FILTER: u32 = 5;
 /// Sharing: each CTA reads a 20x20 window of `input`; horizontal neighbours
 /// share 4 of its columns (and, at 64 bytes per 16 pixels, each 128-byte
 /// line), vertical neighbours 4 of its rows; every CTA reads the whole filter.
-/// Measured on Hopper (DESIGN.md section 7): issue-bound, and no schedule
-/// beat the baseline; the variants are there to measure that in Rust.
+/// Issue-bound (18% of DRAM peak on an H100, docs/ncu-why-h100.txt): no
+/// schedule beat the baseline, in the C++ reference (DESIGN.md section 7)
+/// nor in Rust (docs/BENCHMARKS.md).
 ///
 /// Variants:
 /// - `_redirect_rows`, `_redirect_columns`: the paper's redirection, Y- and

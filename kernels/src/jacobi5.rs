@@ -20,9 +20,10 @@ use clustered_device::thread::index_2d;
 /// (128 KB each) are still in L2 when it comes.
 ///
 /// Sharing: vertical neighbours share a halo row each way, horizontal ones
-/// the 4-byte `e`/`w` edges (same lines). Memory-bound (61% of DRAM peak on
-/// Hopper); DESIGN.md section 7: persistent CTAs claiming ahead in row
-/// order won 1.09-1.10x, grouped rasters lost 6-11%.
+/// the 4-byte `e`/`w` edges (same lines). Memory-bound: 58% of DRAM peak on
+/// an H100 (docs/ncu-why-h100.txt). The C++ reference (DESIGN.md section 7)
+/// won 1.09-1.10x with persistent CTAs claiming ahead in row order; in Rust
+/// the grid-stride loops win (docs/BENCHMARKS.md).
 ///
 /// Variants:
 /// - `_redirect_rows`, `_redirect_columns`: the paper's redirection, Y- and
@@ -31,13 +32,14 @@ use clustered_device::thread::index_2d;
 ///   row back to back), to measure the loss in Rust.
 /// - `_agents`: persistent agents, ACTIVE = MAX, one CTA per claim.
 /// - `_agents_chunked`: agents claiming 8 CTAs at a time in row order (what
-///   won).
+///   won in the C++ reference).
 /// - `_agents_chunked_throttled`: the same with 4 active agents per SM.
 /// - `_persistent`, `_persistent4`: persistent CTAs claiming chunks of 8 or 4
 ///   in row order from one queue.
-/// - `_stride`: persistent CTAs in a grid-stride loop (what won in Rust,
-///   docs/BENCHMARKS.md); `_stride_prefetch` also prefetches the next
-///   task's rows into L2, `_stride_prefetch_waves4` in 4 waves of blocks.
+/// - `_stride`: persistent CTAs in a grid-stride loop (tuned on the H200);
+///   `_stride_prefetch` also prefetches the next task's rows into L2 (tuned
+///   on the H100), `_stride_prefetch_waves4` in 4 waves of blocks
+///   (docs/BENCHMARKS.md).
 #[clustered(name = jacobi5_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = jacobi5_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = jacobi5_raster2, binding = reorder, indexing = tile(1, 2))]

@@ -17,13 +17,15 @@ pub const NAIVE_BLOCK: u32 = 16;
 /// Sharing: the CTAs of one grid row (same `by`) read the same 16 rows of
 /// `A`; the CTAs of one grid column (same `bx`) the same 16 columns of `B`.
 /// Each thread reads a whole row and column: the kernel is L1-bound
-/// (DESIGN.md section 7).
+/// (87% L1 hits in every order: docs/ncu-why-h100.txt).
 ///
 /// Variants:
 /// - `_raster16`, `_raster32`: the grouped raster (Triton's GROUP_M order):
 ///   `tile(1, G)` runs `G` CTAs down a grid column, then the next column,
 ///   band after band, so `G` rows of `A` and one column panel of `B` stay
-///   hot. GROUP 16-32 won on Hopper (1.11x at 8192).
+///   hot. G = 32 is the tuned schedule at both sizes in Rust (1.18-1.19x
+///   at 8192 on an H100 and an H200, docs/BENCHMARKS.md); the C++
+///   reference found GROUP 16-32 best (DESIGN.md section 7).
 /// - `_redirect_rows`, `_redirect_columns`: the paper's redirection with
 ///   Y-partitioning (clusters of grid rows: CTAs sharing `A`) and
 ///   X-partitioning (clusters of grid columns: CTAs sharing `B`).

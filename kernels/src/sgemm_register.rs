@@ -33,16 +33,18 @@ const A_STRIDE: u32 = BM + 4;
 /// per `k` reads 8 `A` and 8 `B` values (4 `LDS.128`) for 64 `fma`s. The
 /// next k-step's 8 global values per thread are loaded into registers before
 /// the current one is computed (one shared buffer, two barriers per step).
-/// ptxas: 128 registers (2 CTAs per SM), 512 FFMA and 32 `LDS.128` per
-/// k-step, no spills, no local memory.
+/// ptxas (CUDA 13, `scripts/ptx-report.sh`; `tests/kernel_resources.rs`
+/// counts the instructions): 128 registers (2 CTAs per SM), 512 FFMA and 32
+/// `LDS.128` per k-step, no spills, no local memory.
 /// Each `C` element is `fma(A[row][k], B[k][col], acc)` for `k = 0 .. n` in
 /// order, like [`sgemm_naive`](crate::sgemm_naive::sgemm_naive): the same
 /// bits.
 ///
 /// Sharing: as for every SGEMM, a grid row of CTAs reads the same 128 rows
 /// of `A`, a grid column the same 128 columns of `B`. Register and shared
-/// tiling make it far less L1-bound than the naive kernel, so L2 traffic and
-/// its locality matter more.
+/// tiling make it far less L1-bound than the naive kernel; whether L2
+/// locality then pays is what the variants measure (on the H100 only the
+/// agents gained, 1.02x: docs/BENCHMARKS.md).
 ///
 /// Variants:
 /// - `_raster8`, `_raster16`: the grouped raster, `tile(1, G)` (GROUP_M = G);
@@ -52,8 +54,10 @@ const A_STRIDE: u32 = BM + 4;
 ///   X-partitioning.
 /// - `_agents`: persistent agents, ACTIVE = MAX, clusters cut from 4x4 tiles
 ///   of CTAs. MAX is 2 per SM at 256 threads only within 128 registers; the
-///   agent loop's own state took this variant to 130 with ptxas 13 (1 per
-///   SM): check `scripts/ptx-report.sh` before reading its timings.
+///   agent loop's own state once took this variant to 130 (1 per SM, 0.76x)
+///   and takes it to 128 since its ticket carries whole claims (2 per SM,
+///   1.02x on the H100): check `scripts/ptx-report.sh` before reading its
+///   timings.
 #[clustered(name = sgemm_register_raster8, binding = reorder, indexing = tile(1, 8))]
 #[clustered(name = sgemm_register_raster16, binding = reorder, indexing = tile(1, 16))]
 #[clustered(name = sgemm_register_redirect_rows, binding = redirect, indexing = row_major)]

@@ -19,8 +19,9 @@ pub const SYRK_BLOCK: u32 = 16;
 /// Sharing: a CTA reads rows `16 by ..` (warp-uniform per `ty`) and rows
 /// `16 bx ..` (one row per thread: uncoalesced, L1-bound) of `A`; the CTAs
 /// of a grid row share the first, of a grid column the second, and CTA
-/// `(x, y)` reads the same rows as `(y, x)`. On Hopper no schedule gained
-/// (DESIGN.md section 7: L1-bound).
+/// `(x, y)` reads the same rows as `(y, x)`. No schedule gained, in the C++
+/// reference (DESIGN.md section 7: L1-bound) nor in Rust (1.000x at best,
+/// docs/BENCHMARKS.md).
 ///
 /// Variants:
 /// - `_raster16`: the grouped raster, `tile(1, 16)` (as SGEMM, whose

@@ -21,13 +21,15 @@ use clustered_device::thread::index_2d;
 /// stacked in one grid column share it, 4 of them with `32 x 8` blocks,
 /// 2 with `16 x 16` blocks. Each CTA writes 32 (or 16) bytes of it, so the
 /// line must stay in L2 until all of them have written: the raster order
-/// runs them back to back. DESIGN.md section 7: 1.12-1.15x on 16384^2,
-/// 1.30-1.42x on the wide shape, with GROUP = the number of CTAs sharing an
-/// output line; larger groups were worse.
+/// runs them back to back. In Rust, G = 4 (the CTAs sharing a line) gives
+/// 1.13x on 16384^2 and 1.42x on the wide shape on an H100
+/// (docs/BENCHMARKS.md); the C++ reference found larger groups worse
+/// (DESIGN.md section 7).
 ///
 /// Variants:
 /// - `_raster4`: the grouped raster `tile(1, 4)`, for `32 x 8` blocks.
-/// - `_raster2`: the grouped raster `tile(1, 2)`, for `16 x 16` blocks.
+/// - `_raster2`: the grouped raster `tile(1, 2)` (the group for `16 x 16`
+///   blocks; the suite runs `32 x 8`, where it is half a line's group).
 /// - `_redirect_rows`, `_redirect_columns`: the paper's redirection, Y- and
 ///   X-partitioning (X keeps the CTAs of an output line in one cluster).
 /// - `_agents_chunked`: persistent agents claiming 8 CTAs at a time in row
