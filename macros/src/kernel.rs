@@ -3,20 +3,12 @@
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::spanned::Spanned;
-use syn::{Error, ItemFn, ReturnType};
+use syn::{Attribute, Error, ItemFn, ReturnType};
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let mut function: ItemFn = match syn::parse2(item.clone()) {
+    let mut function = match parse_function(item, "#[kernel]", "pub unsafe fn name(args) { .. }") {
         Ok(function) => function,
-        Err(_) => {
-            // Keep the item, so that its uses do not add errors of their own.
-            let error = Error::new(
-                Span::call_site(),
-                "#[kernel] applies to a function: `pub unsafe fn name(args) { .. }`",
-            )
-            .to_compile_error();
-            return quote!(#error #item);
-        }
+        Err(tokens) => return tokens,
     };
     let mut errors = Vec::new();
     if !attr.is_empty() {
@@ -28,27 +20,61 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     // host cannot compile.
     let (clustered, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut function.attrs)
         .into_iter()
-        .partition(|a| {
-            a.path()
-                .segments
-                .last()
-                .is_some_and(|s| s.ident == "clustered")
-        });
+        .partition(|a| is_attribute(a, "clustered"));
     function.attrs = kept;
     if !clustered.is_empty() {
-        errors.push(Error::new(
-            Span::call_site(),
-            "remove #[kernel]: #[clustered] emits the kernel entry points itself",
-        ));
+        errors.push(Error::new(Span::call_site(), REMOVE_KERNEL));
     }
-    if let Some(error) = errors.into_iter().reduce(|mut all, e| {
+    if let Some(errors) = report(errors, &function) {
+        return errors;
+    }
+    traced_entry_point(&function)
+}
+
+/// What `#[kernel]` together with `#[clustered]` is told.
+pub const REMOVE_KERNEL: &str =
+    "remove #[kernel]: #[clustered] emits the kernel entry points itself";
+
+/// Parses the annotated item as a function, or returns the error to emit
+/// (with the item kept, so that its uses do not add errors of their own).
+pub fn parse_function(
+    item: TokenStream,
+    attribute: &str,
+    example: &str,
+) -> Result<ItemFn, TokenStream> {
+    syn::parse2(item.clone()).map_err(|_| {
+        let error = Error::new(
+            Span::call_site(),
+            format!("{attribute} applies to a kernel function: `{example}`"),
+        )
+        .to_compile_error();
+        quote!(#error #item)
+    })
+}
+
+/// Is `attr` the attribute `name` (any path ending in it)?
+pub fn is_attribute(attr: &Attribute, name: &str) -> bool {
+    attr.path().segments.last().is_some_and(|s| s.ident == name)
+}
+
+/// Every mistake at once, with the function kept as written so that the rest
+/// of the crate (and the IDE) still sees it; `None` without mistakes.
+pub fn report(errors: Vec<Error>, function: &ItemFn) -> Option<TokenStream> {
+    let errors = errors.into_iter().reduce(|mut all, e| {
         all.combine(e);
         all
-    }) {
-        let error = error.to_compile_error();
-        return quote!(#error #function);
-    }
-    crate::trace::trace_global_memory(&mut function.block, &function.sig.inputs);
+    })?;
+    let errors = errors.to_compile_error();
+    Some(quote!(#errors #function))
+}
+
+/// The kernel as written, its global accesses traced: what `#[kernel]`
+/// emits, and the baseline of every `#[clustered]` kernel.
+pub fn traced_entry_point(function: &ItemFn) -> TokenStream {
+    let mut function = function.clone();
+    // No bypass: the baseline is the kernel as written.
+    let errors = crate::trace::trace_global_memory(&mut function.block, &function.sig.inputs, &[]);
+    debug_assert!(errors.is_empty(), "only bypassed pointers give errors");
     entry_point(&function)
 }
 

@@ -24,14 +24,9 @@ const EXPANDED: &str = ".expanded.rs";
 
 /// Which of our attributes this is, if any.
 fn ours(attr: &Attribute) -> Option<&'static str> {
-    let last = attr.path().segments.last()?;
-    if last.ident == "clustered" {
-        Some("clustered")
-    } else if last.ident == "kernel" {
-        Some("kernel")
-    } else {
-        None
-    }
+    ["clustered", "kernel"]
+        .into_iter()
+        .find(|name| crate::kernel::is_attribute(attr, name))
 }
 
 /// `entry_point! { fn }` as `#[entry_point] fn`, which prettyplease formats.

@@ -9,30 +9,46 @@
 //! Which pointers count as global: the kernel's raw-pointer parameters, and
 //! locals initialised from one of them (`let row = a.add(r * n);`). Other
 //! dereferences (of references, of local arrays) are left as written.
+//!
+//! A schedule's `bypass(..)` parameters, and the locals made from them, load
+//! with `memory::load_bypass_l1` instead; writing through one is an error.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use quote::quote;
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
-use syn::{BinOp, Block, Expr, ExprMethodCall, ExprPath, FnArg, Ident, Pat, Stmt, Type, UnOp};
+use syn::{
+    BinOp, Block, Error, Expr, ExprMethodCall, ExprPath, FnArg, Ident, Pat, Stmt, Type, UnOp,
+};
 
-/// Rewrites `block`, a body of the kernel with these inputs.
-pub fn trace_global_memory<'a>(block: &mut Block, inputs: impl IntoIterator<Item = &'a FnArg>) {
-    let mut pointers = HashSet::new();
+/// Rewrites `block`, a body of the kernel with these inputs, loading through
+/// the `bypass` parameters past L1; returns the writes through them.
+pub fn trace_global_memory<'a>(
+    block: &mut Block,
+    inputs: impl IntoIterator<Item = &'a FnArg>,
+    bypass: &[Ident],
+) -> Vec<Error> {
+    let mut pointers = HashMap::new();
     for input in inputs {
         if let FnArg::Typed(typed) = input {
             if let (Pat::Ident(name), Type::Ptr(_)) = (&*typed.pat, &*typed.ty) {
-                pointers.insert(name.ident.clone());
+                pointers.insert(name.ident.clone(), name.ident.clone());
             }
         }
     }
-    Tracer { pointers }.visit_block_mut(block);
+    let mut tracer = Tracer {
+        pointers,
+        bypass,
+        errors: Vec::new(),
+    };
+    tracer.visit_block_mut(block);
+    tracer.errors
 }
 
 /// The variable a pointer expression starts from: `a`, `a.add(i)`,
 /// `a.offset(i).add(j)`, `(a.add(i))`, `a.cast::<T>()`, `a as *const T`.
-pub fn pointer_root(expr: &Expr) -> Option<&Ident> {
+fn pointer_root(expr: &Expr) -> Option<&Ident> {
     match expr {
         Expr::Path(ExprPath {
             path, qself: None, ..
@@ -61,19 +77,41 @@ pub fn pointer_root(expr: &Expr) -> Option<&Ident> {
     }
 }
 
-struct Tracer {
-    pointers: HashSet<Ident>,
+struct Tracer<'a> {
+    /// Global pointers in scope, each with the parameter it comes from.
+    pointers: HashMap<Ident, Ident>,
+    bypass: &'a [Ident],
+    errors: Vec<Error>,
 }
 
-impl Tracer {
+impl Tracer<'_> {
+    /// The parameter a pointer expression comes from, if it is global.
+    fn parameter(&self, pointer: &Expr) -> Option<&Ident> {
+        pointer_root(pointer).and_then(|root| self.pointers.get(root))
+    }
+
     /// `*p` with `p` a global pointer: the pointer expression.
     fn global_deref<'e>(&self, expr: &'e Expr) -> Option<&'e Expr> {
         match expr {
-            Expr::Unary(unary) if matches!(unary.op, UnOp::Deref(_)) => pointer_root(&unary.expr)
-                .filter(|root| self.pointers.contains(*root))
-                .map(|_| &*unary.expr),
+            Expr::Unary(unary) if matches!(unary.op, UnOp::Deref(_)) => {
+                self.parameter(&unary.expr).map(|_| &*unary.expr)
+            }
             Expr::Paren(paren) => self.global_deref(&paren.expr),
             _ => None,
+        }
+    }
+
+    /// A write through `place`, a global deref: an error if its pointer
+    /// comes from a bypassed parameter.
+    fn check_write(&mut self, place: &Expr) {
+        let Some(pointer) = self.global_deref(place) else {
+            return;
+        };
+        if let Some(root) = self.parameter(pointer).filter(|p| self.bypass.contains(p)) {
+            self.errors.push(Error::new_spanned(
+                place,
+                format!("`{root}` is in `bypass` but written here: bypass is for data the kernel only reads; remove `{root}` from `bypass`"),
+            ));
         }
     }
 
@@ -107,11 +145,12 @@ fn compound_operator(op: &BinOp) -> Option<proc_macro2::TokenStream> {
     })
 }
 
-impl VisitMut for Tracer {
+impl VisitMut for Tracer<'_> {
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
         let memory = quote!(::clustered_device::memory);
         match expr {
             Expr::Assign(assign) if self.global_deref(&assign.left).is_some() => {
+                self.check_write(&assign.left);
                 self.visit_expr_mut(&mut assign.right);
                 let mut pointer = self.global_deref(&assign.left).cloned().expect("checked");
                 self.visit_expr_mut(&mut pointer);
@@ -127,6 +166,7 @@ impl VisitMut for Tracer {
                     visit_mut::visit_expr_mut(self, expr);
                     return;
                 };
+                self.check_write(&binary.left);
                 self.visit_expr_mut(&mut binary.right);
                 let mut pointer = self.global_deref(&binary.left).cloned().expect("checked");
                 self.visit_expr_mut(&mut pointer);
@@ -138,13 +178,19 @@ impl VisitMut for Tracer {
                 });
             }
             Expr::Unary(unary)
-                if matches!(unary.op, UnOp::Deref(_))
-                    && pointer_root(&unary.expr)
-                        .is_some_and(|root| self.pointers.contains(root)) =>
+                if matches!(unary.op, UnOp::Deref(_)) && self.parameter(&unary.expr).is_some() =>
             {
+                let load = if self
+                    .parameter(&unary.expr)
+                    .is_some_and(|p| self.bypass.contains(p))
+                {
+                    quote!(load_bypass_l1)
+                } else {
+                    quote!(load)
+                };
                 self.visit_expr_mut(&mut unary.expr);
                 let pointer = &unary.expr;
-                *expr = syn::parse_quote_spanned!(unary.span()=> #memory::load(#pointer));
+                *expr = syn::parse_quote_spanned!(unary.span()=> #memory::#load(#pointer));
             }
             Expr::Reference(reference) => self.visit_place(&mut reference.expr),
             Expr::Field(field) => self.visit_place(&mut field.base),
@@ -180,16 +226,15 @@ impl VisitMut for Tracer {
                     _ => None,
                 };
                 if let Some(name) = name {
-                    let global = local
+                    let parameter = local
                         .init
                         .as_ref()
-                        .and_then(|init| pointer_root(&init.expr))
-                        .is_some_and(|root| self.pointers.contains(root));
-                    if global {
-                        self.pointers.insert(name.clone());
-                    } else {
-                        self.pointers.remove(name);
-                    }
+                        .and_then(|init| self.parameter(&init.expr))
+                        .cloned();
+                    match parameter {
+                        Some(parameter) => self.pointers.insert(name.clone(), parameter),
+                        None => self.pointers.remove(name),
+                    };
                 }
             }
         }

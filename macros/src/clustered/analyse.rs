@@ -1,12 +1,11 @@
-//! What the body does with the block index, shared memory, barriers and the
-//! bypassed pointers; and the checks that tie a schedule to its function.
+//! What the body does with the block index, shared memory and barriers; and
+//! the checks that tie a schedule to its function (`bypass` included; its
+//! loads are rewritten with the other global accesses, in `crate::trace`).
 
-use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
-use syn::{Error, Expr, ExprCall, ExprMacro, ExprPath, FnArg, Ident, ItemFn, Pat, Type, UnOp};
+use syn::{Error, Expr, ExprCall, ExprMacro, ExprPath, FnArg, Ident, ItemFn, Pat, Type};
 
 use super::parse::{Binding, Schedule};
-use crate::trace::pointer_root;
 
 /// Built-ins that read the hardware's block index or grid size, and the
 /// method of `Cta` that answers them for the virtual CTA.
@@ -162,7 +161,7 @@ pub struct BodyFacts {
 }
 
 /// Rewrites a copy of the body for a schedule: block-index reads go to the
-/// virtual CTA `cta`, loads through bypassed pointers become `ld.global.cg`.
+/// virtual CTA `cta`.
 ///
 /// Shared arrays are renamed with the kernel's name as suffix: every copy of
 /// the body declares its own PTX symbol, which ptxas requires to be unique.
@@ -170,13 +169,11 @@ pub fn rewrite_body(
     body: &mut syn::Block,
     cta: &Ident,
     kernel: &Ident,
-    bypass: &[Ident],
     errors: &mut Vec<Error>,
 ) -> BodyFacts {
     let mut rewriter = Rewriter {
         cta,
         kernel,
-        bypass,
         facts: BodyFacts::default(),
         errors,
     };
@@ -187,7 +184,6 @@ pub fn rewrite_body(
 struct Rewriter<'a> {
     cta: &'a Ident,
     kernel: &'a Ident,
-    bypass: &'a [Ident],
     facts: BodyFacts,
     errors: &'a mut Vec<Error>,
 }
@@ -208,10 +204,6 @@ fn last_segment(expr: &Expr) -> Option<&Ident> {
 }
 
 impl Rewriter<'_> {
-    fn bypassed<'e>(&self, expr: &'e Expr) -> Option<&'e Ident> {
-        pointer_root(expr).filter(|root| self.bypass.contains(root))
-    }
-
     fn note_call(&mut self, name: &Ident) {
         let text = name.to_string();
         if CTA_SHARING.contains(&text.as_str()) {
@@ -237,19 +229,6 @@ impl Rewriter<'_> {
                 mac.tokens = std::iter::once(proc_macro2::TokenTree::Ident(renamed))
                     .chain(tokens)
                     .collect();
-            }
-        }
-    }
-
-    fn reject_write(&mut self, target: &Expr) {
-        if let Expr::Unary(unary) = target {
-            if let UnOp::Deref(_) = unary.op {
-                if let Some(root) = self.bypassed(&unary.expr) {
-                    self.errors.push(Error::new_spanned(
-                        target,
-                        format!("`{root}` is in `bypass` but written here: bypass is for data the kernel only reads; remove `{root}` from `bypass`"),
-                    ));
-                }
             }
         }
     }
@@ -281,28 +260,6 @@ impl VisitMut for Rewriter<'_> {
                 self.visit_macro(mac);
                 return;
             }
-            Expr::Assign(assign) => {
-                self.reject_write(&assign.left);
-                // Only the right side is a read; visit the place's index parts.
-                if let Expr::Unary(unary) = &mut *assign.left {
-                    self.visit_expr_mut(&mut unary.expr);
-                } else {
-                    self.visit_expr_mut(&mut assign.left);
-                }
-                self.visit_expr_mut(&mut assign.right);
-                return;
-            }
-            Expr::Binary(binary) if is_compound_assign(&binary.op) => {
-                self.reject_write(&binary.left);
-            }
-            Expr::Unary(unary)
-                if matches!(unary.op, UnOp::Deref(_)) && self.bypassed(&unary.expr).is_some() =>
-            {
-                visit_mut::visit_expr_mut(self, &mut unary.expr);
-                let pointer = &unary.expr;
-                *expr = syn::parse_quote_spanned!(unary.span()=> ::clustered_device::memory::load_bypass_l1(#pointer));
-                return;
-            }
             _ => {}
         }
         visit_mut::visit_expr_mut(self, expr);
@@ -315,21 +272,4 @@ impl VisitMut for Rewriter<'_> {
     // Items nested in the body (helper fns, consts) are compiled on their own:
     // they are not tasks, so they are left as written.
     fn visit_item_mut(&mut self, _item: &mut syn::Item) {}
-}
-
-fn is_compound_assign(op: &syn::BinOp) -> bool {
-    use syn::BinOp::*;
-    matches!(
-        op,
-        AddAssign(_)
-            | SubAssign(_)
-            | MulAssign(_)
-            | DivAssign(_)
-            | RemAssign(_)
-            | BitXorAssign(_)
-            | BitAndAssign(_)
-            | BitOrAssign(_)
-            | ShlAssign(_)
-            | ShrAssign(_)
-    )
 }

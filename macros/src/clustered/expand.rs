@@ -1,5 +1,6 @@
-//! Code generation for `#[clustered]`: the baseline kernel, and per schedule
-//! a task function, a contract global and the new entry point.
+//! Code generation for `#[clustered]`, per schedule: a task function, a
+//! contract global and the new entry point (the baseline is
+//! `crate::kernel::traced_entry_point`).
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -8,12 +9,9 @@ use syn::{Ident, ItemFn};
 use super::analyse::{BodyFacts, Parameters};
 use super::parse::{Binding, Indexing, Schedule};
 
-/// The unclustered kernel as written (its global accesses traced): the
-/// baseline every schedule is compared with, and what a plain launch runs.
-pub fn baseline(function: &ItemFn) -> TokenStream {
-    let mut function = function.clone();
-    crate::trace::trace_global_memory(&mut function.block, &function.sig.inputs);
-    crate::kernel::entry_point(&function)
+/// The task function's CTA parameter, which the rewritten body reads.
+pub fn cta() -> Ident {
+    format_ident!("__cta")
 }
 
 /// One schedule's kernel. `body` is already rewritten to read `cta`.
@@ -30,7 +28,7 @@ pub fn schedule(
     let task = format_ident!("__{}_task", name);
     let contract = format_ident!("__clustered_contract_{}", name);
     let Parameters { names, types } = parameters;
-    let cta = format_ident!("__cta");
+    let cta = cta();
     let launch = format_ident!("__launch");
     // The entry point's locals sit next to the kernel's parameters: prefixed,
     // so that a parameter named `v` or `to_cta` is not shadowed.

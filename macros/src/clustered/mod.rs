@@ -7,29 +7,15 @@ mod parse;
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
-use syn::{Attribute, Error, ItemFn};
+use syn::Error;
 
-use crate::kernel::check_signature;
-
-/// Is this attribute another `#[clustered(..)]` on the same function?
-fn is_clustered(attr: &Attribute) -> bool {
-    attr.path()
-        .segments
-        .last()
-        .is_some_and(|s| s.ident == "clustered")
-}
+use crate::kernel::{check_signature, is_attribute, parse_function, report, REMOVE_KERNEL};
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let mut function: ItemFn = match syn::parse2(item.clone()) {
+    let example = "#[clustered(..)] pub unsafe fn name(args) { .. }";
+    let mut function = match parse_function(item, "#[clustered]", example) {
         Ok(function) => function,
-        Err(_) => {
-            let error = Error::new(
-                Span::call_site(),
-                "#[clustered] applies to a kernel function: `#[clustered(..)] pub unsafe fn name(args) { .. }`",
-            );
-            let error = error.to_compile_error();
-            return quote!(#error #item);
-        }
+        Err(tokens) => return tokens,
     };
     let mut errors = check_signature(&function, "#[clustered]");
 
@@ -38,23 +24,15 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut attributes = vec![(attr, Span::call_site())];
     let mut kept = Vec::new();
     for a in std::mem::take(&mut function.attrs) {
-        if is_clustered(&a) {
+        if is_attribute(&a, "clustered") {
             let args = match &a.meta {
                 syn::Meta::List(list) => list.tokens.clone(),
                 _ => TokenStream::new(),
             };
             // `[clustered(..)]`: on stable, `a.span()` would be just the `#`.
             attributes.push((args, a.bracket_token.span.join()));
-        } else if a
-            .path()
-            .segments
-            .last()
-            .is_some_and(|s| s.ident == "kernel")
-        {
-            errors.push(Error::new_spanned(
-                &a,
-                "remove #[kernel]: #[clustered] emits the kernel entry points itself",
-            ));
+        } else if is_attribute(&a, "kernel") {
+            errors.push(Error::new_spanned(&a, REMOVE_KERNEL));
         } else {
             kept.push(a);
         }
@@ -79,7 +57,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                     schedule.span,
                     format!(
                         "several schedules on one kernel need a `name = ..` each, e.g. `name = {original}_{}`",
-                        format!("{:?}", schedule.binding).to_lowercase()
+                        schedule.binding.name()
                     ),
                 ));
                 continue;
@@ -97,14 +75,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         names.push(name.clone());
         analyse::check_schedule(schedule, &parameters, &mut errors);
         let mut body = (*function.block).clone();
-        let facts = analyse::rewrite_body(
+        let facts = analyse::rewrite_body(&mut body, &expand::cta(), &name, &mut errors);
+        errors.extend(crate::trace::trace_global_memory(
             &mut body,
-            &format_ident!("__cta"),
-            &name,
+            &function.sig.inputs,
             &schedule.bypass,
-            &mut errors,
-        );
-        crate::trace::trace_global_memory(&mut body, &function.sig.inputs);
+        ));
         kernels.push(expand::schedule(
             &function,
             schedule,
@@ -115,13 +91,10 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         ));
     }
 
-    if !errors.is_empty() {
-        // Report every mistake at once, and keep the function as written so
-        // the rest of the crate (and the IDE) still sees it.
-        let errors = errors.into_iter().map(|e| e.to_compile_error());
-        return quote!(#(#errors)* #function);
+    if let Some(errors) = report(errors, &function) {
+        return errors;
     }
-    let baseline = expand::baseline(&function);
+    let baseline = crate::kernel::traced_entry_point(&function);
     quote! {
         #baseline
         #(#kernels)*

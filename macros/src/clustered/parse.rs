@@ -30,6 +30,14 @@ pub enum Binding {
 }
 
 impl Binding {
+    pub const ALL: [Binding; 5] = [
+        Binding::Reorder,
+        Binding::Redirect,
+        Binding::Agents,
+        Binding::Persistent,
+        Binding::Stride,
+    ];
+
     /// Runs the agent loop (so `chunk` and `active` apply).
     pub fn is_persistent(self) -> bool {
         matches!(self, Binding::Agents | Binding::Persistent)
@@ -125,13 +133,10 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
             }
             "binding" => {
                 let value: Expr = meta.value()?.parse()?;
-                match expr_ident(&value).as_deref() {
-                    Some("reorder") => schedule.binding = Binding::Reorder,
-                    Some("redirect") => schedule.binding = Binding::Redirect,
-                    Some("agents") => schedule.binding = Binding::Agents,
-                    Some("persistent") => schedule.binding = Binding::Persistent,
-                    Some("stride") => schedule.binding = Binding::Stride,
-                    _ => errors.push(Error::new_spanned(
+                let name = expr_ident(&value);
+                match Binding::ALL.into_iter().find(|b| name.as_deref() == Some(b.name())) {
+                    Some(binding) => schedule.binding = binding,
+                    None => errors.push(Error::new_spanned(
                         &value,
                         "unknown binding: use `reorder` (same grid, new order), `redirect` (the paper's round-robin redirection), `agents` (persistent agents bound to SMs), `persistent` (persistent CTAs claiming in order from one queue) or `stride` (persistent CTAs in a grid-stride loop)",
                     )),
@@ -231,73 +236,61 @@ fn expr_ident(expr: &Expr) -> Option<String> {
 fn parse_indexing(value: &Expr, errors: &mut Vec<Error>) -> Option<Indexing> {
     const HELP: &str =
         "use `row_major`, `column_major`, `tile(width, height)` or `custom(path::to::function)`";
-    match value {
-        Expr::Path(_) => match expr_ident(value).as_deref() {
-            Some("row_major") => Some(Indexing::RowMajor),
-            Some("column_major") => Some(Indexing::ColumnMajor),
-            Some(name @ ("tile" | "custom")) => {
+    // The name and, for the call form, the arguments; `named` is what an
+    // "unknown" error points at.
+    let (name, args, named) = match value {
+        Expr::Call(ExprCall { func, args, .. }) => (expr_ident(func), Some(args), &**func),
+        _ => (expr_ident(value), None, value),
+    };
+    match (name.as_deref(), args) {
+        (Some("row_major"), None) => Some(Indexing::RowMajor),
+        (Some("column_major"), None) => Some(Indexing::ColumnMajor),
+        (Some(name @ ("tile" | "custom")), None) => {
+            errors.push(Error::new_spanned(
+                value,
+                format!("`{name}` needs arguments: {HELP}"),
+            ));
+            None
+        }
+        (Some("tile"), Some(args)) => {
+            if args.len() != 2 {
                 errors.push(Error::new_spanned(
                     value,
-                    format!("`{name}` needs arguments: {HELP}"),
+                    "`tile` takes the tile's width and height in CTAs: `tile(4, 2)`",
                 ));
-                None
+                return None;
             }
-            _ => {
-                errors.push(Error::new_spanned(
-                    value,
-                    format!("unknown indexing: {HELP}"),
-                ));
-                None
-            }
-        },
-        Expr::Call(ExprCall { func, args, .. }) => match expr_ident(func).as_deref() {
-            Some("tile") => {
-                if args.len() != 2 {
-                    errors.push(Error::new_spanned(
-                        value,
-                        "`tile` takes the tile's width and height in CTAs: `tile(4, 2)`",
-                    ));
-                    return None;
-                }
-                let mut sides = [0u32; 2];
-                let mut ok = true;
-                for (side, arg) in sides.iter_mut().zip(args) {
-                    match positive_int(arg) {
-                        Ok(n) => *side = n,
-                        Err(message) => {
-                            errors.push(Error::new_spanned(arg, format!("a tile side {message}")));
-                            ok = false;
-                        }
+            let mut sides = [0u32; 2];
+            let mut ok = true;
+            for (side, arg) in sides.iter_mut().zip(args) {
+                match positive_int(arg) {
+                    Ok(n) => *side = n,
+                    Err(message) => {
+                        errors.push(Error::new_spanned(arg, format!("a tile side {message}")));
+                        ok = false;
                     }
                 }
-                ok.then_some(Indexing::Tile {
-                    width: sides[0],
-                    height: sides[1],
-                })
             }
-            Some("custom") => match args.first() {
-                Some(Expr::Path(ExprPath {
-                    path, qself: None, ..
-                })) if args.len() == 1 => Some(Indexing::Custom(path.clone())),
-                _ => {
-                    errors.push(Error::new_spanned(
-                        value,
-                        "`custom` takes the path of a bijection `fn(linear_id: u32, grid: [u32; 3]) -> [u32; 3]`: `custom(my_order)`",
-                    ));
-                    None
-                }
-            },
+            ok.then_some(Indexing::Tile {
+                width: sides[0],
+                height: sides[1],
+            })
+        }
+        (Some("custom"), Some(args)) => match args.first() {
+            Some(Expr::Path(ExprPath {
+                path, qself: None, ..
+            })) if args.len() == 1 => Some(Indexing::Custom(path.clone())),
             _ => {
                 errors.push(Error::new_spanned(
-                    func,
-                    format!("unknown indexing: {HELP}"),
+                    value,
+                    "`custom` takes the path of a bijection `fn(linear_id: u32, grid: [u32; 3]) -> [u32; 3]`: `custom(my_order)`",
                 ));
                 None
             }
         },
         _ => {
             errors.push(Error::new_spanned(
-                value,
+                named,
                 format!("unknown indexing: {HELP}"),
             ));
             None
