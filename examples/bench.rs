@@ -18,7 +18,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clustered::host::tuner::{TuneKey, Tuner};
+use clustered::host::tuner::{Choice, TuneKey, Tuner};
 use clustered::host::{Error, Gpu, Module};
 use clustered::measure::{measure_with_twin, Measurement};
 use clustered::report::{speedup_chart_svg, ChartBar, ChartGroup};
@@ -127,7 +127,7 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
     let twins = load_twins(gpu, &options.twins);
     let mut tuner = Tuner::open(&options.tuner).map_err(|e| e.to_string())?;
     let started = std::time::Instant::now();
-    let mut results: Vec<(Workload, Measurement, String)> = Vec::new();
+    let mut results: Vec<(Workload, Measurement, Choice)> = Vec::new();
     let mut ok = true;
     for (_, build) in suite::select(options.only.as_deref())? {
         let workload = build(Size::Benchmark);
@@ -191,7 +191,7 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
             choice.schedule,
             choice.speedup()
         );
-        results.push((workload, measured, choice.schedule));
+        results.push((workload, measured, choice));
     }
     println!("measured in {:.0} s", started.elapsed().as_secs_f64());
     print_report(&results);
@@ -199,7 +199,7 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
     Ok(ok)
 }
 
-fn print_report(results: &[(Workload, Measurement, String)]) {
+fn print_report(results: &[(Workload, Measurement, Choice)]) {
     let headers = [
         "kernel",
         "problem",
@@ -210,7 +210,8 @@ fn print_report(results: &[(Workload, Measurement, String)]) {
         "same output",
     ];
     let mut rows = Vec::new();
-    for (workload, measured, chosen) in results {
+    for (workload, measured, choice) in results {
+        let chosen = &choice.schedule;
         let base = measured.timings[0].median_ms;
         for (i, t) in measured.timings.iter().enumerate() {
             rows.push(vec![
@@ -227,7 +228,7 @@ fn print_report(results: &[(Workload, Measurement, String)]) {
                 t.label.to_string(),
                 format!("{:.3}", t.median_ms),
                 format!("{:.3}x", base / t.median_ms),
-                if workload.variants[i].kernel == chosen {
+                if workload.variants[i].kernel == *chosen {
                     "<-"
                 } else {
                     ""
@@ -257,17 +258,7 @@ fn print_report(results: &[(Workload, Measurement, String)]) {
 
     let tuned: Vec<(Class, f64)> = results
         .iter()
-        .map(|(w, m, chosen)| {
-            let i = w
-                .variants
-                .iter()
-                .position(|v| v.kernel == chosen)
-                .unwrap_or(0);
-            (
-                w.class,
-                (m.timings[0].median_ms / m.timings[i].median_ms) as f64,
-            )
-        })
+        .map(|(w, _, choice)| (w.class, choice.speedup() as f64))
         .collect();
     let locality: Vec<f64> = tuned
         .iter()
@@ -286,25 +277,26 @@ fn print_report(results: &[(Workload, Measurement, String)]) {
 fn write_outputs(
     out: &PathBuf,
     device: &str,
-    results: &[(Workload, Measurement, String)],
+    results: &[(Workload, Measurement, Choice)],
 ) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let mut records = Vec::new();
     let mut groups = Vec::new();
-    for (workload, measured, chosen) in results {
+    for (workload, measured, choice) in results {
+        let chosen = &choice.schedule;
         let base = measured.timings[0].median_ms;
         let mut bars = Vec::new();
         for (i, t) in measured.timings.iter().enumerate() {
             let entry = workload.variants[i].kernel;
             records.push(format!(
                 "{{\"kernel\": \"{}\", \"problem\": \"{}\", \"schedule\": \"{}\", \"entry\": \"{entry}\", \"median_ms\": {:.6}, \"speedup\": {:.6}, \"tuned\": {}, \"matches_baseline\": {}, \"samples_ms\": {:?}}}",
-                workload.name, workload.problem, t.label, t.median_ms, base / t.median_ms, entry == chosen, t.matches_baseline, t.samples_ms
+                workload.name, workload.problem, t.label, t.median_ms, base / t.median_ms, entry == *chosen, t.matches_baseline, t.samples_ms
             ));
             if i > 0 {
                 bars.push(ChartBar {
                     label: t.label.to_string(),
                     speedup: (base / t.median_ms) as f64,
-                    marked: entry == chosen,
+                    marked: entry == *chosen,
                 });
             }
         }

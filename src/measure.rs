@@ -5,8 +5,7 @@
 
 use clustered_host::tuner::median;
 use clustered_host::{
-    ClusterOptions, ClusteredPlan, CudaSlice, Error, Gpu, GpuTimer, Kernel, Launch, LaunchConfig,
-    Module,
+    ClusterOptions, ClusteredPlan, CudaSlice, Error, Gpu, GpuTimer, Kernel, Launch, Module,
 };
 
 use crate::suite::{Arg, CpuEntry, Workload};
@@ -74,9 +73,7 @@ pub fn measure_with_twin(
     runs: Option<usize>,
     twins: Option<&Module>,
 ) -> Result<Measurement, Error> {
-    let shape = workload.shape;
-    let config =
-        LaunchConfig::new(shape.grid, shape.block).with_dynamic_shared(shape.dynamic_shared_bytes);
+    let config = workload.shape;
     let mut buffers: Vec<CudaSlice<u32>> = workload
         .buffers
         .iter()

@@ -33,12 +33,6 @@ pub mod math {
     include!("../kernels/src/math/functions.rs");
 }
 
-/// `vector_add`: `c[i] = a[i] + b[i]`. Bitwise comparable.
-pub fn vector_add(a: &[f32], b: &[f32]) -> Vec<f32> {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(a, b)| a + b).collect()
-}
-
 /// `reverse_in_blocks` launched with `block` threads per block: each block's
 /// slice of `input` reversed in place of the block; in a last, partial block
 /// only the elements whose mirror image exists are written, the others keep
@@ -62,17 +56,22 @@ pub fn reverse_in_blocks(input: &[f32], output: &mut [f32], block: usize) {
 /// Bitwise comparable with all three.
 pub fn sgemm(a: &[f32], b: &[f32], n: usize) -> Vec<f32> {
     assert_eq!((a.len(), b.len()), (n * n, n * n));
-    let mut c = vec![0.0f32; n * n];
-    for i in 0..n {
-        for j in 0..n {
-            let mut sum = 0.0f32;
-            for k in 0..n {
-                sum = a[i * n + k].mul_add(b[k * n + j], sum);
-            }
-            c[i * n + j] = sum;
-        }
-    }
-    c
+    (0..n * n)
+        .map(|i| sgemm_element(n, i / n, i % n, |k| a[k], |k| b[k]))
+        .collect()
+}
+
+/// One element `C[row][col]` of [`sgemm`], reading `A` and `B` (row-major,
+/// `n x n`) through `a` and `b`: for checking sampled elements of matrices
+/// too large to copy.
+pub fn sgemm_element(
+    n: usize,
+    row: usize,
+    col: usize,
+    a: impl Fn(usize) -> f32,
+    b: impl Fn(usize) -> f32,
+) -> f32 {
+    (0..n).fold(0.0f32, |sum, k| a(row * n + k).mul_add(b(k * n + col), sum))
 }
 
 /// `conv5x5`: the 25 taps in `dy`-then-`dx` order, `fma(value, filter, sum)`,
@@ -295,14 +294,6 @@ mod tests {
     /// straightforward formula and the reference must agree exactly.
     fn ramp(len: usize, modulo: usize, offset: f32) -> Vec<f32> {
         (0..len).map(|i| (i % modulo) as f32 - offset).collect()
-    }
-
-    #[test]
-    fn vector_add_adds() {
-        assert_eq!(
-            vector_add(&[1.0, 2.5, -3.0], &[4.0, 0.5, 3.0]),
-            [5.0, 3.0, 0.0]
-        );
     }
 
     #[test]

@@ -116,7 +116,8 @@ struct Tracer {
 
 /// Simulated global addresses of the buffers: each at a fixed, 2 MiB-aligned
 /// place, so results do not depend on where the host's allocator put them
-/// (which moved the L1 hit rate by a point or two between runs). `ranges`:
+/// (which moved the L1 hit rate by 1-2 points between two runs of
+/// `locality`, issue 4's closing note). `ranges`:
 /// (host address, bytes) of the buffers, then of the agents' scratch.
 fn place(ranges: impl IntoIterator<Item = (u64, u64)>) -> Vec<(u64, u64, u64)> {
     let mut next: u64 = 1 << 40;
@@ -195,7 +196,7 @@ pub fn simulate(
 ) -> Result<Simulation, SimulateError> {
     let started = Instant::now();
     let shape = workload.shape;
-    let threads = shape.threads_per_block();
+    let threads = shape.block_threads() as u32;
     let resident = profile.resident_blocks(threads, shape.dynamic_shared_bytes);
     if resident == 0 {
         return Err(SimulateError::DoesNotFit {
@@ -230,8 +231,8 @@ pub fn simulate(
         .collect();
     let mut tracer = Tracer {
         model: CacheModel::new(profile),
-        sm_of_task: vec![None; shape.blocks() as usize],
-        task_runs: vec![0; shape.blocks() as usize],
+        sm_of_task: vec![None; shape.grid_blocks() as usize],
+        task_runs: vec![0; shape.grid_blocks() as usize],
         atomic_sectors: 0,
         plain: matches!(variant.cpu, CpuEntry::Plain(_)),
         lanes: Vec::with_capacity(32),

@@ -186,19 +186,41 @@ fn starved_and_sparse_sms_lose_no_cta() {
 
 #[test]
 fn throttled_agents_leave_extra_agents_idle() {
-    // coverage_agents_throttled has `active = 1`: one agent per SM works, so
-    // with 2 SMs at most 2 distinct agents record... every SM id still valid.
+    // `coverage_agents_throttled` has `active = 1`: one of the 4 agents per SM
+    // works and the others exit at once, so the same tasks take several times
+    // the scheduler ticks that all 4 agents need.
     let machine = Machine::new(2);
-    let (runs, sms) = run_coverage(
-        &machine,
-        coverage_agents_throttled,
-        &__clustered_contract_coverage_agents_throttled,
-        [20, 1, 1],
-        &ClusterOptions::default(),
-    )
-    .unwrap();
-    assert_exactly_once(&runs, "throttled");
-    assert!(sms.iter().all(|&sm| sm < 2));
+    let ticks = |active: ActivePolicy| {
+        let original = CpuLaunch {
+            grid: [40, 1, 1],
+            block: [64, 1, 1],
+            dynamic_shared_bytes: 0,
+            resident_blocks: 4,
+        };
+        let options = ClusterOptions {
+            active,
+            ..Default::default()
+        };
+        let contract = &__clustered_contract_coverage_agents_throttled;
+        let mut plan = CpuPlan::new(contract, original, &machine, &options).unwrap();
+        let n = 40;
+        let (mut runs, mut sms) = (vec![0u32; n], vec![u32::MAX; n]);
+        let parameter = plan.parameter();
+        let (r, s) = (runs.as_mut_ptr(), sms.as_mut_ptr());
+        let stats = run(&machine, &plan.launch, &mut NoObserver, &|| unsafe {
+            coverage_agents_throttled(r, s, parameter)
+        })
+        .unwrap();
+        assert_exactly_once(&runs, &format!("{active:?}"));
+        (plan.active_agents, stats.ticks)
+    };
+    let (one, throttled) = ticks(ActivePolicy::FromKernel);
+    let (all, unthrottled) = ticks(ActivePolicy::All);
+    assert_eq!((one, all), (1, 4));
+    assert!(
+        throttled >= 2 * unthrottled,
+        "1 active agent per SM took {throttled} ticks, 4 took {unthrottled}"
+    );
 }
 
 /// Counts what the observer sees.
@@ -373,9 +395,8 @@ fn tasks_sharing_memory_stay_separate_in_persistent_loops() {
     // several tasks each, reusing the same dynamic shared memory.
     let (n, block) = (640u32, 64u32);
     let input: Vec<f32> = (0..n).map(|i| i as f32).collect();
-    let expected: Vec<f32> = (0..n)
-        .map(|i| ((i / block) * block + (block - 1 - i % block)) as f32)
-        .collect();
+    let mut expected = vec![0.0; n as usize];
+    clustered::reference::reverse_in_blocks(&input, &mut expected, block as usize);
     let machine = Machine::new(2);
     let original = CpuLaunch {
         grid: [n / block, 1, 1],

@@ -14,6 +14,8 @@
 //! skips with a message, except under CI (`CI` set), where it fails.
 
 use std::collections::BTreeMap;
+
+use clustered::host::cuda_tool;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -68,29 +70,6 @@ fn ptx_body_ops(ptx: &str) -> BTreeMap<String, BTreeMap<&'static str, u32>> {
         entries.insert(name, ops);
     }
     entries
-}
-
-fn tool(name: &str) -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os(name.to_uppercase()) {
-        return Some(path.into());
-    }
-    let which = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {name}"))
-        .output()
-        .ok()?;
-    if which.status.success() {
-        return Some(String::from_utf8_lossy(&which.stdout).trim().into());
-    }
-    let python = Command::new("python3")
-        .args([
-            "-c",
-            "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin'))",
-        ])
-        .output()
-        .ok()?;
-    let path = PathBuf::from(String::from_utf8_lossy(&python.stdout).trim()).join(name);
-    path.is_file().then_some(path)
 }
 
 #[derive(Debug, Default, Clone)]
@@ -198,7 +177,7 @@ fn assemble(ptxas: &PathBuf, cuobjdump: &PathBuf) -> BTreeMap<String, Resources>
 
 #[test]
 fn clustered_variants_cost_what_their_baseline_costs() {
-    let (Some(ptxas), Some(cuobjdump)) = (tool("ptxas"), tool("cuobjdump")) else {
+    let (Some(ptxas), Some(cuobjdump)) = (cuda_tool("ptxas"), cuda_tool("cuobjdump")) else {
         let message = "ptxas/cuobjdump not found: `pip install nvidia-cuda-nvcc nvidia-cuda-cuobjdump`, or set PTXAS and CUOBJDUMP";
         if std::env::var_os("CI").is_some() {
             panic!("{message}");
@@ -224,40 +203,29 @@ fn clustered_variants_cost_what_their_baseline_costs() {
         );
     }
 
-    let contracts: Vec<&str> = clustered::PTX
+    // Each contract global's kernel, and its binding (the contract's third
+    // u32, from the global's byte initializer), in one pass over the PTX.
+    let bindings: BTreeMap<&str, Option<u32>> = clustered::PTX
         .lines()
-        .filter_map(|l| l.split("__clustered_contract_").nth(1))
-        .filter_map(|rest| {
-            rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .next()
-        })
-        .collect();
-    let ptx_ops = ptx_body_ops(clustered::PTX);
-    let persistent: Vec<String> = clustered::PTX
-        .lines()
-        .filter(|l| l.contains("__clustered_contract_"))
-        .filter_map(|l| l.split("__clustered_contract_").nth(1))
-        .filter_map(|rest| {
-            rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .next()
-        })
-        .filter(|name| {
-            // The binding is the contract's third u32.
-            let init = clustered::PTX
-                .lines()
-                .find(|l| l.contains(&format!("__clustered_contract_{name}[")) && l.contains('='))
-                .unwrap_or("");
+        .filter_map(|line| {
+            let rest = line.split("__clustered_contract_").nth(1)?;
+            let (name, init) = rest.split_once('[')?;
             let bytes: Vec<&str> = init
                 .split(['{', '}'])
-                .nth(1)
-                .unwrap_or("")
+                .nth(1)?
                 .split(',')
                 .map(str::trim)
                 .collect();
-            matches!(contract_binding(&bytes), Some(2 | 3))
+            Some((name, contract_binding(&bytes)))
         })
-        .map(str::to_string)
         .collect();
+    let contracts: Vec<&str> = bindings.keys().copied().collect();
+    let persistent: Vec<&str> = bindings
+        .iter()
+        .filter(|(_, binding)| matches!(binding, Some(2 | 3)))
+        .map(|(name, _)| *name)
+        .collect();
+    let ptx_ops = ptx_body_ops(clustered::PTX);
     let mut failures = Vec::new();
     let mut occupancy_costs = Vec::new();
     let mut compared = 0;
@@ -287,7 +255,7 @@ fn clustered_variants_cost_what_their_baseline_costs() {
                 "{name}: {} registers, {base_name} {} (allowed {allowed})",
                 variant.registers, base.registers
             );
-            if persistent.iter().any(|p| p == name) {
+            if persistent.contains(&name.as_str()) {
                 occupancy_costs.push(message);
             } else {
                 failures.push(message);
@@ -309,23 +277,18 @@ fn clustered_variants_cost_what_their_baseline_costs() {
         }
         // ptxas warp-aggregates a one-thread `atom.add` (a SHFL/VOTE waits on
         // the result, DESIGN.md section 7); the claims use `atom.inc` so that
-        // a schedule adds no cross-lane traffic.
-        for op in ["SHFL", "VOTE"] {
+        // a schedule adds no cross-lane traffic. Generic LD/ST are the slow
+        // path a lost address space takes.
+        for (op, why) in [
+            ("SHFL", "a warp-aggregated atomic?"),
+            ("VOTE", "a warp-aggregated atomic?"),
+            ("LD", "generic loads: the slow path"),
+            ("ST", "generic stores: the slow path"),
+        ] {
             let v = variant.body_ops.get(op).copied().unwrap_or(0);
             let b = base.body_ops.get(op).copied().unwrap_or(0);
             if v > b {
-                failures.push(format!(
-                    "{name}: {v} {op}, {base_name} has {b} (a warp-aggregated atomic?)"
-                ));
-            }
-        }
-        for op in ["LD", "ST"] {
-            let v = variant.body_ops.get(op).copied().unwrap_or(0);
-            let b = base.body_ops.get(op).copied().unwrap_or(0);
-            if v > b {
-                failures.push(format!(
-                    "{name}: {v} generic {op} (slow path), {base_name} has {b}"
-                ));
+                failures.push(format!("{name}: {v} {op}, {base_name} has {b} ({why})"));
             }
         }
     }

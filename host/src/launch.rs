@@ -47,6 +47,18 @@ impl LaunchConfig {
         )
     }
 
+    /// A 2D launch covering `width x height` threads with blocks of
+    /// `block[0] x block[1]`: the grid rounds up, so the kernel must
+    /// bounds-check both indices. A zero block side gives a zero grid side
+    /// (refused when launched).
+    pub fn planar(width: u32, height: u32, block: [u32; 2]) -> Self {
+        let side = |n: u32, b: u32| if b == 0 { 0 } else { n.div_ceil(b) };
+        LaunchConfig::new(
+            [side(width, block[0]), side(height, block[1]), 1],
+            [block[0], block[1], 1],
+        )
+    }
+
     /// The same launch with `bytes` of dynamic shared memory per block.
     pub fn with_dynamic_shared(mut self, bytes: u32) -> Self {
         self.dynamic_shared_bytes = bytes;

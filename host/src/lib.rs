@@ -31,6 +31,7 @@ mod gpu;
 mod launch;
 mod module;
 mod timing;
+mod tools;
 pub mod tuner;
 
 pub use clustered::{
@@ -46,6 +47,7 @@ pub use gpu::Gpu;
 pub use launch::{needs_shared_opt_in, validate_launch, Launch, LaunchConfig};
 pub use module::{ptx_entry_names, Kernel, KernelAttributes, Module};
 pub use timing::GpuTimer;
+pub use tools::cuda_tool;
 
 #[cfg(test)]
 mod tests;

@@ -201,6 +201,15 @@ fn linear_rounds_up() {
 }
 
 #[test]
+fn planar_rounds_up_each_side() {
+    let cfg = LaunchConfig::planar(100, 17, [32, 8]);
+    assert_eq!((cfg.grid, cfg.block), ([4, 3, 1], [32, 8, 1]));
+    assert_eq!(LaunchConfig::planar(64, 16, [32, 8]).grid, [2, 2, 1]);
+    // A zero side is refused at launch, not a division by zero here.
+    assert_eq!(LaunchConfig::planar(64, 16, [0, 8]).grid, [0, 2, 1]);
+}
+
+#[test]
 fn messages_name_the_fix() {
     let cases: Vec<(Error, &str)> = vec![
         (Error::NoDriver, "libcuda"),

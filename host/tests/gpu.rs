@@ -35,9 +35,6 @@ DONE:
 }
 "#;
 
-const PTXAS: &str =
-    "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/bin/ptxas";
-
 fn gpu() -> Option<Gpu> {
     match Gpu::new(0) {
         Ok(g) => Some(g),
@@ -51,11 +48,12 @@ fn gpu() -> Option<Gpu> {
 /// Needs no GPU: checks the inline PTX with ptxas where it is installed.
 #[test]
 fn inline_ptx_assembles_for_sm_90() {
-    let ptxas = std::env::var("PTXAS").unwrap_or_else(|_| PTXAS.to_string());
-    if !std::path::Path::new(&ptxas).exists() {
-        eprintln!("skipped: ptxas not found at {ptxas} (set PTXAS)");
+    let Some(ptxas) = clustered_host::cuda_tool("ptxas") else {
+        eprintln!(
+            "skipped: ptxas not found (set PTXAS, put it on PATH, or pip install nvidia-cuda-nvcc)"
+        );
         return;
-    }
+    };
     let path = std::env::temp_dir().join(format!("clustered_host_{}.ptx", std::process::id()));
     std::fs::write(&path, WRITE_INDEX_PTX).unwrap();
     let out = std::process::Command::new(&ptxas)

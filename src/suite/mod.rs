@@ -8,13 +8,15 @@
 mod workloads;
 
 use clustered_device::abi::{ClusterLaunch, KernelContract};
+use clustered_host::LaunchConfig;
 
 pub use workloads::{all, select, Build, WORKLOADS};
 
 /// How large to make a problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Size {
-    /// Small enough for the CPU backend (seconds per schedule).
+    /// Small enough for the CPU backend: the whole suite simulates in about
+    /// 36 s on a 2-core machine (`cargo run --release --example locality`).
     Simulate,
     /// Tiny: for tests of every schedule on the CPU backend in CI.
     Test,
@@ -73,42 +75,6 @@ impl Buffer {
     /// The words as floats.
     pub fn as_floats(words: &[u32]) -> Vec<f32> {
         words.iter().map(|&w| f32::from_bits(w)).collect()
-    }
-}
-
-/// A launch shape.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shape {
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    pub dynamic_shared_bytes: u32,
-}
-
-impl Shape {
-    /// `n` threads in blocks of `block` threads, one dimension.
-    pub fn linear(n: u32, block: u32) -> Self {
-        Shape {
-            grid: [n.div_ceil(block), 1, 1],
-            block: [block, 1, 1],
-            dynamic_shared_bytes: 0,
-        }
-    }
-
-    /// A `width x height` domain in `block` thread blocks.
-    pub fn planar(width: u32, height: u32, block: [u32; 2]) -> Self {
-        Shape {
-            grid: [width.div_ceil(block[0]), height.div_ceil(block[1]), 1],
-            block: [block[0], block[1], 1],
-            dynamic_shared_bytes: 0,
-        }
-    }
-
-    pub fn threads_per_block(&self) -> u32 {
-        self.block.iter().product()
-    }
-
-    pub fn blocks(&self) -> u64 {
-        self.grid.iter().map(|&d| d as u64).product()
     }
 }
 
@@ -195,7 +161,7 @@ pub struct Workload {
     pub class: Class,
     /// The problem in words, e.g. "n = 4096".
     pub problem: String,
-    pub shape: Shape,
+    pub shape: LaunchConfig,
     pub buffers: Vec<Buffer>,
     pub args: Vec<Arg>,
     /// `variants[0]` is the baseline.

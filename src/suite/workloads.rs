@@ -1,6 +1,8 @@
 //! The suite's kernels, each with its inputs, launch, schedules and check.
 
-use super::{variants, Arg, Buffer, Class, Shape, Size, Workload};
+use clustered_host::LaunchConfig;
+
+use super::{variants, Arg, Buffer, Class, Size, Workload};
 use crate::reference;
 
 /// Builds a workload at a size.
@@ -85,7 +87,7 @@ fn expect_all(what: &str, got: &[u32], want: &[f32]) -> Result<(), String> {
 /// Deterministic inputs in [-1, 1), different per `seed`.
 pub fn random_floats(seed: u64) -> impl Fn(usize) -> f32 {
     // A hash of the index (splitmix64's finaliser), not a sequence: no
-    // table, one pass, so gigabytes of benchmark inputs take seconds.
+    // table, one pass over each buffer.
     let seed = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     move |i| {
         let mut z = (i as u64).wrapping_add(seed);
@@ -122,7 +124,7 @@ fn vector_add(size: Size) -> Workload {
         name: "vector_add",
         class: Class::Streaming,
         problem: format!("n = {n}"),
-        shape: Shape::linear(n, 256),
+        shape: LaunchConfig::linear(n as u64, 256),
         buffers: vec![
             Buffer::floats("a", len, random_floats(1)),
             Buffer::floats("b", len, random_floats(2)),
@@ -161,7 +163,7 @@ fn sgemm_tiled(size: Size) -> Workload {
         name: "sgemm_tiled",
         class: Class::Algorithm,
         problem: format!("n = {n}"),
-        shape: Shape::planar(n, n, [tile, tile]),
+        shape: LaunchConfig::planar(n, n, [tile, tile]),
         buffers: vec![
             Buffer::floats("a", len, random_floats(3)),
             Buffer::floats("b", len, random_floats(4)),
@@ -181,8 +183,8 @@ fn sgemm_tiled(size: Size) -> Workload {
     }
 }
 
-/// C = A B in k order with one fma each, on 16 sampled rows (a few seconds
-/// at n = 8192).
+/// C = A B in k order with one fma each, on 16 sampled rows (all of them
+/// would be 2n^3 flops on the host).
 fn sgemm_check(w: &Workload, outputs: &[Vec<u32>]) -> Result<(), String> {
     let n = scalar(w, 3);
     let (a, b) = (&w.buffers[0].words, &w.buffers[1].words);
@@ -190,9 +192,11 @@ fn sgemm_check(w: &Workload, outputs: &[Vec<u32>]) -> Result<(), String> {
     expect_bits("c", &outputs[0], |i| {
         let (row, col) = (i / n, i % n);
         rows.contains(&row).then(|| {
-            (0..n).fold(0.0f32, |sum, k| {
-                f32::from_bits(a[row * n + k]).mul_add(f32::from_bits(b[k * n + col]), sum)
-            })
+            let (a, b) = (
+                |k: usize| f32::from_bits(a[k]),
+                |k: usize| f32::from_bits(b[k]),
+            );
+            reference::sgemm_element(n, row, col, a, b)
         })
     })
 }
@@ -203,7 +207,7 @@ fn matrices(name: &'static str, n: u32, class: Class) -> (Workload, usize) {
         name,
         class,
         problem: format!("n = {n}"),
-        shape: Shape::planar(n, n, [16, 16]),
+        shape: LaunchConfig::planar(n, n, [16, 16]),
         buffers: vec![
             Buffer::floats("a", len, random_floats(3)),
             Buffer::floats("b", len, random_floats(4)),
@@ -254,7 +258,7 @@ fn sgemm_register(size: Size) -> Workload {
     };
     let (mut w, _) = matrices("sgemm_register", n, Class::Algorithm);
     w.name = "sgemm_register";
-    w.shape = Shape {
+    w.shape = LaunchConfig {
         grid: [
             n / kernels::sgemm_register::BN,
             n / kernels::sgemm_register::BM,
@@ -284,7 +288,7 @@ fn conv5x5(size: Size) -> Workload {
         name: "conv5x5",
         class: Class::Algorithm,
         problem: format!("{width} x {height}"),
-        shape: Shape::planar(width, height, [kernels::conv::CONV_BLOCK; 2]),
+        shape: LaunchConfig::planar(width, height, [kernels::conv::CONV_BLOCK; 2]),
         buffers: vec![
             Buffer::floats("input", len, random_floats(5)),
             Buffer::floats("filter", 25, random_floats(6)),
@@ -327,7 +331,7 @@ fn kmeans_assign(size: Size) -> Workload {
         name: "kmeans_assign",
         class: Class::Algorithm,
         problem: format!("{points} points x {features} features, k = {clusters}"),
-        shape: Shape::linear(points, kernels::kmeans::KMEANS_BLOCK),
+        shape: LaunchConfig::linear(points as u64, kernels::kmeans::KMEANS_BLOCK),
         buffers: vec![
             Buffer::floats("points", len, random_floats(7)),
             Buffer::floats("centroids", centroids, random_floats(8)),
@@ -380,7 +384,7 @@ fn syrk(size: Size) -> Workload {
         name: "syrk",
         class: Class::CacheLine,
         problem: format!("n = {n}, m = {m}"),
-        shape: Shape::planar(n, n, [kernels::syrk::SYRK_BLOCK; 2]),
+        shape: LaunchConfig::planar(n, n, [kernels::syrk::SYRK_BLOCK; 2]),
         buffers: vec![
             Buffer::floats("a", (n * m) as usize, random_floats(9)),
             Buffer {
@@ -433,7 +437,7 @@ fn atax(size: Size, rows: bool) -> Workload {
         name: if rows { "atax_rows" } else { "atax_columns" },
         class: Class::CacheLine,
         problem: format!("{nx} x {ny}"),
-        shape: Shape::linear(outputs, kernels::atax::ATAX_BLOCK),
+        shape: LaunchConfig::linear(outputs as u64, kernels::atax::ATAX_BLOCK),
         buffers: vec![
             Buffer::floats("a", len, random_floats(11)),
             Buffer::floats(
@@ -490,7 +494,7 @@ fn black_scholes(size: Size) -> Workload {
         name: "black_scholes",
         class: Class::Streaming,
         problem: format!("{n} options"),
-        shape: Shape::linear(n, kernels::black_scholes::BLACK_SCHOLES_BLOCK),
+        shape: LaunchConfig::linear(n as u64, kernels::black_scholes::BLACK_SCHOLES_BLOCK),
         buffers: vec![
             Buffer::output("call", len),
             Buffer::output("put", len),
@@ -568,7 +572,7 @@ fn transpose(size: Size, wide: bool) -> Workload {
         name: if wide { "transpose_wide" } else { "transpose" },
         class: Class::Algorithm,
         problem: format!("{width} x {height}"),
-        shape: Shape::planar(width, height, [32, 8]),
+        shape: LaunchConfig::planar(width, height, [32, 8]),
         buffers,
         args,
         variants: variants!(kernels::transpose; transpose_naive (0, 1, 2, 3);
@@ -600,7 +604,7 @@ fn jacobi5(size: Size) -> Workload {
         name: "jacobi5",
         class: Class::Algorithm,
         problem: format!("{width} x {height}"),
-        shape: Shape::planar(width, height, [32, 8]),
+        shape: LaunchConfig::planar(width, height, [32, 8]),
         buffers,
         args,
         variants: variants!(kernels::jacobi5; jacobi5 (0, 1, 2, 3);
@@ -635,7 +639,7 @@ fn jacobi7_3d(size: Size) -> Workload {
         name: "jacobi7_3d",
         class: Class::Algorithm,
         problem: format!("{nx} x {ny} x {nz}"),
-        shape: Shape {
+        shape: LaunchConfig {
             grid: [nx.div_ceil(32), ny.div_ceil(8), nz],
             block: [32, 8, 1],
             dynamic_shared_bytes: 0,
