@@ -42,19 +42,6 @@ extern "C" __global__ void vector_add_twin(const float *a, const float *b, float
     }
 }
 
-extern "C" __global__ void reverse_in_blocks_twin(const float *input, float *output,
-                                                  unsigned int n) {
-    extern __shared__ __align__(16) float staging[];
-    unsigned int t = threadIdx.x, width = blockDim.x;
-    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    staging[t] = i < n ? input[i] : 0.0f;
-    __syncthreads();
-    unsigned int from = blockIdx.x * width + (width - 1 - t);
-    if (i < n && from < n) {
-        output[i] = staging[width - 1 - t];
-    }
-}
-
 // ----------------------------------------------------------------- sgemm.rs
 
 #define TILE 32u

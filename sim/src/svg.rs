@@ -108,7 +108,7 @@ fn write_panel(svg: &mut String, panel: &SmMapPanel, layout: &PanelLayout, left:
         panel.grid[0],
         panel.grid[1],
         panel.sm_count,
-        match cells(panel) - ran as u64 {
+        match cells(panel).saturating_sub(ran as u64) {
             0 => String::new(),
             lost => format!(", {lost} never ran"),
         }
