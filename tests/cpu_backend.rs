@@ -57,6 +57,56 @@ fn coverage_schedules() -> [(&'static str, CoverageKernel, &'static KernelContra
     ]
 }
 
+/// What one run of a two-buffer schedule (`coverage`, `announced`) left.
+struct Ran {
+    /// The first buffer: runs per CTA.
+    runs: Vec<u32>,
+    /// The second: %smid per CTA for `coverage`, announcements for `announced`.
+    second: Vec<u32>,
+    /// Blocks launched, ACTIVE agents per SM and scheduler ticks.
+    blocks: u32,
+    active: u32,
+    ticks: u64,
+}
+
+/// Runs `kernel` for the original launch `original` on `machine`, its second
+/// buffer filled with `second` first.
+fn run_schedule(
+    machine: &Machine,
+    (kernel, contract): (CoverageKernel, &KernelContract),
+    original: CpuLaunch,
+    options: &ClusterOptions,
+    observer: &mut dyn Observer,
+    second: u32,
+) -> Result<Ran, String> {
+    let n = original.grid.iter().product::<u32>() as usize;
+    let (mut runs, mut second) = (vec![0u32; n], vec![second; n]);
+    let mut plan = CpuPlan::new(contract, original, machine, options).map_err(|e| e.to_string())?;
+    let parameter = plan.parameter();
+    let (r, s) = (runs.as_mut_ptr(), second.as_mut_ptr());
+    let stats = run(machine, &plan.launch, observer, &|| unsafe {
+        kernel(r, s, parameter)
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(Ran {
+        runs,
+        second,
+        blocks: plan.launch.grid[0],
+        active: plan.active_agents,
+        ticks: stats.ticks,
+    })
+}
+
+/// A launch of `grid` in blocks of `threads`, `resident` of them per SM.
+fn launch(grid: [u32; 3], threads: u32, resident: u32) -> CpuLaunch {
+    CpuLaunch {
+        grid,
+        block: [threads, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: resident,
+    }
+}
+
 /// Runs one schedule of `coverage`; returns (runs per CTA, %smid per CTA).
 fn run_coverage(
     machine: &Machine,
@@ -65,22 +115,16 @@ fn run_coverage(
     grid: [u32; 3],
     options: &ClusterOptions,
 ) -> Result<(Vec<u32>, Vec<u32>), String> {
-    let n = grid.iter().product::<u32>() as usize;
-    let (mut runs, mut sms) = (vec![0u32; n], vec![u32::MAX; n]);
-    let original = CpuLaunch {
-        grid,
-        block: [64, 1, 1],
-        dynamic_shared_bytes: 0,
-        resident_blocks: 4,
-    };
-    let mut plan = CpuPlan::new(contract, original, machine, options).map_err(|e| e.to_string())?;
-    let parameter = plan.parameter();
-    let (runs_ptr, sms_ptr) = (runs.as_mut_ptr(), sms.as_mut_ptr());
-    run(machine, &plan.launch, &mut NoObserver, &|| unsafe {
-        kernel(runs_ptr, sms_ptr, parameter)
-    })
-    .map_err(|e| e.to_string())?;
-    Ok((runs, sms))
+    let original = launch(grid, 64, 4);
+    let ran = run_schedule(
+        machine,
+        (kernel, contract),
+        original,
+        options,
+        &mut NoObserver,
+        u32::MAX,
+    )?;
+    Ok((ran.runs, ran.second))
 }
 
 fn assert_exactly_once(runs: &[u32], case: &str) {
@@ -191,28 +235,18 @@ fn throttled_agents_leave_extra_agents_idle() {
     // the scheduler ticks that all 4 agents need.
     let machine = Machine::new(2);
     let ticks = |active: ActivePolicy| {
-        let original = CpuLaunch {
-            grid: [40, 1, 1],
-            block: [64, 1, 1],
-            dynamic_shared_bytes: 0,
-            resident_blocks: 4,
-        };
         let options = ClusterOptions {
             active,
             ..Default::default()
         };
-        let contract = &__clustered_contract_coverage_agents_throttled;
-        let mut plan = CpuPlan::new(contract, original, &machine, &options).unwrap();
-        let n = 40;
-        let (mut runs, mut sms) = (vec![0u32; n], vec![u32::MAX; n]);
-        let parameter = plan.parameter();
-        let (r, s) = (runs.as_mut_ptr(), sms.as_mut_ptr());
-        let stats = run(&machine, &plan.launch, &mut NoObserver, &|| unsafe {
-            coverage_agents_throttled(r, s, parameter)
-        })
-        .unwrap();
-        assert_exactly_once(&runs, &format!("{active:?}"));
-        (plan.active_agents, stats.ticks)
+        let schedule = (
+            coverage_agents_throttled as CoverageKernel,
+            &__clustered_contract_coverage_agents_throttled,
+        );
+        let original = launch([40, 1, 1], 64, 4);
+        let ran = run_schedule(&machine, schedule, original, &options, &mut NoObserver, 0).unwrap();
+        assert_exactly_once(&ran.runs, &format!("{active:?}"));
+        (ran.active, ran.ticks)
     };
     let (one, throttled) = ticks(ActivePolicy::FromKernel);
     let (all, unthrottled) = ticks(ActivePolicy::All);
@@ -469,8 +503,7 @@ fn a_grid_stride_loop_refuses_to_be_throttled() {
 /// machines: the hook must see the CTA that runs next in the same block.
 #[test]
 fn prefetch_hooks_see_each_blocks_next_task() {
-    type Announcing = unsafe fn(*mut u32, *mut u32, clustered::host::ClusterLaunch);
-    let schedules: [(&str, Announcing, &KernelContract); 3] = [
+    let schedules: [(&str, CoverageKernel, &KernelContract); 3] = [
         (
             "stride",
             announced_stride,
@@ -494,23 +527,16 @@ fn prefetch_hooks_see_each_blocks_next_task() {
         for grid in [[1, 1, 1], [7, 1, 1], [5, 3, 1], [4, 3, 2], [40, 3, 1]] {
             for (name, kernel, contract) in schedules {
                 let case = format!("{name}, grid {grid:?}, {} SMs", machine.sm_ids.len());
-                let n = grid.iter().product::<u32>() as usize;
-                let (mut runs, mut announced) = (vec![0u32; n], vec![0u32; n]);
-                let original = CpuLaunch {
-                    grid,
-                    block: [32, 1, 1],
-                    dynamic_shared_bytes: 0,
-                    resident_blocks: 2,
-                };
-                let mut plan =
-                    CpuPlan::new(contract, original, &machine, &ClusterOptions::default()).unwrap();
-                let parameter = plan.parameter();
-                let blocks = plan.launch.grid[0];
-                let (r, a) = (runs.as_mut_ptr(), announced.as_mut_ptr());
-                run(&machine, &plan.launch, &mut NoObserver, &|| unsafe {
-                    kernel(r, a, parameter)
-                })
+                let ran = run_schedule(
+                    &machine,
+                    (kernel, contract),
+                    launch(grid, 32, 2),
+                    &ClusterOptions::default(),
+                    &mut NoObserver,
+                    0,
+                )
                 .unwrap_or_else(|e| panic!("{case}: {e}"));
+                let (runs, announced, blocks) = (ran.runs, ran.second, ran.blocks);
                 assert_exactly_once(&runs, &case);
                 let [gx, gy, _] = grid;
                 for (v, &count) in announced.iter().enumerate() {
@@ -583,23 +609,18 @@ fn observers_hear_each_task_by_its_row_major_id() {
     let machine = Machine::new(3).with_dispatch(Dispatch::Random(5));
     let grid = [5, 4, 2];
     for (name, kernel, contract) in coverage_schedules() {
-        let n = grid.iter().product::<u32>() as usize;
-        let (mut runs, mut sms) = (vec![0u32; n], vec![u32::MAX; n]);
-        let original = CpuLaunch {
-            grid,
-            block: [32, 1, 1],
-            dynamic_shared_bytes: 0,
-            resident_blocks: 2,
-        };
-        let mut plan =
-            CpuPlan::new(contract, original, &machine, &ClusterOptions::default()).unwrap();
-        let parameter = plan.parameter();
-        let (r, s) = (runs.as_mut_ptr(), sms.as_mut_ptr());
         let mut heard = Counter::default();
-        run(&machine, &plan.launch, &mut heard, &|| unsafe {
-            kernel(r, s, parameter)
-        })
+        let ran = run_schedule(
+            &machine,
+            (kernel, contract),
+            launch(grid, 32, 2),
+            &ClusterOptions::default(),
+            &mut heard,
+            u32::MAX,
+        )
         .unwrap();
+        let (runs, sms) = (ran.runs, ran.second);
+        let n = runs.len();
         assert_exactly_once(&runs, name);
         let mut on_sm = vec![None; n];
         for &(sm, task) in &heard.tasks {
