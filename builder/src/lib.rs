@@ -28,6 +28,8 @@ use std::process::Command;
 /// The rustup components the NVPTX build needs.
 pub const REQUIRED_COMPONENTS: &str = "rust-src llvm-bitcode-linker llvm-tools";
 
+pub mod ptx_check;
+
 const TARGET: &str = "nvptx64-nvidia-cuda";
 
 /// Why the PTX could not be built.
@@ -49,6 +51,9 @@ pub enum BuildError {
     NoPtx(PathBuf),
     /// An environment variable that cargo sets for build scripts is missing.
     NotInBuildScript(&'static str),
+    /// The PTX has clustered kernels that would compute wrong results
+    /// ([`ptx_check`]): each problem names the kernel and the fix.
+    Check(Vec<ptx_check::Problem>),
 }
 
 impl fmt::Display for BuildError {
@@ -73,6 +78,13 @@ impl fmt::Display for BuildError {
             BuildError::NoPtx(path) => write!(f, "the kernel build wrote no PTX at {}", path.display()),
             BuildError::NotInBuildScript(var) => {
                 write!(f, "${var} is not set: call the builder from a build script (build.rs)")
+            }
+            BuildError::Check(problems) => {
+                write!(f, "{} problem(s) in the clustered kernels:", problems.len())?;
+                for problem in problems {
+                    write!(f, "\n- {problem}")?;
+                }
+                Ok(())
             }
         }
     }
@@ -191,6 +203,14 @@ impl Builder {
             .join(format!("{}.ptx", package.replace('-', "_")));
         if !ptx.is_file() {
             return Err(BuildError::NoPtx(ptx));
+        }
+        let text = std::fs::read_to_string(&ptx).map_err(|error| BuildError::Tool {
+            tool: format!("read {}", ptx.display()),
+            error,
+        })?;
+        let problems = ptx_check::check(&text);
+        if !problems.is_empty() {
+            return Err(BuildError::Check(problems));
         }
 
         // Cargo's dep-info of the nested build lists every source it read:

@@ -70,3 +70,52 @@ impl Cta {
         )
     }
 }
+
+/// Is `F` the type of the function item `_getter`? Both are zero-sized fn
+/// item types, so this is a constant that LLVM folds away.
+#[inline(always)]
+pub(crate) fn is_function<F: 'static, G: 'static>(_getter: &G) -> bool {
+    core::any::TypeId::of::<F>() == core::any::TypeId::of::<G>()
+}
+
+/// The answers a clustered body gets for the runtime's block-index getters.
+///
+/// The macro rewrites a call `block_idx_x()` in a schedule's body into
+/// `cta.virtual_block_idx_x(block_idx_x)`: if the callee is the runtime's
+/// getter (whatever path or alias named it), the answer is the virtual
+/// CTA's; a user's own function that merely shares the name runs as
+/// written. The test is on types, so it costs nothing at run time.
+macro_rules! virtual_reads {
+    ($($(#[$doc:meta])* $method:ident => $getter:path, $answer:ident: $ty:ty;)*) => {
+        impl Cta {$(
+            $(#[$doc])*
+            #[inline(always)]
+            pub fn $method<F: FnOnce() -> $ty + 'static>(&self, call: F) -> $ty {
+                if is_function::<F, _>(&$getter) {
+                    self.$answer()
+                } else {
+                    call()
+                }
+            }
+        )*}
+    };
+}
+
+virtual_reads! {
+    /// `block_idx_x()` in a clustered body.
+    virtual_block_idx_x => crate::thread::block_idx_x, block_idx_x: u32;
+    /// `block_idx_y()` in a clustered body.
+    virtual_block_idx_y => crate::thread::block_idx_y, block_idx_y: u32;
+    /// `block_idx_z()` in a clustered body.
+    virtual_block_idx_z => crate::thread::block_idx_z, block_idx_z: u32;
+    /// `grid_dim_x()` in a clustered body.
+    virtual_grid_dim_x => crate::thread::grid_dim_x, grid_dim_x: u32;
+    /// `grid_dim_y()` in a clustered body.
+    virtual_grid_dim_y => crate::thread::grid_dim_y, grid_dim_y: u32;
+    /// `grid_dim_z()` in a clustered body.
+    virtual_grid_dim_z => crate::thread::grid_dim_z, grid_dim_z: u32;
+    /// `index_1d()` in a clustered body.
+    virtual_index_1d => crate::thread::index_1d, index_1d: u32;
+    /// `index_2d()` in a clustered body.
+    virtual_index_2d => crate::thread::index_2d, index_2d: (u32, u32);
+}

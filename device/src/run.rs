@@ -9,7 +9,140 @@ use crate::mapping::{round_robin, Partition};
 use crate::schedule::{fold_sm_id, Claim, Claimer, TaskCounters};
 use crate::shared::Shared;
 use crate::sm::sm_id;
-use crate::thread::*;
+use crate::thread::{thread_idx_x, thread_idx_y, thread_idx_z, trap};
+
+/// What the scheduler reads and waits on, kept apart from what a body reads.
+///
+/// On the GPU each is one inline-PTX instruction tagged `// clustered:`; the
+/// build's PTX check (`clustered-builder`) accepts `%ctaid`/`%nctaid` reads
+/// and barriers in a clustered entry only with these tags, so a block-index
+/// read or a barrier that the macro could not rewrite (in a helper, behind a
+/// function pointer) fails the build instead of running with the physical
+/// block's index. On the CPU backend the scheduler reads the simulated
+/// registers directly, while the body's getters refuse to answer inside a
+/// clustered kernel (`thread::block_idx_x`).
+mod hardware {
+    #[cfg(target_arch = "nvptx64")]
+    macro_rules! special_register {
+        ($($name:ident => $register:literal, $host:expr;)*) => {$(
+            #[inline(always)]
+            pub fn $name() -> u32 {
+                let value: u32;
+                // SAFETY: reading a special register has no preconditions.
+                unsafe {
+                    core::arch::asm!(
+                        concat!("mov.u32 {value}, ", $register, "; // clustered:scheduler"),
+                        value = out(reg32) value,
+                        options(pure, nomem, nostack, preserves_flags),
+                    );
+                }
+                value
+            }
+        )*};
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    macro_rules! special_register {
+        ($($name:ident => $register:literal, $host:expr;)*) => {$(
+            #[inline(always)]
+            pub fn $name() -> u32 {
+                $host
+            }
+        )*};
+    }
+
+    special_register! {
+        block_idx_x => "%ctaid.x", crate::cpu::current_cta().block_idx[0];
+        block_idx_y => "%ctaid.y", crate::cpu::current_cta().block_idx[1];
+        block_idx_z => "%ctaid.z", crate::cpu::current_cta().block_idx[2];
+        grid_dim_x => "%nctaid.x", crate::cpu::current_cta().grid_dim[0];
+        grid_dim_y => "%nctaid.y", crate::cpu::current_cta().grid_dim[1];
+    }
+
+    /// `bar.sync 1`: the scheduler's own barrier, reached by every thread
+    /// of the CTA at the same instruction (it publishes a claim). A body's
+    /// barriers use barrier 0, so the two can never pair up.
+    #[inline(always)]
+    pub fn scheduler_barrier() {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: every thread of the CTA reaches it (see `agents`).
+        unsafe {
+            core::arch::asm!(
+                "bar.sync 1; // clustered:scheduler",
+                options(nostack, preserves_flags)
+            );
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::cpu::barrier()
+    }
+
+    /// `barrier.red.and.pred` on barrier 0, not aligned: the thread arrives
+    /// with `done` and gets whether every thread of the CTA arrived with
+    /// `done` set. Threads of one warp may arrive from different
+    /// instructions (a body's barrier and `end_task`'s), which the
+    /// non-aligned form allows.
+    #[inline(always)]
+    pub fn task_barrier(done: bool) -> bool {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let all: u32;
+            // SAFETY: a barrier has no memory-safety preconditions.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred %clustered_in, %clustered_all;",
+                    "setp.ne.u32 %clustered_in, {done}, 0;",
+                    "barrier.red.and.pred %clustered_all, 0, %clustered_in; // clustered:task",
+                    "selp.u32 {all}, 1, 0, %clustered_all; }}",
+                    done = in(reg32) done as u32,
+                    all = out(reg32) all,
+                    options(nostack, preserves_flags),
+                );
+            }
+            all != 0
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::thread::sync_threads_and(done)
+    }
+}
+
+/// A barrier in the body of a persistent schedule (agents, persistent,
+/// stride): the macro writes it for the body's `sync_threads()`.
+///
+/// Like `__syncthreads`, but threads whose task already ended (a `return` in
+/// the body) take part too: they wait in [`end_task`], which arrives at the
+/// same barrier. On the GPU, a thread that returns from a plain kernel
+/// exits, and "if the exiting threads are holding up the barrier, the
+/// barrier is released" (PTX ISA, `exit`); a persistent block's threads
+/// cannot exit between tasks, so they keep arriving instead.
+#[inline(always)]
+pub fn body_barrier() {
+    hardware::task_barrier(false);
+}
+
+/// A call `sync_threads()` in the body of a persistent schedule: the body
+/// barrier if `call` is the runtime's `sync_threads` (whatever path or alias
+/// named it), else the user's own function of that name, called as written.
+#[inline(always)]
+pub fn barrier_in_body<F: FnOnce() + 'static>(call: F) {
+    if crate::cta::is_function::<F, _>(&crate::thread::sync_threads) {
+        body_barrier();
+    } else {
+        call();
+    }
+}
+
+/// Ends this thread's task in a persistent schedule whose body shares memory
+/// or waits at barriers: returns once every thread of the CTA has ended it.
+///
+/// Each pass arrives at barrier 0 saying "done": a thread whose task ended
+/// early (`return`) arrives once for each barrier that the others' body
+/// still reaches, and the reduction tells every thread at once, uniformly,
+/// when all are done. So barrier phases never shift between tasks, and a
+/// fast warp never starts the next task while a slow one still reads the
+/// shared memory of this one.
+#[inline(always)]
+pub fn end_task() {
+    while !hardware::task_barrier(true) {}
+}
 
 /// Traps on a launch built for another contract version: a wrong launch must
 /// fail loudly, never run with misread parameters.
@@ -18,11 +151,14 @@ pub fn check_abi(launch: &ClusterLaunch) {
     if launch.abi_version != ABI_VERSION {
         trap();
     }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::enter_clustered();
 }
 
 /// The hardware's own row-major linear block id.
 #[inline(always)]
 fn hardware_linear_id() -> u32 {
+    use hardware::*;
     (block_idx_z() * grid_dim_y() + block_idx_y()) * grid_dim_x() + block_idx_x()
 }
 
@@ -69,12 +205,12 @@ pub fn strided(
     let delinearize = &launch.delinearize;
     let grid = delinearize.grid();
     let total = launch.partition.total;
-    let agents = grid_dim_x();
+    let agents = hardware::grid_dim_x();
     let split = delinearize.cta(agents);
     // Saturated, it is never below `total - v`: no prefetch, no wrap.
     let ahead = agents.saturating_mul(distance);
     let split_ahead = delinearize.cta(ahead);
-    let mut v = block_idx_x();
+    let mut v = hardware::block_idx_x();
     let mut index = delinearize.cta(v);
     while v < total {
         if total - v > ahead {
@@ -83,7 +219,7 @@ pub fn strided(
         }
         task(v, Cta::new(index, grid));
         if separate_tasks {
-            sync_threads();
+            end_task();
         }
         v = v.wrapping_add(agents);
         index = delinearize.advance(index, split, v);
@@ -163,7 +299,7 @@ pub unsafe fn agents(
         };
         publish(ticket, 0, &partition, first);
     }
-    sync_threads();
+    hardware::scheduler_barrier();
     let delinearize = &launch.delinearize;
     let grid = delinearize.grid();
     let mut parity = 0;
@@ -199,7 +335,7 @@ pub unsafe fn agents(
             // made LLVM peel the first task, duplicating the whole body
             // (`tests/kernel_resources.rs` counts the body's instructions).
             if separate_tasks {
-                sync_threads();
+                end_task();
             }
             index = delinearize.step(index, start + k + 1);
         }
@@ -207,6 +343,6 @@ pub unsafe fn agents(
         if leader {
             publish(ticket, parity, &partition, next);
         }
-        sync_threads();
+        hardware::scheduler_barrier();
     }
 }

@@ -29,11 +29,11 @@ special_register! {
     /// `%tid.z`: this thread's index in its block, z.
     thread_idx_z => _thread_idx_z, crate::cpu::current_lane().thread_idx[2];
     /// `%ctaid.x`: this block's index in the grid, x.
-    block_idx_x => _block_idx_x, crate::cpu::current_cta().block_idx[0];
+    block_idx_x => _block_idx_x, crate::cpu::hardware_cta("block_idx_x").block_idx[0];
     /// `%ctaid.y`: this block's index in the grid, y.
-    block_idx_y => _block_idx_y, crate::cpu::current_cta().block_idx[1];
+    block_idx_y => _block_idx_y, crate::cpu::hardware_cta("block_idx_y").block_idx[1];
     /// `%ctaid.z`: this block's index in the grid, z.
-    block_idx_z => _block_idx_z, crate::cpu::current_cta().block_idx[2];
+    block_idx_z => _block_idx_z, crate::cpu::hardware_cta("block_idx_z").block_idx[2];
     /// `%ntid.x`: threads per block, x.
     block_dim_x => _block_dim_x, crate::cpu::current_cta().block_dim[0];
     /// `%ntid.y`: threads per block, y.
@@ -41,11 +41,11 @@ special_register! {
     /// `%ntid.z`: threads per block, z.
     block_dim_z => _block_dim_z, crate::cpu::current_cta().block_dim[2];
     /// `%nctaid.x`: blocks in the grid, x.
-    grid_dim_x => _grid_dim_x, crate::cpu::current_cta().grid_dim[0];
+    grid_dim_x => _grid_dim_x, crate::cpu::hardware_cta("grid_dim_x").grid_dim[0];
     /// `%nctaid.y`: blocks in the grid, y.
-    grid_dim_y => _grid_dim_y, crate::cpu::current_cta().grid_dim[1];
+    grid_dim_y => _grid_dim_y, crate::cpu::hardware_cta("grid_dim_y").grid_dim[1];
     /// `%nctaid.z`: blocks in the grid, z.
-    grid_dim_z => _grid_dim_z, crate::cpu::current_cta().grid_dim[2];
+    grid_dim_z => _grid_dim_z, crate::cpu::hardware_cta("grid_dim_z").grid_dim[2];
 }
 
 /// The global x index of this thread: `block_idx_x * block_dim_x + thread_idx_x`.
@@ -78,6 +78,32 @@ pub fn sync_threads() {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     crate::cpu::barrier()
+}
+
+/// `__syncthreads_and`: like [`sync_threads`], and answers whether every
+/// thread of the block arrived with `predicate` set (`bar.red.and.pred` on
+/// barrier 0). The same answer reaches every thread.
+#[inline(always)]
+pub fn sync_threads_and(predicate: bool) -> bool {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let all: u32;
+        // SAFETY: a barrier has no memory-safety preconditions.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred %sync_in, %sync_all;",
+                "setp.ne.u32 %sync_in, {predicate}, 0;",
+                "bar.red.and.pred %sync_all, 0, %sync_in;",
+                "selp.u32 {all}, 1, 0, %sync_all; }}",
+                predicate = in(reg32) predicate as u32,
+                all = out(reg32) all,
+                options(nostack, preserves_flags),
+            );
+        }
+        all != 0
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::barrier_and(predicate)
 }
 
 /// `trap`: aborts the kernel; the launch reports an error to the host.

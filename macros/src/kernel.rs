@@ -97,6 +97,11 @@ pub fn entry_point(function: &ItemFn) -> TokenStream {
     }
 }
 
+/// The device runtime's path in generated code.
+pub fn device_path() -> TokenStream {
+    quote!(::clustered_device)
+}
+
 /// The rules every kernel signature obeys, for `#[kernel]` and `#[clustered]`.
 pub fn check_signature(function: &ItemFn, attribute: &str) -> Vec<Error> {
     let sig = &function.sig;

@@ -49,6 +49,12 @@ pub(crate) struct Lane {
     tasks_begun: Cell<u32>,
     /// The stack pointer (about) at the thread's last suspension.
     stack_pointer: Cell<usize>,
+    /// At a `barrier.red.and`: this thread's predicate; after the barrier
+    /// opens, the AND over the CTA.
+    barrier_and: Cell<Option<bool>>,
+    /// The kernel is a clustered schedule: the hardware block index is the
+    /// scheduler's alone (see `hardware_cta`).
+    clustered: Cell<bool>,
 }
 
 impl Lane {
@@ -132,6 +138,47 @@ pub(crate) fn barrier() {
     if let Some(lane) = try_current_lane() {
         lane.suspend(Event::Barrier);
     }
+}
+
+/// `barrier.red.and.pred`: waits for the whole CTA, and answers whether
+/// every thread arrived with `predicate` set. Outside a launch (a helper
+/// unit-tested alone) the thread is the whole CTA.
+pub(crate) fn barrier_and(predicate: bool) -> bool {
+    let Some(lane) = try_current_lane() else {
+        return predicate;
+    };
+    lane.barrier_and.set(Some(predicate));
+    lane.suspend(Event::Barrier);
+    lane.barrier_and
+        .take()
+        .expect("the barrier sets the reduction when it opens")
+}
+
+/// The current thread runs a clustered schedule's entry point: from now on
+/// only the scheduler may read the hardware block index.
+pub(crate) fn enter_clustered() {
+    if let Some(lane) = try_current_lane() {
+        lane.clustered.set(true);
+    }
+}
+
+/// The simulated CTA, for a read of the hardware block index or grid size
+/// by a body (`thread::block_idx_x` and its kind). Inside a clustered
+/// schedule that read would see the persistent block, not the task's CTA:
+/// the macro rewrites the body's reads, so one that arrives here came
+/// through code the macro could not see.
+pub(crate) fn hardware_cta(getter: &str) -> &'static Cta {
+    let lane = current_lane();
+    if lane.clustered.get() {
+        panic!(
+            "`{getter}()` read the hardware block index inside a clustered schedule, where it \
+             is the persistent block's, not the task's CTA: it was called through code that \
+             #[clustered] cannot rewrite (a helper function, a function pointer, a renamed \
+             import or a macro). Read it in the kernel body and pass the value on \
+             (`let bx = block_idx_x(); helper(bx)`), or pass the task's `Cta`"
+        );
+    }
+    lane.cta()
 }
 
 /// `%clock64`: the scheduler's tick, after letting one pass.
@@ -349,6 +396,8 @@ impl Scheduler<'_> {
                 task: Cell::new(linear),
                 tasks_begun: Cell::new(0),
                 stack_pointer: Cell::new(usize::MAX),
+                barrier_and: Cell::new(None),
+                clustered: Cell::new(false),
             });
             // SAFETY: the slab is dropped after the coroutines (`Resident`).
             let stack = unsafe { stacks.stack(t as usize) };
@@ -468,6 +517,13 @@ impl Scheduler<'_> {
         // A barrier opens when every thread still running waits at it.
         let waiting = cta.waiting.iter().filter(|&&w| w).count();
         if waiting > 0 && waiting == cta.live {
+            let waiters = || cta.lanes.iter().zip(&cta.waiting).filter(|(_, &w)| w);
+            let all = waiters().all(|(lane, _)| lane.barrier_and.get() != Some(false));
+            for (lane, _) in waiters() {
+                if lane.barrier_and.get().is_some() {
+                    lane.barrier_and.set(Some(all));
+                }
+            }
             cta.waiting.iter_mut().for_each(|w| *w = false);
         }
         Ok(())

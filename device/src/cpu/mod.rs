@@ -29,7 +29,8 @@ pub use engine::{run, RunStats};
 pub use machine::{CpuError, CpuLaunch, Dispatch, Machine};
 
 pub(crate) use engine::{
-    access, barrier, begin_task, clock, current_cta, current_lane, shared_base, static_shared,
+    access, barrier, barrier_and, begin_task, clock, current_cta, current_lane, enter_clustered,
+    hardware_cta, shared_base, static_shared,
 };
 
 /// What a warp instruction does to global memory.

@@ -7,23 +7,31 @@ use syn::{Error, Expr, ExprCall, ExprMacro, ExprPath, FnArg, Ident, ItemFn, Pat,
 
 use super::parse::{Binding, Schedule};
 
-/// Built-ins that read the hardware's block index or grid size, and the
-/// method of `Cta` that answers them for the virtual CTA.
-const CTA_READS: &[(&str, &str)] = &[
-    ("block_idx_x", "block_idx_x"),
-    ("block_idx_y", "block_idx_y"),
-    ("block_idx_z", "block_idx_z"),
-    ("grid_dim_x", "grid_dim_x"),
-    ("grid_dim_y", "grid_dim_y"),
-    ("grid_dim_z", "grid_dim_z"),
-    ("_block_idx_x", "block_idx_x"),
-    ("_block_idx_y", "block_idx_y"),
-    ("_block_idx_z", "block_idx_z"),
-    ("_grid_dim_x", "grid_dim_x"),
-    ("_grid_dim_y", "grid_dim_y"),
-    ("_grid_dim_z", "grid_dim_z"),
-    ("index_1d", "index_1d"),
-    ("index_2d", "index_2d"),
+/// Built-ins that read the hardware's block index or grid size. In a
+/// schedule's body, `name()` becomes `cta.virtual_<name>(name)`, which
+/// answers from the task's CTA when the callee is the runtime's getter and
+/// calls it as written otherwise (`device/src/cta.rs`), so a user's own
+/// function of the same name keeps its meaning.
+const CTA_READS: &[&str] = &[
+    "block_idx_x",
+    "block_idx_y",
+    "block_idx_z",
+    "grid_dim_x",
+    "grid_dim_y",
+    "grid_dim_z",
+    "index_1d",
+    "index_2d",
+];
+
+/// `core::arch::nvptx`'s readers (`unsafe fn() -> i32`), answered by the
+/// `Cta` method of the same name without the underscore.
+const NVPTX_CTA_READS: &[&str] = &[
+    "_block_idx_x",
+    "_block_idx_y",
+    "_block_idx_z",
+    "_grid_dim_x",
+    "_grid_dim_y",
+    "_grid_dim_z",
 ];
 
 /// Calls that make the CTA's threads wait for each other or share memory:
@@ -165,15 +173,22 @@ pub struct BodyFacts {
 ///
 /// Shared arrays are renamed with the kernel's name as suffix: every copy of
 /// the body declares its own PTX symbol, which ptxas requires to be unique.
+///
+/// In a persistent schedule (`persistent`: agents, persistent, stride) the
+/// body's `sync_threads()` becomes `run::barrier_in_body(sync_threads)`: a
+/// barrier that threads whose task ended early still take part in
+/// (`device/src/run.rs`, `end_task`).
 pub fn rewrite_body(
     body: &mut syn::Block,
     cta: &Ident,
     kernel: &Ident,
+    persistent: bool,
     errors: &mut Vec<Error>,
 ) -> BodyFacts {
     let mut rewriter = Rewriter {
         cta,
         kernel,
+        persistent,
         facts: BodyFacts::default(),
         errors,
     };
@@ -184,16 +199,32 @@ pub fn rewrite_body(
 struct Rewriter<'a> {
     cta: &'a Ident,
     kernel: &'a Ident,
+    persistent: bool,
     facts: BodyFacts,
     errors: &'a mut Vec<Error>,
 }
 
-/// The `Cta` method that answers a built-in block-index read, if `name` is one.
-fn cta_method(name: &Ident) -> Option<&'static str> {
-    CTA_READS
-        .iter()
-        .find(|(builtin, _)| name == builtin)
-        .map(|(_, method)| *method)
+/// The body's rewrite of a call `func()` with no arguments, if it needs one.
+fn rewrite_call(func: &Expr, name: &Ident, cta: &Ident, persistent: bool) -> Option<Expr> {
+    let span = name.span();
+    let text = name.to_string();
+    if CTA_READS.contains(&text.as_str()) {
+        let method = Ident::new(&format!("virtual_{text}"), span);
+        return Some(syn::parse_quote_spanned!(span=> #cta.#method(#func)));
+    }
+    if NVPTX_CTA_READS.contains(&text.as_str()) {
+        let method = Ident::new(&text[1..], span);
+        return Some(syn::parse_quote_spanned!(span=> (#cta.#method() as i32)));
+    }
+    if persistent && text == "sync_threads" {
+        let device = crate::kernel::device_path();
+        return Some(syn::parse_quote_spanned!(span=> #device::run::barrier_in_body(#func)));
+    }
+    if persistent && text == "_syncthreads" {
+        let device = crate::kernel::device_path();
+        return Some(syn::parse_quote_spanned!(span=> #device::run::body_barrier()));
+    }
+    None
 }
 
 fn last_segment(expr: &Expr) -> Option<&Ident> {
@@ -230,6 +261,18 @@ impl Rewriter<'_> {
                     .chain(tokens)
                     .collect();
             }
+            return;
+        }
+        // Macros whose arguments are expressions (`assert!`, `debug_assert!`,
+        // `write!`, most of the user's own): rewrite those. Others are left
+        // as written; a block-index read hidden in them is caught by the
+        // build's PTX check and by the CPU backend.
+        let parser = syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated;
+        if let Ok(mut args) = syn::parse::Parser::parse2(parser, mac.tokens.clone()) {
+            for arg in args.iter_mut() {
+                self.visit_expr_mut(arg);
+            }
+            mac.tokens = quote::ToTokens::to_token_stream(&args);
         }
     }
 }
@@ -242,11 +285,13 @@ impl VisitMut for Rewriter<'_> {
                     self.note_call(&name);
                     // The built-ins take no arguments; a call with some is
                     // the user's own function of the same name.
-                    if let Some(method) = cta_method(&name).filter(|_| args.is_empty()) {
-                        let method = Ident::new(method, name.span());
-                        let cta = self.cta;
-                        *expr = syn::parse_quote_spanned!(name.span()=> #cta.#method());
-                        return;
+                    if args.is_empty() {
+                        if let Some(rewritten) =
+                            rewrite_call(func, &name, self.cta, self.persistent)
+                        {
+                            *expr = rewritten;
+                            return;
+                        }
                     }
                 }
             }

@@ -75,7 +75,13 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         names.push(name.clone());
         analyse::check_schedule(schedule, &parameters, &mut errors);
         let mut body = (*function.block).clone();
-        let facts = analyse::rewrite_body(&mut body, &expand::cta(), &name, &mut errors);
+        let facts = analyse::rewrite_body(
+            &mut body,
+            &expand::cta(),
+            &name,
+            schedule.binding.runs_tasks_in_a_loop(),
+            &mut errors,
+        );
         errors.extend(crate::trace::trace_global_memory(
             &mut body,
             &function.sig.inputs,

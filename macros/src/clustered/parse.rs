@@ -43,6 +43,15 @@ impl Binding {
         matches!(self, Binding::Agents | Binding::Persistent)
     }
 
+    /// Persistent blocks run tasks one after another (agents, persistent,
+    /// stride), so a body's `return` and barriers need the task protocol.
+    pub fn runs_tasks_in_a_loop(self) -> bool {
+        matches!(
+            self,
+            Binding::Agents | Binding::Persistent | Binding::Stride
+        )
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Binding::Reorder => "reorder",

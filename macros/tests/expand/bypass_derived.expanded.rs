@@ -26,7 +26,7 @@ unsafe fn __row_sums_redirect_task(
 ) {
     ::clustered_device::trace::begin_task(&__cta);
     {
-        let row = a.add((__cta.index_1d() * width) as usize);
+        let row = a.add((__cta.virtual_index_1d(index_1d) * width) as usize);
         let mut sum = 0.0;
         for x in 0..width as usize {
             sum += ::clustered_device::memory::load_bypass_l1(row.add(x));
@@ -34,7 +34,7 @@ unsafe fn __row_sums_redirect_task(
         {
             let __value = sum;
             ::clustered_device::memory::store(
-                sums.add(__cta.index_1d() as usize),
+                sums.add(__cta.virtual_index_1d(index_1d) as usize),
                 __value,
             )
         };

@@ -34,8 +34,8 @@ unsafe fn __stencil_columns_task(
 ) {
     ::clustered_device::trace::begin_task(&__cta);
     {
-        let (x, y) = __cta.index_2d();
-        let _ = (thread_idx_x(), thread_idx_y(), __cta.grid_dim_x());
+        let (x, y) = __cta.virtual_index_2d(index_2d);
+        let _ = (thread_idx_x(), thread_idx_y(), __cta.virtual_grid_dim_x(grid_dim_x));
         if x == 0 || y == 0 || x + 1 >= width || y + 1 >= height {
             return;
         }

@@ -32,8 +32,8 @@ unsafe fn __rows_snake_task(
 ) {
     ::clustered_device::trace::begin_task(&__cta);
     {
-        let row = __cta.block_idx_y();
-        let column = __cta.block_idx_x() * 32 + thread_idx_x();
+        let row = __cta.virtual_block_idx_y(block_idx_y);
+        let column = __cta.virtual_block_idx_x(block_idx_x) * 32 + thread_idx_x();
         if column < width {
             let value = ::clustered_device::memory::load(
                 m.add((row * width + column) as usize),

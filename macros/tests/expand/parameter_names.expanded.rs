@@ -29,7 +29,7 @@ unsafe fn __shift_redirect_task(
 ) {
     ::clustered_device::trace::begin_task(&__cta);
     {
-        let i = __cta.index_1d();
+        let i = __cta.virtual_index_1d(index_1d);
         if i < n {
             {
                 let __value = to_cta;
@@ -86,7 +86,7 @@ unsafe fn __shift_agents_task(
 ) {
     ::clustered_device::trace::begin_task(&__cta);
     {
-        let i = __cta.index_1d();
+        let i = __cta.virtual_index_1d(index_1d);
         if i < n {
             {
                 let __value = to_cta;

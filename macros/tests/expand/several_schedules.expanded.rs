@@ -45,7 +45,7 @@ unsafe fn __block_sums_raster_task(
             .write(
                 t,
                 ::clustered_device::memory::load(
-                    x.add((__cta.block_idx_x() * 256 + t) as usize),
+                    x.add((__cta.virtual_block_idx_x(block_idx_x) * 256 + t) as usize),
                 ),
             );
         sync_threads();
@@ -61,7 +61,7 @@ unsafe fn __block_sums_raster_task(
             {
                 let __value = partial.read(0);
                 ::clustered_device::memory::store(
-                    sums.add(__cta.block_idx_x() as usize),
+                    sums.add(__cta.virtual_block_idx_x(block_idx_x) as usize),
                     __value,
                 )
             };
@@ -114,23 +114,23 @@ unsafe fn __block_sums_agents_task(
             .write(
                 t,
                 ::clustered_device::memory::load(
-                    x.add((__cta.block_idx_x() * 256 + t) as usize),
+                    x.add((__cta.virtual_block_idx_x(block_idx_x) * 256 + t) as usize),
                 ),
             );
-        sync_threads();
+        ::clustered_device::run::barrier_in_body(sync_threads);
         let mut stride = 128;
         while stride > 0 {
             if t < stride {
                 partial.write(t, partial.read(t) + partial.read(t + stride));
             }
-            sync_threads();
+            ::clustered_device::run::barrier_in_body(sync_threads);
             stride /= 2;
         }
         if t == 0 {
             {
                 let __value = partial.read(0);
                 ::clustered_device::memory::store(
-                    sums.add(__cta.block_idx_x() as usize),
+                    sums.add(__cta.virtual_block_idx_x(block_idx_x) as usize),
                     __value,
                 )
             };
@@ -189,7 +189,7 @@ unsafe fn __block_sums_redirect_task(
             .write(
                 t,
                 ::clustered_device::memory::load(
-                    x.add((__cta.block_idx_x() * 256 + t) as usize),
+                    x.add((__cta.virtual_block_idx_x(block_idx_x) * 256 + t) as usize),
                 ),
             );
         sync_threads();
@@ -205,7 +205,7 @@ unsafe fn __block_sums_redirect_task(
             {
                 let __value = partial.read(0);
                 ::clustered_device::memory::store(
-                    sums.add(__cta.block_idx_x() as usize),
+                    sums.add(__cta.virtual_block_idx_x(block_idx_x) as usize),
                     __value,
                 )
             };

@@ -60,8 +60,8 @@ unsafe fn __sgemm_tiled_raster_task(
             tile_b_sgemm_tiled_raster : [f32; (TILE * TILE) as usize]
         );
         let (tx, ty) = (thread_idx_x(), thread_idx_y());
-        let row = __cta.block_idx_y() * TILE + ty;
-        let col = __cta.block_idx_x() * TILE + tx;
+        let row = __cta.virtual_block_idx_y(block_idx_y) * TILE + ty;
+        let col = __cta.virtual_block_idx_x(block_idx_x) * TILE + tx;
         let mut sum = 0.0f32;
         let mut k0 = 0;
         while k0 < n {

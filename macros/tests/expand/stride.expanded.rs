@@ -26,7 +26,7 @@ unsafe fn __blur_stride_task(
 ) {
     ::clustered_device::trace::begin_task(&__cta);
     {
-        let (x, y) = __cta.index_2d();
+        let (x, y) = __cta.virtual_index_2d(index_2d);
         if x < width && y < height {
             let at = (y * width + x) as usize;
             {

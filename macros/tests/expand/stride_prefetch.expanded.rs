@@ -33,7 +33,7 @@ unsafe fn __scale_stride_task(
 ) {
     ::clustered_device::trace::begin_task(&__cta);
     {
-        let i = __cta.index_1d();
+        let i = __cta.virtual_index_1d(index_1d);
         if i < n {
             {
                 let __value = 2.0

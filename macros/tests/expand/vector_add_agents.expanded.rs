@@ -28,7 +28,7 @@ unsafe fn __vector_add_agents_task(
 ) {
     ::clustered_device::trace::begin_task(&__cta);
     {
-        let i = __cta.index_1d();
+        let i = __cta.virtual_index_1d(index_1d);
         if i < n {
             let i = i as usize;
             {

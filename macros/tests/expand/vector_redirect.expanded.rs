@@ -28,7 +28,7 @@ unsafe fn __scale_redirect_task(
 ) {
     ::clustered_device::trace::begin_task(&__cta);
     {
-        let i = __cta.block_idx_x() * block_dim_x() + thread_idx_x();
+        let i = __cta.virtual_block_idx_x(block_idx_x) * block_dim_x() + thread_idx_x();
         if i < n {
             {
                 let __value = s;

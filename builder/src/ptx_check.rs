@@ -1,0 +1,459 @@
+//! Checks of a kernels crate's PTX that the macro cannot make on syntax.
+//!
+//! `#[clustered]` rewrites what it sees in a kernel's body: block-index reads,
+//! barriers, shared memory. A helper function, a function pointer, a renamed
+//! import or an opaque macro hides them, and in a persistent schedule such a
+//! read would see the persistent block, not the task's CTA: a wrong result.
+//! The PTX shows every instruction, so the build checks each clustered entry
+//! point and every function it calls:
+//!
+//! - `%ctaid` and `%nctaid` are read only by the scheduler, whose reads are
+//!   inline PTX tagged `// clustered:scheduler` (`device/src/run.rs`);
+//! - in a persistent schedule (agents, persistent, stride), a CTA barrier is
+//!   either the scheduler's or the task barrier (tagged `// clustered:task`)
+//!   that the macro writes for the body's `sync_threads()`: a plain
+//!   `bar.sync` came from code the macro did not rewrite, and would pair up
+//!   with the wrong barrier once a thread's task ends early;
+//! - a persistent schedule without a task barrier (the macro saw no barrier
+//!   and no shared memory in the body) touches no shared memory but the
+//!   scheduler's, since nothing separates one task's shared data from the
+//!   next task's.
+//!
+//! Each problem names the entry point, the function and the PTX line, and
+//! says what to change in the source.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+
+/// Tags the device runtime puts on its inline PTX.
+const SCHEDULER_TAG: &str = "// clustered:scheduler";
+const TASK_TAG: &str = "// clustered:task";
+/// Where the generated contracts live: `__clustered_contract_<entry>`.
+const CONTRACT_PREFIX: &str = "__clustered_contract_";
+/// The agents' claim ticket, the scheduler's own shared memory.
+const SCHEDULER_SHARED_PREFIX: &str = "clustered_ticket";
+
+/// One thing wrong with a clustered entry point's PTX.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The clustered kernel (its PTX entry).
+    pub entry: String,
+    /// The PTX function the instruction is in: the entry or a function it calls.
+    pub function: String,
+    /// The offending PTX line, trimmed.
+    pub line: String,
+    pub kind: ProblemKind,
+}
+
+/// What kind of problem a [`Problem`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// A read of `%ctaid`/`%nctaid` that is not the scheduler's.
+    HardwareBlockIndex,
+    /// A CTA barrier in a persistent schedule that the macro did not rewrite.
+    UnrewrittenBarrier,
+    /// Shared memory in a persistent schedule whose tasks are not separated.
+    UnseparatedSharedMemory,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Problem {
+            entry,
+            function,
+            line,
+            kind,
+        } = self;
+        let place = if function == entry {
+            format!("clustered kernel `{entry}`")
+        } else {
+            format!("clustered kernel `{entry}` (in `{function}`, which it calls)")
+        };
+        match kind {
+            ProblemKind::HardwareBlockIndex => write!(
+                f,
+                "{place} reads the hardware block index or grid size (`{line}`): in a clustered \
+                 schedule that is the persistent block's, not the task's CTA. #[clustered] rewrites \
+                 `block_idx_*()`, `grid_dim_*()` and `index_1d/2d()` only where the kernel body calls \
+                 them; read them in the body and pass the values to helpers \
+                 (`let bx = block_idx_x(); helper(bx)`), or pass the task's `Cta`"
+            ),
+            ProblemKind::UnrewrittenBarrier => write!(
+                f,
+                "{place} waits at a barrier that #[clustered] did not see (`{line}`): in a \
+                 persistent schedule a thread whose task ended early must still take part in the \
+                 body's barriers, which works only for `sync_threads()` called in the kernel body. \
+                 Call `sync_threads()` in the body instead of in a helper, or use `binding = \
+                 reorder` or `redirect`"
+            ),
+            ProblemKind::UnseparatedSharedMemory => write!(
+                f,
+                "{place} uses shared memory or a barrier that #[clustered] did not see (`{line}`): \
+                 its tasks run one after another in a persistent block, and without a barrier \
+                 between them a fast warp overwrites shared data that a slow one still reads. \
+                 Declare the `shared_array!` (or call `sync_threads()`) in the kernel body so the \
+                 macro separates the tasks, or use `binding = reorder` or `redirect`"
+            ),
+        }
+    }
+}
+
+/// A function of the PTX module: its name and its lines.
+struct Function<'a> {
+    lines: Vec<&'a str>,
+}
+
+/// The PTX module, cut into functions.
+struct Module<'a> {
+    functions: HashMap<&'a str, Function<'a>>,
+    /// Module-scope `.shared` symbols.
+    shared: Vec<&'a str>,
+    /// Contract globals: entry name -> binding.
+    contracts: Vec<(&'a str, Option<u32>)>,
+}
+
+/// The code of `line`, without a trailing `//` comment.
+fn code(line: &str) -> &str {
+    line.split("//").next().unwrap_or("")
+}
+
+/// The name declared by a `.entry`/`.func` header line, e.g.
+/// `.visible .entry k(` or `.func  (.param .b32 func_retval0) helper(`.
+fn function_name(header: &str) -> Option<&str> {
+    let code = code(header);
+    if !(code.contains(".entry") || code.contains(".func")) {
+        return None;
+    }
+    // The name is the identifier right before the parameter list's `(`, or
+    // the last word when the parameters start on the next line.
+    let before = match code.rfind('(') {
+        Some(open) if !code[..open].trim_end().ends_with(".func") => &code[..open],
+        _ => code,
+    };
+    before
+        .split(|c: char| c.is_whitespace() || c == ')')
+        .rfind(|w| !w.is_empty())
+        .filter(|w| !w.starts_with('.'))
+}
+
+/// A contract global's binding: the third little-endian `u32` of
+/// `.global .align 4 .b8 __clustered_contract_k[44] = {67, 76, ...};`.
+fn contract_binding(line: &str) -> Option<u32> {
+    let bytes: Vec<u8> = line
+        .split_once('{')?
+        .1
+        .split('}')
+        .next()?
+        .split(',')
+        .map(|b| b.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    let word = bytes.get(8..12)?;
+    Some(u32::from_le_bytes(word.try_into().ok()?))
+}
+
+fn parse(ptx: &str) -> Module<'_> {
+    let mut functions = HashMap::new();
+    let mut shared = Vec::new();
+    let mut contracts = Vec::new();
+    let mut current: Option<(&str, Vec<&str>)> = None;
+    let mut depth = 0usize;
+    let mut entered = false;
+    for line in ptx.lines() {
+        let trimmed = line.trim();
+        if current.is_none() {
+            if let Some(name) = function_name(trimmed) {
+                current = Some((name, Vec::new()));
+                depth = 0;
+                entered = false;
+            } else if code(trimmed).contains(".shared") && depth == 0 {
+                if let Some(name) = code(trimmed)
+                    .split(|c: char| c.is_whitespace() || c == '[' || c == ';')
+                    .filter(|w| w.starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '$'))
+                    .find(|w| {
+                        w.chars()
+                            .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+                    })
+                {
+                    shared.push(name);
+                }
+            } else if let Some(at) = trimmed.find(CONTRACT_PREFIX) {
+                let rest = &trimmed[at + CONTRACT_PREFIX.len()..];
+                let entry = rest.split(['[', ' ', ';']).next().unwrap_or(rest);
+                contracts.push((entry, contract_binding(trimmed)));
+            }
+            if current.is_none() {
+                continue;
+            }
+        }
+        // A declaration without a body (`.extern .func f(...);`) ends at
+        // its `;` before any `{`.
+        if !entered && code(trimmed).trim_end().ends_with(';') {
+            current = None;
+            continue;
+        }
+        let (_, lines) = current.as_mut().expect("inside a function");
+        lines.push(trimmed);
+        for c in code(trimmed).chars() {
+            match c {
+                '{' => {
+                    depth += 1;
+                    entered = true;
+                }
+                '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if entered && depth == 0 {
+            let (name, lines) = current.take().expect("inside a function");
+            functions.insert(name, Function { lines });
+        }
+    }
+    Module {
+        functions,
+        shared,
+        contracts,
+    }
+}
+
+/// Functions `name` calls, directly or not, itself included.
+fn reachable<'a>(module: &Module<'a>, name: &'a str) -> BTreeSet<&'a str> {
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![name];
+    while let Some(name) = stack.pop() {
+        if !seen.insert(name) {
+            continue;
+        }
+        let Some(function) = module.functions.get(name) else {
+            continue;
+        };
+        for line in &function.lines {
+            let code = code(line);
+            if !code.trim_start().starts_with("call") && !code.contains(" call") {
+                continue;
+            }
+            for word in code.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$')) {
+                if let Some((&callee, _)) = module.functions.get_key_value(word) {
+                    stack.push(callee);
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// Is this a CTA-wide barrier instruction (`bar.sync`, `barrier.red`, ...),
+/// not a warp's (`bar.warp.sync`) or a cluster's?
+fn is_cta_barrier(code: &str) -> bool {
+    let op = code
+        .trim_start()
+        .trim_start_matches(['@', '!']);
+    // A predicated instruction: `@%p1 bar.sync 0;`.
+    let op = op
+        .split_once(char::is_whitespace)
+        .filter(|(guard, _)| guard.starts_with('%'))
+        .map_or(op, |(_, rest)| rest.trim_start());
+    let mnemonic = op.split_whitespace().next().unwrap_or("");
+    (mnemonic.starts_with("bar.") || mnemonic.starts_with("barrier."))
+        && !mnemonic.starts_with("bar.warp")
+        && !mnemonic.contains(".cluster")
+}
+
+/// Does `code` name `symbol` as a whole word?
+fn mentions(code: &str, symbol: &str) -> bool {
+    code.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .any(|w| w == symbol)
+}
+
+/// Bindings whose blocks run tasks in a loop (`abi::Binding`: agents,
+/// persistent, stride).
+fn is_persistent(binding: u32) -> bool {
+    matches!(binding, 2..=4)
+}
+
+/// Every problem in the clustered entry points of `ptx`.
+pub fn check(ptx: &str) -> Vec<Problem> {
+    let module = parse(ptx);
+    let mut problems = Vec::new();
+    for &(entry, binding) in &module.contracts {
+        if !module.functions.contains_key(entry) {
+            continue;
+        }
+        let functions = reachable(&module, entry);
+        let lines = || {
+            functions
+                .iter()
+                .flat_map(|&f| module.functions[f].lines.iter().map(move |&line| (f, line)))
+        };
+        let mut report = |function: &str, line: &str, kind| {
+            problems.push(Problem {
+                entry: entry.to_string(),
+                function: function.to_string(),
+                line: line.to_string(),
+                kind,
+            })
+        };
+        let separated = lines().any(|(_, line)| line.contains(TASK_TAG));
+        let persistent = binding.is_some_and(is_persistent);
+        for (function, line) in lines() {
+            let code = code(line);
+            let tagged = line.contains(SCHEDULER_TAG) || line.contains(TASK_TAG);
+            if (code.contains("%ctaid") || code.contains("%nctaid")) && !tagged {
+                report(function, line, ProblemKind::HardwareBlockIndex);
+            }
+            if !persistent || tagged {
+                continue;
+            }
+            if is_cta_barrier(code) {
+                let kind = if separated {
+                    ProblemKind::UnrewrittenBarrier
+                } else {
+                    ProblemKind::UnseparatedSharedMemory
+                };
+                report(function, line, kind);
+            } else if !separated
+                && module
+                    .shared
+                    .iter()
+                    .filter(|s| !s.starts_with(SCHEDULER_SHARED_PREFIX))
+                    .any(|s| mentions(code, s))
+            {
+                report(function, line, ProblemKind::UnseparatedSharedMemory);
+            }
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A contract global for `entry` with `binding`.
+    fn contract(entry: &str, binding: u8) -> String {
+        format!(
+            ".global .align 4 .b8 __clustered_contract_{entry}[44] = {{67, 76, 83, 84, 2, 0, 0, 0, {binding}, 0, 0, 0, 0, 0, 0, 0}};\n"
+        )
+    }
+
+    const HELPER: &str = "
+.func  (.param .b32 func_retval0) helper(
+	.param .b32 helper_param_0
+)
+{
+	.reg .b32 	%r<3>;
+	mov.u32 	%r1, %ctaid.x;
+	st.param.b32 	[func_retval0], %r1;
+	ret;
+}
+";
+
+    fn entry(name: &str, body: &str) -> String {
+        format!(".visible .entry {name}(\n\t.param .u64 {name}_param_0\n)\n{{\n\t.reg .b32 \t%r<9>;\n{body}\n\tret;\n\n}}\n")
+    }
+
+    #[test]
+    fn scheduler_reads_pass_and_a_helpers_read_is_named() {
+        let ok = entry(
+            "k_stride",
+            "mov.u32 %r1, %ctaid.x; // clustered:scheduler\n\tadd.s32 %r2, %r1, 1;",
+        );
+        let ptx = format!("{}{ok}", contract("k_stride", 4));
+        assert_eq!(check(&ptx), vec![]);
+
+        let bad = entry(
+            "k_agents",
+            "\t{ // callseq 0, 0\n\tcall.uni (retval0), helper, (param0);\n\t} // callseq 0",
+        );
+        let ptx = format!("{HELPER}{}{bad}", contract("k_agents", 2));
+        let problems = check(&ptx);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].entry, "k_agents");
+        assert_eq!(problems[0].function, "helper");
+        assert_eq!(problems[0].kind, ProblemKind::HardwareBlockIndex);
+        assert!(problems[0]
+            .to_string()
+            .contains("let bx = block_idx_x(); helper(bx)"));
+    }
+
+    #[test]
+    fn baselines_may_read_the_block_index() {
+        let ptx = format!("{HELPER}{}", entry("k", "mov.u32 %r1, %ctaid.y;"));
+        assert_eq!(check(&ptx), vec![]);
+    }
+
+    #[test]
+    fn barriers_in_persistent_schedules_must_be_the_macros() {
+        let task = "barrier.red.and.pred %clustered_all, 0, %clustered_in; // clustered:task";
+        let rewritten = entry(
+            "k_agents",
+            &format!("{task}\n\tbar.sync 1; // clustered:scheduler"),
+        );
+        assert_eq!(
+            check(&format!("{}{rewritten}", contract("k_agents", 2))),
+            vec![]
+        );
+
+        let helper_barrier = entry("k_agents", &format!("{task}\n\t@%p1 bar.sync 0;"));
+        let problems = check(&format!("{}{helper_barrier}", contract("k_agents", 2)));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].kind, ProblemKind::UnrewrittenBarrier);
+
+        // Without a task barrier, any barrier means hidden sharing.
+        let hidden = entry("k_stride", "bar.sync 0;\n\tbar.warp.sync -1;");
+        let problems = check(&format!("{}{hidden}", contract("k_stride", 4)));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].kind, ProblemKind::UnseparatedSharedMemory);
+
+        // Reorder and redirect run one task per block: barriers are the body's.
+        let reorder = entry("k_reorder", "bar.sync 0;");
+        assert_eq!(
+            check(&format!("{}{reorder}", contract("k_reorder", 0))),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn hidden_shared_memory_without_separation_is_named() {
+        let module = ".shared .align 16 .b8 tile_12_5_9[4096];\n.shared .align 16 .b8 clustered_ticket_3_4[16];\n";
+        let uses_tile = entry(
+            "k_stride",
+            "mov.u32 %r1, tile_12_5_9;\n\tld.shared.f32 %f1, [%r1];",
+        );
+        let problems = check(&format!("{module}{}{uses_tile}", contract("k_stride", 4)));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].kind, ProblemKind::UnseparatedSharedMemory);
+
+        let uses_ticket = entry("k_agents", "mov.u32 %r1, clustered_ticket_3_4;");
+        assert_eq!(
+            check(&format!("{module}{}{uses_ticket}", contract("k_agents", 2))),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn declarations_without_a_body_are_skipped() {
+        let ptx = format!(
+            ".extern .func  (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0\n)\n;\n{}{}",
+            contract("k_agents", 2),
+            entry("k_agents", "mov.u32 %r1, %ctaid.x;")
+        );
+        let problems = check(&ptx);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].function, "k_agents");
+    }
+
+    #[test]
+    fn reads_contract_bindings_and_function_names() {
+        assert_eq!(contract_binding(&contract("k", 3)), Some(3));
+        assert_eq!(
+            function_name(".visible .entry vector_add("),
+            Some("vector_add")
+        );
+        assert_eq!(
+            function_name(".func  (.param .b32 func_retval0) helper("),
+            Some("helper")
+        );
+        assert_eq!(function_name(".func helper_2()"), Some("helper_2"));
+        assert_eq!(function_name("mov.u32 %r1, %r2;"), None);
+    }
+}

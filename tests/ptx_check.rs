@@ -1,0 +1,67 @@
+//! The build's PTX check on the suite's real PTX: it passes the suite, and it
+//! names the entry point when a block-index read or a barrier in a clustered
+//! kernel is not the scheduler's (here made by editing the PTX text, since a
+//! kernels crate with such a kernel would not build).
+
+use clustered_builder::ptx_check::{check, ProblemKind};
+
+/// The lines of entry `name`'s body, as a range of line numbers.
+fn entry_lines(ptx: &str, name: &str) -> std::ops::Range<usize> {
+    let lines: Vec<&str> = ptx.lines().collect();
+    let header = format!(".entry {name}(");
+    let start = lines
+        .iter()
+        .position(|l| l.contains(&header))
+        .unwrap_or_else(|| panic!("no entry {name}"));
+    let end = start + lines[start..].iter().position(|l| *l == "}").unwrap();
+    start..end
+}
+
+fn edit_entry(ptx: &str, name: &str, edit: impl Fn(&str) -> String) -> String {
+    let range = entry_lines(ptx, name);
+    ptx.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if range.contains(&i) {
+                edit(l)
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_suites_ptx_passes_and_every_schedule_is_checked() {
+    assert_eq!(check(clustered::PTX), vec![]);
+    let contracts = clustered::PTX.matches(".b8 __clustered_contract_").count();
+    assert!(contracts > 100, "only {contracts} clustered kernels found");
+}
+
+#[test]
+fn an_untagged_block_index_read_is_named_with_its_entry() {
+    let ptx = edit_entry(clustered::PTX, "ragged_sum_stride", |l| {
+        l.replace("// clustered:scheduler", "")
+    });
+    let problems = check(&ptx);
+    assert!(!problems.is_empty());
+    assert!(problems
+        .iter()
+        .all(|p| p.entry == "ragged_sum_stride" && p.kind == ProblemKind::HardwareBlockIndex));
+}
+
+#[test]
+fn a_barrier_the_macro_did_not_write_is_named() {
+    let ptx = edit_entry(clustered::PTX, "ragged_sum_agents", |l| {
+        if l.trim_start().starts_with("ret;") {
+            format!("\tbar.sync 0;\n{l}")
+        } else {
+            l.to_string()
+        }
+    });
+    let problems = check(&ptx);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].kind, ProblemKind::UnrewrittenBarrier);
+    assert_eq!(problems[0].entry, "ragged_sum_agents");
+}
