@@ -636,3 +636,66 @@ fn observers_hear_each_task_by_its_row_major_id() {
         }
     }
 }
+
+#[test]
+fn generated_names_never_capture_the_users() {
+    use kernels::names::*;
+    type Names =
+        unsafe fn(*mut u32, u32, u32, u32, u32, u32, u32, u32, clustered::host::ClusterLaunch);
+    let original = launch([7, 5, 1], 32, 2);
+    let threads = 7 * 5 * 32;
+    let machine = Machine::new(3);
+    // Distinct argument values: a swapped or captured parameter shows.
+    let args = [2u32, 3, 5, 7, 11, 13, 17];
+    let mut expected = vec![0u32; threads];
+    let out = expected.as_mut_ptr();
+    run(&machine, &original, &mut NoObserver, &|| unsafe {
+        let [a, b, c, d, e, f, g] = args;
+        generated_names(out, a, b, c, d, e, f, g)
+    })
+    .unwrap();
+    assert!(
+        expected.iter().all(|&x| x != 0),
+        "the baseline wrote every element"
+    );
+    let schedules: [(&str, Names, &KernelContract); 5] = [
+        (
+            "agents",
+            generated_names_agents,
+            &__clustered_contract_generated_names_agents,
+        ),
+        (
+            "stride",
+            generated_names_stride,
+            &__clustered_contract_generated_names_stride,
+        ),
+        (
+            "redirect",
+            generated_names_redirect,
+            &__clustered_contract_generated_names_redirect,
+        ),
+        (
+            "reorder",
+            generated_names_reorder,
+            &__clustered_contract_generated_names_reorder,
+        ),
+        (
+            "persistent",
+            generated_names_persistent,
+            &__clustered_contract_generated_names_persistent,
+        ),
+    ];
+    for (name, kernel, contract) in schedules {
+        let mut output = vec![0u32; threads];
+        let mut plan =
+            CpuPlan::new(contract, original, &machine, &ClusterOptions::default()).unwrap();
+        let parameter = plan.parameter();
+        let out = output.as_mut_ptr();
+        run(&machine, &plan.launch, &mut NoObserver, &|| unsafe {
+            let [a, b, c, d, e, f, g] = args;
+            kernel(out, a, b, c, d, e, f, g, parameter)
+        })
+        .unwrap();
+        assert_eq!(output, expected, "{name}");
+    }
+}

@@ -54,6 +54,11 @@ pub enum BuildError {
     /// The PTX has clustered kernels that would compute wrong results
     /// ([`ptx_check`]): each problem names the kernel and the fix.
     Check(Vec<ptx_check::Problem>),
+    /// The PTX declares a module-scope `.shared` symbol twice: the driver
+    /// would refuse the module only when it loads on the GPU.
+    DuplicateShared { symbol: String, ptx: PathBuf },
+    /// The PTX could not be read back for the checks above.
+    ReadPtx { ptx: PathBuf, error: std::io::Error },
 }
 
 impl fmt::Display for BuildError {
@@ -85,6 +90,20 @@ impl fmt::Display for BuildError {
                     write!(f, "\n- {problem}")?;
                 }
                 Ok(())
+            }
+            BuildError::DuplicateShared { symbol, ptx } => write!(
+                f,
+                "the PTX ({}) declares the shared array `{symbol}` twice, which the GPU refuses \
+                 when it loads the module. A `shared_array!` symbol is \
+                 `<name>_<line>_<column>_<hash of file and module>`, and line and column are \
+                 those of the outermost macro call: a macro of yours that declares shared \
+                 arrays repeats them, within one call or when a `#[clustered]` kernel copies \
+                 its body into each schedule. Call `shared_array!` in the kernel's body itself \
+                 (or in a helper function), and give each `shared_array!` its own name",
+                ptx.display()
+            ),
+            BuildError::ReadPtx { ptx, error } => {
+                write!(f, "cannot read the PTX at {}: {error}", ptx.display())
             }
         }
     }
@@ -204,14 +223,6 @@ impl Builder {
         if !ptx.is_file() {
             return Err(BuildError::NoPtx(ptx));
         }
-        let text = std::fs::read_to_string(&ptx).map_err(|error| BuildError::Tool {
-            tool: format!("read {}", ptx.display()),
-            error,
-        })?;
-        let problems = ptx_check::check(&text);
-        if !problems.is_empty() {
-            return Err(BuildError::Check(problems));
-        }
 
         // Cargo's dep-info of the nested build lists every source it read:
         // the kernels, the device runtime, the macros (but the sysroot's).
@@ -224,6 +235,17 @@ impl Builder {
         }
         println!("cargo:rerun-if-changed={}", manifest.display());
         println!("cargo:rerun-if-env-changed=RUSTUP_TOOLCHAIN");
+        let text = std::fs::read_to_string(&ptx).map_err(|error| BuildError::ReadPtx {
+            ptx: ptx.clone(),
+            error,
+        })?;
+        if let Some(symbol) = duplicate_shared(&text) {
+            return Err(BuildError::DuplicateShared { symbol, ptx });
+        }
+        let problems = ptx_check::check(&text);
+        if !problems.is_empty() {
+            return Err(BuildError::Check(problems));
+        }
         let var = format!("CLUSTERED_PTX_{}", package.to_uppercase().replace('-', "_"));
         println!("cargo:rustc-env={var}={}", ptx.display());
         Ok(ptx)
@@ -291,6 +313,79 @@ fn package_name(manifest: &Path) -> Option<String> {
     None
 }
 
+/// The first `.shared` symbol that `ptx` defines twice at module scope
+/// (outside every function body; `.extern` declarations do not count).
+///
+/// Module scope is one namespace: ptxas refuses two definitions of a name.
+/// `shared_array!` names its symbols uniquely; this catches what it cannot.
+fn duplicate_shared(ptx: &str) -> Option<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut depth = 0usize;
+    let mut in_comment = false;
+    for line in ptx.lines() {
+        // Drop `/* .. */` (possibly across lines) and `// ..` comments.
+        let mut code = String::new();
+        let mut rest = line;
+        loop {
+            if in_comment {
+                match rest.split_once("*/") {
+                    Some((_, after)) => {
+                        in_comment = false;
+                        rest = after;
+                    }
+                    None => break,
+                }
+            } else {
+                let line_comment = rest.find("//");
+                let block_comment = rest.find("/*");
+                match (line_comment, block_comment) {
+                    (Some(l), Some(b)) if b < l => {
+                        code.push_str(&rest[..b]);
+                        in_comment = true;
+                        rest = &rest[b + 2..];
+                    }
+                    (None, Some(b)) => {
+                        code.push_str(&rest[..b]);
+                        in_comment = true;
+                        rest = &rest[b + 2..];
+                    }
+                    (Some(l), _) => {
+                        code.push_str(&rest[..l]);
+                        break;
+                    }
+                    (None, None) => {
+                        code.push_str(rest);
+                        break;
+                    }
+                }
+            }
+        }
+        for statement in code.split(';') {
+            let words: Vec<&str> = statement.split_whitespace().collect();
+            let defines_shared =
+                depth == 0 && words.contains(&".shared") && !words.contains(&".extern");
+            if defines_shared {
+                // `.shared .align 16 .b8 name[4096]` / `.shared .u32 name = 0`:
+                // the first word after the directives that is not one.
+                let name = words
+                    .iter()
+                    .take_while(|w| **w != "=")
+                    .filter(|w| !w.starts_with('.') && w.parse::<u64>().is_err())
+                    .map(|w| w.split('[').next().unwrap_or(w))
+                    .next();
+                if let Some(name) = name {
+                    if !seen.insert(name.to_string()) {
+                        return Some(name.to_string());
+                    }
+                }
+            }
+            depth += statement.matches('{').count();
+            depth = depth.saturating_sub(statement.matches('}').count());
+        }
+    }
+    None
+}
+
 /// The prerequisites of a Makefile-style dep-info file (`target: a b\ c`).
 fn dep_info_sources(text: &str) -> Vec<String> {
     let Some((_, prerequisites)) = text.lines().next().and_then(|line| line.split_once(": "))
@@ -326,6 +421,48 @@ mod tests {
             ["/w/device/src/lib.rs", "/w/my dir/a.rs", "/w/k/src/lib.rs"]
         );
         assert!(dep_info_sources("").is_empty());
+    }
+
+    #[test]
+    fn finds_a_shared_symbol_defined_twice_at_module_scope() {
+        let ptx = "\
+.version 8.0
+.target sm_90
+.extern .shared .align 16 .b8 __clustered_dynamic_shared[];
+.shared .align 16 .b8 tile_a_23_9_42[4096]; // tile_b_23_9_42 in a comment
+.shared .align 16 .b8 tile_b_23_9_42[4096];
+/* .shared .align 16 .b8 tile_a_23_9_42[4096];
+   a commented-out block */
+.visible .entry k(
+\t.param .u64 k_param_0
+)
+{
+\t.shared .align 4 .b8 local_7[16];
+\tmov.u32 %r1, tile_a_23_9_42;
+}
+.visible .entry j()
+{
+\t.shared .align 4 .b8 local_7[16];
+\tret;
+}
+";
+        assert_eq!(duplicate_shared(ptx), None, "function scopes are their own");
+        let twice = format!("{ptx}.shared .align 16 .b8 tile_b_23_9_42[4096];\n");
+        assert_eq!(duplicate_shared(&twice), Some("tile_b_23_9_42".into()));
+        let initialised = ".shared .u32 flag;\n.shared .u32 flag = 0;\n";
+        assert_eq!(duplicate_shared(initialised), Some("flag".into()));
+        let extern_then_defined = ".extern .shared .b8 d[];\n.shared .b8 d[4];\n";
+        assert_eq!(duplicate_shared(extern_then_defined), None);
+        let error = BuildError::DuplicateShared {
+            symbol: "tile_b_23_9_42".into(),
+            ptx: "/k.ptx".into(),
+        };
+        let message = error.to_string();
+        assert!(message.contains("`tile_b_23_9_42` twice"), "{message}");
+        assert!(
+            message.contains("give each `shared_array!` its own name"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -244,9 +244,7 @@ fn reachable<'a>(module: &Module<'a>, name: &'a str) -> BTreeSet<&'a str> {
 /// Is this a CTA-wide barrier instruction (`bar.sync`, `barrier.red`, ...),
 /// not a warp's (`bar.warp.sync`) or a cluster's?
 fn is_cta_barrier(code: &str) -> bool {
-    let op = code
-        .trim_start()
-        .trim_start_matches(['@', '!']);
+    let op = code.trim_start().trim_start_matches(['@', '!']);
     // A predicated instruction: `@%p1 bar.sync 0;`.
     let op = op
         .split_once(char::is_whitespace)

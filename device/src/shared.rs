@@ -164,10 +164,18 @@ impl<T: SharedElement> Shared<T> {
 /// ```
 ///
 /// The array is declared once per kernels crate at module scope in PTX (like a
-/// file-scope `__shared__` in CUDA C), named after the identifier and its
-/// place in the source, and 16-byte aligned. Every CTA gets its own copy; a
-/// kernel that does not use it does not allocate it. On the CPU backend each
-/// simulated CTA places it in its own shared memory on first use.
+/// file-scope `__shared__` in CUDA C), and 16-byte aligned. Every CTA gets its
+/// own copy; a kernel that does not use it does not allocate it. On the CPU
+/// backend each simulated CTA places it in its own shared memory on first use.
+///
+/// Its PTX symbol is `<name>_<line>_<column>_<key>`, the key a hash of the
+/// file and module it is in ([`symbol_key`]): ptxas refuses a module with two
+/// `.shared` symbols of one name, and name, line and column alone repeat
+/// across files. What can still repeat stops the build in
+/// `clustered-builder`, which checks the PTX: one place that declares two
+/// arrays of one name (a macro of the user's: all its expansions have the
+/// line and column of the macro's call; copied into each schedule of a
+/// `#[clustered]` kernel, they repeat too).
 #[cfg(target_arch = "nvptx64")]
 #[macro_export]
 #[allow_internal_unstable(asm_experimental_arch)]
@@ -176,11 +184,17 @@ macro_rules! shared_array {
         #[allow(non_snake_case, unused_imports)]
         mod $name {
             use super::*;
+            pub(super) const KEY: u64 = $crate::shared::symbol_key(
+                ::core::concat!(::core::file!(), "\0", ::core::module_path!()),
+                ::core::line!(),
+                ::core::column!(),
+            );
             ::core::arch::global_asm!(
                 ::core::concat!(
                     ".shared .align 16 .b8 ", ::core::stringify!($name), "_",
-                    ::core::line!(), "_", ::core::column!(), "[{bytes}];"
+                    ::core::line!(), "_", ::core::column!(), "_{key}[{bytes}];"
                 ),
+                key = const KEY,
                 bytes = const ::core::mem::size_of::<[$element; $len]>(),
             );
         }
@@ -190,8 +204,9 @@ macro_rules! shared_array {
             ::core::arch::asm!(
                 ::core::concat!(
                     "mov.u32 {address}, ", ::core::stringify!($name), "_",
-                    ::core::line!(), "_", ::core::column!(), ";"
+                    ::core::line!(), "_", ::core::column!(), "_{key};"
                 ),
+                key = const $name::KEY,
                 address = out(reg32) address,
                 options(pure, nomem, nostack, preserves_flags),
             );
@@ -199,6 +214,28 @@ macro_rules! shared_array {
         }
     }};
 }
+
+/// The key in a shared array's PTX symbol: FNV-1a (64 bits) of `place` (its
+/// file and module), then of `line` and `column`.
+#[doc(hidden)]
+pub const fn symbol_key(place: &str, line: u32, column: u32) -> u64 {
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let place = place.as_bytes();
+    let mut i = 0;
+    while i < place.len() {
+        hash = (hash ^ place[i] as u64).wrapping_mul(PRIME);
+        i += 1;
+    }
+    let position = ((line as u64) << 32) | column as u64;
+    let mut shift = 0;
+    while shift < 64 {
+        hash = (hash ^ ((position >> shift) & 0xff)).wrapping_mul(PRIME);
+        shift += 8;
+    }
+    hash
+}
+
 /// The CPU backend's `shared_array!`: the same name and signature.
 #[cfg(not(target_arch = "nvptx64"))]
 #[macro_export]
@@ -251,5 +288,27 @@ pub fn dynamic_shared_memory<T: SharedElement>() -> Shared<T> {
     // SAFETY: offset 0 of the current CTA's shared memory.
     unsafe {
         Shared::from_address(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::symbol_key;
+
+    #[test]
+    fn symbol_keys_tell_functions_and_places_apart() {
+        // FNV-1a of "" then the place (0, 0): 8 zero bytes.
+        let mut empty: u64 = 0xcbf2_9ce4_8422_2325;
+        for _ in 0..8 {
+            empty = empty.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        assert_eq!(symbol_key("", 0, 0), empty);
+        let key = symbol_key("src/a.rs\0kernels::a", 23, 9);
+        // One name at one line and column of two files.
+        assert_ne!(key, symbol_key("src/b.rs\0kernels::b", 23, 9));
+        assert_ne!(key, symbol_key("src/a.rs\0kernels::a", 9, 23));
+        assert_ne!(key, symbol_key("src/a.rs\0kernels::a", 23, 10));
+        // A constant: the PTX is reproducible.
+        assert_eq!(key, symbol_key("src/a.rs\0kernels::a", 23, 9));
     }
 }

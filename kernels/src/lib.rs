@@ -14,6 +14,7 @@ pub mod jacobi5;
 pub mod jacobi7;
 pub mod kmeans;
 pub mod math;
+pub mod names;
 pub mod sgemm;
 pub mod sgemm_naive;
 pub mod sgemm_register;

@@ -3,7 +3,7 @@
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::spanned::Spanned;
-use syn::{Attribute, Error, ItemFn, ReturnType};
+use syn::{Attribute, Error, ItemFn, ReturnType, Type};
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut function = match parse_function(item, "#[kernel]", "pub unsafe fn name(args) { .. }") {
@@ -89,7 +89,9 @@ pub fn entry_point(function: &ItemFn) -> TokenStream {
     } = function;
     let name = &sig.ident;
     let inputs = &sig.inputs;
+    let guard = guard(function);
     quote! {
+        #guard
         ::clustered_device::entry_point! {
             #(#attrs)*
             #vis unsafe fn #name(#inputs) #block
@@ -100,6 +102,65 @@ pub fn entry_point(function: &ItemFn) -> TokenStream {
 /// The device runtime's path in generated code.
 pub fn device_path() -> TokenStream {
     quote!(::clustered_device)
+}
+
+/// A hidden function, never called, that checks what the signature alone
+/// does not show:
+///
+/// - The kernel is a free function. An attribute cannot see that it sits in
+///   an `impl` block, where it would be a method (generic, if the impl is)
+///   and the contract static is refused. The guard names itself by a bare
+///   path: outside an `impl` that is the guard; inside, associated functions
+///   are only reachable through `Self::`, so rustc reports "cannot find value
+///   `<kernel>_is_a_kernel_move_it_out_of_the_impl_block`" at the kernel's
+///   name.
+/// - Each parameter is `Copy`: the host copies its bytes into `.param` space,
+///   so a type that owns something (a `Vec`, a `Box`) cannot arrive intact.
+fn guard(function: &ItemFn) -> TokenStream {
+    let name = &function.sig.ident;
+    let guard = quote::format_ident!(
+        "{}_is_a_kernel_move_it_out_of_the_impl_block",
+        name,
+        span = name.span()
+    );
+    let copies = function.sig.inputs.iter().filter_map(|input| match input {
+        syn::FnArg::Typed(typed) if !is_plainly_copy(&typed.ty) => {
+            let ty = &typed.ty;
+            Some(quote::quote_spanned!(ty.span()=> kernel_parameters_are_copied_to_the_gpu::<#ty>();))
+        }
+        _ => None,
+    });
+    let copies: Vec<_> = copies.collect();
+    let copy_check = (!copies.is_empty()).then(|| {
+        quote! {
+            fn kernel_parameters_are_copied_to_the_gpu<T: ::core::marker::Copy>() {}
+            #(#copies)*
+        }
+    });
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_snake_case, dead_code, clippy::all)]
+        fn #guard() {
+            let _ = #guard;
+            #copy_check
+        }
+    }
+}
+
+/// Raw pointers and primitive numbers: `Copy` without asking rustc.
+fn is_plainly_copy(ty: &Type) -> bool {
+    const PRIMITIVES: &[&str] = &[
+        "u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize", "f32", "f64",
+        "bool",
+    ];
+    match ty {
+        Type::Ptr(_) => true,
+        Type::Path(path) => path
+            .path
+            .get_ident()
+            .is_some_and(|ident| PRIMITIVES.iter().any(|p| ident == p)),
+        _ => false,
+    }
 }
 
 /// The rules every kernel signature obeys, for `#[kernel]` and `#[clustered]`.
@@ -151,12 +212,56 @@ pub fn check_signature(function: &ItemFn, attribute: &str) -> Vec<Error> {
         ));
     }
     for input in &sig.inputs {
-        if let syn::FnArg::Receiver(receiver) = input {
-            errors.push(Error::new_spanned(
+        match input {
+            syn::FnArg::Receiver(receiver) => errors.push(Error::new_spanned(
                 receiver,
-                format!("{attribute} cannot take `self`: a kernel is a free function"),
-            ));
+                format!("{attribute} cannot take `self`: a kernel is a free function; move it out of the `impl` block"),
+            )),
+            syn::FnArg::Typed(typed) => errors.extend(check_parameter_type(&typed.ty, attribute)),
         }
     }
     errors
+}
+
+/// What the host can pass as a kernel parameter: the bytes of a `Copy`
+/// value with a C layout, copied into the PTX `.param` space. Numbers, raw
+/// pointers, arrays of these and named types pass here (named types are
+/// checked for `Copy` by [`entry_point`]); the rest is an error naming the fix.
+fn check_parameter_type(ty: &Type, attribute: &str) -> Option<Error> {
+    let message = match ty {
+        Type::Paren(inner) => return check_parameter_type(&inner.elem, attribute),
+        Type::Group(inner) => return check_parameter_type(&inner.elem, attribute),
+        Type::Array(array) => return check_parameter_type(&array.elem, attribute),
+        Type::Path(_) | Type::Ptr(_) | Type::Macro(_) | Type::Infer(_) | Type::Verbatim(_) => {
+            return None
+        }
+        // `impl Trait` makes the function generic: it would have no PTX entry.
+        Type::ImplTrait(_) => format!("{attribute} parameters cannot be `impl Trait`: the PTX entry point needs one concrete type; name the type (e.g. `*const f32`, `u32`)"),
+        Type::Reference(reference) => {
+            let (mutability, pointer) = match reference.mutability {
+                Some(_) => ("&mut ", "*mut"),
+                None => ("&", "*const"),
+            };
+            match &*reference.elem {
+                // A fat pointer: the host would have to pass two values.
+                Type::Slice(slice) => {
+                    let element = &slice.elem;
+                    format!(
+                        "{attribute} parameters cannot be slices (`{mutability}[T]`): the host passes one device pointer; take `{pointer} {}` and the length as another parameter",
+                        quote!(#element)
+                    )
+                }
+                elem => format!(
+                    "{attribute} parameters cannot be references: the host passes a device pointer, which Rust's rules for `{mutability}T` do not describe; take `{pointer} {}`",
+                    quote!(#elem)
+                ),
+            }
+        }
+        Type::Slice(_) | Type::TraitObject(_) => format!("{attribute} parameters have a size known to the host: take a `*const` pointer to the data"),
+        Type::Tuple(_) => format!("{attribute} parameters cannot be tuples: a tuple has no C layout the host can match; pass its fields as separate parameters, or a `#[repr(C)]` struct that is `Copy`"),
+        Type::BareFn(_) => format!("{attribute} parameters cannot be function pointers: a host address is not code on the GPU; call the function in the kernel"),
+        Type::Never(_) => format!("{attribute} parameters cannot be `!`"),
+        _ => format!("{attribute} parameters are numbers, raw pointers or `Copy` `#[repr(C)]` structs"),
+    };
+    Some(Error::new_spanned(ty, message))
 }

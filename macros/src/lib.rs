@@ -24,7 +24,16 @@ use proc_macro::TokenStream;
 ///
 /// The function must be `unsafe` (the host passes raw pointers that the
 /// kernel trusts), not generic, not `async`, and return nothing. Its name is
-/// the kernel's symbol in the PTX. The kernels crate needs
+/// the kernel's symbol in the PTX.
+///
+/// Each parameter is what the host copies into the PTX `.param` space: a
+/// number, a raw pointer (`*const T`, `*mut T`; not `&T`, `&mut T` or a
+/// slice), an array of these, or a `Copy` type with a C layout
+/// (`#[repr(C)]`, which the attribute cannot check). `impl Trait`, tuples
+/// and function pointers are compile errors; `mut` parameters are fine.
+/// A kernel is a free function: in an `impl` block rustc reports
+/// "cannot find value `<name>_is_a_kernel_move_it_out_of_the_impl_block`" at
+/// its name (an attribute cannot see where it is; its expansion checks). The kernels crate needs
 /// `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]` (it is built
 /// with `RUSTC_BOOTSTRAP=1` by `clustered-builder`). On the host the same
 /// function is an ordinary `unsafe fn` that the CPU backend runs per thread.

@@ -128,6 +128,13 @@ impl Tracer<'_> {
     }
 }
 
+/// A local of the rewrite: spanned at `Span::mixed_site()`, so that the
+/// user's pointer expression, evaluated after it is bound, still sees the
+/// user's variable of the same name.
+fn generated(name: &str) -> Ident {
+    Ident::new(name, proc_macro2::Span::mixed_site())
+}
+
 /// `+=` -> `+`, ...; `None` for other operators.
 fn compound_operator(op: &BinOp) -> Option<proc_macro2::TokenStream> {
     Some(match op {
@@ -155,10 +162,11 @@ impl VisitMut for Tracer<'_> {
                 let mut pointer = self.global_deref(&assign.left).cloned().expect("checked");
                 self.visit_expr_mut(&mut pointer);
                 let value = &assign.right;
+                let temporary = generated("__value");
                 // Rust evaluates the value before the place; so does this.
                 *expr = syn::parse_quote_spanned!(assign.span()=> {
-                    let __value = #value;
-                    #memory::store(#pointer, __value)
+                    let #temporary = #value;
+                    #memory::store(#pointer, #temporary)
                 });
             }
             Expr::Binary(binary) if self.global_deref(&binary.left).is_some() => {
@@ -171,10 +179,11 @@ impl VisitMut for Tracer<'_> {
                 let mut pointer = self.global_deref(&binary.left).cloned().expect("checked");
                 self.visit_expr_mut(&mut pointer);
                 let value = &binary.right;
+                let (temporary, address) = (generated("__value"), generated("__address"));
                 *expr = syn::parse_quote_spanned!(binary.span()=> {
-                    let __value = #value;
-                    let __address = #pointer;
-                    #memory::store(__address, #memory::load(__address) #operator __value)
+                    let #temporary = #value;
+                    let #address = #pointer;
+                    #memory::store(#address, #memory::load(#address) #operator #temporary)
                 });
             }
             Expr::Unary(unary)

@@ -55,17 +55,22 @@ fn is_grid_sync(name: &str) -> bool {
 pub struct Parameters {
     pub names: Vec<Ident>,
     pub types: Vec<Type>,
+    /// `mut` where the body declared it: kept on the task function, whose
+    /// body is the kernel's; the entry point only forwards the values.
+    pub mutability: Vec<Option<syn::Token![mut]>>,
 }
 
 pub fn parameters(function: &ItemFn, errors: &mut Vec<Error>) -> Parameters {
     let mut names = Vec::new();
     let mut types = Vec::new();
+    let mut mutability = Vec::new();
     for input in &function.sig.inputs {
         if let FnArg::Typed(typed) = input {
             match &*typed.pat {
                 Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
                     names.push(ident.ident.clone());
                     types.push((*typed.ty).clone());
+                    mutability.push(ident.mutability);
                 }
                 other => errors.push(Error::new_spanned(
                     other,
@@ -74,7 +79,11 @@ pub fn parameters(function: &ItemFn, errors: &mut Vec<Error>) -> Parameters {
             }
         }
     }
-    Parameters { names, types }
+    Parameters {
+        names,
+        types,
+        mutability,
+    }
 }
 
 /// Checks options against each other and against the function.

@@ -2,7 +2,7 @@
 //! contract global and the new entry point (the baseline is
 //! `crate::kernel::traced_entry_point`).
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::{Ident, ItemFn};
 
@@ -10,8 +10,19 @@ use super::analyse::{BodyFacts, Parameters};
 use super::parse::{Binding, Indexing, Schedule};
 
 /// The task function's CTA parameter, which the rewritten body reads.
+///
+/// Every name the expansion binds (this parameter, the entry point's
+/// `__launch`, the closures' `__v`, the local `__to_cta`) is spanned at
+/// `Span::mixed_site()`: locals resolve where the macro defines them, so a
+/// user's parameter or local of the same name is another variable, neither
+/// shadowing nor shadowed.
 pub fn cta() -> Ident {
-    format_ident!("__cta")
+    generated("__cta")
+}
+
+/// A local or parameter of the expansion, invisible to the user's code.
+fn generated(name: &str) -> Ident {
+    Ident::new(name, Span::mixed_site())
 }
 
 /// One schedule's kernel. `body` is already rewritten to read `cta`.
@@ -25,15 +36,21 @@ pub fn schedule(
 ) -> TokenStream {
     let vis = &function.vis;
     let attrs = function.attrs.iter().filter(|a| a.path().is_ident("doc"));
-    let task = format_ident!("__{}_task", name);
-    let contract = format_ident!("__clustered_contract_{}", name);
-    let Parameters { names, types } = parameters;
+    // Items resolve at the call site whatever their span: spanned at the
+    // schedule's name, a user item of the same name is reported there
+    // ("defined multiple times"), never silently used. The contract keeps its
+    // name: the host finds it by symbol.
+    let task = format_ident!("__{}_task", name, span = name.span());
+    let contract = format_ident!("__clustered_contract_{}", name, span = name.span());
+    let Parameters {
+        names,
+        types,
+        mutability,
+    } = parameters;
     let cta = cta();
-    let launch = format_ident!("__launch");
-    // The entry point's locals sit next to the kernel's parameters: prefixed,
-    // so that a parameter named `v` or `to_cta` is not shadowed.
-    let v = format_ident!("__v");
-    let to_cta = format_ident!("__to_cta");
+    let launch = generated("__launch");
+    let v = generated("__v");
+    let to_cta = generated("__to_cta");
     let device = quote!(::clustered_device);
 
     let binding = match schedule.binding {
@@ -130,7 +147,7 @@ pub fn schedule(
         #[doc(hidden)]
         #[inline(always)]
         #[allow(non_snake_case, clippy::too_many_arguments)]
-        unsafe fn #task(#cta: #device::cta::Cta, #(#names: #types),*) {
+        unsafe fn #task(#cta: #device::cta::Cta, #(#mutability #names: #types),*) {
             #device::trace::begin_task(&#cta);
             #body
         }

@@ -2,6 +2,11 @@
 
 use clustered_device::clustered;
 use clustered_device::thread::index_1d;
+#[doc(hidden)]
+#[allow(non_snake_case, dead_code, clippy::all)]
+fn fill_is_a_kernel_move_it_out_of_the_impl_block() {
+    let _ = fill_is_a_kernel_move_it_out_of_the_impl_block;
+}
 #[entry_point]
 /// No options: one agents schedule named `fill_clustered`, row-major, one
 /// task at a time.

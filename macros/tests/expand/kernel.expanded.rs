@@ -2,6 +2,11 @@
 
 use clustered_device::kernel;
 use clustered_device::thread::index_1d;
+#[doc(hidden)]
+#[allow(non_snake_case, dead_code, clippy::all)]
+fn saxpy_is_a_kernel_move_it_out_of_the_impl_block() {
+    let _ = saxpy_is_a_kernel_move_it_out_of_the_impl_block;
+}
 #[entry_point]
 /// A plain kernel: `#[kernel]` only makes it a PTX entry point.
 #[inline(never)]

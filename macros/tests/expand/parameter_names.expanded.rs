@@ -2,6 +2,11 @@
 
 use clustered_device::clustered;
 use clustered_device::thread::index_1d;
+#[doc(hidden)]
+#[allow(non_snake_case, dead_code, clippy::all)]
+fn shift_is_a_kernel_move_it_out_of_the_impl_block() {
+    let _ = shift_is_a_kernel_move_it_out_of_the_impl_block;
+}
 #[entry_point]
 /// Parameters named like the locals of the generated entry points (`v`,
 /// `to_cta`): each task must still get the kernel's arguments.

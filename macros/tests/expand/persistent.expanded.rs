@@ -2,6 +2,11 @@
 
 use clustered_device::clustered;
 use clustered_device::thread::index_1d;
+#[doc(hidden)]
+#[allow(non_snake_case, dead_code, clippy::all)]
+fn scale_is_a_kernel_move_it_out_of_the_impl_block() {
+    let _ = scale_is_a_kernel_move_it_out_of_the_impl_block;
+}
 #[entry_point]
 /// One queue for all persistent CTAs, claimed 8 tasks at a time in row order.
 pub unsafe fn scale(x: *mut f32, factor: f32, n: u32) {

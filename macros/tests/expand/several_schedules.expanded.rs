@@ -3,6 +3,11 @@
 use clustered_device::clustered;
 use clustered_device::shared_array;
 use clustered_device::thread::{block_idx_x, sync_threads, thread_idx_x};
+#[doc(hidden)]
+#[allow(non_snake_case, dead_code, clippy::all)]
+fn block_sums_is_a_kernel_move_it_out_of_the_impl_block() {
+    let _ = block_sums_is_a_kernel_move_it_out_of_the_impl_block;
+}
 #[entry_point]
 /// Sum of each block's 256 elements, with three schedules.
 pub unsafe fn block_sums(x: *const f32, sums: *mut f32) {

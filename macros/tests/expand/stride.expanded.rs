@@ -2,6 +2,11 @@
 
 use clustered_device::clustered;
 use clustered_device::thread::index_2d;
+#[doc(hidden)]
+#[allow(non_snake_case, dead_code, clippy::all)]
+fn blur_is_a_kernel_move_it_out_of_the_impl_block() {
+    let _ = blur_is_a_kernel_move_it_out_of_the_impl_block;
+}
 #[entry_point]
 /// A grid-stride loop over the original 2D grid, in grouped order.
 pub unsafe fn blur(input: *const f32, output: *mut f32, width: u32, height: u32) {

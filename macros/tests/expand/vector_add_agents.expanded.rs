@@ -2,6 +2,11 @@
 
 use clustered_device::clustered;
 use clustered_device::thread::index_1d;
+#[doc(hidden)]
+#[allow(non_snake_case, dead_code, clippy::all)]
+fn vector_add_is_a_kernel_move_it_out_of_the_impl_block() {
+    let _ = vector_add_is_a_kernel_move_it_out_of_the_impl_block;
+}
 #[entry_point]
 /// `c[i] = a[i] + b[i]` for `i < n`: agents claim 8 tasks at a time, and the
 /// loads of `a` and `b` skip L1.

@@ -2,6 +2,11 @@
 
 use clustered_device::clustered;
 use clustered_device::thread::{block_dim_x, block_idx_x, thread_idx_x};
+#[doc(hidden)]
+#[allow(non_snake_case, dead_code, clippy::all)]
+fn scale_is_a_kernel_move_it_out_of_the_impl_block() {
+    let _ = scale_is_a_kernel_move_it_out_of_the_impl_block;
+}
 #[entry_point]
 /// `x[i] *= s`, with the paper's round-robin redirection.
 pub unsafe fn scale(x: *mut f32, s: f32, n: u32) {

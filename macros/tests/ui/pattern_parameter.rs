@@ -1,7 +1,7 @@
 use clustered_macros::clustered;
 
 #[clustered]
-pub unsafe fn copy(x: *mut f32, (n, m): (u32, u32)) {
+pub unsafe fn copy(x: *mut f32, [n, m]: [u32; 2]) {
     let _ = (x, n, m);
 }
 
