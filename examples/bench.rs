@@ -18,6 +18,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use serde::Serialize;
+
 use clustered::host::tuner::{Choice, TuneKey, Tuner};
 use clustered::host::{Error, Gpu, Module};
 use clustered::measure::{measure_with_twin, Measurement};
@@ -125,7 +127,17 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
     );
     let module = gpu.load_module(clustered::PTX).map_err(|e| e.to_string())?;
     let twins = load_twins(gpu, &options.twins);
-    let mut tuner = Tuner::open(&options.tuner).map_err(|e| e.to_string())?;
+    // The tuner's file is only a cache: a corrupt one is moved aside (and
+    // said so) rather than stopping the benchmark.
+    let (mut tuner, set_aside) =
+        Tuner::open_or_set_aside(&options.tuner).map_err(|e| e.to_string())?;
+    if let Some(set_aside) = set_aside {
+        println!(
+            "warning: {}; moved to {}, starting with no saved choices",
+            set_aside.problem,
+            set_aside.moved_to.display()
+        );
+    }
     let started = std::time::Instant::now();
     let mut results: Vec<(Workload, Measurement, Choice)> = Vec::new();
     let mut ok = true;
@@ -274,6 +286,35 @@ fn print_report(results: &[(Workload, Measurement, Choice)]) {
     }
 }
 
+/// `bench.json`: the device, then one record per schedule (and per nvcc
+/// twin) of every kernel.
+#[derive(Serialize)]
+struct BenchJson<'a> {
+    device: &'a str,
+    records: Vec<BenchRecord<'a>>,
+}
+
+/// A schedule's record has `entry`, `speedup`, `tuned` and
+/// `matches_baseline`; an nvcc twin's has `rust_over_nvcc` instead.
+#[derive(Serialize)]
+struct BenchRecord<'a> {
+    kernel: &'a str,
+    problem: &'a str,
+    schedule: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    entry: Option<&'a str>,
+    median_ms: f32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    speedup: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tuned: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    matches_baseline: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rust_over_nvcc: Option<f32>,
+    samples_ms: &'a [f32],
+}
+
 fn write_outputs(
     out: &PathBuf,
     device: &str,
@@ -288,10 +329,18 @@ fn write_outputs(
         let mut bars = Vec::new();
         for (i, t) in measured.timings.iter().enumerate() {
             let entry = workload.variants[i].kernel;
-            records.push(format!(
-                "{{\"kernel\": \"{}\", \"problem\": \"{}\", \"schedule\": \"{}\", \"entry\": \"{entry}\", \"median_ms\": {:.6}, \"speedup\": {:.6}, \"tuned\": {}, \"matches_baseline\": {}, \"samples_ms\": {:?}}}",
-                workload.name, workload.problem, t.label, t.median_ms, base / t.median_ms, entry == *chosen, t.matches_baseline, t.samples_ms
-            ));
+            records.push(BenchRecord {
+                kernel: workload.name,
+                problem: &workload.problem,
+                schedule: t.label,
+                entry: Some(entry),
+                median_ms: t.median_ms,
+                speedup: Some(base / t.median_ms),
+                tuned: Some(entry == *chosen),
+                matches_baseline: Some(t.matches_baseline),
+                rust_over_nvcc: None,
+                samples_ms: &t.samples_ms,
+            });
             if i > 0 {
                 bars.push(ChartBar {
                     label: t.label.to_string(),
@@ -301,10 +350,18 @@ fn write_outputs(
             }
         }
         if let Some(twin) = &measured.twin {
-            records.push(format!(
-                "{{\"kernel\": \"{}\", \"problem\": \"{}\", \"schedule\": \"nvcc twin\", \"median_ms\": {:.6}, \"rust_over_nvcc\": {:.6}, \"samples_ms\": {:?}}}",
-                workload.name, workload.problem, twin.median_ms, base / twin.median_ms, twin.samples_ms
-            ));
+            records.push(BenchRecord {
+                kernel: workload.name,
+                problem: &workload.problem,
+                schedule: "nvcc twin",
+                entry: None,
+                median_ms: twin.median_ms,
+                speedup: None,
+                tuned: None,
+                matches_baseline: None,
+                rust_over_nvcc: Some(base / twin.median_ms),
+                samples_ms: &twin.samples_ms,
+            });
         }
         groups.push(ChartGroup {
             kernel: format!("{} ({})", workload.name, workload.problem),
@@ -312,14 +369,94 @@ fn write_outputs(
         });
     }
     let json = out.join("bench.json");
-    let text = format!(
-        "{{\"device\": \"{device}\", \"records\": [\n  {}\n]}}\n",
-        records.join(",\n  ")
-    );
+    let mut text = serde_json::to_string_pretty(&BenchJson { device, records })
+        .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+    text.push('\n');
     std::fs::write(&json, text).map_err(|e| format!("cannot write {}: {e}", json.display()))?;
     let svg = out.join("speedups.svg");
     let chart = speedup_chart_svg(&format!("Speedup over the baseline, {device}"), &groups);
     std::fs::write(&svg, chart).map_err(|e| format!("cannot write {}: {e}", svg.display()))?;
     println!("wrote {} and {}", json.display(), svg.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fields are the ones the hand-written JSON had, and a name with
+    /// quotes or a backslash (which that JSON did not escape) reads back.
+    #[test]
+    fn bench_json_keeps_its_fields_and_escapes_names() {
+        let samples = [1.5f32, 2.0];
+        let schedule = BenchRecord {
+            kernel: "k",
+            problem: "n = \"4\\096\"",
+            schedule: "grid-stride",
+            entry: Some("k_stride"),
+            median_ms: 1.5,
+            speedup: Some(2.0),
+            tuned: Some(true),
+            matches_baseline: Some(true),
+            rust_over_nvcc: None,
+            samples_ms: &samples,
+        };
+        let twin = BenchRecord {
+            schedule: "nvcc twin",
+            entry: None,
+            speedup: None,
+            tuned: None,
+            matches_baseline: None,
+            rust_over_nvcc: Some(0.5),
+            ..schedule
+        };
+        let text = serde_json::to_string(&BenchJson {
+            device: "GPU \"x\"\n",
+            records: vec![schedule, twin],
+        })
+        .unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(json["device"], "GPU \"x\"\n");
+        let keys = |i: usize| -> Vec<&str> {
+            let mut keys: Vec<&str> = json["records"][i]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            keys.sort();
+            keys
+        };
+        assert_eq!(
+            keys(0),
+            [
+                "entry",
+                "kernel",
+                "matches_baseline",
+                "median_ms",
+                "problem",
+                "samples_ms",
+                "schedule",
+                "speedup",
+                "tuned"
+            ]
+        );
+        assert_eq!(
+            keys(1),
+            [
+                "kernel",
+                "median_ms",
+                "problem",
+                "rust_over_nvcc",
+                "samples_ms",
+                "schedule"
+            ]
+        );
+        assert_eq!(json["records"][0]["problem"], "n = \"4\\096\"");
+        assert_eq!(
+            json["records"][0]["samples_ms"],
+            serde_json::json!([1.5, 2.0])
+        );
+        assert_eq!(json["records"][1]["rust_over_nvcc"], 0.5);
+    }
 }

@@ -24,6 +24,8 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
+use serde::Serialize;
+
 use clustered::host::cpu::Dispatch;
 use clustered::host::{Error as GpuError, Gpu};
 use clustered::measure::{measure, Measurement};
@@ -168,11 +170,10 @@ fn run(options: &Options) -> Result<bool, String> {
     std::fs::create_dir_all(&options.out)
         .map_err(|e| format!("cannot create {}: {e}", options.out.display()))?;
     let json = options.out.join("locality.json");
-    std::fs::write(
-        &json,
-        to_json(&profile, &workloads, &simulations, measured.as_ref()),
-    )
-    .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+    to_json(&profile, &workloads, &simulations, measured.as_ref())
+        .map_err(std::io::Error::from)
+        .and_then(|text| std::fs::write(&json, text))
+        .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
     println!(
         "wrote {} (every number above, per schedule)",
         json.display()
@@ -381,46 +382,114 @@ fn print_table(
     println!("L1->L2 and DRAM sectors relative to the baseline (below 1x: less traffic). Cross-CTA reuse: the share of reused load sectors last loaded by another original CTA.");
 }
 
-/// The run as JSON (written by hand: one flat list of records).
+/// `locality.json`: the profile, then one flat list of records, one per
+/// kernel and schedule (read by scripts/compare-ncu.py).
+#[derive(Serialize)]
+struct LocalityJson<'a> {
+    profile: &'a str,
+    records: Vec<LocalityRecord<'a>>,
+}
+
+#[derive(Serialize)]
+struct LocalityRecord<'a> {
+    kernel: &'a str,
+    entry: &'a str,
+    schedule: &'a str,
+    problem: &'a str,
+    l1_hit_rate: f64,
+    l1_to_l2_sectors: u64,
+    /// Part of `l1_to_l2_sectors`.
+    l1_to_l2_atomic_sectors: u64,
+    dram_sectors: u64,
+    l2_hit_rate: f64,
+    cross_cta_reuse_share: f64,
+    instructions: u64,
+    /// Only when the GPU ran the kernels too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu_median_ms: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu_matches_baseline: Option<bool>,
+}
+
+/// The run as JSON.
 fn to_json(
     profile: &DeviceProfile,
     workloads: &[Workload],
     simulations: &HashMap<&'static str, Vec<Simulation>>,
     measured: Option<&HashMap<&'static str, Measurement>>,
-) -> String {
+) -> Result<String, serde_json::Error> {
     let mut records = Vec::new();
     for workload in workloads {
         for (i, s) in simulations[workload.name].iter().enumerate() {
             let st = &s.stats;
-            let mut record = format!(
-                "{{\"kernel\": \"{}\", \"entry\": \"{}\", \"schedule\": \"{}\", \"problem\": \"{}\", \"l1_hit_rate\": {:.6}, \"l1_to_l2_sectors\": {}, \"l1_to_l2_atomic_sectors\": {}, \"dram_sectors\": {}, \"l2_hit_rate\": {:.6}, \"cross_cta_reuse_share\": {:.6}, \"instructions\": {}",
-                workload.name,
-                workload.variants[i].kernel,
-                s.variant,
-                workload.problem,
-                st.l1_hit_rate(),
-                st.l1_to_l2_sectors,
-                s.atomic_sectors,
-                st.dram_sectors(),
-                st.l2_hit_rate(),
-                st.cross_cta_reuse_share(),
-                st.instructions,
-            );
-            if let Some(t) = measured
+            let gpu = measured
                 .and_then(|m| m.get(workload.name))
-                .map(|m| &m.timings[i])
-            {
-                record += &format!(
-                    ", \"gpu_median_ms\": {:.6}, \"gpu_matches_baseline\": {}",
-                    t.median_ms, t.matches_baseline
-                );
-            }
-            records.push(record + "}");
+                .map(|m| &m.timings[i]);
+            records.push(LocalityRecord {
+                kernel: workload.name,
+                entry: workload.variants[i].kernel,
+                schedule: s.variant,
+                problem: &workload.problem,
+                l1_hit_rate: st.l1_hit_rate(),
+                l1_to_l2_sectors: st.l1_to_l2_sectors,
+                l1_to_l2_atomic_sectors: s.atomic_sectors,
+                dram_sectors: st.dram_sectors(),
+                l2_hit_rate: st.l2_hit_rate(),
+                cross_cta_reuse_share: st.cross_cta_reuse_share(),
+                instructions: st.instructions,
+                gpu_median_ms: gpu.map(|t| t.median_ms),
+                gpu_matches_baseline: gpu.map(|t| t.matches_baseline),
+            });
         }
     }
-    format!(
-        "{{\"profile\": \"{}\", \"records\": [\n  {}\n]}}\n",
-        profile.name,
-        records.join(",\n  ")
-    )
+    let json = LocalityJson {
+        profile: &profile.name,
+        records,
+    };
+    Ok(serde_json::to_string_pretty(&json)? + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// scripts/compare-ncu.py reads `records` and in each `kernel`, `entry`,
+    /// `schedule`, `l1_to_l2_sectors` and `l1_to_l2_atomic_sectors`; the GPU
+    /// fields appear only with a GPU measurement, as before.
+    #[test]
+    fn locality_json_keeps_the_fields_the_scripts_read() {
+        let record = |gpu: Option<(f32, bool)>| LocalityRecord {
+            kernel: "k",
+            entry: "k_agents",
+            schedule: "agents \"chunk\" 8",
+            problem: "n = 1",
+            l1_hit_rate: 0.25,
+            l1_to_l2_sectors: 10,
+            l1_to_l2_atomic_sectors: 2,
+            dram_sectors: 3,
+            l2_hit_rate: 0.5,
+            cross_cta_reuse_share: 0.125,
+            instructions: 7,
+            gpu_median_ms: gpu.map(|g| g.0),
+            gpu_matches_baseline: gpu.map(|g| g.1),
+        };
+        let text = serde_json::to_string(&LocalityJson {
+            profile: "H100 SXM (scaled to 8 SMs)",
+            records: vec![record(None), record(Some((1.5, true)))],
+        })
+        .unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(json["profile"], "H100 SXM (scaled to 8 SMs)");
+        let simulated = serde_json::json!({
+            "kernel": "k", "entry": "k_agents", "schedule": "agents \"chunk\" 8",
+            "problem": "n = 1", "l1_hit_rate": 0.25, "l1_to_l2_sectors": 10,
+            "l1_to_l2_atomic_sectors": 2, "dram_sectors": 3, "l2_hit_rate": 0.5,
+            "cross_cta_reuse_share": 0.125, "instructions": 7
+        });
+        assert_eq!(json["records"][0], simulated);
+        let mut measured = simulated;
+        measured["gpu_median_ms"] = 1.5.into();
+        measured["gpu_matches_baseline"] = true.into();
+        assert_eq!(json["records"][1], measured);
+    }
 }

@@ -62,7 +62,7 @@ cat > "$stage/bench.sh" <<'RUN'
 cd "$(dirname "$0")"
 out=${1:-/tmp/gpu-out}; shift || true; mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-./bench --out "$out/bench" --tuner "$out/tuner.tsv" --twins twins.ptx "$@"
+./bench --out "$out/bench" --tuner "$out/tuner.json" --twins twins.ptx "$@"
 RUN
 chmod +x "$stage/bench.sh"
 

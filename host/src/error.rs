@@ -69,6 +69,10 @@ pub enum Error {
         /// What was being sized.
         what: &'static str,
     },
+    /// The tuner could not decide or use its cache file; with this variant a
+    /// [`Tuner`](crate::tuner::Tuner) can time launches that fail with
+    /// [`Error`].
+    Tuner(crate::tuner::TunerError),
 }
 
 impl Error {
@@ -255,6 +259,7 @@ impl fmt::Display for Error {
                 f,
                 "size overflow computing {what}; use a smaller length"
             ),
+            Error::Tuner(e) => write!(f, "tuner: {e}"),
         }
     }
 }
@@ -265,6 +270,7 @@ impl std::error::Error for Error {
             Error::Driver { source, .. } | Error::ModuleLoad { source, .. } => Some(source),
             Error::Launch(e) => Some(e),
             Error::Cluster(e) => Some(e),
+            Error::Tuner(e) => Some(e),
             _ => None,
         }
     }
@@ -273,6 +279,12 @@ impl std::error::Error for Error {
 impl From<crate::ClusterError> for Error {
     fn from(e: crate::ClusterError) -> Self {
         Error::Cluster(e)
+    }
+}
+
+impl From<crate::tuner::TunerError> for Error {
+    fn from(e: crate::tuner::TunerError) -> Self {
+        Error::Tuner(e)
     }
 }
 
