@@ -43,6 +43,14 @@ fn ptx_body_ops(ptx: &str) -> BTreeMap<String, BTreeMap<&'static str, u32>> {
     let mut entries = BTreeMap::new();
     let mut current: Option<(String, BTreeMap<&'static str, u32>)> = None;
     for line in ptx.lines() {
+        // A `.func` (an out-of-line device function, e.g. libm's `sinf`)
+        // ends the entry before it: its body is not that entry's.
+        if line.starts_with(".func") || line.contains(" .func ") {
+            if let Some((name, ops)) = current.take() {
+                entries.insert(name, ops);
+            }
+            continue;
+        }
         if let Some(rest) = line.split(".entry ").nth(1) {
             if let Some((name, ops)) = current.take() {
                 entries.insert(name, ops);

@@ -9,6 +9,7 @@ pub mod atax;
 pub mod black_scholes;
 pub mod conv;
 pub mod coverage;
+pub mod device_math;
 pub mod early_exit;
 pub mod jacobi5;
 pub mod jacobi7;
