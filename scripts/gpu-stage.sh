@@ -7,8 +7,8 @@
 #   .gpu/run-all.sh [OUT_DIR]       # on the GPU machine (no Rust needed)
 #
 # run-all.sh runs every test binary, the locality example, and compute-sanitizer
-# memcheck and racecheck (every suite kernel in every schedule, small sizes)
-# when present;
+# memcheck, racecheck and synccheck (every suite kernel in every schedule, small
+# sizes) when present;
 # ncu-locality.sh profiles every schedule at the simulator's sizes with ncu.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,12 +43,19 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 for t in tests/*; do run "$t" --test-threads=1; done
 run ./locality --gpu-size simulate --gpu-runs 3 --out "$out/locality"
 if command -v compute-sanitizer >/dev/null; then
-  run compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 tests/clustered_gpu.test --test-threads=1
-  run compute-sanitizer --tool racecheck --error-exitcode 1 tests/clustered_gpu.test --test-threads=1 dynamic_shared schedules_give
-  # Every suite kernel in every schedule, small sizes.
-  run compute-sanitizer --tool memcheck --error-exitcode 1 tests/cpu_matches_gpu.test --test-threads=1
-  run compute-sanitizer --tool racecheck --error-exitcode 1 tests/cpu_matches_gpu.test --test-threads=1
-  # The tests provoke API errors on purpose (a kernel without a contract).
+  # Every suite kernel in every schedule (small sizes), the early-exit kernel
+  # in every schedule, and the exactly-once tests, under each tool; each
+  # tool's report goes to OUT/sanitizer-TOOL-TEST.txt (docs/SANITIZER.md).
+  # The clustered_gpu tests provoke API errors on purpose (a kernel without a
+  # contract), so memcheck does not report API errors there.
+  for tool in memcheck racecheck synccheck; do
+    for t in cpu_matches_gpu early_exit clustered_gpu; do
+      api=(); [ "$t" = clustered_gpu ] && api=(--report-api-errors no)
+      run compute-sanitizer --tool "$tool" "${api[@]}" --error-exitcode 1 \
+        --log-file "$out/sanitizer-$tool-$t.txt" tests/$t.test --test-threads=1
+      tail -n 3 "$out/sanitizer-$tool-$t.txt"
+    done
+  done
 fi
 echo "run-all: $([ $status = 0 ] && echo all passed || echo FAILURES)"
 exit $status

@@ -23,7 +23,14 @@ fn gpu() -> Option<(Gpu, Module)> {
     }
 }
 
-const COVERAGE: [&str; 7] = [
+mod common;
+use common::Watchdog;
+use std::time::Duration;
+
+/// How long one test case may take before its watchdog names it as hung.
+const HANG: Duration = Duration::from_secs(60);
+
+const COVERAGE: [&str; 8] = [
     "coverage_reorder",
     "coverage_redirect",
     "coverage_agents",
@@ -31,6 +38,7 @@ const COVERAGE: [&str; 7] = [
     "coverage_agents_throttled",
     "coverage_persistent",
     "coverage_stride",
+    "coverage_stride_waves",
 ];
 
 struct Coverage {
@@ -80,9 +88,11 @@ impl Coverage {
 #[test]
 fn every_cta_runs_exactly_once_in_every_schedule() {
     let Some((gpu, module)) = gpu() else { return };
+    let _watchdog = Watchdog::new("every_cta_runs_exactly_once_in_every_schedule", HANG);
     for grid in [[37, 23, 1], [5, 1, 1], [1, 1, 1], [64, 64, 3], [1000, 1, 1]] {
         for name in COVERAGE {
             let kernel = module.clustered_kernel(name).unwrap();
+            let _watchdog = Watchdog::new(format!("{name} on grid {grid:?}"), HANG);
             let mut coverage = Coverage::new(gpu.stream(), grid);
             coverage
                 .launch(&gpu, &kernel, grid, ClusterOptions::default())
@@ -96,6 +106,7 @@ fn every_cta_runs_exactly_once_in_every_schedule() {
 #[test]
 fn exactly_once_with_fewer_agents_than_sms() {
     let Some((gpu, module)) = gpu() else { return };
+    let _watchdog = Watchdog::new("exactly_once_with_fewer_agents_than_sms", HANG);
     let sm_count = gpu.properties().sm_count;
     let grid = [300, 7, 1];
     for name in ["coverage_agents", "coverage_agents_chunked"] {
@@ -124,6 +135,7 @@ fn exactly_once_with_fewer_agents_than_sms() {
 #[test]
 fn exactly_once_while_another_kernel_holds_sms() {
     let Some((gpu, module)) = gpu() else { return };
+    let _watchdog = Watchdog::new("exactly_once_while_another_kernel_holds_sms", HANG);
     let props = gpu.properties().clone();
     let spin = module.kernel("spin").unwrap();
     let busy_stream = gpu.new_stream().unwrap();
@@ -160,6 +172,10 @@ fn exactly_once_while_another_kernel_holds_sms() {
 #[test]
 fn concurrent_launches_on_several_streams_do_not_share_counters() {
     let Some((gpu, module)) = gpu() else { return };
+    let _watchdog = Watchdog::new(
+        "concurrent_launches_on_several_streams_do_not_share_counters",
+        HANG,
+    );
     let kernel = module.clustered_kernel("coverage_agents_chunked").unwrap();
     let grid = [400, 9, 1];
     let streams: Vec<_> = (0..4).map(|_| gpu.new_stream().unwrap()).collect();
@@ -202,6 +218,7 @@ fn concurrent_launches_on_several_streams_do_not_share_counters() {
 #[test]
 fn schedules_give_the_baseline_bits() {
     let Some((gpu, module)) = gpu() else { return };
+    let _watchdog = Watchdog::new("schedules_give_the_baseline_bits", HANG);
     let n = 512u32;
     let len = (n * n) as usize;
     let values: Vec<f32> = (0..len)
@@ -290,6 +307,7 @@ fn schedules_give_the_baseline_bits() {
 #[test]
 fn bad_clustered_launches_are_typed_errors() {
     let Some((gpu, module)) = gpu() else { return };
+    let _watchdog = Watchdog::new("bad_clustered_launches_are_typed_errors", HANG);
     assert!(matches!(
         module.clustered_kernel("vector_add"),
         Err(Error::Cluster(ClusterError::NotClustered { .. }))
@@ -330,6 +348,7 @@ fn bad_clustered_launches_are_typed_errors() {
 #[test]
 fn dynamic_shared_memory_per_task() {
     let Some((gpu, module)) = gpu() else { return };
+    let _watchdog = Watchdog::new("dynamic_shared_memory_per_task", HANG);
     let n = 100_000u32; // not a multiple of the block
     let block = 256u32;
     let input: Vec<f32> = (0..n).map(|i| i as f32).collect();

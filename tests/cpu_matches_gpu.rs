@@ -9,6 +9,10 @@ use clustered::sim::DeviceProfile;
 use clustered::simulate::simulate;
 use clustered::suite::{self, Size};
 
+mod common;
+use common::Watchdog;
+use std::time::Duration;
+
 #[test]
 fn every_suite_kernel_computes_the_same_words_on_the_cpu_and_the_gpu() {
     let gpu = match Gpu::new(0) {
@@ -24,6 +28,10 @@ fn every_suite_kernel_computes_the_same_words_on_the_cpu_and_the_gpu() {
     let profile = DeviceProfile::h100_sxm().scaled(4).unwrap();
     let mut failures = Vec::new();
     for workload in suite::all(Size::Test) {
+        let watchdog = Watchdog::new(
+            format!("{} (every schedule, on the GPU)", workload.name),
+            Duration::from_secs(120),
+        );
         let on_gpu = measure(&gpu, &module, &workload, Some(1))
             .unwrap_or_else(|e| panic!("{}: {e}", workload.name));
         for timing in &on_gpu.timings {
@@ -37,6 +45,7 @@ fn every_suite_kernel_computes_the_same_words_on_the_cpu_and_the_gpu() {
         if let Some(Err(message)) = &on_gpu.baseline_check {
             failures.push(format!("{} on the GPU: {message}", workload.name));
         }
+        drop(watchdog);
         for variant in &workload.variants {
             let on_cpu = simulate(&workload, variant, &profile, Dispatch::RoundRobin)
                 .unwrap_or_else(|e| panic!("{} / {}: {e}", workload.name, variant.label));

@@ -139,3 +139,76 @@ fn early_exits_before_barriers_give_the_plain_kernels_result_under_every_schedul
         }
     }
 }
+
+mod common;
+
+/// The same on a GPU: every schedule of `ragged_sum` gives the plain
+/// kernel's words, each launch under a watchdog (a barrier that never opens
+/// hangs, it does not fail). Skips, saying so, without a GPU.
+#[test]
+fn early_exits_before_barriers_on_the_gpu() {
+    use clustered::host::{Gpu, LaunchConfig};
+    use std::time::Duration;
+    let gpu = match Gpu::new(0) {
+        Ok(gpu) => gpu,
+        Err(error) => {
+            eprintln!("skipped: no GPU ({error})");
+            return;
+        }
+    };
+    let module = gpu
+        .load_module(clustered::PTX)
+        .expect("the suite's PTX loads");
+    for (width, n) in [
+        (256u32, 256u32 * 300 - 77),
+        (96, 96 * 1000 + 13),
+        (64, 64 * 7),
+    ] {
+        let blocks = n.div_ceil(width);
+        let input: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+        let device_input = gpu.htod(&input).unwrap();
+        let config = LaunchConfig::new([blocks, 1, 1], [width, 1, 1]);
+        for ragged in [0, blocks / 2, blocks - 1] {
+            let expected = reference(&input, n, width, ragged);
+            let case = |name: &str| {
+                format!("{name}, {blocks} blocks of {width}, early exits in block {ragged}")
+            };
+            let mut out = gpu.zeros::<u32>(n as usize).unwrap();
+            let baseline = module.kernel("ragged_sum").unwrap();
+            {
+                let _watchdog = Watchdog::new(case("ragged_sum"), Duration::from_secs(20));
+                unsafe {
+                    gpu.launch(&baseline, config)
+                        .arg(&device_input)
+                        .arg(&mut out)
+                        .arg(&n)
+                        .arg(&ragged)
+                        .run()
+                        .unwrap()
+                };
+                assert_eq!(gpu.dtoh(&out).unwrap(), expected, "{}", case("baseline"));
+            }
+            for (name, _, _) in schedules() {
+                let name = format!("ragged_sum_{name}");
+                let kernel = module.clustered_kernel(&name).unwrap();
+                let plan = gpu
+                    .plan_clustered(&kernel, config, ClusterOptions::default())
+                    .unwrap();
+                let mut out = gpu.zeros::<u32>(n as usize).unwrap();
+                let _watchdog = Watchdog::new(case(&name), Duration::from_secs(20));
+                unsafe {
+                    gpu.launch_plan(&plan)
+                        .arg(&device_input)
+                        .arg(&mut out)
+                        .arg(&n)
+                        .arg(&ragged)
+                        .run()
+                        .unwrap()
+                };
+                assert_eq!(gpu.dtoh(&out).unwrap(), expected, "{}", case(&name));
+            }
+        }
+    }
+}
+
+use common::Watchdog;
