@@ -95,8 +95,10 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return errors;
     }
     let baseline = crate::kernel::traced_entry_point(&function);
+    let registry = crate::registry::registry(&function, &names);
     quote! {
         #baseline
         #(#kernels)*
+        #registry
     }
 }
