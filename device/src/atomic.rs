@@ -43,7 +43,9 @@ pub unsafe fn fetch_add_u32(address: *mut u32, value: u32) -> u32 {
         old
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    traced(address, || AtomicU32::from_ptr(address).fetch_add(value, Relaxed))
+    traced(address, || {
+        AtomicU32::from_ptr(address).fetch_add(value, Relaxed)
+    })
 }
 
 /// `atom.global.add.u64`.
@@ -62,7 +64,9 @@ pub unsafe fn fetch_add_u64(address: *mut u64, value: u64) -> u64 {
         old
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    traced(address, || AtomicU64::from_ptr(address).fetch_add(value, Relaxed))
+    traced(address, || {
+        AtomicU64::from_ptr(address).fetch_add(value, Relaxed)
+    })
 }
 
 /// `atom.global.add.f32`.
@@ -155,5 +159,7 @@ pub unsafe fn fetch_max_u32(address: *mut u32, value: u32) -> u32 {
         old
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    traced(address, || AtomicU32::from_ptr(address).fetch_max(value, Relaxed))
+    traced(address, || {
+        AtomicU32::from_ptr(address).fetch_max(value, Relaxed)
+    })
 }

@@ -147,11 +147,13 @@ mod tests {
 
     #[test]
     fn accesses_inside_buffers_pass_and_others_fail() {
-        let input = [0f32; 4];
-        let mut output = [0u32; 2];
+        // One allocation with a gap, so that the buffers are not adjacent.
+        let mut memory = [0u32; 16];
+        let (input, rest) = memory.split_at_mut(4);
+        let output = &mut rest[4..6];
         let mut buffers = Buffers::new();
-        let a = buffers.input("a", &input) as u64;
-        let c = buffers.output("c", &mut output) as u64;
+        let a = buffers.input("a", input) as u64;
+        let c = buffers.output("c", output) as u64;
         assert!(buffers.check(AccessKind::Load, a + 12, 4).is_ok());
         assert!(buffers.check(AccessKind::Store, c + 4, 4).is_ok());
         let past = buffers.check(AccessKind::Load, a + 16, 4).unwrap_err();
