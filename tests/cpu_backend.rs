@@ -719,3 +719,36 @@ fn extreme_counts_are_typed_errors() {
     let error = refused(no_burst, original, ClusterOptions::default());
     assert!(error.contains("warp_burst"), "{error}");
 }
+
+/// What a CPU-backend launch of a small grid costs (run by hand:
+/// `cargo test --release --test cpu_backend cpu_launch_cost -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn cpu_launch_cost() {
+    use kernels::vector::vector_add;
+    let n = 1024u32;
+    let (a, b) = (vec![1f32; n as usize], vec![2f32; n as usize]);
+    let mut c = vec![0f32; n as usize];
+    let machine = Machine::new(4);
+    let original = launch([4, 1, 1], 256, 8);
+    for entry in [vector_add::KERNEL, vector_add::vector_add_agents] {
+        let runs = 50;
+        let start = std::time::Instant::now();
+        for _ in 0..runs {
+            // SAFETY: the kernel guards i < n; the buffers hold n floats.
+            unsafe {
+                launch_entry(
+                    entry,
+                    &machine,
+                    original,
+                    &ClusterOptions::default(),
+                    &mut NoObserver,
+                    (&a, &b, &mut c, n),
+                )
+            }
+            .unwrap();
+        }
+        let each = start.elapsed() / runs;
+        println!("{}: {each:?} per launch of 4 x 256 threads", entry.name());
+    }
+}

@@ -248,6 +248,9 @@ impl KernelAttributes {
     }
 }
 
+/// Active blocks per SM, per (block threads, dynamic shared bytes).
+type OccupancyCache = Vec<((u32, u32), u32)>;
+
 /// A kernel of a loaded [`Module`] (keeps the module alive).
 #[derive(Debug, Clone)]
 pub struct Kernel {
@@ -259,7 +262,7 @@ pub struct Kernel {
     params: Option<Arc<[u32]>>,
     /// Occupancy answers per (block threads, dynamic shared bytes): planning
     /// asks for each launch shape, and the driver's answer never changes.
-    occupancy: Arc<std::sync::Mutex<Vec<((u32, u32), u32)>>>,
+    occupancy: Arc<std::sync::Mutex<OccupancyCache>>,
 }
 
 impl Kernel {
@@ -302,7 +305,7 @@ impl Kernel {
     /// not, and planning asks once per launch shape.
     pub fn occupancy(&self, block_threads: u32, dynamic_shared_bytes: u32) -> Result<u32, Error> {
         let key = (block_threads, dynamic_shared_bytes);
-        let cached = |cache: &Vec<((u32, u32), u32)>| {
+        let cached = |cache: &OccupancyCache| {
             cache
                 .iter()
                 .find(|(k, _)| *k == key)
