@@ -388,3 +388,55 @@ fn dynamic_shared_memory_per_task() {
         assert!(gpu.dtoh(&out).unwrap() == expected, "{name} differs");
     }
 }
+
+/// The typed launch: the baseline and every schedule of `vector_add`,
+/// arguments typed from the signature, plans cached by the module, equal
+/// outputs; and an untyped launch missing an argument is refused before it
+/// reaches the driver (it used to kill the context).
+#[test]
+fn typed_launches_match_the_baseline_and_untyped_mismatches_are_refused() {
+    use kernels::vector::vector_add;
+    let Some((gpu, module)) = gpu() else { return };
+    let n = 100_000u32;
+    let a = gpu
+        .htod(&(0..n).map(|i| i as f32).collect::<Vec<_>>())
+        .unwrap();
+    let b = gpu.htod(&vec![2f32; n as usize]).unwrap();
+    let config = LaunchConfig::linear(u64::from(n), 256);
+    let options = ClusterOptions::default();
+    let expected: Vec<f32> = (0..n).map(|i| i as f32 + 2.0).collect();
+    let entries = std::iter::once(vector_add::KERNEL).chain(vector_add::SCHEDULES.iter().copied());
+    for entry in entries {
+        let mut c = gpu.zeros::<f32>(n as usize).unwrap();
+        // Twice: the second launch reuses the cached plan.
+        for _ in 0..2 {
+            // SAFETY: the kernel guards i < n; each buffer holds n floats.
+            unsafe { gpu.launch_entry(&module, entry, config, &options, (&a, &b, &mut c, n)) }
+                .unwrap_or_else(|e| panic!("{}: {e}", entry.name()));
+        }
+        assert_eq!(gpu.dtoh(&c).unwrap(), expected, "{}", entry.name());
+    }
+    let kernel = module.kernel("vector_add").unwrap();
+    let mut c = gpu.zeros::<f32>(n as usize).unwrap();
+    // SAFETY: refused before launching.
+    let error = unsafe {
+        gpu.launch(&kernel, config)
+            .arg(&a)
+            .arg(&b)
+            .arg(&mut c)
+            .run()
+    }
+    .unwrap_err();
+    assert!(matches!(error, Error::Arguments { .. }), "{error}");
+    // The context still works.
+    unsafe {
+        gpu.launch(&kernel, config)
+            .arg(&a)
+            .arg(&b)
+            .arg(&mut c)
+            .arg(&n)
+            .run()
+    }
+    .unwrap();
+    assert_eq!(gpu.dtoh(&c).unwrap(), expected);
+}

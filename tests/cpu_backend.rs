@@ -2,62 +2,24 @@
 //! CTA exactly once, whatever the dispatcher, starved SMs or sparse SM ids;
 //! and every schedule computes what the baseline computes, bit for bit.
 
+use clustered::host::cpu::{launch_entry, CpuLaunchError, Host};
 use clustered::host::cpu::{
-    run, AccessKind, CpuError, CpuLaunch, CpuPlan, Dispatch, LaneAccess, Machine, NoObserver,
-    Observer,
+    run, AccessKind, CpuError, CpuLaunch, Dispatch, LaneAccess, Machine, NoObserver, Observer,
 };
-use clustered::host::{ActivePolicy, ClusterOptions, KernelContract};
+use clustered::host::{ActivePolicy, Binding, ClusterError, ClusterOptions, Entry, KernelFn};
 use kernels::coverage::*;
 
-type CoverageKernel = unsafe fn(*mut u32, *mut u32, clustered::host::ClusterLaunch);
+/// A kernel of two `*mut u32` buffers, like `coverage` and `announced`.
+trait TwoBuffers: for<'a> KernelFn<Args<'a, Host> = (&'a mut [u32], &'a mut [u32])> {}
+impl<K: for<'a> KernelFn<Args<'a, Host> = (&'a mut [u32], &'a mut [u32])>> TwoBuffers for K {}
 
-/// The schedules of `coverage`, with their contracts.
-fn coverage_schedules() -> [(&'static str, CoverageKernel, &'static KernelContract); 8] {
-    [
-        (
-            "reorder",
-            coverage_reorder,
-            &__clustered_contract_coverage_reorder,
-        ),
-        (
-            "redirect",
-            coverage_redirect,
-            &__clustered_contract_coverage_redirect,
-        ),
-        (
-            "agents",
-            coverage_agents,
-            &__clustered_contract_coverage_agents,
-        ),
-        (
-            "agents_chunked",
-            coverage_agents_chunked,
-            &__clustered_contract_coverage_agents_chunked,
-        ),
-        (
-            "agents_throttled",
-            coverage_agents_throttled,
-            &__clustered_contract_coverage_agents_throttled,
-        ),
-        (
-            "persistent",
-            coverage_persistent,
-            &__clustered_contract_coverage_persistent,
-        ),
-        (
-            "stride",
-            coverage_stride,
-            &__clustered_contract_coverage_stride,
-        ),
-        (
-            "stride_waves",
-            coverage_stride_waves,
-            &__clustered_contract_coverage_stride_waves,
-        ),
-    ]
+/// The schedules of `coverage`, as its registry lists them.
+fn coverage_schedules() -> &'static [Entry<coverage>] {
+    coverage::SCHEDULES
 }
 
 /// What one run of a two-buffer schedule (`coverage`, `announced`) left.
+#[derive(Debug)]
 struct Ran {
     /// The first buffer: runs per CTA.
     runs: Vec<u32>,
@@ -71,9 +33,9 @@ struct Ran {
 
 /// Runs `kernel` for the original launch `original` on `machine`, its second
 /// buffer filled with `second` first.
-fn run_schedule(
+fn run_schedule<K: TwoBuffers>(
     machine: &Machine,
-    (kernel, contract): (CoverageKernel, &KernelContract),
+    entry: Entry<K>,
     original: CpuLaunch,
     options: &ClusterOptions,
     observer: &mut dyn Observer,
@@ -81,19 +43,24 @@ fn run_schedule(
 ) -> Result<Ran, String> {
     let n = original.grid.iter().product::<u32>() as usize;
     let (mut runs, mut second) = (vec![0u32; n], vec![second; n]);
-    let mut plan = CpuPlan::new(contract, original, machine, options).map_err(|e| e.to_string())?;
-    let parameter = plan.parameter();
-    let (r, s) = (runs.as_mut_ptr(), second.as_mut_ptr());
-    let stats = run(machine, &plan.launch, observer, &|| unsafe {
-        kernel(r, s, parameter)
-    })
+    // SAFETY: the kernels index both buffers by the CTA's id, below n.
+    let ran = unsafe {
+        launch_entry(
+            entry,
+            machine,
+            original,
+            options,
+            observer,
+            (&mut runs, &mut second),
+        )
+    }
     .map_err(|e| e.to_string())?;
     Ok(Ran {
         runs,
         second,
-        blocks: plan.launch.grid[0],
-        active: plan.active_agents,
-        ticks: stats.ticks,
+        blocks: ran.launch.grid[0],
+        active: ran.active_agents,
+        ticks: ran.stats.ticks,
     })
 }
 
@@ -110,20 +77,12 @@ fn launch(grid: [u32; 3], threads: u32, resident: u32) -> CpuLaunch {
 /// Runs one schedule of `coverage`; returns (runs per CTA, %smid per CTA).
 fn run_coverage(
     machine: &Machine,
-    kernel: CoverageKernel,
-    contract: &KernelContract,
+    entry: Entry<coverage>,
     grid: [u32; 3],
     options: &ClusterOptions,
 ) -> Result<(Vec<u32>, Vec<u32>), String> {
     let original = launch(grid, 64, 4);
-    let ran = run_schedule(
-        machine,
-        (kernel, contract),
-        original,
-        options,
-        &mut NoObserver,
-        u32::MAX,
-    )?;
+    let ran = run_schedule(machine, entry, original, options, &mut NoObserver, u32::MAX)?;
     Ok((ran.runs, ran.second))
 }
 
@@ -146,11 +105,10 @@ fn every_schedule_runs_every_cta_once_under_every_dispatcher() {
     ];
     for (machine_name, machine) in &machines {
         for grid in [[1, 1, 1], [7, 1, 1], [5, 3, 1], [4, 3, 2], [40, 1, 1]] {
-            for (name, kernel, contract) in coverage_schedules() {
-                let case = format!("{name} on {machine_name}, grid {grid:?}");
-                let (runs, sms) =
-                    run_coverage(machine, kernel, contract, grid, &ClusterOptions::default())
-                        .unwrap_or_else(|e| panic!("{case}: {e}"));
+            for &entry in coverage_schedules() {
+                let case = format!("{} on {machine_name}, grid {grid:?}", entry.name());
+                let (runs, sms) = run_coverage(machine, entry, grid, &ClusterOptions::default())
+                    .unwrap_or_else(|e| panic!("{case}: {e}"));
                 assert_exactly_once(&runs, &case);
                 assert!(
                     sms.iter().all(|&sm| machine.sm_ids.contains(&sm)),
@@ -168,8 +126,7 @@ fn agents_bind_clusters_to_sms_when_every_sm_has_agents() {
     let machine = Machine::new(4);
     let (runs, sms) = run_coverage(
         &machine,
-        coverage_agents_chunked,
-        &__clustered_contract_coverage_agents_chunked,
+        coverage::coverage_agents_chunked,
         [64, 1, 1],
         &ClusterOptions::default(),
     )
@@ -216,12 +173,14 @@ fn starved_and_sparse_sms_lose_no_cta() {
         ),
     ];
     for (case, machine, options) in &cases {
-        for (name, kernel, contract) in coverage_schedules() {
-            if name.starts_with("stride") && options.active != ActivePolicy::FromKernel {
+        for &entry in coverage_schedules() {
+            if entry.binding() == Some(Binding::Stride)
+                && options.active != ActivePolicy::FromKernel
+            {
                 continue; // refused: a_grid_stride_loop_refuses_to_be_throttled
             }
-            let case = format!("{name}, {case}");
-            let (runs, _) = run_coverage(machine, kernel, contract, [37, 1, 1], options)
+            let case = format!("{}, {case}", entry.name());
+            let (runs, _) = run_coverage(machine, entry, [37, 1, 1], options)
                 .unwrap_or_else(|e| panic!("{case}: {e}"));
             assert_exactly_once(&runs, &case);
         }
@@ -239,10 +198,7 @@ fn throttled_agents_leave_extra_agents_idle() {
             active,
             ..Default::default()
         };
-        let schedule = (
-            coverage_agents_throttled as CoverageKernel,
-            &__clustered_contract_coverage_agents_throttled,
-        );
+        let schedule = coverage::coverage_agents_throttled;
         let original = launch([40, 1, 1], 64, 4);
         let ran = run_schedule(&machine, schedule, original, &options, &mut NoObserver, 0).unwrap();
         assert_exactly_once(&ran.runs, &format!("{active:?}"));
@@ -275,7 +231,7 @@ impl Observer for Counter {
 
 #[test]
 fn global_accesses_reach_the_observer_as_warp_instructions() {
-    use kernels::vector::{__clustered_contract_vector_add_agents, vector_add, vector_add_agents};
+    use kernels::vector::vector_add;
     let n = 1000u32;
     let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let b: Vec<f32> = (0..n).map(|i| (2 * i) as f32).collect();
@@ -287,12 +243,21 @@ fn global_accesses_reach_the_observer_as_warp_instructions() {
         dynamic_shared_bytes: 0,
         resident_blocks: 4,
     };
-    let (pa, pb, pc) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
     let mut counter = Counter::default();
-    let stats = run(&machine, &launch, &mut counter, &|| unsafe {
-        vector_add(pa, pb, pc, n)
-    })
-    .unwrap();
+    let options = ClusterOptions::default();
+    // SAFETY: the kernel guards i < n, and each buffer holds n floats.
+    let stats = unsafe {
+        launch_entry(
+            vector_add::KERNEL,
+            &machine,
+            launch,
+            &options,
+            &mut counter,
+            (&a, &b, &mut c, n),
+        )
+    }
+    .unwrap()
+    .stats;
     assert!(c.iter().enumerate().all(|(i, &x)| x == 3.0 * i as f32));
     assert_eq!(stats.blocks, 8, "every hardware CTA ran");
     // 32 warps; the last has 1000 - 31*32 = 8 active lanes, then 24 idle
@@ -318,19 +283,18 @@ fn global_accesses_reach_the_observer_as_warp_instructions() {
 
     // The agents read a and b with ld.global.cg, and announce every task.
     c.fill(0.0);
-    let mut plan = CpuPlan::new(
-        &__clustered_contract_vector_add_agents,
-        launch,
-        &machine,
-        &ClusterOptions::default(),
-    )
-    .unwrap();
-    let parameter = plan.parameter();
-    let pc = c.as_mut_ptr();
     let mut counter = Counter::default();
-    run(&machine, &plan.launch, &mut counter, &|| unsafe {
-        vector_add_agents(pa, pb, pc, n, parameter)
-    })
+    // SAFETY: as above.
+    unsafe {
+        launch_entry(
+            vector_add::vector_add_agents,
+            &machine,
+            launch,
+            &options,
+            &mut counter,
+            (&a, &b, &mut c, n),
+        )
+    }
     .unwrap();
     assert!(c.iter().enumerate().all(|(i, &x)| x == 3.0 * i as f32));
     let bypass = counter
@@ -438,33 +402,25 @@ fn tasks_sharing_memory_stay_separate_in_persistent_loops() {
         dynamic_shared_bytes: block * 4,
         resident_blocks: 2,
     };
-    type Reverse = unsafe fn(*const f32, *mut f32, u32, clustered::host::ClusterLaunch);
-    let schedules: [(&str, Reverse, &KernelContract); 2] = [
-        (
-            "agents",
-            reverse_in_blocks_agents,
-            &__clustered_contract_reverse_in_blocks_agents,
-        ),
-        (
-            "stride",
-            reverse_in_blocks_stride,
-            &__clustered_contract_reverse_in_blocks_stride,
-        ),
-    ];
-    for (name, kernel, contract) in schedules {
+    for &entry in reverse_in_blocks::SCHEDULES {
+        let name = entry.name();
         let mut output = vec![0f32; n as usize];
-        let mut plan =
-            CpuPlan::new(contract, original, &machine, &ClusterOptions::default()).unwrap();
+        // SAFETY: the kernel guards i < n; both buffers hold n floats.
+        let ran = unsafe {
+            launch_entry(
+                entry,
+                &machine,
+                original,
+                &ClusterOptions::default(),
+                &mut NoObserver,
+                (&input, &mut output, n),
+            )
+        }
+        .unwrap();
         assert!(
-            plan.launch.grid[0] < original.grid[0],
+            ran.launch.grid[0] < original.grid[0],
             "{name}: fewer CTAs than tasks"
         );
-        let parameter = plan.parameter();
-        let (pi, po) = (input.as_ptr(), output.as_mut_ptr());
-        run(&machine, &plan.launch, &mut NoObserver, &|| unsafe {
-            kernel(pi, po, n, parameter)
-        })
-        .unwrap();
         assert_eq!(output, expected, "{name}");
     }
 }
@@ -481,20 +437,24 @@ fn a_grid_stride_loop_refuses_to_be_throttled() {
         active: ActivePolicy::Fixed(1),
         ..Default::default()
     };
-    let error = CpuPlan::new(
-        &__clustered_contract_coverage_stride,
-        launch,
+    let error = run_schedule(
         &Machine::new(2),
+        coverage::coverage_stride,
+        launch,
         &options,
+        &mut NoObserver,
+        0,
     )
     .unwrap_err();
-    assert!(error.to_string().contains("binding = stride"), "{error}");
+    assert!(error.contains("binding = stride"), "{error}");
     // The claiming bindings take the same policy.
-    CpuPlan::new(
-        &__clustered_contract_coverage_persistent,
-        launch,
+    run_schedule(
         &Machine::new(2),
+        coverage::coverage_persistent,
+        launch,
         &options,
+        &mut NoObserver,
+        0,
     )
     .unwrap();
 }
@@ -503,33 +463,17 @@ fn a_grid_stride_loop_refuses_to_be_throttled() {
 /// machines: the hook must see the CTA that runs next in the same block.
 #[test]
 fn prefetch_hooks_see_each_blocks_next_task() {
-    let schedules: [(&str, CoverageKernel, &KernelContract); 3] = [
-        (
-            "stride",
-            announced_stride,
-            &__clustered_contract_announced_stride,
-        ),
-        (
-            "stride2",
-            announced_stride2,
-            &__clustered_contract_announced_stride2,
-        ),
-        (
-            "persistent",
-            announced_persistent,
-            &__clustered_contract_announced_persistent,
-        ),
-    ];
     for machine in [
         Machine::new(3),
         Machine::new(2).with_dispatch(Dispatch::Random(3)),
     ] {
         for grid in [[1, 1, 1], [7, 1, 1], [5, 3, 1], [4, 3, 2], [40, 3, 1]] {
-            for (name, kernel, contract) in schedules {
+            for &entry in announced::SCHEDULES {
+                let name = entry.name();
                 let case = format!("{name}, grid {grid:?}, {} SMs", machine.sm_ids.len());
                 let ran = run_schedule(
                     &machine,
-                    (kernel, contract),
+                    entry,
                     launch(grid, 32, 2),
                     &ClusterOptions::default(),
                     &mut NoObserver,
@@ -544,9 +488,9 @@ fn prefetch_hooks_see_each_blocks_next_task() {
                     let (x, y, z) = (v % gx, v / gx % gy, v / (gx * gy));
                     let expected = match name {
                         // Column-major order; block b runs b, b + A, ...
-                        "stride" => ((z * gx + x) * gy + y >= blocks) as u32,
+                        "announced_stride" => ((z * gx + x) * gy + y >= blocks) as u32,
                         // The same, announced two tasks ahead.
-                        "stride2" => ((z * gx + x) * gy + y >= 2 * blocks) as u32,
+                        "announced_stride2" => ((z * gx + x) * gy + y >= 2 * blocks) as u32,
                         // Row-major chunks of 3 from one queue: every task
                         // but a chunk's first is announced.
                         _ => !v.is_multiple_of(3) as u32,
@@ -563,38 +507,53 @@ fn prefetch_hooks_see_each_blocks_next_task() {
 #[test]
 fn a_grid_stride_loop_launches_its_waves() {
     let machine = Machine::new(2);
-    let blocks = |contract: &KernelContract, tasks: u32| {
+    let blocks = |entry: Entry<coverage>, tasks: u32| {
         let original = CpuLaunch {
             grid: [tasks, 1, 1],
             block: [64, 1, 1],
             dynamic_shared_bytes: 0,
             resident_blocks: 4,
         };
-        CpuPlan::new(contract, original, &machine, &ClusterOptions::default())
-            .unwrap()
-            .launch
-            .grid[0]
+        run_schedule(
+            &machine,
+            entry,
+            original,
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            0,
+        )
+        .unwrap()
+        .blocks
     };
-    assert_eq!(blocks(&__clustered_contract_coverage_stride, 100), 2 * 4);
-    assert_eq!(
-        blocks(&__clustered_contract_coverage_stride_waves, 100),
-        3 * 2 * 4
-    );
-    assert_eq!(blocks(&__clustered_contract_coverage_stride_waves, 20), 20);
-    // The last step, v + blocks, must not pass id 2^32 - 1.
+    assert_eq!(blocks(coverage::coverage_stride, 100), 2 * 4);
+    assert_eq!(blocks(coverage::coverage_stride_waves, 100), 3 * 2 * 4);
+    assert_eq!(blocks(coverage::coverage_stride_waves, 20), 20);
+    // The last step, v + blocks, must not pass id 2^32 - 1: refused when
+    // planned, before any buffer is touched.
     let huge = CpuLaunch {
         grid: [u32::MAX - 3, 1, 1],
         block: [64, 1, 1],
         dynamic_shared_bytes: 0,
         resident_blocks: 4,
     };
-    let error = CpuPlan::new(
-        &__clustered_contract_coverage_stride,
-        huge,
-        &machine,
-        &ClusterOptions::default(),
-    )
+    let error = unsafe {
+        launch_entry(
+            coverage::coverage_stride,
+            &machine,
+            huge,
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (&mut [], &mut []),
+        )
+    }
     .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            CpuLaunchError::Plan(ClusterError::StrideTooLong { .. })
+        ),
+        "{error}"
+    );
     assert!(
         error.to_string().contains("past CTA id 2^32 - 1"),
         "{error}"
@@ -608,11 +567,12 @@ fn a_grid_stride_loop_launches_its_waves() {
 fn observers_hear_each_task_by_its_row_major_id() {
     let machine = Machine::new(3).with_dispatch(Dispatch::Random(5));
     let grid = [5, 4, 2];
-    for (name, kernel, contract) in coverage_schedules() {
+    for &entry in coverage_schedules() {
+        let name = entry.name();
         let mut heard = Counter::default();
         let ran = run_schedule(
             &machine,
-            (kernel, contract),
+            entry,
             launch(grid, 32, 2),
             &ClusterOptions::default(),
             &mut heard,
@@ -637,11 +597,165 @@ fn observers_hear_each_task_by_its_row_major_id() {
     }
 }
 
+/// The typed handle's registry: every schedule by its own name, and an
+/// unknown name is an error that lists them.
+#[test]
+fn schedules_are_looked_up_by_name() {
+    use kernels::vector::vector_add;
+    let names: Vec<&str> = vector_add::SCHEDULES.iter().map(|e| e.name()).collect();
+    assert!(names.contains(&"vector_add_agents"), "{names:?}");
+    let agents = vector_add::schedule("vector_add_agents").unwrap();
+    assert_eq!(agents.contract(), vector_add::vector_add_agents.contract());
+    assert_eq!(vector_add::KERNEL.contract(), None);
+    let error = vector_add::schedule("vector_add_agent").unwrap_err();
+    assert_eq!(error.available, names);
+    assert!(
+        error.to_string().contains("vector_add_stride_prefetch2"),
+        "{error}"
+    );
+}
+
+/// A kernel that trusts its scalar `n` with buffers shorter than `n`:
+/// before, the run wrote past the host slice; now the first access outside
+/// the buffers stops it with a typed error naming the buffer, and a write
+/// into a `*const` buffer would too.
+#[test]
+fn an_access_outside_the_buffers_is_a_typed_error() {
+    use kernels::vector::vector_add;
+    let (a, b) = (vec![1f32; 64], vec![2f32; 64]);
+    let mut c = vec![0f32; 32];
+    let launch = CpuLaunch {
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 1,
+    };
+    for entry in [vector_add::KERNEL, vector_add::vector_add_agents] {
+        // SAFETY: the accesses the run does not check are none here: the
+        // body's loads and stores are all traced.
+        let error = unsafe {
+            launch_entry(
+                entry,
+                &Machine::new(1),
+                launch,
+                &ClusterOptions::default(),
+                &mut NoObserver,
+                (&a, &b, &mut c, 64),
+            )
+        }
+        .unwrap_err();
+        match &error {
+            CpuLaunchError::Run(CpuError::OutOfBounds { fault, thread, .. }) => {
+                assert_eq!(fault.kind, AccessKind::Store, "{error}");
+                assert_eq!(fault.nearest, Some(("c", 0)), "{error}");
+                assert_eq!(thread[0], 32, "{error}");
+            }
+            other => panic!("{}: expected OutOfBounds, got {other}", entry.name()),
+        }
+        assert!(
+            c.iter().all(|&x| x == 3.0),
+            "{}: c[..32] was computed",
+            entry.name()
+        );
+        c.fill(0.0);
+    }
+}
+
+/// Extreme counts are typed errors, not panics, hangs or huge allocations.
+#[test]
+fn extreme_counts_are_typed_errors() {
+    let original = launch([40, 1, 1], 32, 4);
+    let refused = |machine: Machine, original: CpuLaunch, options: ClusterOptions| {
+        let entry = coverage::coverage_agents;
+        run_schedule(&machine, entry, original, &options, &mut NoObserver, 0).unwrap_err()
+    };
+    let error = refused(
+        Machine::new(4),
+        original,
+        ClusterOptions {
+            clusters: Some(u32::MAX),
+            ..Default::default()
+        },
+    );
+    assert!(error.contains("clusters requested"), "{error}");
+    for total in [0, u32::MAX] {
+        let error = refused(
+            Machine::new(4),
+            original,
+            ClusterOptions {
+                total_agents: Some(total),
+                ..Default::default()
+            },
+        );
+        assert!(error.contains("total_agents"), "{error}");
+    }
+    // MAX agents per SM from an absurd occupancy: refused, not launched.
+    let error = refused(
+        Machine::new(2),
+        CpuLaunch {
+            resident_blocks: u32::MAX,
+            ..original
+        },
+        ClusterOptions::default(),
+    );
+    assert!(error.contains("32 bits"), "{error}");
+    let error = refused(
+        Machine::new(1),
+        CpuLaunch {
+            resident_blocks: u32::MAX,
+            ..original
+        },
+        ClusterOptions::default(),
+    );
+    assert!(error.contains("resident_blocks"), "{error}");
+    let error = refused(
+        Machine::new(2).with_sm_ids(vec![0, u32::MAX]),
+        original,
+        ClusterOptions::default(),
+    );
+    assert!(error.contains("SM ids"), "{error}");
+    let mut no_burst = Machine::new(2);
+    no_burst.warp_burst = 0;
+    let error = refused(no_burst, original, ClusterOptions::default());
+    assert!(error.contains("warp_burst"), "{error}");
+}
+
+/// What a CPU-backend launch of a small grid costs (run by hand:
+/// `cargo test --release --test cpu_backend cpu_launch_cost -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn cpu_launch_cost() {
+    use kernels::vector::vector_add;
+    let n = 1024u32;
+    let (a, b) = (vec![1f32; n as usize], vec![2f32; n as usize]);
+    let mut c = vec![0f32; n as usize];
+    let machine = Machine::new(4);
+    let original = launch([4, 1, 1], 256, 8);
+    for entry in [vector_add::KERNEL, vector_add::vector_add_agents] {
+        let runs = 50;
+        let start = std::time::Instant::now();
+        for _ in 0..runs {
+            // SAFETY: the kernel guards i < n; the buffers hold n floats.
+            unsafe {
+                launch_entry(
+                    entry,
+                    &machine,
+                    original,
+                    &ClusterOptions::default(),
+                    &mut NoObserver,
+                    (&a, &b, &mut c, n),
+                )
+            }
+            .unwrap();
+        }
+        let each = start.elapsed() / runs;
+        println!("{}: {each:?} per launch of 4 x 256 threads", entry.name());
+    }
+}
+
 #[test]
 fn generated_names_never_capture_the_users() {
     use kernels::names::*;
-    type Names =
-        unsafe fn(*mut u32, u32, u32, u32, u32, u32, u32, u32, clustered::host::ClusterLaunch);
     let original = launch([7, 5, 1], 32, 2);
     let threads = 7 * 5 * 32;
     let machine = Machine::new(3);
@@ -658,43 +772,21 @@ fn generated_names_never_capture_the_users() {
         expected.iter().all(|&x| x != 0),
         "the baseline wrote every element"
     );
-    let schedules: [(&str, Names, &KernelContract); 5] = [
-        (
-            "agents",
-            generated_names_agents,
-            &__clustered_contract_generated_names_agents,
-        ),
-        (
-            "stride",
-            generated_names_stride,
-            &__clustered_contract_generated_names_stride,
-        ),
-        (
-            "redirect",
-            generated_names_redirect,
-            &__clustered_contract_generated_names_redirect,
-        ),
-        (
-            "reorder",
-            generated_names_reorder,
-            &__clustered_contract_generated_names_reorder,
-        ),
-        (
-            "persistent",
-            generated_names_persistent,
-            &__clustered_contract_generated_names_persistent,
-        ),
-    ];
-    for (name, kernel, contract) in schedules {
+    for entry in generated_names::SCHEDULES {
+        let name = entry.name();
         let mut output = vec![0u32; threads];
-        let mut plan =
-            CpuPlan::new(contract, original, &machine, &ClusterOptions::default()).unwrap();
-        let parameter = plan.parameter();
-        let out = output.as_mut_ptr();
-        run(&machine, &plan.launch, &mut NoObserver, &|| unsafe {
-            let [a, b, c, d, e, f, g] = args;
-            kernel(out, a, b, c, d, e, f, g, parameter)
-        })
+        let [a, b, c, d, e, f, g] = args;
+        // SAFETY: the kernel writes one word per thread of the launch.
+        unsafe {
+            launch_entry(
+                *entry,
+                &machine,
+                original,
+                &ClusterOptions::default(),
+                &mut NoObserver,
+                (&mut output[..], a, b, c, d, e, f, g),
+            )
+        }
         .unwrap();
         assert_eq!(output, expected, "{name}");
     }

@@ -14,56 +14,15 @@ pub const ABI_VERSION: u32 = 2;
 /// "CLST": marks a contract global, so a stray symbol is never mistaken for one.
 pub const CONTRACT_MAGIC: u32 = u32::from_le_bytes(*b"CLST");
 
-/// How the new kernel's CTAs choose the original CTAs they run.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Binding {
-    /// Same grid, CTAs run in the order of the chosen indexing (with tiles:
-    /// the grouped raster).
-    Reorder = 0,
-    /// The paper's redirection: same grid, block `u` runs position `u / M` of
-    /// cluster `u % M` (assumes round-robin dispatch).
-    Redirect = 1,
-    /// The paper's SM binding: persistent agents on each SM claim the tasks
-    /// of the cluster of their SM, then steal.
-    Agents = 2,
-    /// Persistent CTAs without SM binding: all claim chunks, in the
-    /// indexing's order, from one queue (one cluster). Keeps the co-running
-    /// tasks compact in the order, and launches no more CTAs than fit.
-    Persistent = 3,
-    /// Persistent CTAs without claims: agent `a` of `A` runs tasks `a`,
-    /// `a + A`, ... (the grid-stride loop). No atomics and no barriers;
-    /// exactly once because every CTA of a grid runs eventually.
-    Stride = 4,
-}
-
-impl Binding {
-    pub const fn from_u32(value: u32) -> Option<Self> {
-        match value {
-            0 => Some(Binding::Reorder),
-            1 => Some(Binding::Redirect),
-            2 => Some(Binding::Agents),
-            3 => Some(Binding::Persistent),
-            4 => Some(Binding::Stride),
-            _ => None,
-        }
-    }
-
-    /// Launched as persistent CTAs running the agent loop.
-    pub const fn is_persistent(self) -> bool {
-        matches!(
-            self,
-            Binding::Agents | Binding::Persistent | Binding::Stride
-        )
-    }
-}
+pub use clustered_abi::{Binding, IndexingKind, OptionError, Options, ScheduleOption};
 
 /// The indexing kinds as stored in a contract.
 pub mod indexing_kind {
-    pub const ROW_MAJOR: u32 = 0;
-    pub const COLUMN_MAJOR: u32 = 1;
-    pub const TILE: u32 = 2;
-    pub const CUSTOM: u32 = 3;
+    use super::IndexingKind;
+    pub const ROW_MAJOR: u32 = IndexingKind::RowMajor as u32;
+    pub const COLUMN_MAJOR: u32 = IndexingKind::ColumnMajor as u32;
+    pub const TILE: u32 = IndexingKind::Tile as u32;
+    pub const CUSTOM: u32 = IndexingKind::Custom as u32;
 }
 
 /// What a clustered kernel tells the host about itself, fixed at compile time.
@@ -118,6 +77,19 @@ impl KernelContract {
     pub const fn with_waves(mut self, waves: u32) -> Self {
         self.waves = waves;
         self
+    }
+
+    /// The options this contract records, for [`Options::violations`]
+    /// (defaults read as "not set"; `prefetch` is not recorded).
+    pub fn options(&self) -> Option<Options> {
+        Some(Options {
+            binding: Binding::from_u32(self.binding)?,
+            active: (self.default_active != 0).then_some(self.default_active),
+            chunk: (self.chunk != 1).then_some(self.chunk),
+            prefetch: false,
+            prefetch_distance: None,
+            waves: (self.waves != 1).then_some(self.waves),
+        })
     }
 
     /// The indexing this contract fixes, or `None` for a custom one.

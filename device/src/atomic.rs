@@ -10,10 +10,14 @@ use core::arch::asm;
 #[cfg(not(target_arch = "nvptx64"))]
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
-/// On the CPU backend: reports the atomic to the simulator, after doing it.
+/// On the CPU backend: checks the address against the launch's buffers, does
+/// the atomic, and reports it to the simulator.
 #[cfg(not(target_arch = "nvptx64"))]
 #[track_caller]
-fn traced<T, R>(address: *mut T, result: R) -> R {
+fn traced<T, R>(address: *mut T, atomic: impl FnOnce() -> R) -> R {
+    let bytes = core::mem::size_of::<T>() as u32;
+    crate::cpu::check_access(crate::cpu::AccessKind::Atomic, address as u64, bytes);
+    let result = atomic();
     crate::cpu::access(
         crate::cpu::AccessKind::Atomic,
         address as u64,
@@ -39,10 +43,9 @@ pub unsafe fn fetch_add_u32(address: *mut u32, value: u32) -> u32 {
         old
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    traced(
-        address,
-        AtomicU32::from_ptr(address).fetch_add(value, Relaxed),
-    )
+    traced(address, || {
+        AtomicU32::from_ptr(address).fetch_add(value, Relaxed)
+    })
 }
 
 /// `atom.global.add.u64`.
@@ -61,10 +64,9 @@ pub unsafe fn fetch_add_u64(address: *mut u64, value: u64) -> u64 {
         old
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    traced(
-        address,
-        AtomicU64::from_ptr(address).fetch_add(value, Relaxed),
-    )
+    traced(address, || {
+        AtomicU64::from_ptr(address).fetch_add(value, Relaxed)
+    })
 }
 
 /// `atom.global.add.f32`.
@@ -83,13 +85,13 @@ pub unsafe fn fetch_add_f32(address: *mut f32, value: f32) -> f32 {
         old
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    {
+    traced(address, || {
         let bits = AtomicU32::from_ptr(address.cast());
         let old = bits.fetch_update(Relaxed, Relaxed, |old| {
             Some((f32::from_bits(old) + value).to_bits())
         });
-        traced(address, f32::from_bits(old.unwrap_or_else(|old| old)))
-    }
+        f32::from_bits(old.unwrap_or_else(|old| old))
+    })
 }
 
 /// `atom.global.inc.u32`: `*address = if old >= bound { 0 } else { old + 1 }`,
@@ -110,12 +112,12 @@ pub unsafe fn fetch_inc_wrapping(address: *mut u32, bound: u32) -> u32 {
         old
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    {
+    traced(address, || {
         let old = AtomicU32::from_ptr(address).fetch_update(Relaxed, Relaxed, |old| {
             Some(if old >= bound { 0 } else { old + 1 })
         });
-        traced(address, old.unwrap_or_else(|old| old))
-    }
+        old.unwrap_or_else(|old| old)
+    })
 }
 
 /// `atom.global.cas.b32`: if `*address == expected` stores `new`; returns the
@@ -135,10 +137,10 @@ pub unsafe fn compare_and_swap_u32(address: *mut u32, expected: u32, new: u32) -
         old
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    {
+    traced(address, || {
         let old = AtomicU32::from_ptr(address).compare_exchange(expected, new, Relaxed, Relaxed);
-        traced(address, old.unwrap_or_else(|old| old))
-    }
+        old.unwrap_or_else(|old| old)
+    })
 }
 
 /// `atom.global.max.u32`.
@@ -157,8 +159,7 @@ pub unsafe fn fetch_max_u32(address: *mut u32, value: u32) -> u32 {
         old
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    traced(
-        address,
-        AtomicU32::from_ptr(address).fetch_max(value, Relaxed),
-    )
+    traced(address, || {
+        AtomicU32::from_ptr(address).fetch_max(value, Relaxed)
+    })
 }

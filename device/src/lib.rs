@@ -20,6 +20,8 @@ pub mod atomic;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cpu;
 pub mod cta;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod entry;
 pub mod mapping;
 pub mod math;
 pub mod memory;

@@ -19,9 +19,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use clustered_device::abi::{
-    scratch_words, Binding, ClusterLaunch, KernelContract, ABI_VERSION, CONTRACT_MAGIC,
+    scratch_words, Binding, ClusterLaunch, IndexingKind, KernelContract, ABI_VERSION,
+    CONTRACT_MAGIC,
 };
-use clustered_device::mapping::{Indexing, MappingError};
+use clustered_device::mapping::{grid_size, Indexing, MappingError};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr};
 
 use crate::launch::Launch;
@@ -90,6 +91,13 @@ pub enum ClusterError {
     NoThrottling { policy: ActivePolicy },
     /// A grid-stride loop's last step would pass linear id 2^32 - 1.
     StrideTooLong { tasks: u32, blocks: u32 },
+    /// More clusters than CTAs (or SMs): clusters would be empty.
+    TooManyClusters { clusters: u32, limit: u32 },
+    /// `total_agents` is zero or above what could ever work (the larger of
+    /// the resident agents and the CTAs).
+    TotalAgentsOutOfRange { requested: u32, limit: u32 },
+    /// A count of the launch does not fit in 32 bits.
+    Overflow { what: &'static str },
 }
 
 impl fmt::Display for ClusterError {
@@ -123,6 +131,18 @@ impl fmt::Display for ClusterError {
             ClusterError::StrideTooLong { tasks, blocks } => write!(
                 f,
                 "a grid-stride loop of {blocks} blocks over {tasks} CTAs would step past CTA id 2^32 - 1: launch fewer CTAs or fewer blocks (`total_agents`)"
+            ),
+            ClusterError::TooManyClusters { clusters, limit } => write!(
+                f,
+                "{clusters} clusters requested, but at most {limit} can hold a CTA (the larger of the grid's CTAs and the SMs): ask for fewer clusters or leave `clusters` unset"
+            ),
+            ClusterError::TotalAgentsOutOfRange { requested, limit } => write!(
+                f,
+                "total_agents = {requested} is outside 1..={limit} (the larger of the agents that fit at once and the grid's CTAs): ask for fewer agents or leave `total_agents` unset"
+            ),
+            ClusterError::Overflow { what } => write!(
+                f,
+                "{what} does not fit in 32 bits: launch a smaller grid or fewer agents"
             ),
             ClusterError::NoThrottling { policy } => write!(
                 f,
@@ -159,11 +179,21 @@ impl ClusteredKernel {
 }
 
 /// Checks a contract read from a module.
+///
+/// Besides the magic and the ABI version, the options it records must obey
+/// the rules the macro applies ([`Options::violations`]): a contract with
+/// `chunk` on a grid-stride loop, say, was not made by `#[clustered]`.
+///
+/// [`Options::violations`]: clustered_device::abi::Options::violations
 pub fn check_contract(kernel: &str, found: KernelContract) -> Result<KernelContract, ClusterError> {
+    let options_valid = found
+        .options()
+        .is_some_and(|options| options.violations().next().is_none());
     let ok = found.magic == CONTRACT_MAGIC
         && found.abi_version == ABI_VERSION
         && found.launch_size as usize == std::mem::size_of::<ClusterLaunch>()
-        && Binding::from_u32(found.binding).is_some();
+        && options_valid
+        && IndexingKind::from_u32(found.indexing).is_some();
     if ok {
         Ok(found)
     } else {
@@ -318,11 +348,23 @@ pub(crate) fn layout<E: From<ClusterError>>(
 ) -> Result<Layout, E> {
     let binding =
         Binding::from_u32(contract.binding).expect("a contract checked by check_contract");
-    let clusters = match binding {
+    let tasks = grid_size(grid).ok_or(ClusterError::Mapping(MappingError::GridTooLarge))?;
+    let clusters = if binding.clusters_by_sm() {
+        options.clusters.unwrap_or(sm_count)
+    } else {
         // One queue: the order itself keeps co-running tasks together.
-        Binding::Reorder | Binding::Persistent | Binding::Stride => 1,
-        Binding::Redirect | Binding::Agents => options.clusters.unwrap_or(sm_count),
+        1
     };
+    // Each cluster costs a word of scratch memory: a count past both the
+    // CTAs and the SMs only adds empty clusters (and, at 2^32 - 1, 16 GiB).
+    let cluster_limit = tasks.max(sm_count);
+    if clusters > cluster_limit {
+        return Err(ClusterError::TooManyClusters {
+            clusters,
+            limit: cluster_limit,
+        }
+        .into());
+    }
     let indexing = contract.indexing().unwrap_or(Indexing::RowMajor);
     let mut parameter =
         ClusterLaunch::new(indexing, grid, clusters).map_err(ClusterError::Mapping)?;
@@ -344,18 +386,29 @@ pub(crate) fn layout<E: From<ClusterError>>(
     let active = active_for(binding, options.active, max, contract.default_active)?;
     // Arrival slots per SM id; ids past this share slots (modulo), which
     // only blurs throttling, never correctness.
-    let sm_slots = 2 * sm_count;
+    let sm_slots = sm_count.checked_mul(2).ok_or(ClusterError::Overflow {
+        what: "the SM arrival slots (2 per SM)",
+    })?;
     parameter = parameter.with_agents(active, sm_slots, 0);
+    let resident = per_sm.checked_mul(sm_count).ok_or(ClusterError::Overflow {
+        what: "the agents (agents per SM x SMs)",
+    })?;
     let blocks = match binding {
         // More waves than one: blocks that finish early are replaced. More
         // blocks than tasks would only start and stop.
-        Binding::Stride => (per_sm * sm_count)
-            .saturating_mul(contract.waves.max(1))
-            .min(parameter.partition.total),
-        _ => per_sm * sm_count,
+        Binding::Stride => resident.saturating_mul(contract.waves.max(1)).min(tasks),
+        _ => resident,
     };
-    let blocks = options.total_agents.unwrap_or(blocks).max(1);
-    let tasks = parameter.partition.total;
+    let blocks = match options.total_agents {
+        None => blocks,
+        Some(requested) => {
+            let limit = resident.max(tasks);
+            if requested == 0 || requested > limit {
+                return Err(ClusterError::TotalAgentsOutOfRange { requested, limit }.into());
+            }
+            requested
+        }
+    };
     // The loop steps to `v + blocks` once past its last task `v < tasks`.
     if binding == Binding::Stride && tasks as u64 + blocks as u64 > 1 << 32 {
         return Err(ClusterError::StrideTooLong { tasks, blocks }.into());

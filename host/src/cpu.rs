@@ -16,11 +16,15 @@
 //! ```
 
 pub use clustered_device::cpu::{
-    run, AccessKind, CpuError, CpuLaunch, Dispatch, LaneAccess, Machine, NoObserver, Observer,
-    RunStats,
+    run, run_checked, AccessKind, Buffers, CpuError, CpuLaunch, Dispatch, Fault, Host, LaneAccess,
+    Machine, NoObserver, Observer, RunStats,
 };
 
+use std::fmt;
+
 use clustered_device::abi::{ClusterLaunch, KernelContract};
+use clustered_device::entry::{Entry, KernelFn};
+use clustered_device::mapping::{Grid, Indexing};
 
 use crate::clustered::{check_contract, layout, ClusterError, ClusterOptions};
 
@@ -89,4 +93,125 @@ impl CpuPlan {
         }
         parameter
     }
+}
+
+/// What a typed CPU launch did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuRun {
+    /// Scheduler ticks and hardware CTAs.
+    pub stats: RunStats,
+    /// The launch that ran (a schedule's agents: one block per agent).
+    pub launch: CpuLaunch,
+    /// MAX and ACTIVE agents per SM (0 for the other bindings).
+    pub max_agents_per_sm: u32,
+    /// ACTIVE agents per SM.
+    pub active_agents: u32,
+}
+
+/// Why a typed CPU launch did not run, or stopped.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CpuLaunchError {
+    /// The schedule could not be planned for this launch.
+    Plan(ClusterError),
+    /// The run failed (a bad machine or launch, a panic, an access outside
+    /// the buffers, a stack overflow).
+    Run(CpuError),
+}
+
+impl fmt::Display for CpuLaunchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CpuLaunchError::Plan(e) => write!(f, "cannot plan the launch: {e}"),
+            CpuLaunchError::Run(e) => write!(f, "the CPU run failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for CpuLaunchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CpuLaunchError::Plan(e) => Some(e),
+            CpuLaunchError::Run(e) => Some(e),
+        }
+    }
+}
+
+impl From<ClusterError> for CpuLaunchError {
+    fn from(e: ClusterError) -> Self {
+        CpuLaunchError::Plan(e)
+    }
+}
+
+impl From<CpuError> for CpuLaunchError {
+    fn from(e: CpuError) -> Self {
+        CpuLaunchError::Run(e)
+    }
+}
+
+/// Runs `entry` of a kernel on `machine` for the ORIGINAL launch
+/// `original`, with `args` typed from the kernel's signature (`&[T]` for
+/// `*const T`, `&mut [T]` for `*mut T`, values for scalars), telling
+/// `observer` what happens.
+///
+/// A baseline entry (`my_kernel::KERNEL`) runs as `original`; a schedule is
+/// planned from its own contract and `options` (MAX is
+/// `original.resident_blocks`) with scratch memory private to this call.
+/// Every global load, store and atomic that the device runtime traces
+/// (each `*p` of the kernel's body, the hinted loads, the atomics) is checked
+/// against the buffers before it happens: one outside them, or a write into
+/// a `*const` buffer, stops the run with [`CpuError::OutOfBounds`].
+///
+/// # Safety
+/// As for a GPU launch, the caller promises that the kernel's accesses stay
+/// inside the buffers for the scalars given; here only the accesses that the
+/// runtime does not trace rest on that promise: dereferences in functions
+/// that the kernel calls (its prefetch hook, its helpers), and pointers that
+/// the macro cannot follow to a parameter.
+pub unsafe fn launch_entry<K: KernelFn>(
+    entry: Entry<K>,
+    machine: &Machine,
+    original: CpuLaunch,
+    options: &ClusterOptions,
+    observer: &mut dyn Observer,
+    args: K::Args<'_, Host>,
+) -> Result<CpuRun, CpuLaunchError> {
+    let mut buffers = Buffers::new();
+    let raw = K::raw(args, &mut buffers);
+    let (launch, mut scratch, parameter, max, active) = match entry.contract() {
+        None => {
+            // A baseline ignores the launch parameter; any valid one does.
+            let unused = ClusterLaunch::new(Indexing::RowMajor, [1, 1, 1] as Grid, 1)
+                .map_err(ClusterError::Mapping)?;
+            (original, Vec::new(), unused, 0, 0)
+        }
+        Some(contract) => {
+            let plan = CpuPlan::new(contract, original, machine, options)?;
+            (
+                plan.launch,
+                plan.scratch,
+                plan.parameter,
+                plan.max_agents_per_sm,
+                plan.active_agents,
+            )
+        }
+    };
+    let mut parameter = parameter;
+    if !scratch.is_empty() {
+        parameter.scratch = buffers.scratch(&mut scratch) as u64;
+    }
+    let kernel = || {
+        // SAFETY: `raw` points into the caller's slices, which outlive this
+        // call; `parameter` was planned for this entry's contract and its
+        // scratch lives until the run returns; the rest is the caller's
+        // promise.
+        unsafe { entry.call_on_cpu(raw, parameter) }
+    };
+    let stats = run_checked(machine, &launch, observer, &buffers, &kernel)?;
+    Ok(CpuRun {
+        stats,
+        launch,
+        max_agents_per_sm: max,
+        active_agents: active,
+    })
 }

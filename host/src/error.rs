@@ -63,6 +63,16 @@ pub enum Error {
     /// [`Launch::on`](crate::Launch::on) was called after arguments were
     /// pushed; the arguments were bound to the previous stream.
     StreamAfterArgs,
+    /// The arguments pushed for a launch do not match the kernel's
+    /// parameters as its PTX declares them; nothing was launched.
+    Arguments {
+        /// The kernel.
+        kernel: String,
+        /// Byte size of each `.param` of the PTX entry.
+        expected: Vec<u32>,
+        /// Byte size of each argument pushed (a buffer is a pointer, 8).
+        pushed: Vec<u32>,
+    },
     /// A size computation overflowed (for example `n * size_of::<T>()` of an
     /// allocation).
     SizeOverflow {
@@ -250,6 +260,29 @@ impl fmt::Display for Error {
                 "{what} belong to different CUDA contexts; use a stream, kernel and buffers \
                  created from the same `Gpu`"
             ),
+            Error::Arguments {
+                kernel,
+                expected,
+                pushed,
+            } => {
+                if expected.len() != pushed.len() {
+                    write!(
+                        f,
+                        "`{kernel}` takes {} parameters (sizes {expected:?} in its PTX), but {} arguments were pushed (sizes {pushed:?})",
+                        expected.len(),
+                        pushed.len()
+                    )?;
+                } else {
+                    let at = expected.iter().zip(pushed).position(|(e, p)| e != p).unwrap_or(0);
+                    write!(
+                        f,
+                        "argument {at} of `{kernel}` has {} bytes, but the PTX parameter has {} (sizes {expected:?} expected, {pushed:?} pushed)",
+                        pushed.get(at).copied().unwrap_or(0),
+                        expected.get(at).copied().unwrap_or(0)
+                    )?;
+                }
+                write!(f, ": push one argument per kernel parameter, in order, or use the typed launch that the kernel's #[kernel]/#[clustered] emits")
+            }
             Error::StreamAfterArgs => write!(
                 f,
                 "`Launch::on` was called after `.arg(..)`: the arguments are bound to the \

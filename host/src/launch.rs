@@ -1,6 +1,8 @@
 //! Launch configurations, their validation, and typed launches.
 
-use cudarc::driver::{CudaStream, DevicePtr, LaunchArgs, PushKernelArg};
+use cudarc::driver::{
+    CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, LaunchArgs, PushKernelArg,
+};
 
 use crate::{
     Axis, ClusteredPlan, DeviceProperties, Error, Gpu, Kernel, KernelAttributes, LaunchError,
@@ -165,6 +167,58 @@ pub fn needs_shared_opt_in(
         > u64::from(device.max_shared_memory_per_block)
 }
 
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// What [`Launch::arg`] takes: a reference to a scalar, or a device buffer
+/// (a pointer parameter). Each knows its size, so that a launch compares the
+/// arguments with the PTX entry's `.param` list before it runs.
+pub trait KernelArg: sealed::Sealed {
+    /// Bytes this argument occupies in the parameter list.
+    const BYTES: u32;
+}
+
+macro_rules! scalar_args {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for &$t {}
+        impl KernelArg for &$t {
+            const BYTES: u32 = std::mem::size_of::<$t>() as u32;
+        }
+    )*};
+}
+
+scalar_args!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, bool);
+
+macro_rules! buffer_args {
+    ($(($($lt:lifetime),*) $t:ty),*) => {$(
+        impl<$($lt,)* T> sealed::Sealed for $t {}
+        impl<$($lt,)* T> KernelArg for $t {
+            /// A device pointer.
+            const BYTES: u32 = 8;
+        }
+    )*};
+}
+
+buffer_args!(
+    ('b) &'b CudaSlice<T>,
+    ('b) &'b mut CudaSlice<T>,
+    ('b, 'c) &'b CudaView<'c, T>,
+    ('b, 'c) &'b mut CudaViewMut<'c, T>
+);
+
+/// Checks the argument sizes pushed for `kernel` against its PTX's.
+pub(crate) fn check_arguments(kernel: &Kernel, pushed: &[u32]) -> Result<(), Error> {
+    match kernel.param_bytes() {
+        Some(expected) if expected != pushed => Err(Error::Arguments {
+            kernel: kernel.name().to_string(),
+            expected: expected.to_vec(),
+            pushed: pushed.to_vec(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// A launch being built: a thin layer over cudarc's [`LaunchArgs`] that
 /// validates before launching. Make one with [`Gpu::launch`] or
 /// [`Gpu::launch_on`], push arguments with [`Launch::arg`], then
@@ -176,7 +230,10 @@ pub struct Launch<'a> {
     stream: &'a CudaStream,
     config: LaunchConfig,
     args: LaunchArgs<'a>,
-    arg_count: usize,
+    /// The byte size of each argument pushed.
+    arg_bytes: Vec<u32>,
+    /// Scalars of a typed launch, which `args` points into until `run`.
+    pub(crate) scalars: Vec<Box<dyn std::any::Any>>,
     stream_after_args: bool,
     /// A clustered launch: its parameter goes last, its scratch is zeroed.
     cluster: Option<&'a ClusteredPlan>,
@@ -201,7 +258,8 @@ impl Gpu {
             stream,
             config,
             args: stream.launch_builder(kernel.function()),
-            arg_count: 0,
+            arg_bytes: Vec::new(),
+            scalars: Vec::new(),
             stream_after_args: false,
             cluster: None,
         }
@@ -214,7 +272,7 @@ impl<'a> Launch<'a> {
     /// arguments are pushed); otherwise [`Launch::run`] returns
     /// [`Error::StreamAfterArgs`].
     pub fn on(mut self, stream: &'a CudaStream) -> Self {
-        if self.arg_count > 0 {
+        if !self.arg_bytes.is_empty() {
             self.stream_after_args = true;
         } else {
             self.stream = stream;
@@ -226,13 +284,25 @@ impl<'a> Launch<'a> {
     /// Pushes the next kernel argument: anything cudarc's [`PushKernelArg`]
     /// takes (`&T` for `T: DeviceRepr`, `&CudaSlice<T>`, `&mut CudaSlice<T>`,
     /// views).
-    pub fn arg<T>(mut self, arg: T) -> Self
+    ///
+    /// [`Launch::run`] compares the count and sizes of the pushed arguments
+    /// with the kernel's `.param` list in its PTX, and refuses a mismatch
+    /// with [`Error::Arguments`].
+    pub fn arg<T: KernelArg>(mut self, arg: T) -> Self
+    where
+        LaunchArgs<'a>: PushKernelArg<T>,
+    {
+        self.push(arg, T::BYTES);
+        self
+    }
+
+    /// Pushes an argument of `bytes` bytes.
+    pub(crate) fn push<T>(&mut self, arg: T, bytes: u32)
     where
         LaunchArgs<'a>: PushKernelArg<T>,
     {
         self.args.arg(arg);
-        self.arg_count += 1;
-        self
+        self.arg_bytes.push(bytes);
     }
 
     /// Makes this the launch of a clustered plan.
@@ -260,6 +330,11 @@ impl<'a> Launch<'a> {
         }
         let attrs = self.kernel.attributes();
         validate_launch(&self.config, self.device, &attrs)?;
+        if self.cluster.is_some() {
+            self.arg_bytes
+                .push(std::mem::size_of::<crate::ClusterLaunch>() as u32);
+        }
+        check_arguments(self.kernel, &self.arg_bytes)?;
         if self.stream.context() != self.kernel.context() {
             return Err(Error::ContextMismatch {
                 what: "the stream and the kernel",

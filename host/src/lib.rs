@@ -33,21 +33,24 @@ mod module;
 mod timing;
 mod tools;
 pub mod tuner;
+mod typed;
 
 pub use clustered::{
     check_contract, choose_active, ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel,
     ClusteredPlan,
 };
 pub use clustered_device::abi::{Binding, ClusterLaunch, KernelContract};
+pub use clustered_device::entry::{Entry, KernelFn, Scalar, UnknownSchedule};
 pub use cudarc;
 pub use cudarc::driver::{CudaSlice, CudaStream};
 pub use device::DeviceProperties;
 pub use error::{Axis, Error, LaunchError, ThreadLimit};
 pub use gpu::Gpu;
-pub use launch::{needs_shared_opt_in, validate_launch, Launch, LaunchConfig};
-pub use module::{ptx_entry_names, Kernel, KernelAttributes, Module};
+pub use launch::{needs_shared_opt_in, validate_launch, KernelArg, Launch, LaunchConfig};
+pub use module::{ptx_entry_names, ptx_entry_params, Kernel, KernelAttributes, Module};
 pub use timing::GpuTimer;
 pub use tools::cuda_tool;
+pub use typed::Cuda;
 
 #[cfg(test)]
 mod tests;

@@ -15,6 +15,9 @@ pub struct Module {
     module: Arc<CudaModule>,
     ctx: Arc<CudaContext>,
     entries: Vec<String>,
+    params: Arc<Vec<(String, Option<Vec<u32>>)>>,
+    /// Typed launches' plans and kernels, per launch shape (see `typed.rs`).
+    pub(crate) cache: Arc<std::sync::Mutex<crate::typed::Cache>>,
 }
 
 /// The `.entry` names declared in PTX text (best effort: a plain scan, for
@@ -40,6 +43,57 @@ pub fn ptx_entry_names(ptx: &str) -> Vec<String> {
         }
     }
     names
+}
+
+/// The parameters of each `.entry` declared in PTX text: per entry, the
+/// byte size of each `.param`, in order (`.u64` 8, `.u32` 4, `.b8 x[184]`
+/// 184, ...). `None` for a parameter list this scan cannot read, so a
+/// launch is then not checked rather than refused.
+pub fn ptx_entry_params(ptx: &str) -> Vec<(String, Option<Vec<u32>>)> {
+    let mut entries = Vec::new();
+    for name in ptx_entry_names(ptx) {
+        let Some(at) = ptx.find(&format!(".entry {name}(")) else {
+            entries.push((name, None));
+            continue;
+        };
+        let rest = &ptx[at + ".entry (".len() + name.len()..];
+        let params = rest.find(')').and_then(|end| {
+            let list = rest[..end].trim();
+            if list.is_empty() {
+                return Some(Vec::new());
+            }
+            list.split(',').map(param_bytes).collect()
+        });
+        entries.push((name, params));
+    }
+    entries
+}
+
+/// The byte size of one `.param` declaration.
+fn param_bytes(declaration: &str) -> Option<u32> {
+    let mut words = declaration.split_whitespace();
+    if words.next()? != ".param" {
+        return None;
+    }
+    let mut element = None;
+    let mut last = "";
+    for word in words {
+        let bits = match word {
+            ".b8" | ".u8" | ".s8" => Some(1),
+            ".b16" | ".u16" | ".s16" | ".f16" => Some(2),
+            ".b32" | ".u32" | ".s32" | ".f32" => Some(4),
+            ".b64" | ".u64" | ".s64" | ".f64" => Some(8),
+            _ => None,
+        };
+        element = element.or(bits);
+        last = word;
+    }
+    let element: u32 = element?;
+    // `name[184]`: an array of elements (a struct passed by value).
+    match last.split_once('[') {
+        Some((_, count)) => element.checked_mul(count.strip_suffix(']')?.parse().ok()?),
+        None => Some(element),
+    }
 }
 
 /// Loads the PTX again with `cuModuleLoadDataEx` and an error-log buffer, to
@@ -89,6 +143,8 @@ impl Gpu {
                 module,
                 ctx,
                 entries: ptx_entry_names(ptx),
+                params: Arc::new(ptx_entry_params(ptx)),
+                cache: Default::default(),
             }),
             Err(source) => Err(Error::ModuleLoad {
                 source,
@@ -125,11 +181,18 @@ impl Module {
             }
         };
         let attributes = KernelAttributes::query(&func)?;
+        let params = self
+            .params
+            .iter()
+            .find(|(entry, _)| entry == name)
+            .and_then(|(_, params)| params.clone());
         Ok(Kernel {
             name: name.to_string(),
             func,
             ctx: self.ctx.clone(),
             attributes,
+            params: params.map(Arc::from),
+            occupancy: Default::default(),
         })
     }
 
@@ -185,6 +248,9 @@ impl KernelAttributes {
     }
 }
 
+/// Active blocks per SM, per (block threads, dynamic shared bytes).
+type OccupancyCache = Vec<((u32, u32), u32)>;
+
 /// A kernel of a loaded [`Module`] (keeps the module alive).
 #[derive(Debug, Clone)]
 pub struct Kernel {
@@ -192,6 +258,11 @@ pub struct Kernel {
     func: CudaFunction,
     ctx: Arc<CudaContext>,
     attributes: KernelAttributes,
+    /// Byte sizes of the `.param`s in the PTX, when they could be read.
+    params: Option<Arc<[u32]>>,
+    /// Occupancy answers per (block threads, dynamic shared bytes): planning
+    /// asks for each launch shape, and the driver's answer never changes.
+    occupancy: Arc<std::sync::Mutex<OccupancyCache>>,
 }
 
 impl Kernel {
@@ -203,6 +274,12 @@ impl Kernel {
     /// Its attributes, read when the kernel was looked up.
     pub fn attributes(&self) -> KernelAttributes {
         self.attributes
+    }
+
+    /// The byte size of each parameter the PTX declares, in order, when the
+    /// module's text could be read; launches check their arguments against it.
+    pub fn param_bytes(&self) -> Option<&[u32]> {
+        self.params.as_deref()
     }
 
     /// The cudarc function, e.g. for `stream.launch_builder(..)` directly.
@@ -222,17 +299,36 @@ impl Kernel {
     ///
     /// Dynamic shared memory over 48 KiB counts only up to what the kernel is
     /// currently allowed ([`Kernel::allow_dynamic_shared`]).
+    ///
+    /// Answers are cached per kernel (shared by its clones): the driver's
+    /// answer for one shape never changes while the shared-memory limit does
+    /// not, and planning asks once per launch shape.
     pub fn occupancy(&self, block_threads: u32, dynamic_shared_bytes: u32) -> Result<u32, Error> {
+        let key = (block_threads, dynamic_shared_bytes);
+        let cached = |cache: &OccupancyCache| {
+            cache
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|&(_, blocks)| blocks)
+        };
+        if let Some(blocks) = self.occupancy.lock().ok().and_then(|c| cached(&c)) {
+            return Ok(blocks);
+        }
         self.ctx
             .bind_to_thread()
             .map_err(Error::driver("cuCtxSetCurrent"))?;
-        self.func
+        let blocks = self
+            .func
             .occupancy_max_active_blocks_per_multiprocessor(
                 block_threads,
                 dynamic_shared_bytes as usize,
                 None,
             )
-            .map_err(Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+            .map_err(Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?;
+        if let Ok(mut cache) = self.occupancy.lock() {
+            cache.push((key, blocks));
+        }
+        Ok(blocks)
     }
 
     /// The kernel's current `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
@@ -261,6 +357,11 @@ impl Kernel {
             .set_attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, value)
             .map_err(Error::driver(
                 "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
-            ))
+            ))?;
+        // Occupancy over 48 KiB depends on this limit: ask again.
+        if let Ok(mut cache) = self.occupancy.lock() {
+            cache.clear();
+        }
+        Ok(())
     }
 }

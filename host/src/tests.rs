@@ -294,3 +294,90 @@ fn entry_names_are_scanned() {
 ";
     assert_eq!(ptx_entry_names(ptx), vec!["write_index", "other_kernel"]);
 }
+
+/// The `.param` list of each entry, as rustc's nvptx backend writes it.
+const ENTRIES: &str = "
+.visible .entry vector_add_agents(
+	.param .u64 .ptr .align 1 vector_add_agents_param_0,
+	.param .u64 .ptr .align 1 vector_add_agents_param_1,
+	.param .u32 vector_add_agents_param_3,
+	.param .align 8 .b8 vector_add_agents_param_4[184]
+)
+{
+	ret;
+}
+.visible .entry spin(
+	.param .u64 spin_param_0,
+	.param .u8 spin_param_1
+)
+{ ret; }
+.visible .entry empty()
+{ ret; }
+.visible .entry odd(
+	.param .weird odd_param_0
+)
+{ ret; }
+";
+
+#[test]
+fn entry_params_are_read_from_ptx() {
+    let params = ptx_entry_params(ENTRIES);
+    let of = |name: &str| {
+        params
+            .iter()
+            .find(|(entry, _)| entry == name)
+            .map(|(_, p)| p.clone())
+    };
+    assert_eq!(of("vector_add_agents"), Some(Some(vec![8, 8, 4, 184])));
+    assert_eq!(of("spin"), Some(Some(vec![8, 1])));
+    assert_eq!(of("empty"), Some(Some(vec![])));
+    // A list this scan cannot read is not checked (rather than refused).
+    assert_eq!(of("odd"), Some(None));
+}
+
+#[test]
+fn argument_mismatches_name_the_kernel_and_the_sizes() {
+    let missing = Error::Arguments {
+        kernel: "vector_add".into(),
+        expected: vec![8, 8, 8, 4],
+        pushed: vec![8, 8, 8],
+    };
+    let text = missing.to_string();
+    assert!(
+        text.contains("takes 4 parameters") && text.contains("3 arguments"),
+        "{text}"
+    );
+    let wrong = Error::Arguments {
+        kernel: "vector_add".into(),
+        expected: vec![8, 8, 8, 4],
+        pushed: vec![8, 8, 8, 8],
+    };
+    assert!(wrong.to_string().contains("argument 3"), "{wrong}");
+    // What `.arg(..)` records for each kind of argument.
+    assert_eq!(<&u32 as KernelArg>::BYTES, 4);
+    assert_eq!(<&f64 as KernelArg>::BYTES, 8);
+    assert_eq!(<&CudaSlice<f32> as KernelArg>::BYTES, 8);
+}
+
+#[test]
+fn contracts_breaking_the_option_rules_are_refused() {
+    use clustered_device::abi::indexing_kind;
+    let valid = KernelContract::new(Binding::Agents, indexing_kind::ROW_MAJOR, [0, 0], 8, 2);
+    assert!(check_contract("k", valid).is_ok());
+    // `chunk` on a grid-stride loop, `waves` on agents, an unknown indexing:
+    // no #[clustered] makes these.
+    let chunked_stride =
+        KernelContract::new(Binding::Stride, indexing_kind::ROW_MAJOR, [0, 0], 8, 0);
+    let waves_on_agents =
+        KernelContract::new(Binding::Agents, indexing_kind::ROW_MAJOR, [0, 0], 1, 0).with_waves(4);
+    let bad_indexing = KernelContract::new(Binding::Reorder, 7, [0, 0], 1, 0);
+    for contract in [chunked_stride, waves_on_agents, bad_indexing] {
+        assert!(
+            matches!(
+                check_contract("k", contract),
+                Err(ClusterError::ContractMismatch { .. })
+            ),
+            "{contract:?}"
+        );
+    }
+}

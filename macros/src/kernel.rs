@@ -28,7 +28,9 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     if let Some(errors) = report(errors, &function) {
         return errors;
     }
-    traced_entry_point(&function)
+    let entry = traced_entry_point(&function);
+    let registry = crate::registry::registry(&function, &[]);
+    quote!(#entry #registry)
 }
 
 /// What `#[kernel]` together with `#[clustered]` is told.

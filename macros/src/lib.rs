@@ -9,6 +9,7 @@
 
 mod clustered;
 mod kernel;
+mod registry;
 #[cfg(test)]
 mod snapshots;
 mod trace;

@@ -7,6 +7,7 @@ use std::ptr;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
+use super::buffers::{Buffers, Fault};
 use super::machine::{CpuError, CpuLaunch, Machine, MAX_SHARED_BYTES};
 use super::stacks::{Slab, SlabStack};
 use super::{AccessKind, LaneAccess, Observer};
@@ -88,6 +89,8 @@ pub(crate) struct Cta {
     tasks_announced: Cell<u32>,
     announcements: RefCell<Vec<u32>>,
     tick: *const Cell<u64>,
+    /// The buffers the run may touch; null: unchecked (`run`).
+    buffers: *const Buffers,
 }
 
 thread_local! {
@@ -128,8 +131,31 @@ pub(crate) fn access(
     site: &'static core::panic::Location<'static>,
 ) {
     if let Some(lane) = try_current_lane() {
+        if !matches!(kind, AccessKind::Atomic) {
+            // Atomics check before they act (`atomic.rs`).
+            check_access(kind, address, bytes);
+        }
         let site = site as *const _ as Site;
         lane.suspend(Event::Access(kind, LaneAccess { address, bytes }, site));
+    }
+}
+
+/// Stops the current thread, before it touches memory, when the run checks
+/// its accesses and `address..address + bytes` is not inside a buffer that
+/// the access may touch (any for loads, an output for writes). Prefetches
+/// need no valid address.
+pub(crate) fn check_access(kind: AccessKind, address: u64, bytes: u32) {
+    let Some(lane) = try_current_lane() else {
+        return;
+    };
+    let buffers = lane.cta().buffers;
+    if buffers.is_null() || matches!(kind, AccessKind::PrefetchL1 | AccessKind::PrefetchL2) {
+        return;
+    }
+    // SAFETY: set from a reference that `run_checked` holds while it runs.
+    if let Err(fault) = unsafe { &*buffers }.check(kind, address, bytes) {
+        // Unwinds to the scheduler, which turns it into `CpuError::OutOfBounds`.
+        std::panic::panic_any(fault);
     }
 }
 
@@ -261,6 +287,7 @@ struct Scheduler<'a> {
     launch: &'a CpuLaunch,
     kernel: &'a dyn Fn(),
     observer: &'a mut dyn Observer,
+    buffers: Option<&'a Buffers>,
     tick: Box<Cell<u64>>,
     shared_buffers: Vec<Vec<u128>>,
     stats: RunStats,
@@ -279,6 +306,30 @@ pub fn run(
     observer: &mut dyn Observer,
     kernel: &dyn Fn(),
 ) -> Result<RunStats, CpuError> {
+    schedule(machine, launch, observer, None, kernel)
+}
+
+/// [`run`], with every global load, store and atomic that the device runtime
+/// traces checked against `buffers` before it happens: an access outside
+/// them (or a write to an input) stops the run with
+/// [`CpuError::OutOfBounds`] instead of touching host memory.
+pub fn run_checked(
+    machine: &Machine,
+    launch: &CpuLaunch,
+    observer: &mut dyn Observer,
+    buffers: &Buffers,
+    kernel: &dyn Fn(),
+) -> Result<RunStats, CpuError> {
+    schedule(machine, launch, observer, Some(buffers), kernel)
+}
+
+fn schedule(
+    machine: &Machine,
+    launch: &CpuLaunch,
+    observer: &mut dyn Observer,
+    buffers: Option<&Buffers>,
+    kernel: &dyn Fn(),
+) -> Result<RunStats, CpuError> {
     machine.check()?;
     launch.check()?;
     let mut scheduler = Scheduler {
@@ -286,6 +337,7 @@ pub fn run(
         launch,
         kernel,
         observer,
+        buffers,
         tick: Box::new(Cell::new(0)),
         shared_buffers: Vec::new(),
         stats: RunStats::default(),
@@ -378,6 +430,7 @@ impl Scheduler<'_> {
             tasks_announced: Cell::new(0),
             announcements: RefCell::new(Vec::new()),
             tick: &*self.tick,
+            buffers: self.buffers.map_or(ptr::null(), |b| b as *const Buffers),
         });
         let threads = block_dim.iter().product::<u32>() as usize;
         let stacks = Slab::take(threads, self.machine.stack_bytes).ok_or(CpuError::Stack(
@@ -486,6 +539,14 @@ impl Scheduler<'_> {
                         Ok(CoroutineResult::Return(())) => {
                             cta.coroutines[t] = None;
                             cta.live -= 1;
+                        }
+                        Err(payload) if payload.is::<Fault>() => {
+                            let fault = *payload.downcast::<Fault>().expect("checked");
+                            return Err(CpuError::OutOfBounds {
+                                block: cta.cta.block_idx,
+                                thread: lane.thread_idx,
+                                fault,
+                            });
                         }
                         Err(payload) => {
                             let message = payload

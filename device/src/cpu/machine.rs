@@ -109,7 +109,8 @@ impl Machine {
 
     /// The same machine with these `%smid`s (one per SM, distinct).
     pub fn with_sm_ids(mut self, ids: Vec<u32>) -> Self {
-        self.sm_id_bound = ids.iter().max().map_or(0, |m| m + 1);
+        // An id of u32::MAX has no bound above it: `check` refuses it.
+        self.sm_id_bound = ids.iter().max().map_or(0, |m| m.saturating_add(1));
         self.sm_ids = ids;
         self
     }
@@ -143,6 +144,16 @@ impl Machine {
                 "SM ids must be distinct and below sm_id_bound".into(),
             ));
         }
+        if u32::try_from(count).is_err() {
+            return Err(CpuError::BadMachine(format!(
+                "{count} SMs; at most 2^32 - 1"
+            )));
+        }
+        if self.warp_burst == 0 {
+            return Err(CpuError::BadMachine(
+                "warp_burst is 0: a warp must issue at least one instruction per turn".into(),
+            ));
+        }
         if self.available_from.iter().all(|&t| t == u64::MAX) {
             return Err(CpuError::BadMachine(
                 "every SM is starved forever: nothing could run".into(),
@@ -164,6 +175,9 @@ pub struct CpuLaunch {
     /// CTAs resident at once on one SM (the occupancy).
     pub resident_blocks: u32,
 }
+
+/// CTAs resident on one SM at most (the Hopper limit).
+pub const MAX_RESIDENT_BLOCKS: u32 = 32;
 
 /// Shared memory a CTA may use on the CPU backend (the Hopper limit).
 pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
@@ -192,6 +206,15 @@ pub enum CpuError {
         thread: [u32; 3],
         stack_bytes: usize,
     },
+    /// A checked run ([`run_checked`](super::run_checked)) stopped a thread
+    /// before an access outside the kernel's buffers.
+    OutOfBounds {
+        /// The hardware CTA and thread.
+        block: [u32; 3],
+        thread: [u32; 3],
+        /// What it tried.
+        fault: super::Fault,
+    },
 }
 
 impl fmt::Display for CpuError {
@@ -216,6 +239,11 @@ impl fmt::Display for CpuError {
                 f,
                 "thread {thread:?} of block {block:?} overflowed its {stack_bytes}-byte stack: raise Machine::stack_bytes"
             ),
+            CpuError::OutOfBounds {
+                block,
+                thread,
+                fault,
+            } => write!(f, "thread {thread:?} of block {block:?}: {fault}"),
         }
     }
 }
@@ -248,10 +276,11 @@ impl CpuLaunch {
                 self.dynamic_shared_bytes
             )));
         }
-        if self.resident_blocks == 0 {
-            return Err(CpuError::BadLaunch(
-                "resident_blocks is 0: at least one CTA must fit on an SM".into(),
-            ));
+        if self.resident_blocks == 0 || self.resident_blocks > MAX_RESIDENT_BLOCKS {
+            return Err(CpuError::BadLaunch(format!(
+                "resident_blocks is {}: between 1 and {MAX_RESIDENT_BLOCKS} CTAs fit on an SM",
+                self.resident_blocks
+            )));
         }
         Ok(())
     }
@@ -295,5 +324,18 @@ mod tests {
         assert!(Machine::new(2).with_sm_ids(vec![3, 3]).check().is_err());
         let starved = Machine::new(2).starve(0, u64::MAX).starve(1, u64::MAX);
         assert!(starved.check().is_err());
+        // Extreme values are errors, not panics or hangs.
+        let top_id = Machine::new(2).with_sm_ids(vec![0, u32::MAX]);
+        assert!(matches!(top_id.check(), Err(CpuError::BadMachine(_))));
+        let mut no_burst = Machine::new(1);
+        no_burst.warp_burst = 0;
+        assert!(matches!(no_burst.check(), Err(CpuError::BadMachine(_))));
+        let launch = CpuLaunch {
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_shared_bytes: 0,
+            resident_blocks: u32::MAX,
+        };
+        assert!(matches!(launch.check(), Err(CpuError::BadLaunch(_))));
     }
 }

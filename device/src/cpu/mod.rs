@@ -21,16 +21,18 @@
 //! instruction per warp, so co-resident CTAs interleave as they would on a
 //! GPU (the timing is idealised: every memory instruction takes one tick).
 
+mod buffers;
 mod engine;
 mod machine;
 mod stacks;
 
-pub use engine::{run, RunStats};
-pub use machine::{CpuError, CpuLaunch, Dispatch, Machine};
+pub use buffers::{Buffers, Fault};
+pub use engine::{run, run_checked, RunStats};
+pub use machine::{CpuError, CpuLaunch, Dispatch, Machine, MAX_RESIDENT_BLOCKS};
 
 pub(crate) use engine::{
-    access, barrier, barrier_and, begin_task, clock, current_cta, current_lane, enter_clustered,
-    hardware_cta, shared_base, static_shared,
+    access, barrier, barrier_and, begin_task, check_access, clock, current_cta, current_lane,
+    enter_clustered, hardware_cta, shared_base, static_shared,
 };
 
 /// What a warp instruction does to global memory.
@@ -79,3 +81,12 @@ pub trait Observer {
 pub struct NoObserver;
 
 impl Observer for NoObserver {}
+
+/// The CPU backend's memory for a typed launch: a kernel's `*const T`
+/// parameter takes a `&[T]`, a `*mut T` parameter a `&mut [T]`.
+pub struct Host;
+
+impl crate::entry::Backend for Host {
+    type In<'a, T: 'a> = &'a [T];
+    type Out<'a, T: 'a> = &'a mut [T];
+}

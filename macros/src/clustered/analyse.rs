@@ -5,7 +5,9 @@
 use syn::visit_mut::{self, VisitMut};
 use syn::{Error, Expr, ExprCall, ExprMacro, ExprPath, FnArg, Ident, ItemFn, Pat, Type};
 
-use super::parse::{Binding, Schedule};
+use clustered_abi::{OptionError, Options, ScheduleOption};
+
+use super::parse::Schedule;
 
 /// Built-ins that read the hardware's block index or grid size. In a
 /// schedule's body, `name()` becomes `cta.virtual_<name>(name)`, which
@@ -88,57 +90,46 @@ pub fn parameters(function: &ItemFn, errors: &mut Vec<Error>) -> Parameters {
 
 /// Checks options against each other and against the function.
 pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut Vec<Error>) {
-    if !schedule.binding.is_persistent() {
-        let binding = schedule.binding.name();
-        if let Some((_, span)) = schedule.active {
-            errors.push(Error::new(
-                span,
-                format!("`active` throttles agents, but this schedule uses `binding = {binding}`: remove `active` or use `binding = agents`"),
-            ));
-        }
-        if let Some((_, span)) = schedule.chunk {
-            errors.push(Error::new(
-                span,
-                format!("`chunk` sets how many tasks an agent claims, but this schedule uses `binding = {binding}`: remove `chunk` or use `binding = agents`"),
-            ));
-        }
-        // A grid-stride loop knows its next task; reorder and redirect do not.
-        let knows_next_task = schedule.binding == Binding::Stride;
-        if let Some(prefetch) = schedule.prefetch.as_ref().filter(|_| !knows_next_task) {
-            errors.push(Error::new_spanned(
-                prefetch,
-                format!("`prefetch` needs to know the next task, which only persistent blocks do: remove it or use `binding = agents`, `persistent` or `stride` (with `binding = {binding}` each block runs one task)"),
-            ));
-        }
-    } else if let Some(prefetch) = &schedule.prefetch {
-        if schedule.chunk.map_or(1, |(n, _)| n) < 2 {
-            errors.push(Error::new_spanned(
-                prefetch,
-                "`prefetch` is called with the next task of the same chunk: add `chunk = 2` or more",
-            ));
-        }
-    }
-    let stride = schedule.binding == Binding::Stride;
-    if let Some((_, span)) = schedule.waves.filter(|_| !stride) {
-        let binding = schedule.binding.name();
-        errors.push(Error::new(
-            span,
-            format!("`waves` sets how many blocks a grid-stride loop launches, but this schedule uses `binding = {binding}`: remove `waves` or use `binding = stride`"),
-        ));
-    }
-    if let Some((_, span)) = schedule.prefetch_distance {
-        if !stride {
-            let binding = schedule.binding.name();
-            errors.push(Error::new(
-                span,
-                format!("`prefetch_distance` sets how many tasks ahead a grid-stride loop prefetches, but this schedule uses `binding = {binding}`: remove it or use `binding = stride`"),
-            ));
-        } else if schedule.prefetch.is_none() {
-            errors.push(Error::new(
-                span,
-                "`prefetch_distance` needs a hook to call: add `prefetch = path::to::hook` or remove it",
-            ));
-        }
+    // Which options go together is decided in `clustered-abi`, which the
+    // host also applies to every contract; the messages and spans are ours.
+    let options = Options {
+        binding: schedule.binding,
+        active: schedule.active.map(|(n, _)| n),
+        chunk: schedule.chunk.map(|(n, _)| n),
+        prefetch: schedule.prefetch.is_some(),
+        prefetch_distance: schedule.prefetch_distance.map(|(n, _)| n),
+        waves: schedule.waves.map(|(n, _)| n),
+    };
+    let binding = schedule.binding.name();
+    for violation in options.violations() {
+        let at = |message: String| match violation.option() {
+            ScheduleOption::Prefetch => match &schedule.prefetch {
+                Some(prefetch) => Error::new_spanned(prefetch, message),
+                None => Error::new(schedule.span, message),
+            },
+            option => {
+                let span = match option {
+                    ScheduleOption::Active => schedule.active,
+                    ScheduleOption::Chunk => schedule.chunk,
+                    ScheduleOption::Waves => schedule.waves,
+                    _ => schedule.prefetch_distance,
+                };
+                Error::new(span.map_or(schedule.span, |(_, span)| span), message)
+            }
+        };
+        let message = match violation {
+            OptionError::WrongBinding { option: ScheduleOption::Active, .. } => format!("`active` throttles agents, but this schedule uses `binding = {binding}`: remove `active` or use `binding = agents`"),
+            OptionError::WrongBinding { option: ScheduleOption::Chunk, .. } => format!("`chunk` sets how many tasks an agent claims, but this schedule uses `binding = {binding}`: remove `chunk` or use `binding = agents`"),
+            OptionError::WrongBinding { option: ScheduleOption::Prefetch, .. } => format!("`prefetch` needs to know the next task, which only persistent blocks do: remove it or use `binding = agents`, `persistent` or `stride` (with `binding = {binding}` each block runs one task)"),
+            OptionError::PrefetchNeedsChunk => "`prefetch` is called with the next task of the same chunk: add `chunk = 2` or more".to_string(),
+            OptionError::WrongBinding { option: ScheduleOption::Waves, .. } => format!("`waves` sets how many blocks a grid-stride loop launches, but this schedule uses `binding = {binding}`: remove `waves` or use `binding = stride`"),
+            OptionError::WrongBinding { option: ScheduleOption::PrefetchDistance, .. } => format!("`prefetch_distance` sets how many tasks ahead a grid-stride loop prefetches, but this schedule uses `binding = {binding}`: remove it or use `binding = stride`"),
+            OptionError::DistanceNeedsPrefetch => "`prefetch_distance` needs a hook to call: add `prefetch = path::to::hook` or remove it".to_string(),
+            // The parser takes only counts of at least 1; any other rule
+            // gets the runtime's own words.
+            other => other.to_string(),
+        };
+        errors.push(at(message));
     }
     let mut seen: Vec<&Ident> = Vec::new();
     for name in &schedule.bypass {

@@ -79,7 +79,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             &mut body,
             &expand::cta(),
             &name,
-            schedule.binding.runs_tasks_in_a_loop(),
+            schedule.binding.is_persistent(),
             &mut errors,
         );
         errors.extend(crate::trace::trace_global_memory(
@@ -101,8 +101,10 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return errors;
     }
     let baseline = crate::kernel::traced_entry_point(&function);
+    let registry = crate::registry::registry(&function, &names);
     quote! {
         #baseline
         #(#kernels)*
+        #registry
     }
 }

@@ -19,49 +19,9 @@ use syn::parse::Parser;
 use syn::spanned::Spanned;
 use syn::{Error, Expr, ExprCall, ExprLit, ExprPath, ExprUnary, Ident, Lit, Path, UnOp};
 
-/// How new CTAs pick original CTAs (the paper's binding function).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Binding {
-    Reorder,
-    Redirect,
-    Agents,
-    Persistent,
-    Stride,
-}
-
-impl Binding {
-    pub const ALL: [Binding; 5] = [
-        Binding::Reorder,
-        Binding::Redirect,
-        Binding::Agents,
-        Binding::Persistent,
-        Binding::Stride,
-    ];
-
-    /// Runs the agent loop (so `chunk` and `active` apply).
-    pub fn is_persistent(self) -> bool {
-        matches!(self, Binding::Agents | Binding::Persistent)
-    }
-
-    /// Persistent blocks run tasks one after another (agents, persistent,
-    /// stride), so a body's `return` and barriers need the task protocol.
-    pub fn runs_tasks_in_a_loop(self) -> bool {
-        matches!(
-            self,
-            Binding::Agents | Binding::Persistent | Binding::Stride
-        )
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Binding::Reorder => "reorder",
-            Binding::Redirect => "redirect",
-            Binding::Agents => "agents",
-            Binding::Persistent => "persistent",
-            Binding::Stride => "stride",
-        }
-    }
-}
+/// How new CTAs pick original CTAs (the paper's binding function): defined
+/// once, in `clustered-abi`, for the macro, the device runtime and the host.
+pub use clustered_abi::Binding;
 
 /// The paper's indexing function: the order that clusters are cut from.
 #[derive(Clone, Debug)]
@@ -143,7 +103,7 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
             "binding" => {
                 let value: Expr = meta.value()?.parse()?;
                 let name = expr_ident(&value);
-                match Binding::ALL.into_iter().find(|b| name.as_deref() == Some(b.name())) {
+                match name.as_deref().and_then(Binding::from_name) {
                     Some(binding) => schedule.binding = binding,
                     None => errors.push(Error::new_spanned(
                         &value,

@@ -83,3 +83,93 @@ pub unsafe fn rows_snake(
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
+#[cfg(not(target_arch = "nvptx64"))]
+/// Typed entry points of the kernel [`row_sums`](fn@row_sums): `row_sums::KERNEL` (the kernel as written) and its schedules `row_sums::rows_snake`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<row_sums as KernelFn>::Args`, one per parameter.
+#[allow(non_camel_case_types)]
+pub struct row_sums {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl ::clustered_device::entry::KernelFn for row_sums {
+    const NAME: &'static str = "row_sums";
+    type Args<'__clustered, __ClusteredBackend: ::clustered_device::entry::Backend> = (
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::In<
+            '__clustered,
+            f32,
+        >,
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
+            '__clustered,
+            f32,
+        >,
+        u32,
+    );
+    type Raw = (*const f32, *mut f32, u32);
+    fn visit<
+        '__clustered,
+        __ClusteredBackend: ::clustered_device::entry::Backend,
+        V: ::clustered_device::entry::Visitor<'__clustered, __ClusteredBackend>,
+    >(args: Self::Args<'__clustered, __ClusteredBackend>, visitor: &mut V) {
+        let (arg0, arg1, arg2) = args;
+        let _ = &visitor;
+        visitor.input("m", arg0);
+        visitor.output("sums", arg1);
+        visitor.scalar("width", arg2);
+    }
+    fn raw(
+        args: Self::Args<'_, ::clustered_device::cpu::Host>,
+        buffers: &mut ::clustered_device::cpu::Buffers,
+    ) -> Self::Raw {
+        let (arg0, arg1, arg2) = args;
+        let _ = &buffers;
+        (buffers.input("m", arg0), buffers.output("sums", arg1), arg2)
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(non_upper_case_globals)]
+impl row_sums {
+    /// The kernel as written (the baseline of its schedules).
+    pub const KERNEL: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <row_sums as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { row_sums(raw.0, raw.1, raw.2) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "row_sums",
+                ::core::option::Option::None,
+                cpu,
+            )
+        }
+    };
+    /// The schedule `rows_snake` of [`row_sums`](fn@row_sums).
+    pub const rows_snake: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <row_sums as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { rows_snake(raw.0, raw.1, raw.2, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "rows_snake",
+                ::core::option::Option::Some(&__clustered_contract_rows_snake),
+                cpu,
+            )
+        }
+    };
+    /// Every schedule of the kernel, in the order of its attributes.
+    pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
+        Self::rows_snake,
+    ];
+    /// The schedule called `name`, or an error listing the names.
+    pub fn schedule(
+        name: &str,
+    ) -> ::core::result::Result<
+        ::clustered_device::entry::Entry<Self>,
+        ::clustered_device::entry::UnknownSchedule,
+    > {
+        ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}

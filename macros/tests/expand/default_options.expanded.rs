@@ -74,3 +74,90 @@ pub unsafe fn fill_clustered(
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
+#[cfg(not(target_arch = "nvptx64"))]
+/// Typed entry points of the kernel [`fill`](fn@fill): `fill::KERNEL` (the kernel as written) and its schedules `fill::fill_clustered`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<fill as KernelFn>::Args`, one per parameter.
+#[allow(non_camel_case_types)]
+pub struct fill {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl ::clustered_device::entry::KernelFn for fill {
+    const NAME: &'static str = "fill";
+    type Args<'__clustered, __ClusteredBackend: ::clustered_device::entry::Backend> = (
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
+            '__clustered,
+            u32,
+        >,
+        u32,
+        u32,
+    );
+    type Raw = (*mut u32, u32, u32);
+    fn visit<
+        '__clustered,
+        __ClusteredBackend: ::clustered_device::entry::Backend,
+        V: ::clustered_device::entry::Visitor<'__clustered, __ClusteredBackend>,
+    >(args: Self::Args<'__clustered, __ClusteredBackend>, visitor: &mut V) {
+        let (arg0, arg1, arg2) = args;
+        let _ = &visitor;
+        visitor.output("x", arg0);
+        visitor.scalar("value", arg1);
+        visitor.scalar("n", arg2);
+    }
+    fn raw(
+        args: Self::Args<'_, ::clustered_device::cpu::Host>,
+        buffers: &mut ::clustered_device::cpu::Buffers,
+    ) -> Self::Raw {
+        let (arg0, arg1, arg2) = args;
+        let _ = &buffers;
+        (buffers.output("x", arg0), arg1, arg2)
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(non_upper_case_globals)]
+impl fill {
+    /// The kernel as written (the baseline of its schedules).
+    pub const KERNEL: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <fill as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { fill(raw.0, raw.1, raw.2) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "fill",
+                ::core::option::Option::None,
+                cpu,
+            )
+        }
+    };
+    /// The schedule `fill_clustered` of [`fill`](fn@fill).
+    pub const fill_clustered: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <fill as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { fill_clustered(raw.0, raw.1, raw.2, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "fill_clustered",
+                ::core::option::Option::Some(&__clustered_contract_fill_clustered),
+                cpu,
+            )
+        }
+    };
+    /// Every schedule of the kernel, in the order of its attributes.
+    pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
+        Self::fill_clustered,
+    ];
+    /// The schedule called `name`, or an error listing the names.
+    pub fn schedule(
+        name: &str,
+    ) -> ::core::result::Result<
+        ::clustered_device::entry::Entry<Self>,
+        ::clustered_device::entry::UnknownSchedule,
+    > {
+        ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}

@@ -20,3 +20,76 @@ pub unsafe fn saxpy(a: f32, x: *const f32, y: *mut f32, n: u32) {
         };
     }
 }
+#[cfg(not(target_arch = "nvptx64"))]
+/// Typed entry points of the kernel [`saxpy`](fn@saxpy): `saxpy::KERNEL` (the kernel as written). Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<saxpy as KernelFn>::Args`, one per parameter.
+#[allow(non_camel_case_types)]
+pub struct saxpy {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl ::clustered_device::entry::KernelFn for saxpy {
+    const NAME: &'static str = "saxpy";
+    type Args<'__clustered, __ClusteredBackend: ::clustered_device::entry::Backend> = (
+        f32,
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::In<
+            '__clustered,
+            f32,
+        >,
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
+            '__clustered,
+            f32,
+        >,
+        u32,
+    );
+    type Raw = (f32, *const f32, *mut f32, u32);
+    fn visit<
+        '__clustered,
+        __ClusteredBackend: ::clustered_device::entry::Backend,
+        V: ::clustered_device::entry::Visitor<'__clustered, __ClusteredBackend>,
+    >(args: Self::Args<'__clustered, __ClusteredBackend>, visitor: &mut V) {
+        let (arg0, arg1, arg2, arg3) = args;
+        let _ = &visitor;
+        visitor.scalar("a", arg0);
+        visitor.input("x", arg1);
+        visitor.output("y", arg2);
+        visitor.scalar("n", arg3);
+    }
+    fn raw(
+        args: Self::Args<'_, ::clustered_device::cpu::Host>,
+        buffers: &mut ::clustered_device::cpu::Buffers,
+    ) -> Self::Raw {
+        let (arg0, arg1, arg2, arg3) = args;
+        let _ = &buffers;
+        (arg0, buffers.input("x", arg1), buffers.output("y", arg2), arg3)
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(non_upper_case_globals)]
+impl saxpy {
+    /// The kernel as written (the baseline of its schedules).
+    pub const KERNEL: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <saxpy as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { saxpy(raw.0, raw.1, raw.2, raw.3) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "saxpy",
+                ::core::option::Option::None,
+                cpu,
+            )
+        }
+    };
+    /// Every schedule of the kernel, in the order of its attributes.
+    pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[];
+    /// The schedule called `name`, or an error listing the names.
+    pub fn schedule(
+        name: &str,
+    ) -> ::core::result::Result<
+        ::clustered_device::entry::Entry<Self>,
+        ::clustered_device::entry::UnknownSchedule,
+    > {
+        ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}

@@ -139,6 +139,111 @@ pub unsafe fn shift_agents(
         |_: u32, __cta: ::clustered_device::cta::Cta| touch(__cta, v, to_cta, n),
     );
 }
+#[cfg(not(target_arch = "nvptx64"))]
+/// Typed entry points of the kernel [`shift`](fn@shift): `shift::KERNEL` (the kernel as written) and its schedules `shift::shift_redirect`, `shift::shift_agents`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<shift as KernelFn>::Args`, one per parameter.
+#[allow(non_camel_case_types)]
+pub struct shift {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl ::clustered_device::entry::KernelFn for shift {
+    const NAME: &'static str = "shift";
+    type Args<'__clustered, __ClusteredBackend: ::clustered_device::entry::Backend> = (
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
+            '__clustered,
+            u32,
+        >,
+        u32,
+        u32,
+    );
+    type Raw = (*mut u32, u32, u32);
+    fn visit<
+        '__clustered,
+        __ClusteredBackend: ::clustered_device::entry::Backend,
+        V: ::clustered_device::entry::Visitor<'__clustered, __ClusteredBackend>,
+    >(args: Self::Args<'__clustered, __ClusteredBackend>, visitor: &mut V) {
+        let (arg0, arg1, arg2) = args;
+        let _ = &visitor;
+        visitor.output("v", arg0);
+        visitor.scalar("to_cta", arg1);
+        visitor.scalar("n", arg2);
+    }
+    fn raw(
+        args: Self::Args<'_, ::clustered_device::cpu::Host>,
+        buffers: &mut ::clustered_device::cpu::Buffers,
+    ) -> Self::Raw {
+        let (arg0, arg1, arg2) = args;
+        let _ = &buffers;
+        (buffers.output("v", arg0), arg1, arg2)
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(non_upper_case_globals)]
+impl shift {
+    /// The kernel as written (the baseline of its schedules).
+    pub const KERNEL: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <shift as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { shift(raw.0, raw.1, raw.2) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "shift",
+                ::core::option::Option::None,
+                cpu,
+            )
+        }
+    };
+    /// The schedule `shift_redirect` of [`shift`](fn@shift).
+    pub const shift_redirect: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <shift as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { shift_redirect(raw.0, raw.1, raw.2, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "shift_redirect",
+                ::core::option::Option::Some(&__clustered_contract_shift_redirect),
+                cpu,
+            )
+        }
+    };
+    /// The schedule `shift_agents` of [`shift`](fn@shift).
+    pub const shift_agents: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <shift as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { shift_agents(raw.0, raw.1, raw.2, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "shift_agents",
+                ::core::option::Option::Some(&__clustered_contract_shift_agents),
+                cpu,
+            )
+        }
+    };
+    /// Every schedule of the kernel, in the order of its attributes.
+    pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
+        Self::shift_redirect,
+        Self::shift_agents,
+    ];
+    /// The schedule called `name`, or an error listing the names.
+    pub fn schedule(
+        name: &str,
+    ) -> ::core::result::Result<
+        ::clustered_device::entry::Entry<Self>,
+        ::clustered_device::entry::UnknownSchedule,
+    > {
+        ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
 pub unsafe fn touch(next: clustered_device::cta::Cta, v: *mut u32, to_cta: u32, n: u32) {
     let _ = (next, v, to_cta, n);
 }

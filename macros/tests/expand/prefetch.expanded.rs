@@ -79,3 +79,93 @@ pub unsafe fn copy_prefetch(
         |_: u32, __cta: ::clustered_device::cta::Cta| warm_rows(__cta, x, y, n),
     );
 }
+#[cfg(not(target_arch = "nvptx64"))]
+/// Typed entry points of the kernel [`copy`](fn@copy): `copy::KERNEL` (the kernel as written) and its schedules `copy::copy_prefetch`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<copy as KernelFn>::Args`, one per parameter.
+#[allow(non_camel_case_types)]
+pub struct copy {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl ::clustered_device::entry::KernelFn for copy {
+    const NAME: &'static str = "copy";
+    type Args<'__clustered, __ClusteredBackend: ::clustered_device::entry::Backend> = (
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::In<
+            '__clustered,
+            f32,
+        >,
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
+            '__clustered,
+            f32,
+        >,
+        u32,
+    );
+    type Raw = (*const f32, *mut f32, u32);
+    fn visit<
+        '__clustered,
+        __ClusteredBackend: ::clustered_device::entry::Backend,
+        V: ::clustered_device::entry::Visitor<'__clustered, __ClusteredBackend>,
+    >(args: Self::Args<'__clustered, __ClusteredBackend>, visitor: &mut V) {
+        let (arg0, arg1, arg2) = args;
+        let _ = &visitor;
+        visitor.input("x", arg0);
+        visitor.output("y", arg1);
+        visitor.scalar("n", arg2);
+    }
+    fn raw(
+        args: Self::Args<'_, ::clustered_device::cpu::Host>,
+        buffers: &mut ::clustered_device::cpu::Buffers,
+    ) -> Self::Raw {
+        let (arg0, arg1, arg2) = args;
+        let _ = &buffers;
+        (buffers.input("x", arg0), buffers.output("y", arg1), arg2)
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(non_upper_case_globals)]
+impl copy {
+    /// The kernel as written (the baseline of its schedules).
+    pub const KERNEL: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <copy as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { copy(raw.0, raw.1, raw.2) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "copy",
+                ::core::option::Option::None,
+                cpu,
+            )
+        }
+    };
+    /// The schedule `copy_prefetch` of [`copy`](fn@copy).
+    pub const copy_prefetch: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <copy as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { copy_prefetch(raw.0, raw.1, raw.2, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "copy_prefetch",
+                ::core::option::Option::Some(&__clustered_contract_copy_prefetch),
+                cpu,
+            )
+        }
+    };
+    /// Every schedule of the kernel, in the order of its attributes.
+    pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
+        Self::copy_prefetch,
+    ];
+    /// The schedule called `name`, or an error listing the names.
+    pub fn schedule(
+        name: &str,
+    ) -> ::core::result::Result<
+        ::clustered_device::entry::Entry<Self>,
+        ::clustered_device::entry::UnknownSchedule,
+    > {
+        ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}

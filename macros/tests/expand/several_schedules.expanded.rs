@@ -247,3 +247,127 @@ pub unsafe fn block_sums_redirect(
         sums,
     );
 }
+#[cfg(not(target_arch = "nvptx64"))]
+/// Typed entry points of the kernel [`block_sums`](fn@block_sums): `block_sums::KERNEL` (the kernel as written) and its schedules `block_sums::block_sums_raster`, `block_sums::block_sums_agents`, `block_sums::block_sums_redirect`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<block_sums as KernelFn>::Args`, one per parameter.
+#[allow(non_camel_case_types)]
+pub struct block_sums {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl ::clustered_device::entry::KernelFn for block_sums {
+    const NAME: &'static str = "block_sums";
+    type Args<'__clustered, __ClusteredBackend: ::clustered_device::entry::Backend> = (
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::In<
+            '__clustered,
+            f32,
+        >,
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
+            '__clustered,
+            f32,
+        >,
+    );
+    type Raw = (*const f32, *mut f32);
+    fn visit<
+        '__clustered,
+        __ClusteredBackend: ::clustered_device::entry::Backend,
+        V: ::clustered_device::entry::Visitor<'__clustered, __ClusteredBackend>,
+    >(args: Self::Args<'__clustered, __ClusteredBackend>, visitor: &mut V) {
+        let (arg0, arg1) = args;
+        let _ = &visitor;
+        visitor.input("x", arg0);
+        visitor.output("sums", arg1);
+    }
+    fn raw(
+        args: Self::Args<'_, ::clustered_device::cpu::Host>,
+        buffers: &mut ::clustered_device::cpu::Buffers,
+    ) -> Self::Raw {
+        let (arg0, arg1) = args;
+        let _ = &buffers;
+        (buffers.input("x", arg0), buffers.output("sums", arg1))
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(non_upper_case_globals)]
+impl block_sums {
+    /// The kernel as written (the baseline of its schedules).
+    pub const KERNEL: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <block_sums as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { block_sums(raw.0, raw.1) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "block_sums",
+                ::core::option::Option::None,
+                cpu,
+            )
+        }
+    };
+    /// The schedule `block_sums_raster` of [`block_sums`](fn@block_sums).
+    pub const block_sums_raster: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <block_sums as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { block_sums_raster(raw.0, raw.1, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "block_sums_raster",
+                ::core::option::Option::Some(&__clustered_contract_block_sums_raster),
+                cpu,
+            )
+        }
+    };
+    /// The schedule `block_sums_agents` of [`block_sums`](fn@block_sums).
+    pub const block_sums_agents: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <block_sums as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { block_sums_agents(raw.0, raw.1, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "block_sums_agents",
+                ::core::option::Option::Some(&__clustered_contract_block_sums_agents),
+                cpu,
+            )
+        }
+    };
+    /// The schedule `block_sums_redirect` of [`block_sums`](fn@block_sums).
+    pub const block_sums_redirect: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <block_sums as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { block_sums_redirect(raw.0, raw.1, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "block_sums_redirect",
+                ::core::option::Option::Some(&__clustered_contract_block_sums_redirect),
+                cpu,
+            )
+        }
+    };
+    /// Every schedule of the kernel, in the order of its attributes.
+    pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
+        Self::block_sums_raster,
+        Self::block_sums_agents,
+        Self::block_sums_redirect,
+    ];
+    /// The schedule called `name`, or an error listing the names.
+    pub fn schedule(
+        name: &str,
+    ) -> ::core::result::Result<
+        ::clustered_device::entry::Entry<Self>,
+        ::clustered_device::entry::UnknownSchedule,
+    > {
+        ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}

@@ -130,3 +130,103 @@ pub unsafe fn sgemm_tiled_raster(
         n,
     );
 }
+#[cfg(not(target_arch = "nvptx64"))]
+/// Typed entry points of the kernel [`sgemm_tiled`](fn@sgemm_tiled): `sgemm_tiled::KERNEL` (the kernel as written) and its schedules `sgemm_tiled::sgemm_tiled_raster`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<sgemm_tiled as KernelFn>::Args`, one per parameter.
+#[allow(non_camel_case_types)]
+pub struct sgemm_tiled {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl ::clustered_device::entry::KernelFn for sgemm_tiled {
+    const NAME: &'static str = "sgemm_tiled";
+    type Args<'__clustered, __ClusteredBackend: ::clustered_device::entry::Backend> = (
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::In<
+            '__clustered,
+            f32,
+        >,
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::In<
+            '__clustered,
+            f32,
+        >,
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
+            '__clustered,
+            f32,
+        >,
+        u32,
+    );
+    type Raw = (*const f32, *const f32, *mut f32, u32);
+    fn visit<
+        '__clustered,
+        __ClusteredBackend: ::clustered_device::entry::Backend,
+        V: ::clustered_device::entry::Visitor<'__clustered, __ClusteredBackend>,
+    >(args: Self::Args<'__clustered, __ClusteredBackend>, visitor: &mut V) {
+        let (arg0, arg1, arg2, arg3) = args;
+        let _ = &visitor;
+        visitor.input("a", arg0);
+        visitor.input("b", arg1);
+        visitor.output("c", arg2);
+        visitor.scalar("n", arg3);
+    }
+    fn raw(
+        args: Self::Args<'_, ::clustered_device::cpu::Host>,
+        buffers: &mut ::clustered_device::cpu::Buffers,
+    ) -> Self::Raw {
+        let (arg0, arg1, arg2, arg3) = args;
+        let _ = &buffers;
+        (
+            buffers.input("a", arg0),
+            buffers.input("b", arg1),
+            buffers.output("c", arg2),
+            arg3,
+        )
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(non_upper_case_globals)]
+impl sgemm_tiled {
+    /// The kernel as written (the baseline of its schedules).
+    pub const KERNEL: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <sgemm_tiled as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { sgemm_tiled(raw.0, raw.1, raw.2, raw.3) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "sgemm_tiled",
+                ::core::option::Option::None,
+                cpu,
+            )
+        }
+    };
+    /// The schedule `sgemm_tiled_raster` of [`sgemm_tiled`](fn@sgemm_tiled).
+    pub const sgemm_tiled_raster: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <sgemm_tiled as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { sgemm_tiled_raster(raw.0, raw.1, raw.2, raw.3, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "sgemm_tiled_raster",
+                ::core::option::Option::Some(&__clustered_contract_sgemm_tiled_raster),
+                cpu,
+            )
+        }
+    };
+    /// Every schedule of the kernel, in the order of its attributes.
+    pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
+        Self::sgemm_tiled_raster,
+    ];
+    /// The schedule called `name`, or an error listing the names.
+    pub fn schedule(
+        name: &str,
+    ) -> ::core::result::Result<
+        ::clustered_device::entry::Entry<Self>,
+        ::clustered_device::entry::UnknownSchedule,
+    > {
+        ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}

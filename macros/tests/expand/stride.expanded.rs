@@ -81,3 +81,95 @@ pub unsafe fn blur_stride(
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
+#[cfg(not(target_arch = "nvptx64"))]
+/// Typed entry points of the kernel [`blur`](fn@blur): `blur::KERNEL` (the kernel as written) and its schedules `blur::blur_stride`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<blur as KernelFn>::Args`, one per parameter.
+#[allow(non_camel_case_types)]
+pub struct blur {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl ::clustered_device::entry::KernelFn for blur {
+    const NAME: &'static str = "blur";
+    type Args<'__clustered, __ClusteredBackend: ::clustered_device::entry::Backend> = (
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::In<
+            '__clustered,
+            f32,
+        >,
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
+            '__clustered,
+            f32,
+        >,
+        u32,
+        u32,
+    );
+    type Raw = (*const f32, *mut f32, u32, u32);
+    fn visit<
+        '__clustered,
+        __ClusteredBackend: ::clustered_device::entry::Backend,
+        V: ::clustered_device::entry::Visitor<'__clustered, __ClusteredBackend>,
+    >(args: Self::Args<'__clustered, __ClusteredBackend>, visitor: &mut V) {
+        let (arg0, arg1, arg2, arg3) = args;
+        let _ = &visitor;
+        visitor.input("input", arg0);
+        visitor.output("output", arg1);
+        visitor.scalar("width", arg2);
+        visitor.scalar("height", arg3);
+    }
+    fn raw(
+        args: Self::Args<'_, ::clustered_device::cpu::Host>,
+        buffers: &mut ::clustered_device::cpu::Buffers,
+    ) -> Self::Raw {
+        let (arg0, arg1, arg2, arg3) = args;
+        let _ = &buffers;
+        (buffers.input("input", arg0), buffers.output("output", arg1), arg2, arg3)
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(non_upper_case_globals)]
+impl blur {
+    /// The kernel as written (the baseline of its schedules).
+    pub const KERNEL: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <blur as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { blur(raw.0, raw.1, raw.2, raw.3) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "blur",
+                ::core::option::Option::None,
+                cpu,
+            )
+        }
+    };
+    /// The schedule `blur_stride` of [`blur`](fn@blur).
+    pub const blur_stride: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <blur as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { blur_stride(raw.0, raw.1, raw.2, raw.3, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "blur_stride",
+                ::core::option::Option::Some(&__clustered_contract_blur_stride),
+                cpu,
+            )
+        }
+    };
+    /// Every schedule of the kernel, in the order of its attributes.
+    pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
+        Self::blur_stride,
+    ];
+    /// The schedule called `name`, or an error listing the names.
+    pub fn schedule(
+        name: &str,
+    ) -> ::core::result::Result<
+        ::clustered_device::entry::Entry<Self>,
+        ::clustered_device::entry::UnknownSchedule,
+    > {
+        ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}

@@ -88,3 +88,93 @@ pub unsafe fn scale_stride(
         ),
     );
 }
+#[cfg(not(target_arch = "nvptx64"))]
+/// Typed entry points of the kernel [`scale`](fn@scale): `scale::KERNEL` (the kernel as written) and its schedules `scale::scale_stride`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<scale as KernelFn>::Args`, one per parameter.
+#[allow(non_camel_case_types)]
+pub struct scale {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl ::clustered_device::entry::KernelFn for scale {
+    const NAME: &'static str = "scale";
+    type Args<'__clustered, __ClusteredBackend: ::clustered_device::entry::Backend> = (
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::In<
+            '__clustered,
+            f32,
+        >,
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
+            '__clustered,
+            f32,
+        >,
+        u32,
+    );
+    type Raw = (*const f32, *mut f32, u32);
+    fn visit<
+        '__clustered,
+        __ClusteredBackend: ::clustered_device::entry::Backend,
+        V: ::clustered_device::entry::Visitor<'__clustered, __ClusteredBackend>,
+    >(args: Self::Args<'__clustered, __ClusteredBackend>, visitor: &mut V) {
+        let (arg0, arg1, arg2) = args;
+        let _ = &visitor;
+        visitor.input("input", arg0);
+        visitor.output("output", arg1);
+        visitor.scalar("n", arg2);
+    }
+    fn raw(
+        args: Self::Args<'_, ::clustered_device::cpu::Host>,
+        buffers: &mut ::clustered_device::cpu::Buffers,
+    ) -> Self::Raw {
+        let (arg0, arg1, arg2) = args;
+        let _ = &buffers;
+        (buffers.input("input", arg0), buffers.output("output", arg1), arg2)
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(non_upper_case_globals)]
+impl scale {
+    /// The kernel as written (the baseline of its schedules).
+    pub const KERNEL: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <scale as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { scale(raw.0, raw.1, raw.2) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "scale",
+                ::core::option::Option::None,
+                cpu,
+            )
+        }
+    };
+    /// The schedule `scale_stride` of [`scale`](fn@scale).
+    pub const scale_stride: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <scale as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { scale_stride(raw.0, raw.1, raw.2, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "scale_stride",
+                ::core::option::Option::Some(&__clustered_contract_scale_stride),
+                cpu,
+            )
+        }
+    };
+    /// Every schedule of the kernel, in the order of its attributes.
+    pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
+        Self::scale_stride,
+    ];
+    /// The schedule called `name`, or an error listing the names.
+    pub fn schedule(
+        name: &str,
+    ) -> ::core::result::Result<
+        ::clustered_device::entry::Entry<Self>,
+        ::clustered_device::entry::UnknownSchedule,
+    > {
+        ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}

@@ -81,3 +81,103 @@ pub unsafe fn vector_add_agents(
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
+#[cfg(not(target_arch = "nvptx64"))]
+/// Typed entry points of the kernel [`vector_add`](fn@vector_add): `vector_add::KERNEL` (the kernel as written) and its schedules `vector_add::vector_add_agents`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<vector_add as KernelFn>::Args`, one per parameter.
+#[allow(non_camel_case_types)]
+pub struct vector_add {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl ::clustered_device::entry::KernelFn for vector_add {
+    const NAME: &'static str = "vector_add";
+    type Args<'__clustered, __ClusteredBackend: ::clustered_device::entry::Backend> = (
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::In<
+            '__clustered,
+            f32,
+        >,
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::In<
+            '__clustered,
+            f32,
+        >,
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
+            '__clustered,
+            f32,
+        >,
+        u32,
+    );
+    type Raw = (*const f32, *const f32, *mut f32, u32);
+    fn visit<
+        '__clustered,
+        __ClusteredBackend: ::clustered_device::entry::Backend,
+        V: ::clustered_device::entry::Visitor<'__clustered, __ClusteredBackend>,
+    >(args: Self::Args<'__clustered, __ClusteredBackend>, visitor: &mut V) {
+        let (arg0, arg1, arg2, arg3) = args;
+        let _ = &visitor;
+        visitor.input("a", arg0);
+        visitor.input("b", arg1);
+        visitor.output("c", arg2);
+        visitor.scalar("n", arg3);
+    }
+    fn raw(
+        args: Self::Args<'_, ::clustered_device::cpu::Host>,
+        buffers: &mut ::clustered_device::cpu::Buffers,
+    ) -> Self::Raw {
+        let (arg0, arg1, arg2, arg3) = args;
+        let _ = &buffers;
+        (
+            buffers.input("a", arg0),
+            buffers.input("b", arg1),
+            buffers.output("c", arg2),
+            arg3,
+        )
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(non_upper_case_globals)]
+impl vector_add {
+    /// The kernel as written (the baseline of its schedules).
+    pub const KERNEL: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <vector_add as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { vector_add(raw.0, raw.1, raw.2, raw.3) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "vector_add",
+                ::core::option::Option::None,
+                cpu,
+            )
+        }
+    };
+    /// The schedule `vector_add_agents` of [`vector_add`](fn@vector_add).
+    pub const vector_add_agents: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <vector_add as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { vector_add_agents(raw.0, raw.1, raw.2, raw.3, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "vector_add_agents",
+                ::core::option::Option::Some(&__clustered_contract_vector_add_agents),
+                cpu,
+            )
+        }
+    };
+    /// Every schedule of the kernel, in the order of its attributes.
+    pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
+        Self::vector_add_agents,
+    ];
+    /// The schedule called `name`, or an error listing the names.
+    pub fn schedule(
+        name: &str,
+    ) -> ::core::result::Result<
+        ::clustered_device::entry::Entry<Self>,
+        ::clustered_device::entry::UnknownSchedule,
+    > {
+        ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}

@@ -1,0 +1,245 @@
+//! Typed launches on a GPU: an [`Entry`] made by `#[kernel]` or
+//! `#[clustered]`, its arguments typed from the kernel's signature
+//! ([`Cuda`]: `&CudaSlice<T>` for `*const T`, `&mut CudaSlice<T>` for
+//! `*mut T`, values for scalars), planned and cached per launch shape.
+//!
+//! ```no_run
+//! # use clustered_host::*;
+//! # #[allow(non_camel_case_types)] struct vector_add {}
+//! # impl clustered_device::entry::KernelFn for vector_add {
+//! #     const NAME: &'static str = "vector_add";
+//! #     type Args<'a, B: clustered_device::entry::Backend> = (B::In<'a, f32>, B::Out<'a, f32>, u32);
+//! #     type Raw = (*const f32, *mut f32, u32);
+//! #     fn visit<'a, B: clustered_device::entry::Backend, V: clustered_device::entry::Visitor<'a, B>>(_: Self::Args<'a, B>, _: &mut V) {}
+//! #     fn raw(_: Self::Args<'_, clustered_device::cpu::Host>, _: &mut clustered_device::cpu::Buffers) -> Self::Raw { unimplemented!() }
+//! # }
+//! # fn agents() -> clustered_device::entry::Entry<vector_add> { unimplemented!() }
+//! # fn main() -> Result<(), Error> {
+//! let gpu = Gpu::new(0)?;
+//! # let ptx = "";
+//! let module = gpu.load_module(ptx)?;
+//! let (a, mut c) = (gpu.htod(&[1.0f32; 1000])?, gpu.zeros::<f32>(1000)?);
+//! // `vector_add::vector_add_agents` in a real crate: the entry the macro emits.
+//! let entry = agents();
+//! // SAFETY: the kernel reads a[..n] and writes c[..n], and both hold n floats.
+//! unsafe {
+//!     gpu.launch_entry(&module, entry, LaunchConfig::linear(1000, 256), &ClusterOptions::default(), (&a, &mut c, 1000))?
+//! };
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+
+use clustered_device::entry::{Backend, Entry, KernelFn, Scalar, Visitor};
+use cudarc::driver::{CudaSlice, DeviceRepr};
+
+use crate::clustered::{
+    ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel, ClusteredPlan,
+};
+use crate::launch::Launch;
+use crate::{Error, Gpu, Kernel, LaunchConfig, Module};
+
+/// A GPU's memory for a typed launch: a kernel's `*const T` parameter takes
+/// a `&CudaSlice<T>`, a `*mut T` parameter a `&mut CudaSlice<T>`.
+pub struct Cuda;
+
+impl Backend for Cuda {
+    type In<'a, T: 'a> = &'a CudaSlice<T>;
+    type Out<'a, T: 'a> = &'a mut CudaSlice<T>;
+}
+
+/// A scalar argument, passed by value.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct ScalarArg<T>(T);
+
+// SAFETY: `Scalar` promises the same layout on both sides and no pointers.
+unsafe impl<T: Scalar> DeviceRepr for ScalarArg<T> {}
+
+/// Pushes a typed launch's arguments, in order, with their sizes.
+struct Pusher<'l, 'p> {
+    launch: &'l mut Launch<'p>,
+}
+
+impl<'p, 'a: 'p> Visitor<'a, Cuda> for Pusher<'_, 'p> {
+    fn input<T: 'a>(&mut self, _name: &'static str, buffer: &'a CudaSlice<T>) {
+        self.launch.push(buffer, 8);
+    }
+
+    fn output<T: 'a>(&mut self, _name: &'static str, buffer: &'a mut CudaSlice<T>) {
+        self.launch.push(buffer, 8);
+    }
+
+    fn scalar<T: Scalar>(&mut self, _name: &'static str, value: T) {
+        let boxed = Box::new(ScalarArg(value));
+        // SAFETY: the box's memory does not move when the box does, and the
+        // launch keeps the box (in `scalars`) until it has launched.
+        let value: &'p ScalarArg<T> = unsafe { &*(&*boxed as *const ScalarArg<T>) };
+        self.launch.scalars.push(boxed);
+        self.launch.push(value, std::mem::size_of::<T>() as u32);
+    }
+}
+
+/// What a module remembers between typed launches: its kernels (with their
+/// contracts checked against the host's) and its plans per launch shape.
+#[derive(Debug, Default)]
+pub(crate) struct Cache {
+    kernels: Vec<(&'static str, Kernel)>,
+    clustered: Vec<(&'static str, ClusteredKernel)>,
+    plans: Vec<(PlanKey, Arc<ClusteredPlan>)>,
+}
+
+/// Plans kept per module: enough for the shapes of a factorisation's
+/// sweep; the oldest goes first.
+const PLANS_KEPT: usize = 256;
+
+/// Everything a plan depends on.
+#[derive(Clone, Debug, PartialEq)]
+struct PlanKey {
+    entry: &'static str,
+    original: LaunchConfig,
+    active: ActivePolicy,
+    stream: Option<usize>,
+    agents_per_sm: Option<u32>,
+    total_agents: Option<u32>,
+    clusters: Option<u32>,
+}
+
+impl PlanKey {
+    fn new(entry: &'static str, original: LaunchConfig, options: &ClusterOptions) -> Self {
+        PlanKey {
+            entry,
+            original,
+            active: options.active,
+            stream: options.stream.as_ref().map(|s| Arc::as_ptr(s) as usize),
+            agents_per_sm: options.agents_per_sm,
+            total_agents: options.total_agents,
+            clusters: options.clusters,
+        }
+    }
+}
+
+impl Module {
+    fn locked(&self) -> std::sync::MutexGuard<'_, Cache> {
+        // A panic while holding the lock left only a cache behind: keep it.
+        self.cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The kernel of a baseline entry, looked up once.
+    fn cached_kernel(&self, name: &'static str) -> Result<Kernel, Error> {
+        if let Some((_, kernel)) = self.locked().kernels.iter().find(|(n, _)| *n == name) {
+            return Ok(kernel.clone());
+        }
+        let kernel = self.kernel(name)?;
+        self.locked().kernels.push((name, kernel.clone()));
+        Ok(kernel)
+    }
+
+    /// The plan of a clustered entry for one launch shape, made once.
+    fn cached_plan<K: KernelFn>(
+        &self,
+        gpu: &Gpu,
+        entry: Entry<K>,
+        original: LaunchConfig,
+        options: &ClusterOptions,
+    ) -> Result<Arc<ClusteredPlan>, Error> {
+        let key = PlanKey::new(entry.name(), original, options);
+        if let Some((_, plan)) = self.locked().plans.iter().find(|(k, _)| *k == key) {
+            return Ok(plan.clone());
+        }
+        let name = entry.name();
+        let cached = self
+            .locked()
+            .clustered
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, k)| k.clone());
+        let kernel = match cached {
+            Some(kernel) => kernel,
+            None => {
+                let kernel = self.clustered_kernel(name)?;
+                // The PTX must be the build of the host's kernels: a stale
+                // module would plan with another schedule's contract.
+                if Some(kernel.contract()) != entry.contract() {
+                    return Err(ClusterError::ContractMismatch {
+                        kernel: name.to_string(),
+                        found: *kernel.contract(),
+                    }
+                    .into());
+                }
+                self.locked().clustered.push((name, kernel.clone()));
+                kernel
+            }
+        };
+        let plan = Arc::new(gpu.plan_clustered(&kernel, original, options.clone())?);
+        let mut cache = self.locked();
+        if cache.plans.len() >= PLANS_KEPT {
+            cache.plans.remove(0);
+        }
+        cache.plans.push((key, plan.clone()));
+        Ok(plan)
+    }
+}
+
+impl Gpu {
+    /// Launches `entry` of a kernel in `module` (loaded from the PTX of the
+    /// crate whose host build made `entry`) for the ORIGINAL launch
+    /// `original`, with `args` typed from the kernel's signature.
+    ///
+    /// A baseline entry (`my_kernel::KERNEL`) runs as `original`; a schedule
+    /// (`my_kernel::my_schedule`) is planned from its own contract (checked
+    /// against the module's), `options` and the kernel's occupancy. Plans are
+    /// cached per module and launch shape, so launching over many grid
+    /// shapes needs no cache of the caller's own. Before launching, the
+    /// arguments are compared with the entry's `.param` list in the PTX.
+    ///
+    /// # Safety
+    /// The caller promises what the kernel assumes of its arguments, which
+    /// no type carries: that every access the kernel makes through its
+    /// pointer parameters stays inside the buffers given, for the scalars
+    /// given (typically, that each buffer holds at least the `n` elements
+    /// the kernel indexes up to). Count, order and types of the arguments,
+    /// and the pairing of kernel, contract and scratch memory, are checked.
+    pub unsafe fn launch_entry<K: KernelFn>(
+        &self,
+        module: &Module,
+        entry: Entry<K>,
+        original: LaunchConfig,
+        options: &ClusterOptions,
+        args: K::Args<'_, Cuda>,
+    ) -> Result<(), Error> {
+        match entry.contract() {
+            None => {
+                let kernel = module.cached_kernel(entry.name())?;
+                let mut launch = self.launch(&kernel, original);
+                if let Some(stream) = &options.stream {
+                    launch = launch.on(stream);
+                }
+                K::visit(
+                    args,
+                    &mut Pusher {
+                        launch: &mut launch,
+                    },
+                );
+                // SAFETY: the arguments match the signature (typed, and
+                // checked against the PTX); the rest is the caller's promise.
+                unsafe { launch.run() }
+            }
+            Some(_) => {
+                let plan = module.cached_plan(self, entry, original, options)?;
+                let mut launch = self.launch_plan(&plan);
+                K::visit(
+                    args,
+                    &mut Pusher {
+                        launch: &mut launch,
+                    },
+                );
+                // SAFETY: as above; the plan was made for this entry's
+                // contract and its scratch lives in the cached plan.
+                unsafe { launch.run() }
+            }
+        }
+    }
+}
