@@ -16,8 +16,8 @@
 //! ```
 
 pub use clustered_device::cpu::{
-    run, AccessKind, CpuError, CpuLaunch, Dispatch, LaneAccess, Machine, NoObserver, Observer,
-    RunStats,
+    run, AccessKind, BarrierDivergence, BarrierKind, CpuError, CpuLaunch, Dispatch, LaneAccess,
+    Machine, NoObserver, Observer, RunStats, SharedRace, ThreadAt,
 };
 
 use clustered_device::abi::{ClusterLaunch, KernelContract};
