@@ -331,12 +331,8 @@ fn a_panicking_thread_is_a_typed_error() {
     })
     .unwrap_err();
     match error {
-        CpuError::Panicked {
-            block,
-            thread,
-            message,
-        } => {
-            assert_eq!((block, thread), ([1, 0, 0], [33, 0, 0]));
+        CpuError::Panicked { at, message } => {
+            assert_eq!((at.block, at.thread), ([1, 0, 0], [33, 0, 0]));
             assert!(message.contains("trapped"), "{message}");
         }
         other => panic!("expected a panic error, got {other}"),
@@ -354,7 +350,7 @@ fn a_panicking_thread_is_a_typed_error() {
 #[test]
 fn a_thread_that_overflows_its_stack_is_stopped() {
     /// Recurses until the stack is `depth` bytes below `top`, then waits at
-    /// a barrier (where the scheduler checks the stack).
+    /// a barrier.
     #[inline(never)]
     fn deep(top: usize, depth: usize) {
         let frame = std::hint::black_box([0u8; 256]);
@@ -368,22 +364,62 @@ fn a_thread_that_overflows_its_stack_is_stopped() {
     }
     let kernel = || {
         let top = std::hint::black_box(0u8);
-        deep(&top as *const u8 as usize, 6 * 1024);
+        deep(&top as *const u8 as usize, 48 * 1024);
     };
-    // One thread (below it: the slab's spare stack) with 8 KiB of stack:
-    // 6 KiB deep is inside the 4 KiB canary zone at its bottom.
-    let mut machine = Machine::new(1);
-    machine.stack_bytes = 8 * 1024;
+    let launch = CpuLaunch {
+        grid: [2, 1, 1],
+        block: [64, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 2,
+    };
+    // 48 KiB deep does not fit in 16 KiB of stack.
+    let small = Machine::new(1).with_stack_bytes(16 * 1024);
+    let error = run(&small, &launch, &mut NoObserver, &kernel).unwrap_err();
+    match &error {
+        CpuError::StackOverflow { at, stack_bytes } => {
+            assert_eq!(
+                (at.block, at.thread, *stack_bytes),
+                ([0, 0, 0], [0, 0, 0], 16 * 1024)
+            );
+            assert!(error.to_string().contains("with_stack_bytes"), "{error}");
+        }
+        other => panic!("expected a stack overflow, got {other}"),
+    }
+    // It fits in the default 64 KiB, also on this host thread right after
+    // an overflow (whose slab went back to the pool).
+    run(&Machine::new(1), &launch, &mut NoObserver, &kernel).unwrap();
+    let again = run(&small, &launch, &mut NoObserver, &kernel).unwrap_err();
+    assert!(matches!(again, CpuError::StackOverflow { .. }), "{again}");
+}
+
+/// A local array much larger than the stack: before guard pages, its frame
+/// reached below the thread's stack into other memory (heap corruption).
+#[test]
+fn a_large_local_array_is_a_stack_overflow_not_corruption() {
+    #[inline(never)]
+    fn big_frame(output: *mut u32) {
+        let mut local = std::hint::black_box([0u32; 256 * 1024]); // 1 MiB
+        let i = clustered_device::thread::thread_idx_x() as usize;
+        local[i] = i as u32;
+        let local = std::hint::black_box(local);
+        unsafe { clustered_device::memory::store(output.add(i), local[i]) };
+    }
     let launch = CpuLaunch {
         grid: [1, 1, 1],
-        block: [1, 1, 1],
+        block: [4, 1, 1],
         dynamic_shared_bytes: 0,
         resident_blocks: 1,
     };
-    let error = run(&machine, &launch, &mut NoObserver, &kernel).unwrap_err();
+    let mut output = vec![7u32; 4];
+    let out = output.as_mut_ptr() as usize;
+    let kernel = move || big_frame(out as *mut u32);
+    let error = run(&Machine::new(1), &launch, &mut NoObserver, &kernel).unwrap_err();
     assert!(matches!(error, CpuError::StackOverflow { .. }), "{error}");
-    // The same depth fits in the default 64 KiB.
-    run(&Machine::new(1), &launch, &mut NoObserver, &kernel).unwrap();
+    // The fix the error names: a larger stack (unoptimised builds copy the
+    // array a few times).
+    let roomy = Machine::new(1).with_stack_bytes(8 * 1024 * 1024);
+    run(&roomy, &launch, &mut NoObserver, &kernel).unwrap();
+    assert_eq!(output, [0, 1, 2, 3]);
 }
 
 #[test]

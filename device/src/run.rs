@@ -72,7 +72,11 @@ mod hardware {
             );
         }
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::cpu::barrier()
+        crate::cpu::barrier(
+            crate::cpu::BarrierKind::Sync,
+            core::panic::Location::caller(),
+            true,
+        );
     }
 
     /// `barrier.red.and.pred` on barrier 0, not aligned: the thread arrives

@@ -105,8 +105,20 @@ impl<T: SharedElement> Shared<T> {
     /// `index` is inside the array; no other thread writes the element
     /// concurrently.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn read(self, index: u32) -> T {
-        T::load_shared(self.element_address(index))
+        #[cfg(target_arch = "nvptx64")]
+        return T::load_shared(self.element_address(index));
+        // The CPU backend checks the bounds and, between barriers, races.
+        #[cfg(not(target_arch = "nvptx64"))]
+        return crate::cpu::shared_access(
+            self.element_address(index),
+            core::mem::size_of::<T>() as u32,
+            false,
+            core::panic::Location::caller(),
+        )
+        .cast::<T>()
+        .read();
     }
 
     /// Stores `value` at element `index`: `st.shared`.
@@ -115,8 +127,19 @@ impl<T: SharedElement> Shared<T> {
     /// `index` is inside the array; no other thread reads or writes the
     /// element concurrently.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn write(self, index: u32, value: T) {
-        T::store_shared(self.element_address(index), value)
+        #[cfg(target_arch = "nvptx64")]
+        T::store_shared(self.element_address(index), value);
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::cpu::shared_access(
+            self.element_address(index),
+            core::mem::size_of::<T>() as u32,
+            true,
+            core::panic::Location::caller(),
+        )
+        .cast::<T>()
+        .write(value);
     }
 
     /// The address `count` elements further on.

@@ -67,8 +67,11 @@ pub fn index_2d() -> (u32, u32) {
 /// their shared and global memory writes visible to each other.
 ///
 /// Like `__syncthreads`, it must be reached by all threads of the block or by
-/// none.
+/// none (threads that have returned do not count). `bar.sync` is `.aligned`:
+/// on the CPU backend every waiting thread must be at this same call site,
+/// else the run fails with `CpuError::BarrierDivergence`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync_threads() {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: a barrier has no memory-safety preconditions; reaching it
@@ -77,13 +80,24 @@ pub fn sync_threads() {
         nvptx::_syncthreads()
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::cpu::barrier()
+    crate::cpu::barrier(
+        crate::cpu::BarrierKind::Sync,
+        core::panic::Location::caller(),
+        true,
+    );
 }
 
-/// `__syncthreads_and`: like [`sync_threads`], and answers whether every
-/// thread of the block arrived with `predicate` set (`bar.red.and.pred` on
-/// barrier 0). The same answer reaches every thread.
+/// `barrier.cta.red.and.pred 0`: waits like [`sync_threads`] and returns
+/// whether `predicate` holds in every live thread of the block
+/// (`__syncthreads_and`).
+///
+/// Not `.aligned`: the threads of a warp may reach it from different call
+/// sites (a scheduler loop and a body that returned early). It is CTA
+/// barrier 0, like `sync_threads`: the block must not wait at both at once
+/// (PTX ISA, `barrier`: mixing `bar.red` with `bar.sync` on one barrier is
+/// unpredictable); the CPU backend reports it as a divergence.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync_threads_and(predicate: bool) -> bool {
     #[cfg(target_arch = "nvptx64")]
     {
@@ -91,10 +105,10 @@ pub fn sync_threads_and(predicate: bool) -> bool {
         // SAFETY: a barrier has no memory-safety preconditions.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .pred %sync_in, %sync_all;",
-                "setp.ne.u32 %sync_in, {predicate}, 0;",
-                "bar.red.and.pred %sync_all, 0, %sync_in;",
-                "selp.u32 {all}, 1, 0, %sync_all; }}",
+                "{{ .reg .pred p, q;",
+                "setp.ne.u32 p, {predicate}, 0;",
+                "barrier.cta.red.and.pred q, 0, p;",
+                "selp.u32 {all}, 1, 0, q; }}",
                 predicate = in(reg32) predicate as u32,
                 all = out(reg32) all,
                 options(nostack, preserves_flags),
@@ -103,7 +117,11 @@ pub fn sync_threads_and(predicate: bool) -> bool {
         all != 0
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::cpu::barrier_and(predicate)
+    crate::cpu::barrier(
+        crate::cpu::BarrierKind::And,
+        core::panic::Location::caller(),
+        predicate,
+    )
 }
 
 /// `trap`: aborts the kernel; the launch reports an error to the host.

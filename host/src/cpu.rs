@@ -16,8 +16,9 @@
 //! ```
 
 pub use clustered_device::cpu::{
-    run, run_checked, AccessKind, Buffers, CpuError, CpuLaunch, Dispatch, Fault, Host, LaneAccess,
-    Machine, NoObserver, Observer, RunStats,
+    run, run_checked, AccessKind, BarrierDivergence, BarrierKind, Buffers, CpuError, CpuLaunch,
+    Dispatch, Fault, Host, LaneAccess, Machine, NoObserver, Observer, RunStats, SharedRace,
+    ThreadAt,
 };
 
 use std::fmt;

@@ -2,14 +2,20 @@
 //! runtime reads.
 
 use std::cell::{Cell, RefCell};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ops::Range;
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::ptr;
 
+use corosensei::trap::{CoroutineTrapHandler, TrapHandlerRegs};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::buffers::{Buffers, Fault};
-use super::machine::{CpuError, CpuLaunch, Machine, MAX_SHARED_BYTES};
+use super::machine::{
+    splitmix64, BarrierDivergence, BarrierKind, CpuError, CpuLaunch, Machine, SharedRace, ThreadAt,
+    MAX_SHARED_BYTES,
+};
 use super::stacks::{Slab, SlabStack};
+use super::trap::{self, Ended};
 use super::{AccessKind, LaneAccess, Observer};
 
 /// Why a simulated thread handed control back to the scheduler.
@@ -17,13 +23,21 @@ enum Event {
     /// It accessed global memory (already done) at source location `site`;
     /// the lanes of a warp at the same site issue together.
     Access(AccessKind, LaneAccess, Site),
-    /// It waits at `bar.sync`.
-    Barrier,
+    /// It waits at a barrier.
+    Barrier(Wait),
     /// It read `%clock64`: let time pass.
     Clock,
 }
 
-type ThreadCoroutine = Coroutine<(), Event, (), SlabStack>;
+/// A thread waiting at a barrier: which one, and its predicate.
+#[derive(Clone, Copy)]
+struct Wait {
+    kind: BarrierKind,
+    site: &'static Location<'static>,
+    predicate: bool,
+}
+
+type ThreadCoroutine = Coroutine<(), Event, Ended, SlabStack>;
 
 /// Where in the kernel's source an access is: the address of its
 /// `core::panic::Location` (from `#[track_caller]`), unique per call site.
@@ -41,6 +55,8 @@ struct Pending {
 /// One simulated CUDA thread.
 pub(crate) struct Lane {
     pub(crate) thread_idx: [u32; 3],
+    /// The linear thread index in the CTA.
+    index: u16,
     pub(crate) lane_id: u32,
     pub(crate) warp: u32,
     cta: *const Cta,
@@ -48,11 +64,12 @@ pub(crate) struct Lane {
     /// The original CTA this thread's code runs now.
     task: Cell<u32>,
     tasks_begun: Cell<u32>,
-    /// The stack pointer (about) at the thread's last suspension.
-    stack_pointer: Cell<usize>,
-    /// At a `barrier.red.and`: this thread's predicate; after the barrier
-    /// opens, the AND over the CTA.
-    barrier_and: Cell<Option<bool>>,
+    /// What the last barrier it waited at returned (`sync_threads_and`).
+    barrier_result: Cell<bool>,
+    /// Its stack's guard page, and how to end its coroutine from a fault
+    /// there (see `trap`).
+    guard: Range<usize>,
+    trap: Cell<Option<CoroutineTrapHandler<Ended>>>,
     /// The kernel is a clustered schedule: the hardware block index is the
     /// scheduler's alone (see `hardware_cta`).
     clustered: Cell<bool>,
@@ -65,9 +82,6 @@ impl Lane {
     }
 
     fn suspend(&self, event: Event) {
-        let marker = 0u8;
-        self.stack_pointer
-            .set(std::hint::black_box(&marker) as *const u8 as usize);
         let yielder = self.yielder.get();
         // SAFETY: set when the coroutine started; valid while it runs, and
         // a lane is current only while its coroutine runs.
@@ -91,6 +105,116 @@ pub(crate) struct Cta {
     tick: *const Cell<u64>,
     /// The buffers the run may touch; null: unchecked (`run`).
     buffers: *const Buffers,
+    /// Barriers this CTA has passed, plus 1: the race detector's clock.
+    epoch: Cell<u32>,
+    /// Who last touched each 4-byte word of shared memory, when race
+    /// checking is on (else empty and unused).
+    shadow: RefCell<Vec<Word>>,
+    check_races: bool,
+    /// The first race found, for the scheduler to report.
+    race: RefCell<Option<CpuError>>,
+    seed: Option<u64>,
+}
+
+/// No thread (a [`Word`]'s empty reader slot).
+const NOBODY: u16 = u16::MAX;
+
+/// The race detector's view of one 4-byte word of shared memory (every
+/// `SharedElement` is 4 or 8 bytes and aligned, so words are exact): the
+/// last writer and up to two readers in the epochs they accessed it.
+#[derive(Clone, Copy)]
+struct Word {
+    write_epoch: u32,
+    read_epoch: u32,
+    writer: u16,
+    reader: u16,
+    other_reader: u16,
+    writer_site: Option<&'static Location<'static>>,
+    reader_site: Option<&'static Location<'static>>,
+}
+
+impl Word {
+    const UNTOUCHED: Word = Word {
+        write_epoch: 0,
+        read_epoch: 0,
+        writer: NOBODY,
+        reader: NOBODY,
+        other_reader: NOBODY,
+        writer_site: None,
+        reader_site: None,
+    };
+}
+
+impl Cta {
+    fn at(&self, thread: u16) -> ThreadAt {
+        let t = thread as u32;
+        let [bx, by, _] = self.block_dim;
+        ThreadAt {
+            block: self.block_idx,
+            thread: [t % bx, (t / bx) % by, t / (bx * by)],
+            seed: self.seed,
+        }
+    }
+
+    /// Records an access of `lane` to shared bytes `offset..offset + bytes`
+    /// and remembers the first race it makes.
+    fn check_race(
+        &self,
+        lane: &Lane,
+        offset: u32,
+        bytes: u32,
+        wrote: bool,
+        site: &'static Location<'static>,
+    ) {
+        if self.race.borrow().is_some() {
+            return;
+        }
+        let epoch = self.epoch.get();
+        let me = lane.index;
+        let words = offset as usize / 4..(offset as usize + bytes as usize).div_ceil(4);
+        let mut shadow = self.shadow.borrow_mut();
+        if shadow.len() < words.end {
+            shadow.resize(words.end, Word::UNTOUCHED);
+        }
+        for index in words {
+            let word = &mut shadow[index];
+            // (thread, it wrote, its site) of an earlier conflicting access.
+            let mut conflict = None;
+            if word.write_epoch == epoch && word.writer != me {
+                conflict = Some((word.writer, true, word.writer_site));
+            } else if wrote && word.read_epoch == epoch {
+                if word.reader != me {
+                    conflict = Some((word.reader, false, word.reader_site));
+                } else if word.other_reader != NOBODY {
+                    conflict = Some((word.other_reader, false, None));
+                }
+            }
+            if let Some((thread, first_wrote, first_site)) = conflict {
+                *self.race.borrow_mut() = Some(CpuError::SharedRace(Box::new(SharedRace {
+                    first: self.at(thread),
+                    first_wrote,
+                    first_site: first_site.map(ToString::to_string),
+                    second: self.at(me),
+                    second_wrote: wrote,
+                    second_site: site.to_string(),
+                    offset: index as u32 * 4,
+                })));
+                return;
+            }
+            if wrote {
+                word.write_epoch = epoch;
+                word.writer = me;
+                word.writer_site = Some(site);
+            } else if word.read_epoch != epoch {
+                word.read_epoch = epoch;
+                word.reader = me;
+                word.reader_site = Some(site);
+                word.other_reader = NOBODY;
+            } else if word.reader != me && word.other_reader == NOBODY {
+                word.other_reader = me;
+            }
+        }
+    }
 }
 
 thread_local! {
@@ -159,25 +283,76 @@ pub(crate) fn check_access(kind: AccessKind, address: u64, bytes: u32) {
     }
 }
 
-/// `bar.sync`: waits for the whole CTA.
-pub(crate) fn barrier() {
-    if let Some(lane) = try_current_lane() {
-        lane.suspend(Event::Barrier);
-    }
-}
-
-/// `barrier.red.and.pred`: waits for the whole CTA, and answers whether
-/// every thread arrived with `predicate` set. Outside a launch (a helper
-/// unit-tested alone) the thread is the whole CTA.
-pub(crate) fn barrier_and(predicate: bool) -> bool {
+/// A CTA barrier of `kind` at `site`: waits for every live thread of the
+/// CTA; returns the AND of their predicates (`true` outside a launch).
+pub(crate) fn barrier(
+    kind: BarrierKind,
+    site: &'static Location<'static>,
+    predicate: bool,
+) -> bool {
     let Some(lane) = try_current_lane() else {
         return predicate;
     };
-    lane.barrier_and.set(Some(predicate));
-    lane.suspend(Event::Barrier);
-    lane.barrier_and
-        .take()
-        .expect("the barrier sets the reduction when it opens")
+    lane.suspend(Event::Barrier(Wait {
+        kind,
+        site,
+        predicate,
+    }));
+    lane.barrier_result.get()
+}
+
+/// A shared-memory access of the current thread: checks it is inside the
+/// CTA's shared memory and, if the machine checks races, records it.
+/// Returns where the bytes are.
+pub(crate) fn shared_access(
+    offset: u32,
+    bytes: u32,
+    wrote: bool,
+    site: &'static Location<'static>,
+) -> *mut u8 {
+    let lane = current_lane();
+    let cta = lane.cta();
+    let end = cta.shared_end.get();
+    if offset as u64 + bytes as u64 > end as u64 {
+        panic!(
+            "shared memory {} at byte {offset} ({bytes} bytes) at {site}, past the {end} bytes \
+             this block declared (dynamic shared memory, then each shared_array!): check the index",
+            if wrote { "written" } else { "read" }
+        );
+    }
+    if cta.check_races {
+        cta.check_race(lane, offset, bytes, wrote, site);
+    }
+    // SAFETY: inside the CTA's buffer of MAX_SHARED_BYTES >= shared_end.
+    unsafe { cta.shared.add(offset as usize) }
+}
+
+/// Called by the `SIGSEGV` handler (`trap`): if `address` is the guard page
+/// of the thread running on this host thread, and its stack pointer is on
+/// its stack, ends its coroutine with `Ended::StackOverflow`.
+#[cfg_attr(
+    not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )),
+    allow(dead_code)
+)]
+pub(super) fn overflow_trap(address: usize, stack_pointer: usize) -> Option<TrapHandlerRegs> {
+    // A const-initialised thread-local without destructor: a plain TLS
+    // read, safe in a signal handler.
+    let lane = CURRENT.with(Cell::get);
+    if lane.is_null() {
+        return None;
+    }
+    // SAFETY: non-null only while its coroutine runs (`current_lane`).
+    let lane = unsafe { &*lane };
+    let handler = lane.trap.get()?;
+    if !lane.guard.contains(&address) || !handler.stack_ptr_in_bounds(stack_pointer) {
+        return None;
+    }
+    // SAFETY: the fault is on this coroutine's stack, whose frames are
+    // abandoned; the handler writes the registers it returns.
+    Some(unsafe { handler.setup_trap_handler(|| Ended::StackOverflow) })
 }
 
 /// The current thread runs a clustered schedule's entry point: from now on
@@ -274,7 +449,8 @@ struct Resident {
     cta: Box<Cta>,
     stacks: Slab,
     shared: Vec<u128>,
-    waiting: Vec<bool>,
+    /// The barrier each thread waits at, if it does.
+    waiting: Vec<Option<Wait>>,
     pending: Vec<Option<Pending>>,
     /// Accesses issued per lane: the lane furthest behind issues first.
     progress: Vec<u64>,
@@ -290,8 +466,12 @@ struct Scheduler<'a> {
     buffers: Option<&'a Buffers>,
     tick: Box<Cell<u64>>,
     shared_buffers: Vec<Vec<u128>>,
+    shadows: Vec<Vec<Word>>,
     stats: RunStats,
     lanes_scratch: Vec<LaneAccess>,
+    /// The interleaving's random state, if the machine shuffles threads.
+    shuffle: Option<u64>,
+    warp_order: Vec<usize>,
 }
 
 /// Runs `kernel` (called once per simulated thread, with that thread's
@@ -300,6 +480,11 @@ struct Scheduler<'a> {
 ///
 /// The kernel must treat its CTAs as independent, as CUDA requires: CTAs run
 /// interleaved in an order the GPU would not necessarily choose.
+///
+/// Errors instead of wrong results: a thread that panics or overflows its
+/// stack, threads of a CTA waiting at different barriers, and (with
+/// [`Machine::check_races`], the default) two threads of a CTA touching
+/// the same shared-memory word between barriers, one of them writing.
 pub fn run(
     machine: &Machine,
     launch: &CpuLaunch,
@@ -332,6 +517,7 @@ fn schedule(
 ) -> Result<RunStats, CpuError> {
     machine.check()?;
     launch.check()?;
+    trap::prepare();
     let mut scheduler = Scheduler {
         machine,
         launch,
@@ -340,10 +526,21 @@ fn schedule(
         buffers,
         tick: Box::new(Cell::new(0)),
         shared_buffers: Vec::new(),
+        shadows: Vec::new(),
         stats: RunStats::default(),
         lanes_scratch: Vec::with_capacity(32),
+        shuffle: machine.interleave,
+        warp_order: Vec::new(),
     };
     scheduler.run()
+}
+
+/// Shuffles `items` in place (Fisher-Yates) from the random state `state`.
+fn shuffle<T>(state: &mut u64, items: &mut [T]) {
+    for i in (1..items.len()).rev() {
+        *state = splitmix64(*state);
+        items.swap(i, (*state % (i as u64 + 1)) as usize);
+    }
 }
 
 impl Scheduler<'_> {
@@ -396,6 +593,8 @@ impl Scheduler<'_> {
                     if ctas[index].live == 0 {
                         let done = ctas.remove(index);
                         self.shared_buffers.push(done.shared);
+                        self.shadows
+                            .push(std::mem::take(&mut *done.cta.shadow.borrow_mut()));
                         done.stacks.give_back();
                         self.stats.blocks += 1;
                     } else {
@@ -418,6 +617,8 @@ impl Scheduler<'_> {
             .shared_buffers
             .pop()
             .unwrap_or_else(|| vec![0u128; MAX_SHARED_BYTES as usize / 16]);
+        let mut shadow = self.shadows.pop().unwrap_or_default();
+        shadow.clear();
         let cta = Box::new(Cta {
             block_idx,
             block_dim,
@@ -431,25 +632,31 @@ impl Scheduler<'_> {
             announcements: RefCell::new(Vec::new()),
             tick: &*self.tick,
             buffers: self.buffers.map_or(ptr::null(), |b| b as *const Buffers),
+            epoch: Cell::new(1),
+            shadow: RefCell::new(shadow),
+            check_races: self.machine.check_races,
+            race: RefCell::new(None),
+            seed: self.machine.interleave,
         });
         let threads = block_dim.iter().product::<u32>() as usize;
-        let stacks = Slab::take(threads, self.machine.stack_bytes).ok_or(CpuError::Stack(
-            "out of host memory for the simulated threads' stacks".into(),
-        ))?;
+        let stacks = Slab::take(threads, self.machine.stack_bytes).map_err(CpuError::Stack)?;
         let mut lanes = Vec::with_capacity(threads);
         let mut coroutines = Vec::with_capacity(threads);
         for t in 0..threads as u32 {
             let [bx, by, _] = block_dim;
             let lane = Box::new(Lane {
                 thread_idx: [t % bx, (t / bx) % by, t / (bx * by)],
+                // At most 1024 threads (`CpuLaunch::check`).
+                index: t as u16,
                 lane_id: t % 32,
                 warp: t / 32,
                 cta: &*cta,
                 yielder: Cell::new(ptr::null()),
                 task: Cell::new(linear),
                 tasks_begun: Cell::new(0),
-                stack_pointer: Cell::new(usize::MAX),
-                barrier_and: Cell::new(None),
+                barrier_result: Cell::new(true),
+                guard: stacks.guard(t as usize),
+                trap: Cell::new(None),
                 clustered: Cell::new(false),
             });
             // SAFETY: the slab is dropped after the coroutines (`Resident`).
@@ -462,9 +669,11 @@ impl Scheduler<'_> {
             let coroutine = unsafe {
                 Coroutine::with_stack_unchecked(stack, move |yielder: &Yielder<(), Event>, ()| {
                     (*lane_pointer).yielder.set(yielder);
-                    (*kernel)()
+                    (*kernel)();
+                    Ended::Returned
                 })
             };
+            lane.trap.set(Some(coroutine.trap_handler()));
             lanes.push(lane);
             coroutines.push(Some(coroutine));
         }
@@ -474,7 +683,7 @@ impl Scheduler<'_> {
             cta,
             stacks,
             shared,
-            waiting: vec![false; threads],
+            waiting: vec![None; threads],
             pending: vec![None; threads],
             progress: vec![0; threads],
             live: threads,
@@ -490,102 +699,151 @@ impl Scheduler<'_> {
     /// while the rest of the warp waits at the reconvergence point. So a
     /// leader's extra access (an atomic claim) issues alone, and the leader
     /// joins its warp at the next common access.
+    ///
+    /// With `Machine::interleave`, the warps, and the lanes of a warp, run
+    /// in an order shuffled afresh each time.
     fn step(&mut self, sm: u32, cta: &mut Resident) -> Result<(), CpuError> {
         let threads = cta.lanes.len();
-        for warp_start in (0..threads).step_by(32) {
-            let warp = warp_start..(warp_start + 32).min(threads);
-            for _ in 0..self.machine.warp_burst {
-                let mut resumed = false;
-                for t in warp.clone() {
-                    if cta.waiting[t] || cta.pending[t].is_some() {
-                        continue;
-                    }
-                    let Some(coroutine) = cta.coroutines[t].as_mut() else {
-                        continue;
-                    };
-                    resumed = true;
-                    let lane: &Lane = &cta.lanes[t];
-                    CURRENT.with(|current| current.set(lane));
-                    let result = catch_unwind(AssertUnwindSafe(|| coroutine.resume(())));
-                    CURRENT.with(|current| current.set(ptr::null()));
-                    // Cheap each time: is it suspended inside its canary zone?
-                    // Thorough once, when it ends: is the whole zone intact?
-                    let finished = matches!(result, Ok(CoroutineResult::Return(())));
-                    if cta.stacks.in_canary_zone(t, lane.stack_pointer.get())
-                        || (finished && cta.stacks.overflowed(t))
-                    {
-                        let error = CpuError::StackOverflow {
-                            block: cta.cta.block_idx,
-                            thread: lane.thread_idx,
-                            stack_bytes: self.machine.stack_bytes,
-                        };
-                        // Unwinding threads whose stacks may be damaged would
-                        // run on that memory: leak them instead.
-                        std::mem::forget(std::mem::take(&mut cta.coroutines));
-                        return Err(error);
-                    }
-                    match result {
-                        Ok(CoroutineResult::Yield(Event::Access(kind, access, site))) => {
-                            let task = lane.task.get();
-                            cta.pending[t] = Some(Pending {
-                                task,
-                                kind,
-                                access,
-                                site,
-                            });
-                        }
-                        Ok(CoroutineResult::Yield(Event::Barrier)) => cta.waiting[t] = true,
-                        Ok(CoroutineResult::Yield(Event::Clock)) => {}
-                        Ok(CoroutineResult::Return(())) => {
-                            cta.coroutines[t] = None;
-                            cta.live -= 1;
-                        }
-                        Err(payload) if payload.is::<Fault>() => {
-                            let fault = *payload.downcast::<Fault>().expect("checked");
-                            return Err(CpuError::OutOfBounds {
-                                block: cta.cta.block_idx,
-                                thread: lane.thread_idx,
-                                fault,
-                            });
-                        }
-                        Err(payload) => {
-                            let message = payload
-                                .downcast_ref::<&str>()
-                                .map(|s| s.to_string())
-                                .or_else(|| payload.downcast_ref::<String>().cloned())
-                                .unwrap_or_else(|| "a panic without a message".into());
-                            return Err(CpuError::Panicked {
-                                message,
-                                block: cta.cta.block_idx,
-                                thread: lane.thread_idx,
-                            });
-                        }
-                    }
-                }
-                for task in cta.cta.announcements.borrow_mut().drain(..) {
-                    self.observer.task_started(sm, task);
-                }
-                let issued = self.issue(
-                    sm,
-                    &mut cta.pending[warp.clone()],
-                    &mut cta.progress[warp.clone()],
-                );
-                if !resumed && !issued {
-                    break;
-                }
-            }
+        let mut warp_order = std::mem::take(&mut self.warp_order);
+        warp_order.clear();
+        warp_order.extend(0..threads.div_ceil(32));
+        if let Some(state) = self.shuffle.as_mut() {
+            shuffle(state, &mut warp_order);
         }
+        let result = warp_order.iter().try_for_each(|&warp| {
+            self.step_warp(sm, cta, warp * 32..(warp * 32 + 32).min(threads))
+        });
+        self.warp_order = warp_order;
+        result?;
         // A barrier opens when every thread still running waits at it.
-        let waiting = cta.waiting.iter().filter(|&&w| w).count();
+        let waiting = cta.waiting.iter().filter(|w| w.is_some()).count();
         if waiting > 0 && waiting == cta.live {
-            let waiters = || cta.lanes.iter().zip(&cta.waiting).filter(|(_, &w)| w);
-            let all = waiters().all(|(lane, _)| lane.barrier_and.get() != Some(false));
-            for (lane, _) in waiters() {
-                if lane.barrier_and.get().is_some() {
-                    lane.barrier_and.set(Some(all));
+            let released = self.check_barrier(cta)?;
+            for (wait, lane) in cta.waiting.iter_mut().zip(&cta.lanes) {
+                if wait.take().is_some() {
+                    lane.barrier_result.set(released);
                 }
             }
-            cta.waiting.iter_mut().for_each(|w| *w = false);
+            let epoch = &cta.cta.epoch;
+            epoch.set(epoch.get().wrapping_add(1));
+        }
+        Ok(())
+    }
+
+    /// Checks that the threads waiting at a barrier all wait at the same
+    /// one: one kind, and one call site for `sync_threads`. Returns the AND
+    /// of their predicates.
+    fn check_barrier(&self, cta: &Resident) -> Result<bool, CpuError> {
+        let mut waits = cta
+            .waiting
+            .iter()
+            .enumerate()
+            .filter_map(|(t, w)| Some((t, (*w)?)));
+        let (first_thread, first) = waits.next().expect("a thread waits");
+        let mut all = first.predicate;
+        for (thread, wait) in waits {
+            let diverges = wait.kind != first.kind
+                || (wait.kind == BarrierKind::Sync && !ptr::eq(wait.site, first.site));
+            if diverges {
+                return Err(CpuError::BarrierDivergence(Box::new(BarrierDivergence {
+                    first: cta.cta.at(first_thread as u16),
+                    first_barrier: (first.kind, first.site.to_string()),
+                    second: cta.cta.at(thread as u16),
+                    second_barrier: (wait.kind, wait.site.to_string()),
+                })));
+            }
+            all &= wait.predicate;
+        }
+        Ok(all)
+    }
+
+    /// Runs the lanes `warp` of `cta` for up to `warp_burst` instructions.
+    fn step_warp(
+        &mut self,
+        sm: u32,
+        cta: &mut Resident,
+        warp: Range<usize>,
+    ) -> Result<(), CpuError> {
+        let mut order: [u8; 32] = std::array::from_fn(|i| i as u8);
+        let order = &mut order[..warp.len()];
+        for _ in 0..self.machine.warp_burst {
+            if let Some(state) = self.shuffle.as_mut() {
+                shuffle(state, order);
+            }
+            let mut resumed = false;
+            for &offset in order.iter() {
+                let t = warp.start + offset as usize;
+                if cta.waiting[t].is_some() || cta.pending[t].is_some() {
+                    continue;
+                }
+                let Some(coroutine) = cta.coroutines[t].as_mut() else {
+                    continue;
+                };
+                resumed = true;
+                let lane: &Lane = &cta.lanes[t];
+                CURRENT.with(|current| current.set(lane));
+                let result = catch_unwind(AssertUnwindSafe(|| coroutine.resume(())));
+                CURRENT.with(|current| current.set(ptr::null()));
+                if cta.cta.check_races {
+                    if let Some(race) = cta.cta.race.borrow_mut().take() {
+                        return Err(race);
+                    }
+                }
+                match result {
+                    Ok(CoroutineResult::Yield(Event::Access(kind, access, site))) => {
+                        let task = lane.task.get();
+                        cta.pending[t] = Some(Pending {
+                            task,
+                            kind,
+                            access,
+                            site,
+                        });
+                    }
+                    Ok(CoroutineResult::Yield(Event::Barrier(wait))) => cta.waiting[t] = Some(wait),
+                    Ok(CoroutineResult::Yield(Event::Clock)) => {}
+                    Ok(CoroutineResult::Return(Ended::Returned)) => {
+                        cta.coroutines[t] = None;
+                        cta.live -= 1;
+                    }
+                    Ok(CoroutineResult::Return(Ended::StackOverflow)) => {
+                        return Err(CpuError::StackOverflow {
+                            at: cta.cta.at(lane.index),
+                            stack_bytes: self.machine.stack_bytes,
+                        });
+                    }
+                    Err(payload) if payload.is::<Fault>() => {
+                        let fault = *payload.downcast::<Fault>().expect("checked");
+                        let at = cta.cta.at(lane.index);
+                        return Err(CpuError::OutOfBounds {
+                            block: at.block,
+                            thread: at.thread,
+                            fault,
+                        });
+                    }
+                    Err(payload) => {
+                        let message = payload
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| payload.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "a panic without a message".into());
+                        return Err(CpuError::Panicked {
+                            message,
+                            at: cta.cta.at(lane.index),
+                        });
+                    }
+                }
+            }
+            for task in cta.cta.announcements.borrow_mut().drain(..) {
+                self.observer.task_started(sm, task);
+            }
+            let issued = self.issue(
+                sm,
+                &mut cta.pending[warp.clone()],
+                &mut cta.progress[warp.clone()],
+            );
+            if !resumed && !issued {
+                break;
+            }
         }
         Ok(())
     }

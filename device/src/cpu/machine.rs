@@ -58,7 +58,8 @@ impl Dispatch {
     }
 }
 
-fn splitmix64(state: u64) -> u64 {
+/// A step of splitmix64: the seeded shuffles need no `rand`.
+pub(crate) fn splitmix64(state: u64) -> u64 {
     let mut z = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -86,6 +87,15 @@ pub struct Machine {
     /// 2.2 s per schedule in `examples/locality`), and interleaves warps more
     /// coarsely.
     pub warp_burst: u32,
+    /// `Some(seed)`: resume the warps of a CTA, and the lanes of a warp, in
+    /// an order shuffled afresh at every step from `seed`, so a kernel whose
+    /// result depends on the order of its threads shows it. `None` (the
+    /// default): a fixed order, warp 0 lane 0 first.
+    pub interleave: Option<u64>,
+    /// Stop a run at the first shared-memory race: a 4-byte word written by
+    /// one thread and read or written by another between two barriers of
+    /// their CTA. On by default.
+    pub check_races: bool,
 }
 
 impl Machine {
@@ -98,7 +108,29 @@ impl Machine {
             available_from: vec![0; sm_count as usize],
             stack_bytes: 64 * 1024,
             warp_burst: 8,
+            interleave: None,
+            check_races: true,
         }
+    }
+
+    /// The same machine resuming threads in an order shuffled from `seed`
+    /// (see [`Machine::interleave`](Machine#structfield.interleave)): the
+    /// same seed gives the same order, so a failure can be replayed.
+    pub fn interleave(mut self, seed: u64) -> Self {
+        self.interleave = Some(seed);
+        self
+    }
+
+    /// The same machine with the shared-memory race detector on or off.
+    pub fn check_races(mut self, on: bool) -> Self {
+        self.check_races = on;
+        self
+    }
+
+    /// The same machine with `bytes` of stack per simulated thread.
+    pub fn with_stack_bytes(mut self, bytes: usize) -> Self {
+        self.stack_bytes = bytes;
+        self
     }
 
     /// The same machine with another dispatch order.
@@ -182,6 +214,36 @@ pub const MAX_RESIDENT_BLOCKS: u32 = 32;
 /// Shared memory a CTA may use on the CPU backend (the Hopper limit).
 pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 
+/// Where a simulated thread was: its CTA, its thread index and, for a run
+/// with [`Machine::interleave`], the seed that reproduces the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadAt {
+    /// The hardware CTA (`%ctaid`).
+    pub block: [u32; 3],
+    /// The thread (`%tid`).
+    pub thread: [u32; 3],
+    /// The interleaving seed, if the run shuffled its threads.
+    pub seed: Option<u64>,
+}
+
+impl fmt::Display for ThreadAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "thread {:?} of block {:?}", self.thread, self.block)
+    }
+}
+
+/// Which barrier instruction a thread waits at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BarrierKind {
+    /// `bar.sync 0` ([`sync_threads`](crate::thread::sync_threads)): every
+    /// thread of the CTA at one call site.
+    Sync,
+    /// `barrier.cta.red.and.pred 0`
+    /// ([`sync_threads_and`](crate::thread::sync_threads_and)): any call
+    /// sites, no mixing with `Sync`.
+    And,
+}
+
 /// Why a CPU run failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -195,15 +257,16 @@ pub enum CpuError {
         /// The panic message.
         message: String,
         /// The hardware CTA and thread.
-        block: [u32; 3],
-        thread: [u32; 3],
+        at: ThreadAt,
     },
     /// No memory for the simulated threads' stacks.
     Stack(String),
-    /// A simulated thread used more than its stack (`Machine::stack_bytes`).
+    /// A simulated thread used more than its stack (`Machine::stack_bytes`):
+    /// it reached the guard page below it.
     StackOverflow {
-        block: [u32; 3],
-        thread: [u32; 3],
+        /// The thread.
+        at: ThreadAt,
+        /// Its stack's size.
         stack_bytes: usize,
     },
     /// A checked run ([`run_checked`](super::run_checked)) stopped a thread
@@ -215,6 +278,68 @@ pub enum CpuError {
         /// What it tried.
         fault: super::Fault,
     },
+    /// Threads of one CTA wait at different barriers: two call sites of
+    /// `sync_threads`, or `sync_threads` mixed with `sync_threads_and`. On a
+    /// GPU the barrier's arrival count mixes them up: a hang or a barrier
+    /// that opens early.
+    BarrierDivergence(Box<BarrierDivergence>),
+    /// Two threads of a CTA touched the same shared-memory word between two
+    /// barriers, at least one of them writing: the result depends on the
+    /// order in which they run.
+    SharedRace(Box<SharedRace>),
+}
+
+/// Two threads of a CTA waiting at different barriers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BarrierDivergence {
+    /// One waiting thread and where it waits (`file:line:column`).
+    pub first: ThreadAt,
+    pub first_barrier: (BarrierKind, String),
+    /// Another waiting at a different barrier.
+    pub second: ThreadAt,
+    pub second_barrier: (BarrierKind, String),
+}
+
+/// Two accesses to one shared-memory word, with no barrier between.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedRace {
+    /// The earlier access: its thread, whether it wrote, and where
+    /// (`file:line:column`, if known).
+    pub first: ThreadAt,
+    pub first_wrote: bool,
+    pub first_site: Option<String>,
+    /// The later access, the one that found the race.
+    pub second: ThreadAt,
+    pub second_wrote: bool,
+    pub second_site: String,
+    /// Byte offset of the word in the CTA's shared memory.
+    pub offset: u32,
+}
+
+/// Tells how to replay a shuffled run.
+fn seed_note(f: &mut fmt::Formatter<'_>, at: &ThreadAt) -> fmt::Result {
+    match at.seed {
+        Some(seed) => write!(
+            f,
+            " (threads interleaved with seed {seed}: Machine::interleave({seed}) replays it)"
+        ),
+        None => Ok(()),
+    }
+}
+
+fn access(wrote: bool) -> &'static str {
+    if wrote {
+        "wrote"
+    } else {
+        "read"
+    }
+}
+
+fn barrier(f: &mut fmt::Formatter<'_>, (kind, site): &(BarrierKind, String)) -> fmt::Result {
+    match kind {
+        BarrierKind::Sync => write!(f, "sync_threads() at {site}"),
+        BarrierKind::And => write!(f, "sync_threads_and() at {site}"),
+    }
 }
 
 impl fmt::Display for CpuError {
@@ -222,23 +347,66 @@ impl fmt::Display for CpuError {
         match self {
             CpuError::BadMachine(why) => write!(f, "bad simulated machine: {why}"),
             CpuError::BadLaunch(why) => write!(f, "bad launch: {why}"),
-            CpuError::Panicked {
-                message,
-                block,
-                thread,
-            } => write!(
-                f,
-                "the kernel panicked in block {block:?}, thread {thread:?}: {message}"
-            ),
+            CpuError::Panicked { message, at } => {
+                write!(f, "the kernel panicked in {at}: {message}")?;
+                seed_note(f, at)
+            }
             CpuError::Stack(why) => write!(f, "{why}: simulate fewer SMs"),
-            CpuError::StackOverflow {
-                block,
-                thread,
-                stack_bytes,
-            } => write!(
-                f,
-                "thread {thread:?} of block {block:?} overflowed its {stack_bytes}-byte stack: raise Machine::stack_bytes"
-            ),
+            CpuError::StackOverflow { at, stack_bytes } => {
+                write!(
+                    f,
+                    "{at} overflowed its {stack_bytes}-byte stack (a deep recursion or a large \
+                     local array): give it more with Machine::with_stack_bytes, or move the \
+                     array to shared or global memory"
+                )?;
+                seed_note(f, at)
+            }
+            CpuError::BarrierDivergence(divergence) => {
+                let BarrierDivergence {
+                    first,
+                    first_barrier,
+                    second,
+                    second_barrier,
+                } = &**divergence;
+                write!(f, "barrier divergence: {first} waits at ")?;
+                barrier(f, first_barrier)?;
+                write!(f, " while {second} waits at ")?;
+                barrier(f, second_barrier)?;
+                write!(
+                    f,
+                    "; every live thread of a CTA must reach the same barrier (threads that \
+                     return early may skip it): make the branch around the barrier uniform \
+                     across the block, or move the barrier out of it"
+                )?;
+                seed_note(f, first)
+            }
+            CpuError::SharedRace(race) => {
+                let SharedRace {
+                    first,
+                    first_wrote,
+                    first_site,
+                    second,
+                    second_wrote,
+                    second_site,
+                    offset,
+                } = &**race;
+                write!(
+                    f,
+                    "shared-memory race at byte {offset}: {first} {} it",
+                    access(*first_wrote)
+                )?;
+                if let Some(site) = first_site {
+                    write!(f, " at {site}")?;
+                }
+                write!(
+                    f,
+                    " and {second} {} it at {second_site} with no sync_threads() between: \
+                     put a barrier between the write and the other thread's access, or give \
+                     each thread its own element",
+                    access(*second_wrote)
+                )?;
+                seed_note(f, first)
+            }
             CpuError::OutOfBounds {
                 block,
                 thread,

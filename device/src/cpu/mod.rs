@@ -8,7 +8,10 @@
 //! or touch global memory:
 //!
 //! - a barrier suspends the thread until every live thread of its CTA is
-//!   waiting at one, then releases them all;
+//!   waiting at one, then releases them all; they must all wait at the same
+//!   barrier (one call site of `sync_threads`, or `sync_threads_and` at any),
+//!   else the run stops with [`CpuError::BarrierDivergence`] (what
+//!   compute-sanitizer's synccheck looks for on a GPU);
 //! - a global load, store, atomic or prefetch suspends it after the access;
 //!   the scheduler runs the other lanes of the warp to their own next access
 //!   and reports the warp's accesses together to an [`Observer`], which is how
@@ -20,19 +23,31 @@
 //! Each tick, every SM advances each of its resident CTAs by one warp
 //! instruction per warp, so co-resident CTAs interleave as they would on a
 //! GPU (the timing is idealised: every memory instruction takes one tick).
+//!
+//! A fixed order of threads can hide a kernel that depends on it. So a run
+//! can shuffle the order of warps and lanes from a seed
+//! ([`Machine::interleave`]), and it checks shared memory for races between
+//! barriers ([`Machine::check_races`], on by default): both turn a result
+//! that would depend on timing on a GPU into an error. Each thread's stack
+//! has a guard page: an overflow is [`CpuError::StackOverflow`], not memory
+//! corruption.
 
 mod buffers;
 mod engine;
 mod machine;
 mod stacks;
+mod trap;
 
 pub use buffers::{Buffers, Fault};
 pub use engine::{run, run_checked, RunStats};
-pub use machine::{CpuError, CpuLaunch, Dispatch, Machine, MAX_RESIDENT_BLOCKS};
+pub use machine::{
+    BarrierDivergence, BarrierKind, CpuError, CpuLaunch, Dispatch, Machine, SharedRace, ThreadAt,
+    MAX_RESIDENT_BLOCKS,
+};
 
 pub(crate) use engine::{
-    access, barrier, barrier_and, begin_task, check_access, clock, current_cta, current_lane,
-    enter_clustered, hardware_cta, shared_base, static_shared,
+    access, barrier, begin_task, check_access, clock, current_cta, current_lane, enter_clustered,
+    hardware_cta, shared_access, shared_base, static_shared,
 };
 
 /// What a warp instruction does to global memory.

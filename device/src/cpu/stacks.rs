@@ -1,54 +1,68 @@
-//! Stacks of the simulated threads: one allocation per CTA, carved into one
-//! stack per thread.
+//! Stacks of the simulated threads: one memory mapping per CTA, carved into
+//! one stack per thread, each with a guard page below it.
 //!
-//! One `mmap` per thread stack (corosensei's `DefaultStack`) costs two kernel
-//! memory mappings each (stack and guard page); a simulated Hopper SM holds
-//! 2048 threads, so 16 SMs would pass Linux's default limit of 65530
-//! mappings. A slab is one allocation, lazily backed by the OS, whatever the
-//! thread count.
+//! A thread that outgrows its stack touches its guard page: rustc probes
+//! every page of a frame larger than a page (stack probes), so even a large
+//! local array reaches the guard before anything below it. The fault is a
+//! `SIGSEGV` that [`super::trap`] turns into [`CpuError::StackOverflow`]
+//! (where it cannot, the process dies of the signal; memory is never
+//! silently overwritten).
 //!
-//! Instead of a guard page per thread, the lowest [`CANARY_BYTES`] of every
-//! stack are a zone the thread must not reach. Each time it hands control
-//! back to the scheduler, its stack pointer is checked against the zone
-//! ([`Slab::in_canary_zone`]), so an overflow is caught at the next
-//! suspension, before another thread runs on the damaged memory; and when it
-//! ends, the zone's known pattern is checked ([`Slab::overflowed`]) for
-//! excursions that returned before a suspension. Either stops the run with
-//! an error. The slab's lowest
-//! stack additionally sits above a whole unused stack, so an overflow of the
-//! last thread does not leave the allocation before it is seen.
+//! Guard pages are installed with `MADV_GUARD_INSTALL` (Linux 6.13), which
+//! costs no kernel memory mapping, else with `mprotect`, which splits the
+//! mapping: two mappings per thread, so Linux's default limit of 65530
+//! mappings holds about 32 000 simulated threads (16 full Hopper SMs). Past
+//! it, [`Slab::take`] reports an error instead of crashing.
+//!
+//! [`CpuError::StackOverflow`]: super::CpuError::StackOverflow
 
-use std::alloc::{alloc, dealloc, Layout};
+use std::io;
+use std::ptr;
 
 use corosensei::stack::{Stack, StackPointer, STACK_ALIGNMENT};
 
-/// The guarded zone at the bottom of each stack.
-pub const CANARY_BYTES: usize = 4096;
+/// The smallest usable stack: the runtime's own frames need a few KiB.
+const MIN_STACK_BYTES: usize = 16 * 1024;
 
-const CANARY: u64 = 0xdead_57ac_dead_57ac;
+/// `MADV_GUARD_INSTALL` from linux/mman.h (not in `libc` yet).
+#[cfg(target_os = "linux")]
+const MADV_GUARD_INSTALL: libc::c_int = 102;
 
 /// The stacks of one CTA's threads.
 pub struct Slab {
     memory: *mut u8,
-    layout: Layout,
+    size: usize,
     /// What `new` was asked for, to match pooled slabs.
     requested: usize,
-    stack_bytes: usize,
+    /// One slot: a guard page, then the usable stack.
+    slot: usize,
+    guard: usize,
     count: usize,
 }
 
-/// Slabs kept for later runs on the same host thread: enough for the
-/// resident CTAs of a 16-SM simulation, not more.
-const POOL_LIMIT: usize = 16 * 32;
+/// Stacks kept for later runs on the same host thread. Counted in stacks,
+/// since each may cost two kernel mappings.
+const POOL_STACKS: usize = 16 * 1024;
 
 thread_local! {
     static POOL: std::cell::RefCell<Vec<Slab>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(page)
+        .ok()
+        .filter(|p| p.is_power_of_two())
+        .unwrap_or(4096)
+}
+
 impl Slab {
     /// Stacks for `count` threads of `stack_bytes`: taken from this host
-    /// thread's pool of earlier runs' slabs if one fits, else new.
-    pub fn take(count: usize, stack_bytes: usize) -> Option<Slab> {
+    /// thread's pool of earlier runs' slabs if one fits, else new. When the
+    /// system refuses more mappings, the pool is emptied and the
+    /// allocation tried once more.
+    pub fn take(count: usize, stack_bytes: usize) -> Result<Slab, String> {
         let reused = POOL.with(|pool| {
             let mut pool = pool.borrow_mut();
             let fit = pool
@@ -56,76 +70,109 @@ impl Slab {
                 .position(|s| s.count == count && s.requested == stack_bytes)?;
             Some(pool.swap_remove(fit))
         });
-        reused.or_else(|| Slab::new(count, stack_bytes))
+        if let Some(slab) = reused {
+            return Ok(slab);
+        }
+        Slab::new(count, stack_bytes).or_else(|_| {
+            POOL.with(|pool| pool.borrow_mut().clear());
+            Slab::new(count, stack_bytes)
+        })
     }
 
-    /// Gives the slab back to this host thread's pool. Its canaries are
-    /// intact: a run with an overflow leaks its slab instead.
+    /// Gives the slab back to this host thread's pool. A stack overflow
+    /// leaves the slab intact (the guard page stopped it), so any slab may
+    /// be reused.
     pub fn give_back(self) {
         POOL.with(|pool| {
             let mut pool = pool.borrow_mut();
-            if pool.len() < POOL_LIMIT {
+            let pooled: usize = pool.iter().map(|s| s.count).sum();
+            if pooled + self.count <= POOL_STACKS {
                 pool.push(self);
             }
         });
     }
 
-    /// `count` stacks of `stack_bytes` (rounded up to 4 KiB, at least twice
-    /// the canary), each with its canary set. `None` if the host is out of
-    /// memory.
-    pub fn new(count: usize, requested: usize) -> Option<Slab> {
-        let stack_bytes = requested.max(2 * CANARY_BYTES).next_multiple_of(4096);
-        // One spare stack below the first: room for an overflow to land in.
-        let size = stack_bytes.checked_mul(count + 1)?;
-        let layout = Layout::from_size_align(size, 4096).ok()?;
-        // SAFETY: non-zero size. The OS backs pages as they are touched: the
-        // canary and the top of each stack, a few KiB per thread.
-        let memory = unsafe { alloc(layout) };
-        if memory.is_null() {
-            return None;
+    /// `count` stacks of `requested` bytes (rounded up to whole pages, at
+    /// least [`MIN_STACK_BYTES`]), each above a guard page.
+    pub fn new(count: usize, requested: usize) -> Result<Slab, String> {
+        let guard = page_size();
+        let usable = requested.max(MIN_STACK_BYTES).next_multiple_of(guard);
+        let too_big = || format!("{count} stacks of {requested} bytes do not fit in memory");
+        let slot = usable.checked_add(guard).ok_or_else(too_big)?;
+        let size = slot.checked_mul(count.max(1)).ok_or_else(too_big)?;
+        // SAFETY: a fresh private anonymous mapping; NORESERVE because the
+        // OS backs only the pages a thread touches (a few KiB of each).
+        let memory = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if memory == libc::MAP_FAILED {
+            return Err(format!(
+                "no memory for {count} stacks of {usable} bytes: {}",
+                io::Error::last_os_error()
+            ));
         }
         let slab = Slab {
-            memory,
-            layout,
+            memory: memory.cast(),
+            size,
             requested,
-            stack_bytes,
+            slot,
+            guard,
             count,
         };
-        for index in 0..count {
-            slab.reset_canary(index);
+        slab.install_guards()?;
+        Ok(slab)
+    }
+
+    fn install_guards(&self) -> Result<(), String> {
+        #[cfg(target_os = "linux")]
+        let mut light = true;
+        for index in 0..self.count {
+            let page = self.limit(index) as *mut libc::c_void;
+            #[cfg(target_os = "linux")]
+            if light {
+                // SAFETY: the page lies in this slab's mapping.
+                if unsafe { libc::madvise(page, self.guard, MADV_GUARD_INSTALL) } == 0 {
+                    continue;
+                }
+                // An older kernel: the first try fails, and all use mprotect.
+                light = false;
+            }
+            // SAFETY: the page lies in this slab's mapping; no thread uses
+            // the slab yet.
+            if unsafe { libc::mprotect(page, self.guard, libc::PROT_NONE) } != 0 {
+                return Err(format!(
+                    "cannot protect the guard page of simulated thread stack {index} ({}): \
+                     each thread's stack costs two memory mappings on this kernel, and \
+                     vm.max_map_count limits them",
+                    io::Error::last_os_error()
+                ));
+            }
         }
-        Some(slab)
+        Ok(())
     }
 
-    /// The lowest byte of stack `index` (stack 0 lies above the spare one).
-    fn bottom(&self, index: usize) -> *mut u64 {
-        // SAFETY: inside the allocation for index < count.
-        unsafe { self.memory.add((index + 1) * self.stack_bytes) }.cast()
+    /// The lowest address of slot `index`: its guard page.
+    fn limit(&self, index: usize) -> usize {
+        self.memory as usize + index * self.slot
     }
 
-    fn reset_canary(&self, index: usize) {
-        let words = CANARY_BYTES / 8;
-        // SAFETY: the canary zone lies inside stack `index`.
-        unsafe { std::slice::from_raw_parts_mut(self.bottom(index), words).fill(CANARY) };
+    /// Thread `index`'s guard page: where an overflow of its stack faults.
+    pub fn guard(&self, index: usize) -> std::ops::Range<usize> {
+        let low = self.limit(index);
+        low..low + self.guard
     }
 
-    /// Whether `stack_pointer`, an address on thread `index`'s stack, lies
-    /// in (or below) its canary zone.
-    pub fn in_canary_zone(&self, index: usize, stack_pointer: usize) -> bool {
-        stack_pointer < self.bottom(index) as usize + CANARY_BYTES
-    }
-
-    /// Whether thread `index` wrote into its canary zone. A stack grows
-    /// down into the zone from its top, so the top 32 words are checked, and
-    /// every 32nd word below for frames that skipped them.
-    pub fn overflowed(&self, index: usize) -> bool {
-        let words = CANARY_BYTES / 8;
-        // SAFETY: the canary zone lies inside stack `index`.
-        let zone = unsafe { std::slice::from_raw_parts(self.bottom(index), words) };
-        let (sparse, top) = zone.split_at(words - 32);
-        top.iter()
-            .chain(sparse.iter().step_by(32))
-            .any(|&w| w != CANARY)
+    /// Usable bytes per stack.
+    #[cfg(test)]
+    fn usable(&self) -> usize {
+        self.slot - self.guard
     }
 
     /// A handle on stack `index` for a coroutine.
@@ -135,18 +182,18 @@ impl Slab {
     /// coroutine at a time.
     pub unsafe fn stack(&self, index: usize) -> SlabStack {
         assert!(index < self.count);
-        let limit = self.bottom(index) as usize;
+        let limit = self.limit(index);
         SlabStack {
             limit: StackPointer::new(limit).expect("non-null"),
-            base: StackPointer::new(limit + self.stack_bytes).expect("non-null"),
+            base: StackPointer::new(limit + self.slot).expect("non-null"),
         }
     }
 }
 
 impl Drop for Slab {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { dealloc(self.memory, self.layout) }
+        // SAFETY: mapped in `new` with this size; no coroutine uses it now.
+        unsafe { libc::munmap(self.memory.cast(), self.size) };
     }
 }
 
@@ -156,9 +203,9 @@ pub struct SlabStack {
     limit: StackPointer,
 }
 
-// SAFETY: base and limit are 4 KiB aligned (more than STACK_ALIGNMENT), the
-// stack holds at least 8 KiB. In place of the guard page corosensei asks for,
-// the scheduler checks the canary after every switch back (module doc).
+// SAFETY: base and limit are page aligned (more than STACK_ALIGNMENT), the
+// stack holds at least MIN_STACK_BYTES above a guard page, and `limit`
+// includes the guard page, as corosensei requires.
 unsafe impl Stack for SlabStack {
     fn base(&self) -> StackPointer {
         debug_assert!(self.base.get().is_multiple_of(STACK_ALIGNMENT));
@@ -175,16 +222,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stacks_are_disjoint_and_canaries_start_intact() {
+    fn stacks_are_disjoint_and_sit_above_their_guards() {
         let slab = Slab::new(3, 10_000).unwrap();
+        assert!(slab.usable() >= MIN_STACK_BYTES);
         let stacks: Vec<SlabStack> = (0..3).map(|i| unsafe { slab.stack(i) }).collect();
-        for pair in stacks.windows(2) {
+        for (index, pair) in stacks.windows(2).enumerate() {
             assert!(pair[0].base() <= pair[1].limit());
+            // Stack i's top is stack i + 1's guard page.
+            assert_eq!(pair[0].base().get(), slab.guard(index + 1).start);
         }
-        assert!((0..3).all(|i| !slab.overflowed(i)));
-        // A write at the top of the zone (where an overflow starts) is seen.
-        unsafe { slab.bottom(1).add(CANARY_BYTES / 8 - 1).write(0) };
-        assert!(slab.overflowed(1));
-        assert!(!slab.overflowed(0) && !slab.overflowed(2));
+        for (index, stack) in stacks.iter().enumerate() {
+            assert_eq!(slab.guard(index).start, stack.limit().get());
+            // The usable part is writable.
+            let top = (stack.base().get() - 8) as *mut u64;
+            let bottom = slab.guard(index).end as *mut u64;
+            unsafe {
+                top.write(1);
+                bottom.write(2);
+            }
+        }
     }
 }

@@ -77,3 +77,88 @@ pub unsafe fn countdown_tiles(
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
+#[cfg(not(target_arch = "nvptx64"))]
+/// Typed entry points of the kernel [`countdown`](fn@countdown): `countdown::KERNEL` (the kernel as written) and its schedules `countdown::countdown_tiles`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<countdown as KernelFn>::Args`, one per parameter.
+#[allow(non_camel_case_types)]
+pub struct countdown {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl ::clustered_device::entry::KernelFn for countdown {
+    const NAME: &'static str = "countdown";
+    type Args<'__clustered, __ClusteredBackend: ::clustered_device::entry::Backend> = (
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
+            '__clustered,
+            u32,
+        >,
+        u32,
+    );
+    type Raw = (*mut u32, u32);
+    fn visit<
+        '__clustered,
+        __ClusteredBackend: ::clustered_device::entry::Backend,
+        V: ::clustered_device::entry::Visitor<'__clustered, __ClusteredBackend>,
+    >(args: Self::Args<'__clustered, __ClusteredBackend>, visitor: &mut V) {
+        let (arg0, arg1) = args;
+        let _ = &visitor;
+        visitor.output("out", arg0);
+        visitor.scalar("n", arg1);
+    }
+    fn raw(
+        args: Self::Args<'_, ::clustered_device::cpu::Host>,
+        buffers: &mut ::clustered_device::cpu::Buffers,
+    ) -> Self::Raw {
+        let (arg0, arg1) = args;
+        let _ = &buffers;
+        (buffers.output("out", arg0), arg1)
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(non_upper_case_globals)]
+impl countdown {
+    /// The kernel as written (the baseline of its schedules).
+    pub const KERNEL: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <countdown as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { countdown(raw.0, raw.1) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "countdown",
+                ::core::option::Option::None,
+                cpu,
+            )
+        }
+    };
+    /// The schedule `countdown_tiles` of [`countdown`](fn@countdown).
+    pub const countdown_tiles: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <countdown as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { countdown_tiles(raw.0, raw.1, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "countdown_tiles",
+                ::core::option::Option::Some(&__clustered_contract_countdown_tiles),
+                cpu,
+            )
+        }
+    };
+    /// Every schedule of the kernel, in the order of its attributes.
+    pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
+        Self::countdown_tiles,
+    ];
+    /// The schedule called `name`, or an error listing the names.
+    pub fn schedule(
+        name: &str,
+    ) -> ::core::result::Result<
+        ::clustered_device::entry::Entry<Self>,
+        ::clustered_device::entry::UnknownSchedule,
+    > {
+        ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}

@@ -1,0 +1,380 @@
+//! What the CPU backend checks so that a kernel that would depend on timing
+//! on a GPU fails instead of giving a plausible result: shuffled thread
+//! orders (`Machine::interleave`), barriers that every thread must reach at
+//! the same place (synccheck), and shared-memory races between barriers.
+//!
+//! The kernels are plain closures over the device API, run once per
+//! simulated thread.
+
+use clustered::host::cpu::CpuPlan;
+use clustered::host::cpu::{
+    run, BarrierDivergence, BarrierKind, CpuError, CpuLaunch, Machine, NoObserver, SharedRace,
+};
+use clustered::host::{ClusterOptions, KernelContract};
+use clustered_device::memory::{load, store};
+use clustered_device::shared_array;
+use clustered_device::thread::{sync_threads, sync_threads_and, thread_idx_x};
+
+/// One block of `threads` threads.
+fn block(threads: u32) -> CpuLaunch {
+    CpuLaunch {
+        grid: [1, 1, 1],
+        block: [threads, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 1,
+    }
+}
+
+/// A raw pointer a `Fn` kernel may capture (kernels only use it through
+/// the device API's loads and stores).
+#[derive(Clone, Copy)]
+struct Buffer(*mut u32);
+unsafe impl Sync for Buffer {}
+
+/// Thread 0 writes a shared word that every thread reads, with no barrier
+/// between: thread 1's read races with thread 0's write.
+fn racy(output: Buffer) -> impl Fn() {
+    move || {
+        let cell = shared_array!(cell: [u32; 1]);
+        let t = thread_idx_x();
+        unsafe {
+            if t == 0 {
+                cell.write(0, 42);
+            }
+            store(output.0.add(t as usize), cell.read(0));
+        }
+    }
+}
+
+#[test]
+fn a_shared_memory_race_is_reported_under_every_seed() {
+    let mut output = vec![0u32; 64];
+    let kernel = racy(Buffer(output.as_mut_ptr()));
+    let machines =
+        std::iter::once(Machine::new(1)).chain((0..20).map(|s| Machine::new(1).interleave(s)));
+    for machine in machines {
+        let error = run(&machine, &block(64), &mut NoObserver, &kernel).unwrap_err();
+        let CpuError::SharedRace(race) = &error else {
+            panic!("expected a race, got {error}");
+        };
+        let SharedRace {
+            first,
+            first_wrote,
+            second,
+            second_wrote,
+            offset,
+            second_site,
+            ..
+        } = &**race;
+        assert_eq!(*offset, 0);
+        assert_ne!(first.thread, second.thread);
+        // Thread 0's write is one side; the other read.
+        let writer = if *first_wrote {
+            first.thread
+        } else {
+            second.thread
+        };
+        assert_eq!(writer, [0, 0, 0], "{error}");
+        assert!(first_wrote != second_wrote, "{error}");
+        assert!(second_site.contains("cpu_checks.rs"), "{error}");
+        assert_eq!(first.seed, machine.interleave);
+        let message = error.to_string();
+        assert!(message.contains("sync_threads()"), "{message}");
+        if let Some(seed) = machine.interleave {
+            assert!(
+                message.contains(&format!("Machine::interleave({seed})")),
+                "{message}"
+            );
+        }
+    }
+}
+
+#[test]
+fn interleaving_exposes_an_order_dependence_reproducibly() {
+    // Without the race detector, the fixed order always lets thread 0 write
+    // first; shuffled orders sometimes let thread 1 read before.
+    let read_by_thread_1 = |machine: Machine| {
+        let mut output = vec![0u32; 64];
+        let kernel = racy(Buffer(output.as_mut_ptr()));
+        run(
+            &machine.check_races(false),
+            &block(64),
+            &mut NoObserver,
+            &kernel,
+        )
+        .unwrap();
+        output[1]
+    };
+    assert_eq!(read_by_thread_1(Machine::new(1)), 42);
+    let seen: Vec<u32> = (0..20)
+        .map(|s| read_by_thread_1(Machine::new(1).interleave(s)))
+        .collect();
+    assert!(seen.contains(&0) && seen.contains(&42), "{seen:?}");
+    // The same seed, the same order.
+    let again: Vec<u32> = (0..20)
+        .map(|s| read_by_thread_1(Machine::new(1).interleave(s)))
+        .collect();
+    assert_eq!(seen, again);
+}
+
+#[test]
+#[allow(clippy::if_same_then_else)] // the two call sites are the point
+fn half_a_warp_at_another_sync_threads_is_a_divergence() {
+    let kernel = || {
+        if thread_idx_x() < 16 {
+            sync_threads();
+        } else {
+            sync_threads();
+        }
+    };
+    for machine in [Machine::new(1), Machine::new(1).interleave(3)] {
+        let error = run(&machine, &block(32), &mut NoObserver, &kernel).unwrap_err();
+        let CpuError::BarrierDivergence(divergence) = &error else {
+            panic!("expected a barrier divergence, got {error}");
+        };
+        let BarrierDivergence {
+            first,
+            first_barrier,
+            second,
+            second_barrier,
+        } = &**divergence;
+        assert!(first.thread[0] < 16 && second.thread[0] >= 16, "{error}");
+        assert_eq!(
+            (first_barrier.0, second_barrier.0),
+            (BarrierKind::Sync, BarrierKind::Sync)
+        );
+        assert_ne!(first_barrier.1, second_barrier.1, "{error}");
+        assert!(first_barrier.1.contains("cpu_checks.rs"), "{error}");
+        assert!(error.to_string().contains("uniform"), "{error}");
+    }
+}
+
+#[test]
+fn a_warp_that_skips_a_barrier_is_a_divergence_not_a_hang() {
+    let mut output = vec![0u32; 64];
+    let out = Buffer(output.as_mut_ptr());
+    let kernel = move || {
+        let tile = shared_array!(tile: [u32; 64]);
+        let t = thread_idx_x();
+        unsafe {
+            tile.write(t, t);
+            // Warp 1 skips the first barrier and waits at the second.
+            if t < 32 {
+                sync_threads();
+            }
+            sync_threads();
+            store(out.0.add(t as usize), tile.read(63 - t));
+        }
+    };
+    let error = run(&Machine::new(1), &block(64), &mut NoObserver, &kernel).unwrap_err();
+    match &error {
+        CpuError::BarrierDivergence(d) => {
+            assert!(
+                d.first.thread[0] < 32 && d.second.thread[0] >= 32,
+                "{error}"
+            )
+        }
+        other => panic!("expected a barrier divergence, got {other}"),
+    }
+}
+
+#[test]
+fn threads_that_return_early_release_a_barrier() {
+    // The tail guard of most kernels: on hardware, exited threads do not
+    // hold a barrier up. Threads 40.. return; the rest reverse their tile.
+    let mut output = vec![u32::MAX; 64];
+    let out = Buffer(output.as_mut_ptr());
+    let kernel = move || {
+        let tile = shared_array!(tile: [u32; 64]);
+        let t = thread_idx_x();
+        if t >= 40 {
+            return;
+        }
+        unsafe {
+            tile.write(t, t * 10);
+            sync_threads();
+            store(out.0.add(t as usize), tile.read(39 - t));
+        }
+    };
+    for machine in [Machine::new(1), Machine::new(1).interleave(9)] {
+        run(&machine, &block(64), &mut NoObserver, &kernel).unwrap();
+        let expected: Vec<u32> = (0..64)
+            .map(|t| if t < 40 { (39 - t) * 10 } else { u32::MAX })
+            .collect();
+        assert_eq!(output, expected);
+    }
+}
+
+#[test]
+#[allow(clippy::if_same_then_else)] // the two call sites are the point
+fn sync_threads_and_is_the_and_over_live_threads_from_any_call_site() {
+    let mut output = vec![0u32; 3 * 64];
+    let out = Buffer(output.as_mut_ptr());
+    let kernel = move || {
+        let t = thread_idx_x();
+        // Not aligned: even and odd lanes arrive from different sites.
+        let all_true = if t.is_multiple_of(2) {
+            sync_threads_and(true)
+        } else {
+            sync_threads_and(true)
+        };
+        let one_false = sync_threads_and(t != 17);
+        unsafe {
+            store(out.0.add(t as usize), all_true as u32);
+            store(out.0.add(64 + t as usize), one_false as u32);
+        }
+        if t == 5 {
+            return; // Exited threads do not vote.
+        }
+        let live_vote = sync_threads_and(t != 5);
+        unsafe { store(out.0.add(128 + t as usize), live_vote as u32) };
+    };
+    for machine in [Machine::new(1), Machine::new(1).interleave(4)] {
+        output.fill(9);
+        run(&machine, &block(64), &mut NoObserver, &kernel).unwrap();
+        assert!(output[..64].iter().all(|&v| v == 1), "{output:?}");
+        assert!(output[64..128].iter().all(|&v| v == 0), "{output:?}");
+        let live: Vec<u32> = (0..64).map(|t| if t == 5 { 9 } else { 1 }).collect();
+        assert_eq!(output[128..], live[..]);
+    }
+    // Mixing it with sync_threads on one barrier is an error.
+    let mixed = || {
+        if thread_idx_x() < 32 {
+            sync_threads();
+        } else {
+            sync_threads_and(true);
+        }
+    };
+    let error = run(&Machine::new(1), &block(64), &mut NoObserver, &mixed).unwrap_err();
+    match &error {
+        CpuError::BarrierDivergence(d) => assert_eq!(
+            (d.first_barrier.0, d.second_barrier.0),
+            (BarrierKind::Sync, BarrierKind::And)
+        ),
+        other => panic!("expected a barrier divergence, got {other}"),
+    }
+}
+
+#[test]
+fn a_correct_kernel_gives_the_same_result_under_every_seed() {
+    // Loads, a shared tile reversed across warps, and a tree reduction:
+    // barriers between every write and the other threads' reads.
+    const N: u32 = 128;
+    let input: Vec<u32> = (0..2 * N)
+        .map(|i| i.wrapping_mul(2_654_435_761) >> 7)
+        .collect();
+    let run_with = |machine: Machine| {
+        let mut output = vec![0u32; 2 * N as usize + 2];
+        let (inp, out) = (
+            Buffer(input.as_ptr() as *mut u32),
+            Buffer(output.as_mut_ptr()),
+        );
+        let kernel = move || {
+            let tile = shared_array!(tile: [u32; N as usize]);
+            let sums = shared_array!(sums: [u32; N as usize]);
+            let t = thread_idx_x();
+            let base = clustered_device::thread::block_idx_x() * N;
+            unsafe {
+                let value = load(inp.0.add((base + t) as usize));
+                tile.write(t, value);
+                sums.write(t, value);
+                sync_threads();
+                store(out.0.add((base + t) as usize), tile.read(N - 1 - t));
+                let mut stride = N / 2;
+                while stride > 0 {
+                    if t < stride {
+                        sums.write(t, sums.read(t).wrapping_add(sums.read(t + stride)));
+                    }
+                    sync_threads();
+                    stride /= 2;
+                }
+                if t == 0 {
+                    let block = clustered_device::thread::block_idx_x();
+                    store(out.0.add((2 * N + block) as usize), sums.read(0));
+                }
+            }
+        };
+        let launch = CpuLaunch {
+            grid: [2, 1, 1],
+            block: [N, 1, 1],
+            dynamic_shared_bytes: 0,
+            resident_blocks: 2,
+        };
+        run(&machine, &launch, &mut NoObserver, &kernel).unwrap();
+        output
+    };
+    let expected = run_with(Machine::new(1));
+    for b in 0..2 {
+        let slice = &input[(b * N) as usize..((b + 1) * N) as usize];
+        assert_eq!(
+            expected[(2 * N + b) as usize],
+            slice.iter().fold(0u32, |a, &v| a.wrapping_add(v))
+        );
+    }
+    for seed in 0..20 {
+        assert_eq!(
+            run_with(Machine::new(2).interleave(seed)),
+            expected,
+            "seed {seed}"
+        );
+    }
+}
+
+#[test]
+fn clustered_schedules_with_shared_memory_pass_the_checks_under_shuffled_orders() {
+    use kernels::vector::*;
+    let (n, block) = (640u32, 64u32);
+    let input: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut expected = vec![0.0; n as usize];
+    clustered::reference::reverse_in_blocks(&input, &mut expected, block as usize);
+    let original = CpuLaunch {
+        grid: [n / block, 1, 1],
+        block: [block, 1, 1],
+        dynamic_shared_bytes: block * 4,
+        resident_blocks: 2,
+    };
+    type Reverse = unsafe fn(*const f32, *mut f32, u32, clustered::host::ClusterLaunch);
+    let schedules: [(&str, Reverse, &KernelContract); 2] = [
+        (
+            "agents",
+            reverse_in_blocks_agents,
+            &__clustered_contract_reverse_in_blocks_agents,
+        ),
+        (
+            "stride",
+            reverse_in_blocks_stride,
+            &__clustered_contract_reverse_in_blocks_stride,
+        ),
+    ];
+    for seed in 0..5 {
+        let machine = Machine::new(2).interleave(seed);
+        for (name, kernel, contract) in schedules {
+            let mut output = vec![0f32; n as usize];
+            let mut plan =
+                CpuPlan::new(contract, original, &machine, &ClusterOptions::default()).unwrap();
+            let parameter = plan.parameter();
+            let (pi, po) = (input.as_ptr() as usize, output.as_mut_ptr() as usize);
+            run(&machine, &plan.launch, &mut NoObserver, &|| unsafe {
+                kernel(pi as *const f32, po as *mut f32, n, parameter)
+            })
+            .unwrap_or_else(|e| panic!("{name}, seed {seed}: {e}"));
+            assert_eq!(output, expected, "{name}, seed {seed}");
+        }
+    }
+}
+
+#[test]
+fn a_shared_access_past_the_declared_memory_is_an_error() {
+    let kernel = || {
+        let tile = shared_array!(small: [u32; 4]);
+        unsafe { tile.write(thread_idx_x() * 1000, 1) };
+    };
+    let error = run(&Machine::new(1), &block(32), &mut NoObserver, &kernel).unwrap_err();
+    match &error {
+        CpuError::Panicked { message, at } => {
+            assert_eq!(at.thread, [1, 0, 0]);
+            assert!(message.contains("past the 16 bytes"), "{message}");
+        }
+        other => panic!("expected a panic error, got {other}"),
+    }
+}
