@@ -32,6 +32,7 @@ use std::fmt;
 
 use crate::abi::{Binding, ClusterLaunch, KernelContract};
 use crate::cpu::{Buffers, Host};
+use crate::mapping::CustomIndexing;
 
 /// A value a kernel takes by value: the same bytes mean the same thing on
 /// the host and the device.
@@ -98,6 +99,7 @@ pub struct Entry<K: KernelFn> {
     name: &'static str,
     contract: Option<&'static KernelContract>,
     cpu: unsafe fn(K::Raw, ClusterLaunch),
+    indexing: Option<CustomIndexing>,
 }
 
 impl<K: KernelFn> Clone for Entry<K> {
@@ -135,7 +137,21 @@ impl<K: KernelFn> Entry<K> {
             name,
             contract,
             cpu,
+            indexing: None,
         }
+    }
+
+    /// Used by the generated code only: the schedule's `custom(..)`
+    /// indexing, which launches check is a bijection of the grid.
+    #[doc(hidden)]
+    pub const fn __with_indexing(mut self, indexing: CustomIndexing) -> Self {
+        self.indexing = Some(indexing);
+        self
+    }
+
+    /// The schedule's `custom(..)` indexing function, if it has one.
+    pub const fn custom_indexing(&self) -> Option<CustomIndexing> {
+        self.indexing
     }
 
     /// The PTX entry's name (the function's, or the schedule's `name`).

@@ -379,6 +379,76 @@ fn add_with_carries(
     (fast, slow, z)
 }
 
+/// A `custom(..)` indexing: the linear id `v` -> the CTA it runs.
+pub type CustomIndexing = fn(u32, Grid) -> [u32; 3];
+
+/// How a `custom(..)` indexing fails to be a bijection of `[0, |V|)` onto
+/// the grid's CTAs: some CTA would run twice and another never.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexingError {
+    /// Linear id `v` maps to `cta`, which is not in the grid.
+    OutsideGrid { v: u32, cta: [u32; 3] },
+    /// Linear ids `first` and `second` both map to `cta`.
+    Collision {
+        first: u32,
+        second: u32,
+        cta: [u32; 3],
+    },
+}
+
+impl core::fmt::Display for IndexingError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            IndexingError::OutsideGrid { v, cta } => write!(
+                f,
+                "the custom indexing maps linear id {v} to CTA {cta:?}, outside the grid"
+            ),
+            IndexingError::Collision { first, second, cta } => write!(
+                f,
+                "the custom indexing maps linear ids {first} and {second} both to CTA {cta:?}, \
+                 so that CTA would run twice and another never"
+            ),
+        }?;
+        f.write_str(": it must map 0..|V| one-to-one onto the grid (every CTA exactly once)")
+    }
+}
+
+/// Grids up to this many CTAs have their custom indexing checked at every
+/// plan (a bitset of 8 MiB at most); larger ones in debug builds only.
+pub const CHECKED_INDEXING_CTAS: u64 = 1 << 26;
+
+/// Checks that `indexing` maps `[0, |V|)` one-to-one onto `grid`'s CTAs,
+/// naming the first two linear ids that collide.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn check_custom_indexing(indexing: CustomIndexing, grid: Grid) -> Result<(), IndexingError> {
+    let Some(total) = grid_size(grid) else {
+        return Ok(()); // the plan refuses such a grid anyway
+    };
+    let [gx, gy, gz] = grid;
+    let row_major = |[x, y, z]: [u32; 3]| (z as u64 * gy as u64 + y as u64) * gx as u64 + x as u64;
+    let mut seen = vec![0u64; (total as usize).div_ceil(64)];
+    for v in 0..total {
+        let cta = indexing(v, grid);
+        if cta[0] >= gx || cta[1] >= gy || cta[2] >= gz {
+            return Err(IndexingError::OutsideGrid { v, cta });
+        }
+        let id = row_major(cta) as usize;
+        let (word, bit) = (id / 64, 1u64 << (id % 64));
+        if seen[word] & bit != 0 {
+            let first = (0..v)
+                .find(|&u| indexing(u, grid) == cta)
+                .expect("an earlier id mapped there");
+            return Err(IndexingError::Collision {
+                first,
+                second: v,
+                cta,
+            });
+        }
+        seen[word] |= bit;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -734,5 +804,47 @@ mod tests {
             Err(MappingError::EmptyTile)
         );
         assert_eq!(Partition::new(10, 0), None);
+    }
+}
+
+#[cfg(test)]
+mod custom_indexing_tests {
+    use super::*;
+
+    fn transpose(v: u32, [_, gy, _]: Grid) -> [u32; 3] {
+        [v / gy, v % gy, 0]
+    }
+    fn collides(v: u32, [gx, _, _]: Grid) -> [u32; 3] {
+        [(v % gx) / 2 * 2, v / gx, 0]
+    }
+    fn overflows(v: u32, [gx, _, _]: Grid) -> [u32; 3] {
+        [v % gx + 1, v / gx, 0]
+    }
+
+    #[test]
+    fn a_permutation_passes_and_mistakes_name_two_ids() {
+        assert_eq!(check_custom_indexing(transpose, [7, 5, 1]), Ok(()));
+        assert_eq!(
+            check_custom_indexing(collides, [4, 3, 1]),
+            Err(IndexingError::Collision {
+                first: 0,
+                second: 1,
+                cta: [0, 0, 0]
+            })
+        );
+        assert_eq!(
+            check_custom_indexing(overflows, [4, 3, 1]),
+            Err(IndexingError::OutsideGrid {
+                v: 3,
+                cta: [4, 0, 0]
+            })
+        );
+        let message = check_custom_indexing(collides, [4, 3, 1])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("0 and 1") && message.contains("one-to-one"),
+            "{message}"
+        );
     }
 }

@@ -22,7 +22,7 @@ use clustered_device::abi::{
     scratch_words, Binding, ClusterLaunch, IndexingKind, KernelContract, ABI_VERSION,
     CONTRACT_MAGIC,
 };
-use clustered_device::mapping::{grid_size, Indexing, MappingError};
+use clustered_device::mapping::{grid_size, Indexing, IndexingError, MappingError};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr};
 
 use crate::launch::Launch;
@@ -85,6 +85,12 @@ pub enum ClusterError {
     },
     /// The grid, tile or cluster count cannot be mapped.
     Mapping(MappingError),
+    /// The schedule's `custom(..)` indexing is not a bijection of the grid.
+    NotABijection {
+        kernel: String,
+        grid: [u32; 3],
+        error: IndexingError,
+    },
     /// A fraction policy outside (0, 1].
     BadFraction(f32),
     /// A throttling policy for a binding whose CTAs all work (`stride`).
@@ -127,6 +133,10 @@ impl fmt::Display for ClusterError {
                 "`{kernel}` cannot run with {block_threads} threads and {dynamic_shared_bytes} bytes of dynamic shared memory per block (occupancy 0): use smaller blocks or less shared memory"
             ),
             ClusterError::Mapping(error) => write!(f, "cannot cluster this grid: {error}"),
+            ClusterError::NotABijection { kernel, grid, error } => write!(
+                f,
+                "`{kernel}` on grid {grid:?}: {error}; fix the indexing function"
+            ),
             ClusterError::BadFraction(fraction) => write!(f, "ACTIVE fraction {fraction} is outside (0, 1]"),
             ClusterError::StrideTooLong { tasks, blocks } => write!(
                 f,
@@ -499,4 +509,27 @@ impl Gpu {
         self.launch_on(&plan.stream, &plan.kernel.kernel, plan.config)
             .with_cluster(plan)
     }
+}
+
+/// Checks a schedule's `custom(..)` indexing on `grid` before a launch:
+/// always for grids up to [`CHECKED_INDEXING_CTAS`] CTAs, and in debug
+/// builds for any grid (the check takes a bit per CTA and a call per CTA).
+pub fn check_indexing<K: clustered_device::entry::KernelFn>(
+    entry: &clustered_device::entry::Entry<K>,
+    grid: [u32; 3],
+    always: bool,
+) -> Result<(), ClusterError> {
+    use clustered_device::mapping::{check_custom_indexing, CHECKED_INDEXING_CTAS};
+    let Some(indexing) = entry.custom_indexing() else {
+        return Ok(());
+    };
+    let small = grid_size(grid).is_some_and(|n| u64::from(n) <= CHECKED_INDEXING_CTAS);
+    if always || small || cfg!(debug_assertions) {
+        check_custom_indexing(indexing, grid).map_err(|error| ClusterError::NotABijection {
+            kernel: entry.name().to_string(),
+            grid,
+            error,
+        })?;
+    }
+    Ok(())
 }

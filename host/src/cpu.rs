@@ -177,6 +177,7 @@ pub unsafe fn launch_entry<K: KernelFn>(
     observer: &mut dyn Observer,
     args: K::Args<'_, Host>,
 ) -> Result<CpuRun, CpuLaunchError> {
+    crate::clustered::check_indexing(&entry, original.grid, true)?;
     let mut buffers = Buffers::new();
     let raw = K::raw(args, &mut buffers);
     let (launch, mut scratch, parameter, max, active) = match entry.contract() {

@@ -173,6 +173,7 @@ impl Module {
                 kernel
             }
         };
+        crate::clustered::check_indexing(&entry, original.grid, false)?;
         let plan = Arc::new(gpu.plan_clustered(&kernel, original, options.clone())?);
         let mut cache = self.locked();
         if cache.plans.len() >= PLANS_KEPT {

@@ -46,10 +46,10 @@ fn kind(ty: &Type) -> Kind<'_> {
 }
 
 /// The registry of `function` (whose entry is its own name) and its
-/// `schedules` (entry names, each with a `__clustered_contract_<name>`).
-pub fn registry(function: &ItemFn, schedules: &[Ident]) -> TokenStream {
+/// `schedules`: each schedule's name and its `custom(..)` indexing, if any.
+pub fn registry(function: &ItemFn, schedules: &[(Ident, Option<syn::Path>)]) -> TokenStream {
     let mut errors = Vec::new();
-    for name in schedules {
+    for (name, _) in schedules {
         if RESERVED.iter().any(|reserved| name == reserved) {
             errors.push(Error::new(
                 name.span(),
@@ -139,10 +139,13 @@ pub fn registry(function: &ItemFn, schedules: &[Ident]) -> TokenStream {
         }
     };
     let baseline = call(kernel, false);
-    let schedule_consts = schedules.iter().map(|schedule| {
+    let schedule_consts = schedules.iter().map(|(schedule, indexing)| {
         let contract = format_ident!("__clustered_contract_{}", schedule);
         let call = call(schedule, true);
         let entry_name = schedule.to_string();
+        let with_indexing = indexing.as_ref().map(|path| {
+            quote!(.__with_indexing(#path as #device::mapping::CustomIndexing))
+        });
         let doc = format!(" The schedule `{entry_name}` of [`{name}`](fn@{name}).");
         quote! {
             #[doc = #doc]
@@ -150,10 +153,11 @@ pub fn registry(function: &ItemFn, schedules: &[Ident]) -> TokenStream {
                 let cpu = #call;
                 // SAFETY: the entry, its contract and its function, as emitted together.
                 unsafe { #entry::Entry::__new(#entry_name, ::core::option::Option::Some(&#contract), cpu) }
+                    #with_indexing
             };
         }
     });
-    let listed = schedules.iter().map(|s| quote!(Self::#s));
+    let listed = schedules.iter().map(|(s, _)| quote!(Self::#s));
     let doc = format!(
         " Typed entry points of the kernel [`{name}`](fn@{name}): `{name}::KERNEL` (the kernel as written){}. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<{name} as KernelFn>::Args`, one per parameter.",
         if schedules.is_empty() {
@@ -163,7 +167,7 @@ pub fn registry(function: &ItemFn, schedules: &[Ident]) -> TokenStream {
                 " and its schedules {}",
                 schedules
                     .iter()
-                    .map(|s| format!("`{name}::{s}`"))
+                    .map(|(s, _)| format!("`{name}::{s}`"))
                     .collect::<Vec<_>>()
                     .join(", ")
             )

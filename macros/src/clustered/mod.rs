@@ -47,6 +47,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 
     let original = &function.sig.ident;
     let mut names: Vec<syn::Ident> = Vec::new();
+    let mut registered = Vec::new();
     let mut kernels = Vec::new();
     for schedule in &schedules {
         let name = match &schedule.name {
@@ -73,6 +74,11 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             continue;
         }
         names.push(name.clone());
+        let custom = match &schedule.indexing {
+            parse::Indexing::Custom(path) => Some(path.clone()),
+            _ => None,
+        };
+        registered.push((name.clone(), custom));
         analyse::check_schedule(schedule, &parameters, &mut errors);
         let mut body = (*function.block).clone();
         let facts = analyse::rewrite_body(
@@ -101,7 +107,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return errors;
     }
     let baseline = crate::kernel::traced_entry_point(&function);
-    let registry = crate::registry::registry(&function, &names);
+    let registry = crate::registry::registry(&function, &registered);
     quote! {
         #baseline
         #(#kernels)*

@@ -158,6 +158,7 @@ impl row_sums {
                 cpu,
             )
         }
+            .__with_indexing(snake as ::clustered_device::mapping::CustomIndexing)
     };
     /// Every schedule of the kernel, in the order of its attributes.
     pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
