@@ -195,6 +195,7 @@ fn early_exits_before_barriers_on_the_gpu() {
                     .plan_clustered(&kernel, config, ClusterOptions::default())
                     .unwrap();
                 let mut out = gpu.zeros::<u32>(n as usize).unwrap();
+                eprintln!("{}", case(&name));
                 let _watchdog = Watchdog::new(case(&name), Duration::from_secs(20));
                 unsafe {
                     gpu.launch_plan(&plan)

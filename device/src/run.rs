@@ -60,7 +60,8 @@ mod hardware {
 
     /// `bar.sync 1`: the scheduler's own barrier, reached by every thread
     /// of the CTA at the same instruction (it publishes a claim). A body's
-    /// barriers use barrier 0, so the two can never pair up.
+    /// barriers use barrier 0 (plain kernels, reorder, redirect) or 2 (the
+    /// task barrier of persistent schedules), so they never pair up with it.
     #[inline(always)]
     pub fn scheduler_barrier() {
         #[cfg(target_arch = "nvptx64")]
@@ -79,12 +80,19 @@ mod hardware {
         );
     }
 
-    /// `barrier.red.and.pred` on barrier 0, not aligned: the thread arrives
+    /// `barrier.red.and.pred` on barrier 2, not aligned: the thread arrives
     /// with `done` and gets whether every thread of the CTA arrived with
     /// `done` set. Threads of one warp may arrive from different
     /// instructions (a body's barrier and `end_task`'s), which the
     /// non-aligned form allows.
-    #[inline(always)]
+    ///
+    /// On the GPU it is one function, never inlined, so that every thread
+    /// arrives at the same instruction wherever it calls from: a warp whose
+    /// threads wait at two barrier instructions, even of one barrier, waits
+    /// for itself (ptxas reconverges the warp at the instruction), while one
+    /// instruction reached through two calls is one arrival per thread.
+    #[cfg_attr(target_arch = "nvptx64", inline(never))]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(always))]
     pub fn task_barrier(done: bool) -> bool {
         #[cfg(target_arch = "nvptx64")]
         {
@@ -94,7 +102,7 @@ mod hardware {
                 core::arch::asm!(
                     "{{ .reg .pred %clustered_in, %clustered_all;",
                     "setp.ne.u32 %clustered_in, {done}, 0;",
-                    "barrier.red.and.pred %clustered_all, 0, %clustered_in; // clustered:task",
+                    "barrier.red.and.pred %clustered_all, 2, %clustered_in; // clustered:task",
                     "selp.u32 {all}, 1, 0, %clustered_all; }}",
                     done = in(reg32) done as u32,
                     all = out(reg32) all,
@@ -137,7 +145,7 @@ pub fn barrier_in_body<F: FnOnce() + 'static>(call: F) {
 /// Ends this thread's task in a persistent schedule whose body shares memory
 /// or waits at barriers: returns once every thread of the CTA has ended it.
 ///
-/// Each pass arrives at barrier 0 saying "done": a thread whose task ended
+/// Each pass arrives at the task barrier (barrier 2) saying "done": a thread whose task ended
 /// early (`return`) arrives once for each barrier that the others' body
 /// still reaches, and the reduction tells every thread at once, uniformly,
 /// when all are done. So barrier phases never shift between tasks, and a
@@ -189,8 +197,8 @@ pub fn redirected(launch: &ClusterLaunch) -> u32 {
 ///   with carries (row- and column-major; a full delinearization for tiles).
 ///   Delinearizing each task put two multiply-high divisions and the tile
 ///   branch in vector add's loop (its PTX, from `cargo build`).
-/// - `separate_tasks`: a barrier after each task, for bodies that share
-///   memory or wait for each other (see [`agents`]).
+/// - A body that shares memory or waits at barriers ends each task with
+///   [`end_task`] itself (the macro puts it in the task function).
 /// - `prefetch(v + dA, its CTA)` runs before task `v` when the block has a
 ///   task `d = distance` steps ahead.
 ///
@@ -200,7 +208,6 @@ pub fn redirected(launch: &ClusterLaunch) -> u32 {
 #[inline(always)]
 pub fn strided(
     launch: &ClusterLaunch,
-    separate_tasks: bool,
     distance: u32,
     mut task: impl FnMut(u32, Cta),
     mut prefetch: impl FnMut(u32, Cta),
@@ -222,9 +229,6 @@ pub fn strided(
             prefetch(v + ahead, Cta::new(next, grid));
         }
         task(v, Cta::new(index, grid));
-        if separate_tasks {
-            end_task();
-        }
         v = v.wrapping_add(agents);
         index = delinearize.advance(index, split, v);
     }
@@ -271,9 +275,10 @@ unsafe fn publish(ticket: Shared<u32>, parity: u32, partition: &Partition, claim
 ///   (the intent; its effect on time has not been measured separately).
 /// - Throttling: the first `launch.active_agents` agents to arrive on an SM
 ///   work; the others exit at once.
-/// - `separate_tasks`: put a barrier after every task, needed when the body
-///   uses shared memory or barriers (a fast warp must not start the next task
-///   while a slow one still reads the last task's shared data).
+/// - A body that uses shared memory or barriers ends each task with
+///   [`end_task`] (in its task function, where its early `return`s call it
+///   too), so a fast warp never starts the next task while a slow one still
+///   reads the last task's shared data.
 ///
 /// # Safety
 /// `launch.scratch` holds `sm_slots + M` zeroed words private to this launch.
@@ -281,7 +286,6 @@ unsafe fn publish(ticket: Shared<u32>, parity: u32, partition: &Partition, claim
 pub unsafe fn agents(
     launch: &ClusterLaunch,
     chunk: u32,
-    separate_tasks: bool,
     mut task: impl FnMut(u32, Cta),
     mut prefetch: impl FnMut(u32, Cta),
 ) {
@@ -335,12 +339,6 @@ pub unsafe fn agents(
                 prefetch(start + k + 1, Cta::new(following, grid));
             }
             task(start + k, Cta::new(index, grid));
-            // After every task, not only between two: a condition on `k` here
-            // made LLVM peel the first task, duplicating the whole body
-            // (`tests/kernel_resources.rs` counts the body's instructions).
-            if separate_tasks {
-                end_task();
-            }
             index = delinearize.step(index, start + k + 1);
         }
         parity ^= 1;

@@ -3,7 +3,7 @@
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::time::Duration;
 
-/// Ends the test process, naming `what`, if it is not dropped within
+/// Aborts the test process, naming `what`, if it is not dropped within
 /// `limit`: a GPU launch that hangs (a barrier that never opens) fails the
 /// run with the launch's name instead of blocking CI until its time limit.
 pub struct Watchdog {
@@ -18,7 +18,8 @@ impl Watchdog {
         let thread = std::thread::spawn(move || {
             if let Err(RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
                 eprintln!("HUNG: {what} did not finish within {limit:?}");
-                std::process::exit(124);
+                // Not `exit`: its handlers would wait for the hung kernel.
+                std::process::abort();
             }
         });
         Watchdog {

@@ -318,3 +318,34 @@ impl VisitMut for Rewriter<'_> {
     // they are not tasks, so they are left as written.
     fn visit_item_mut(&mut self, _item: &mut syn::Item) {}
 }
+
+/// In a persistent body that ends each task with the task barrier, makes
+/// every `return` end the task the same way first: `{ end_task(); return }`.
+///
+/// On a GPU the threads of a warp that leave a branch early wait where the
+/// branch joins (ptxas's reconvergence point) until their warp-mates arrive;
+/// a thread that returned would wait there while the rest of its warp waits
+/// at a body barrier for it: a hang. Waiting in `end_task` inside the
+/// returning branch, it arrives at those barriers instead. Closures and
+/// nested items return from themselves, so they are left alone.
+pub fn end_tasks_at_returns(body: &mut syn::Block) {
+    struct Returns;
+    impl VisitMut for Returns {
+        fn visit_expr_mut(&mut self, expr: &mut Expr) {
+            match expr {
+                Expr::Closure(_) => return,
+                Expr::Return(ret) => {
+                    let device = crate::kernel::device_path();
+                    let span = ret.return_token.span;
+                    let ret = ret.clone();
+                    *expr = syn::parse_quote_spanned!(span=> { #device::run::end_task(); #ret });
+                    return;
+                }
+                _ => {}
+            }
+            visit_mut::visit_expr_mut(self, expr);
+        }
+        fn visit_item_mut(&mut self, _item: &mut syn::Item) {}
+    }
+    Returns.visit_block_mut(body);
+}

@@ -106,7 +106,11 @@ pub fn schedule(
         Some(hook) => call_with_cta(hook),
         None => quote!(|_: u32, _: #device::cta::Cta| {}),
     };
-    let separate = facts.shares_within_cta;
+    // A persistent body that shares memory or waits at barriers ends each
+    // task with the task barrier, in the task function itself: its early
+    // `return`s do the same first (`analyse::end_tasks_at_returns`).
+    let end_task = (facts.shares_within_cta && schedule.binding.is_persistent())
+        .then(|| quote!(#device::run::end_task();));
     let entry_body = match schedule.binding {
         Binding::Reorder => quote! {
             #task(#to_cta(#device::run::reordered(&#launch)), #(#names),*);
@@ -117,11 +121,11 @@ pub fn schedule(
         Binding::Stride => {
             let distance = schedule.prefetch_distance.map_or(1, |(n, _)| n);
             quote! {
-                #device::run::strided(&#launch, #separate, #distance, #run_task, #prefetch);
+                #device::run::strided(&#launch, #distance, #run_task, #prefetch);
             }
         }
         Binding::Agents | Binding::Persistent => quote! {
-            #device::run::agents(&#launch, #chunk, #separate, #run_task, #prefetch);
+            #device::run::agents(&#launch, #chunk, #run_task, #prefetch);
         },
     };
     // The schedule as written in the attribute, e.g. `indexing = tile(4, 2)`.
@@ -146,10 +150,11 @@ pub fn schedule(
     quote! {
         #[doc(hidden)]
         #[inline(always)]
-        #[allow(non_snake_case, clippy::too_many_arguments)]
+        #[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
         unsafe fn #task(#cta: #device::cta::Cta, #(#mutability #names: #types),*) {
             #device::trace::begin_task(&#cta);
             #body
+            #end_task
         }
 
         #[doc(hidden)]

@@ -88,6 +88,9 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             schedule.binding.is_persistent(),
             &mut errors,
         );
+        if facts.shares_within_cta && schedule.binding.is_persistent() {
+            analyse::end_tasks_at_returns(&mut body);
+        }
         errors.extend(crate::trace::trace_global_memory(
             &mut body,
             &function.sig.inputs,

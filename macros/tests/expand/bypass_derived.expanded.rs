@@ -22,7 +22,7 @@ pub unsafe fn row_sums(a: *const f32, sums: *mut f32, width: u32) {
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __row_sums_redirect_task(
     __cta: ::clustered_device::cta::Cta,
     a: *const f32,

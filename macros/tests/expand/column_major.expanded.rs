@@ -29,7 +29,7 @@ pub unsafe fn stencil(input: *const f32, output: *mut f32, width: u32, height: u
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __stencil_columns_task(
     __cta: ::clustered_device::cta::Cta,
     input: *const f32,
@@ -82,7 +82,6 @@ pub unsafe fn stencil_columns(
     ::clustered_device::run::agents(
         &__launch,
         1u32,
-        false,
         |_: u32, __cta: ::clustered_device::cta::Cta| __stencil_columns_task(
             __cta,
             input,

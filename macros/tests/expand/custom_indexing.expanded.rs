@@ -28,7 +28,7 @@ pub unsafe fn row_sums(m: *const f32, sums: *mut f32, width: u32) {
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __rows_snake_task(
     __cta: ::clustered_device::cta::Cta,
     m: *const f32,
@@ -73,7 +73,6 @@ pub unsafe fn rows_snake(
     ::clustered_device::run::agents(
         &__launch,
         2u32,
-        false,
         |__v: u32, _: ::clustered_device::cta::Cta| __rows_snake_task(
             __to_cta(__v),
             m,

@@ -21,7 +21,7 @@ pub unsafe fn fill(x: *mut u32, value: u32, n: u32) {
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __fill_clustered_task(
     __cta: ::clustered_device::cta::Cta,
     x: *mut u32,
@@ -64,7 +64,6 @@ pub unsafe fn fill_clustered(
     ::clustered_device::run::agents(
         &__launch,
         1u32,
-        false,
         |_: u32, __cta: ::clustered_device::cta::Cta| __fill_clustered_task(
             __cta,
             x,

@@ -22,7 +22,7 @@ pub unsafe fn countdown(out: *mut u32, mut n: u32) {
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __countdown_tiles_task(
     __cta: ::clustered_device::cta::Cta,
     out: *mut u32,
@@ -68,7 +68,6 @@ pub unsafe fn countdown_tiles(
     ::clustered_device::run::agents(
         &__launch,
         1u32,
-        false,
         |__v: u32, _: ::clustered_device::cta::Cta| __countdown_tiles_task(
             __to_cta(__v),
             out,

@@ -25,7 +25,7 @@ pub unsafe fn shift(v: *mut u32, to_cta: u32, n: u32) {
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __shift_redirect_task(
     __cta: ::clustered_device::cta::Cta,
     v: *mut u32,
@@ -82,7 +82,7 @@ pub unsafe fn shift_redirect(
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __shift_agents_task(
     __cta: ::clustered_device::cta::Cta,
     v: *mut u32,
@@ -129,7 +129,6 @@ pub unsafe fn shift_agents(
     ::clustered_device::run::agents(
         &__launch,
         2u32,
-        false,
         |_: u32, __cta: ::clustered_device::cta::Cta| __shift_agents_task(
             __cta,
             v,

@@ -24,7 +24,7 @@ pub unsafe fn scale(x: *mut f32, factor: f32, n: u32) {
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __scale_persistent_task(
     __cta: ::clustered_device::cta::Cta,
     x: *mut f32,
@@ -70,7 +70,6 @@ pub unsafe fn scale_persistent(
     ::clustered_device::run::agents(
         &__launch,
         8u32,
-        false,
         |_: u32, __cta: ::clustered_device::cta::Cta| __scale_persistent_task(
             __cta,
             x,

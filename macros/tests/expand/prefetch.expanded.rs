@@ -29,7 +29,7 @@ pub unsafe fn copy(x: *const f32, y: *mut f32, n: u32) {
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __copy_prefetch_task(
     __cta: ::clustered_device::cta::Cta,
     x: *const f32,
@@ -69,7 +69,6 @@ pub unsafe fn copy_prefetch(
     ::clustered_device::run::agents(
         &__launch,
         4u32,
-        false,
         |_: u32, __cta: ::clustered_device::cta::Cta| __copy_prefetch_task(
             __cta,
             x,

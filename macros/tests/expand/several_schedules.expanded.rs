@@ -36,7 +36,7 @@ pub unsafe fn block_sums(x: *const f32, sums: *mut f32) {
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __block_sums_raster_task(
     __cta: ::clustered_device::cta::Cta,
     x: *const f32,
@@ -105,7 +105,7 @@ pub unsafe fn block_sums_raster(
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __block_sums_agents_task(
     __cta: ::clustered_device::cta::Cta,
     x: *const f32,
@@ -141,6 +141,7 @@ unsafe fn __block_sums_agents_task(
             };
         }
     }
+    ::clustered_device::run::end_task();
 }
 #[doc(hidden)]
 #[no_mangle]
@@ -169,7 +170,6 @@ pub unsafe fn block_sums_agents(
     ::clustered_device::run::agents(
         &__launch,
         2u32,
-        true,
         |__v: u32, _: ::clustered_device::cta::Cta| __block_sums_agents_task(
             __to_cta(__v),
             x,
@@ -180,7 +180,7 @@ pub unsafe fn block_sums_agents(
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __block_sums_redirect_task(
     __cta: ::clustered_device::cta::Cta,
     x: *const f32,

@@ -48,7 +48,7 @@ pub unsafe fn sgemm_tiled(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __sgemm_tiled_raster_task(
     __cta: ::clustered_device::cta::Cta,
     a: *const f32,

@@ -21,7 +21,7 @@ pub unsafe fn blur(input: *const f32, output: *mut f32, width: u32, height: u32)
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __blur_stride_task(
     __cta: ::clustered_device::cta::Cta,
     input: *const f32,
@@ -69,7 +69,6 @@ pub unsafe fn blur_stride(
     );
     ::clustered_device::run::strided(
         &__launch,
-        false,
         1u32,
         |__v: u32, _: ::clustered_device::cta::Cta| __blur_stride_task(
             __to_cta(__v),

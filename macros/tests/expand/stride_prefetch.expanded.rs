@@ -29,7 +29,7 @@ pub unsafe fn scale(input: *const f32, output: *mut f32, n: u32) {
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __scale_stride_task(
     __cta: ::clustered_device::cta::Cta,
     input: *const f32,
@@ -72,7 +72,6 @@ pub unsafe fn scale_stride(
 ) {
     ::clustered_device::run::strided(
         &__launch,
-        false,
         1u32,
         |_: u32, __cta: ::clustered_device::cta::Cta| __scale_stride_task(
             __cta,

@@ -23,7 +23,7 @@ pub unsafe fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __vector_add_agents_task(
     __cta: ::clustered_device::cta::Cta,
     a: *const f32,
@@ -70,7 +70,6 @@ pub unsafe fn vector_add_agents(
     ::clustered_device::run::agents(
         &__launch,
         8u32,
-        false,
         |_: u32, __cta: ::clustered_device::cta::Cta| __vector_add_agents_task(
             __cta,
             a,

@@ -24,7 +24,7 @@ pub unsafe fn scale(x: *mut f32, s: f32, n: u32) {
 }
 #[doc(hidden)]
 #[inline(always)]
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __scale_redirect_task(
     __cta: ::clustered_device::cta::Cta,
     x: *mut f32,
