@@ -1,18 +1,17 @@
-//! The kernel suite of this workspace: its PTX for GPUs, the same kernels on
-//! the CPU backend, and the locality simulator that runs them there.
+//! Locality-aware CTA clustering for Rust GPU kernels: one dependency for
+//! the macros, the device runtime, the host and the CPU backend.
 //!
-//! The kernels live in `kernels/`: `build.rs` builds them for
-//! `nvptx64-nvidia-cuda` ([`PTX`]), and they are linked for the host too, so
-//! [`simulate`] runs every schedule of every [`suite`] kernel on simulated SMs.
+//! Features: `gpu` (the host: `host`), `cpu` (the CPU backend: `host::cpu`,
+//! [`device::cpu`]), `sim` (the locality simulator: `sim`). Built for
+//! `nvptx64`, only the macros and the device runtime are here.
+#![cfg_attr(target_arch = "nvptx64", no_std)]
 
+/// The device runtime, also re-exported at the root (`clustered::thread`, ...).
+pub use clustered_device as device;
+pub use clustered_device::*;
+
+#[cfg(all(any(feature = "gpu", feature = "cpu"), not(target_arch = "nvptx64")))]
 pub use clustered_host as host;
+
+#[cfg(all(feature = "sim", not(target_arch = "nvptx64")))]
 pub use clustered_sim as sim;
-
-pub mod measure;
-pub mod reference;
-pub mod report;
-pub mod simulate;
-pub mod suite;
-
-/// The suite's PTX (`.target sm_90`).
-pub const PTX: &str = include_str!(env!("CLUSTERED_PTX_KERNELS"));

@@ -30,6 +30,10 @@ pub const REQUIRED_COMPONENTS: &str = "rust-src llvm-bitcode-linker llvm-tools";
 
 const TARGET: &str = "nvptx64-nvidia-cuda";
 
+/// The profile settings of every PTX build: no unwinding on the GPU, and one
+/// codegen unit so that LLVM sees (and inlines across) the whole crate.
+const PROFILE: [&str; 2] = ["panic=\"abort\"", "codegen-units=1"];
+
 /// Why the PTX could not be built.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -147,6 +151,15 @@ impl Builder {
             .arg(&target_dir);
         if self.release {
             command.arg("--release");
+        }
+        // The profile the PTX needs, set here so that the kernels crate's
+        // manifest (and its workspace's) need no profile of their own.
+        // `--config` overrides whatever the manifests say, for this build only.
+        let profile = if self.release { "release" } else { "dev" };
+        for setting in PROFILE {
+            command
+                .arg("--config")
+                .arg(format!("profile.{profile}.{setting}"));
         }
         command
             .args(["--", "-C"])

@@ -1,6 +1,6 @@
-//! Builds the kernel suite (`kernels/`) to PTX; `src/lib.rs` embeds it.
+//! Builds the kernel suite (`../kernels`) to PTX; `src/lib.rs` embeds it.
 fn main() {
-    if let Err(error) = clustered_builder::Builder::new("kernels")
+    if let Err(error) = clustered_builder::Builder::new("../kernels")
         .arch("sm_90")
         .build()
     {

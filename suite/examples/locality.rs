@@ -24,12 +24,12 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use clustered::host::cpu::Dispatch;
-use clustered::host::{Error as GpuError, Gpu};
-use clustered::measure::{measure, Measurement};
-use clustered::sim::{format_table, sm_map_svg, DeviceProfile, Progress, SmMapPanel};
-use clustered::simulate::{simulate, Simulation};
-use clustered::suite::{self, Size, Workload};
+use clustered_suite::host::cpu::Dispatch;
+use clustered_suite::host::{Error as GpuError, Gpu};
+use clustered_suite::measure::{measure, Measurement};
+use clustered_suite::sim::{format_table, sm_map_svg, DeviceProfile, Progress, SmMapPanel};
+use clustered_suite::simulate::{simulate, Simulation};
+use clustered_suite::suite::{self, Size, Workload};
 
 struct Options {
     profile: DeviceProfile,
@@ -301,7 +301,9 @@ fn measure_on_gpu(options: &Options) -> Result<Option<HashMap<&'static str, Meas
             "the simulation's"
         }
     );
-    let module = gpu.load_module(clustered::PTX).map_err(|e| e.to_string())?;
+    let module = gpu
+        .load_module(clustered_suite::PTX)
+        .map_err(|e| e.to_string())?;
     let mut measured = HashMap::new();
     // One at a time: at benchmark sizes the inputs take gigabytes.
     for (_, build) in suite::select(options.only.as_deref())? {

@@ -2,14 +2,14 @@
 //! CTA exactly once, whatever the dispatcher, starved SMs or sparse SM ids;
 //! and every schedule computes what the baseline computes, bit for bit.
 
-use clustered::host::cpu::{
+use clustered_suite::host::cpu::{
     run, AccessKind, CpuError, CpuLaunch, CpuPlan, Dispatch, LaneAccess, Machine, NoObserver,
     Observer,
 };
-use clustered::host::{ActivePolicy, ClusterOptions, KernelContract};
+use clustered_suite::host::{ActivePolicy, ClusterOptions, KernelContract};
 use kernels::coverage::*;
 
-type CoverageKernel = unsafe fn(*mut u32, *mut u32, clustered::host::ClusterLaunch);
+type CoverageKernel = unsafe fn(*mut u32, *mut u32, clustered_suite::host::ClusterLaunch);
 
 /// The schedules of `coverage`, with their contracts.
 fn coverage_schedules() -> [(&'static str, CoverageKernel, &'static KernelContract); 8] {
@@ -430,7 +430,7 @@ fn tasks_sharing_memory_stay_separate_in_persistent_loops() {
     let (n, block) = (640u32, 64u32);
     let input: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut expected = vec![0.0; n as usize];
-    clustered::reference::reverse_in_blocks(&input, &mut expected, block as usize);
+    clustered_suite::reference::reverse_in_blocks(&input, &mut expected, block as usize);
     let machine = Machine::new(2);
     let original = CpuLaunch {
         grid: [n / block, 1, 1],
@@ -438,7 +438,7 @@ fn tasks_sharing_memory_stay_separate_in_persistent_loops() {
         dynamic_shared_bytes: block * 4,
         resident_blocks: 2,
     };
-    type Reverse = unsafe fn(*const f32, *mut f32, u32, clustered::host::ClusterLaunch);
+    type Reverse = unsafe fn(*const f32, *mut f32, u32, clustered_suite::host::ClusterLaunch);
     let schedules: [(&str, Reverse, &KernelContract); 2] = [
         (
             "agents",
