@@ -89,8 +89,9 @@ pub fn entry_point(function: &ItemFn) -> TokenStream {
     } = function;
     let name = &sig.ident;
     let inputs = &sig.inputs;
+    let runtime = crate::runtime::runtime_path();
     quote! {
-        ::clustered_device::entry_point! {
+        #runtime::entry_point! {
             #(#attrs)*
             #vis unsafe fn #name(#inputs) #block
         }

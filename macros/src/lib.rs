@@ -9,6 +9,7 @@
 
 mod clustered;
 mod kernel;
+mod runtime;
 #[cfg(test)]
 mod snapshots;
 mod trace;

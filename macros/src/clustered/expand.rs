@@ -34,7 +34,7 @@ pub fn schedule(
     // so that a parameter named `v` or `to_cta` is not shadowed.
     let v = format_ident!("__v");
     let to_cta = format_ident!("__to_cta");
-    let device = quote!(::clustered_device);
+    let device = crate::runtime::runtime_path();
 
     let binding = match schedule.binding {
         Binding::Reorder => quote!(#device::abi::Binding::Reorder),
