@@ -9,6 +9,7 @@
 /// The device runtime, also re-exported at the root (`clustered::thread`, ...).
 pub use clustered_device as device;
 pub use clustered_device::*;
+pub use clustered_macros::include_ptx;
 
 #[cfg(all(any(feature = "gpu", feature = "cpu"), not(target_arch = "nvptx64")))]
 pub use clustered_host as host;

@@ -9,6 +9,7 @@
 
 mod clustered;
 mod kernel;
+mod ptx;
 mod runtime;
 #[cfg(test)]
 mod snapshots;
@@ -43,4 +44,19 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn clustered(attr: TokenStream, item: TokenStream) -> TokenStream {
     clustered::expand(attr.into(), item.into()).into()
+}
+
+/// The PTX that `clustered_builder` built for a kernels crate, by its package
+/// name, as a `&'static str` (for `Gpu::load_module`).
+///
+/// ```ignore
+/// // build.rs: clustered_builder::build("kernels");
+/// const PTX: &str = clustered::include_ptx!("kernels");
+/// ```
+///
+/// A compile error says what to add to `build.rs` when no build script built
+/// that crate.
+#[proc_macro]
+pub fn include_ptx(input: TokenStream) -> TokenStream {
+    ptx::expand(input.into()).into()
 }

@@ -14,4 +14,4 @@ pub mod simulate;
 pub mod suite;
 
 /// The suite's PTX (`.target sm_90`).
-pub const PTX: &str = include_str!(env!("CLUSTERED_PTX_KERNELS"));
+pub const PTX: &str = clustered::include_ptx!("kernels");
