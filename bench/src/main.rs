@@ -11,7 +11,7 @@
 //! Prints the device and a table; writes `bench.json` and `speedups.svg`.
 //!
 //! ```text
-//! cargo run --release --bin bench [-- --only KERNEL --out target/bench
+//! cargo run --release --bin bench [-- --only KERNEL[,KERNEL...] --out target/bench
 //!     --twins target/twins/suite.ptx --tuner PATH]
 //! ```
 
@@ -54,7 +54,7 @@ fn parse_options() -> Result<Options, String> {
             "--tuner" => options.tuner = value()?.into(),
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`; usage: bench [--only KERNEL] [--out DIR] [--twins PTX] [--tuner FILE]"
+                    "unknown argument `{other}`; usage: bench [--only KERNEL[,KERNEL...]] [--out DIR] [--twins PTX] [--tuner FILE]"
                 ))
             }
         }

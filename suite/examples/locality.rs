@@ -15,7 +15,7 @@
 //!
 //! ```text
 //! cargo run --release --example locality [-- --profile h200 --sms 8
-//!     --dispatch round-robin|observed|random --only sgemm_tiled --out target/locality]
+//!     --dispatch round-robin|observed|random --only sgemm_tiled,transpose --out target/locality]
 //! ```
 
 use std::collections::HashMap;
@@ -115,7 +115,7 @@ fn parse_options() -> Result<Options, String> {
     Ok(options)
 }
 
-const USAGE: &str = "usage: locality [--profile h100|h200] [--sms N] [--dispatch round-robin|observed|random] [--only KERNEL] [--out DIR] [--no-gpu] [--gpu-size benchmark|simulate] [--gpu-runs N]";
+const USAGE: &str = "usage: locality [--profile h100|h200] [--sms N] [--dispatch round-robin|observed|random] [--only KERNEL[,KERNEL...]] [--out DIR] [--no-gpu] [--gpu-size benchmark|simulate] [--gpu-runs N]";
 
 fn main() -> ExitCode {
     let options = match parse_options() {
