@@ -31,6 +31,8 @@
 //! active toolchain where rustup is present; otherwise the build stops with
 //! the command to run.
 
+#![warn(missing_docs)]
+
 use std::env;
 use std::fmt;
 use std::path::{Path, PathBuf};

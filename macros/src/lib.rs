@@ -7,6 +7,8 @@
 //! Each attribute is parsed, checked and expanded in its own module; errors
 //! are collected with their spans and reported together.
 
+#![warn(missing_docs)]
+
 mod clustered;
 mod kernel;
 mod ptx;
