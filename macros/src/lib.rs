@@ -28,10 +28,11 @@ use proc_macro::TokenStream;
 ///
 /// The function must be `unsafe` (the host passes raw pointers that the
 /// kernel trusts), not generic, not `async`, and return nothing. Its name is
-/// the kernel's symbol in the PTX. The kernels crate needs
-/// `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]` (it is built
-/// with `RUSTC_BOOTSTRAP=1` by `clustered-builder`). On the host the same
-/// function is an ordinary `unsafe fn` that the CPU backend runs per thread.
+/// the kernel's symbol in the PTX. `clustered-builder` builds the kernels
+/// crate for the GPU with `#![no_std]` and `#![feature(abi_ptx)]` added (and
+/// `RUSTC_BOOTSTRAP=1`), so the crate must not declare them itself. On the
+/// host the same function is an ordinary `unsafe fn` that the CPU backend
+/// runs per thread.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()
