@@ -16,8 +16,8 @@ stage=.gpu
 rm -rf "$stage" && mkdir -p "$stage/tests"
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.gpu/' >> .git/info/exclude; }
 
-cargo build --release --examples
-cp target/release/examples/{locality,bench} "$stage/"
+cargo build --release -p clustered-suite -p clustered-bench --examples --bins
+cp target/release/examples/locality target/release/bench "$stage/"
 # The nvcc twins of the baselines (PTX, JIT-compiled there like the Rust PTX).
 scripts/build-twins.sh > /dev/null && cp target/twins/suite.ptx "$stage/twins.ptx"
 cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
@@ -27,10 +27,10 @@ for line in sys.stdin:
     m = json.loads(line)
     # The macro and builder tests need a Rust toolchain, not a GPU.
     if (m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]
-            and m["target"]["name"] not in ("ui", "clustered_macros", "clustered_builder")):
+            and m["target"]["name"] not in ("ui", "clustered_macros", "clustered_builder", "template")):
         shutil.copy(m["executable"], sys.argv[1] + "/tests/" + m["target"]["name"] + "." + m["target"]["kind"][0])
 ' "$stage"
-cp "$(ls -t target/release/build/clustered-*/out/ptx-target/nvptx64-nvidia-cuda/release/kernels.ptx | head -1)" "$stage/kernels.ptx"
+cp "$(ls -t target/release/build/clustered-suite-*/out/ptx-target/nvptx64-nvidia-cuda/release/kernels.ptx | head -1)" "$stage/kernels.ptx"
 
 cat > "$stage/run-all.sh" <<'RUN'
 #!/usr/bin/env bash

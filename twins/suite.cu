@@ -14,7 +14,7 @@
 //   `-fmad=false`, because rustc never contracts `a * b + c` and nvcc does by
 //   default. With that (and no fast-math: IEEE division, denormals kept) a
 //   twin computes the same bits as its Rust kernel and as the CPU reference
-//   (src/reference.rs).
+//   (suite/src/reference.rs).
 // - No `__restrict__`: rustc gives LLVM no aliasing facts about raw
 //   pointers, so the Rust kernels can neither use the read-only path
 //   (`ld.global.nc`) nor move loads across stores. A restrict-qualified twin

@@ -1,24 +1,37 @@
-//! Builds a kernels crate to PTX from a build script.
+//! Builds a kernels crate to PTX from a build script: one line in the
+//! `build.rs` of the crate that launches the kernels.
 //!
 //! ```no_run
 //! // build.rs
 //! # #[allow(clippy::needless_doctest_main)]
 //! fn main() {
-//!     let ptx = clustered_builder::Builder::new("kernels")
-//!         .arch("sm_90")
-//!         .build()
-//!         .unwrap_or_else(|e| panic!("{e}"));
-//!     // `ptx` is the path of the PTX file; it is also exported to the crate
-//!     // as the env variable `CLUSTERED_PTX_KERNELS` (the crate name, upper-cased).
+//!     clustered_builder::build("kernels");
 //! }
 //! ```
+//!
+//! and in that crate, `const PTX: &str = clustered::include_ptx!("kernels");`
+//! (the kernels crate's package name). [`Builder`] takes options (`arch`,
+//! `debug`) and returns errors instead of failing the build.
+//!
+//! The kernels crate needs nothing for the GPU in its manifest or source:
+//! the builder asks for the `cdylib` that becomes the PTX module, sets the
+//! profile (`panic = "abort"`, one codegen unit) with `--config`, and injects
+//! `#![no_std]` and `#![feature(abi_ptx)]` into the nvptx64 build only
+//! (`-Zcrate-attr`), so the same crate stays an ordinary `std` crate on the
+//! host, where the CPU backend runs its kernels. What cargo itself requires:
+//! a kernels crate inside a workspace's directory is one of its `members`.
 //!
 //! Like Rust-CUDA's `cuda_builder`, it runs a nested cargo:
 //! `cargo rustc --release --target nvptx64-nvidia-cuda -Zbuild-std=core -- -C target-cpu=<arch>`,
 //! with `RUSTC_BOOTSTRAP=1` for that build alone (the NVPTX target needs
 //! unstable features; the outer build stays stable), in its own target
 //! directory under `OUT_DIR`, and with `rerun-if-changed` on every source the nested
-//! build read (from its dep-info file).
+//! build read (from its dep-info file). Missing rustup components
+//! ([`REQUIRED_COMPONENTS`]) are installed with `rustup component add` for the
+//! active toolchain where rustup is present; otherwise the build stops with
+//! the command to run.
+
+#![warn(missing_docs)]
 
 use std::env;
 use std::fmt;
@@ -32,21 +45,38 @@ pub mod ptx_check;
 
 const TARGET: &str = "nvptx64-nvidia-cuda";
 
+/// The profile settings of every PTX build: no unwinding on the GPU, and one
+/// codegen unit so that LLVM sees (and inlines across) the whole crate.
+const PROFILE: [&str; 2] = ["panic=\"abort\"", "codegen-units=1"];
+
 /// Why the PTX could not be built.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum BuildError {
     /// The kernels crate has no `Cargo.toml` at the given path.
     NoKernelCrate(PathBuf),
-    /// A rustup component is missing from the toolchain.
+    /// A rustup component is missing from the toolchain, and could not be
+    /// installed (no rustup, or `rustup component add` failed).
     MissingComponent {
+        /// The component, e.g. `rust-src`.
         component: &'static str,
+        /// The file whose absence showed it missing.
         looked_for: PathBuf,
+        /// The toolchain it is missing from, when rustup names one.
+        toolchain: Option<String>,
     },
     /// `cargo` or `rustc` could not be run.
-    Tool { tool: String, error: std::io::Error },
+    Tool {
+        /// The program.
+        tool: String,
+        /// Why it could not be started.
+        error: std::io::Error,
+    },
     /// The nested cargo failed; its output was forwarded above.
-    Compile { status: std::process::ExitStatus },
+    Compile {
+        /// Its exit status.
+        status: std::process::ExitStatus,
+    },
     /// The build succeeded but left no PTX where expected.
     NoPtx(PathBuf),
     /// An environment variable that cargo sets for build scripts is missing.
@@ -69,12 +99,23 @@ impl fmt::Display for BuildError {
                 "no kernels crate at {}: give Builder::new the directory that holds its Cargo.toml",
                 path.display()
             ),
-            BuildError::MissingComponent { component, looked_for } => write!(
-                f,
-                "the rustup component `{component}` is missing (looked for {}); \
-                 install what the NVPTX build needs with `rustup component add {REQUIRED_COMPONENTS}`",
-                looked_for.display()
-            ),
+            BuildError::MissingComponent {
+                component,
+                looked_for,
+                toolchain,
+            } => {
+                let toolchain = toolchain
+                    .as_deref()
+                    .map(|t| format!(" --toolchain {t}"))
+                    .unwrap_or_default();
+                write!(
+                    f,
+                    "the rustup component `{component}` is missing (looked for {}); \
+                     install what the NVPTX build needs with \
+                     `rustup component add {REQUIRED_COMPONENTS}{toolchain}`",
+                    looked_for.display()
+                )
+            }
             BuildError::Tool { tool, error } => write!(f, "could not run `{tool}`: {error}"),
             BuildError::Compile { status } => write!(
                 f,
@@ -155,7 +196,7 @@ impl Builder {
         if !manifest.is_file() {
             return Err(BuildError::NoKernelCrate(self.crate_dir));
         }
-        check_components()?;
+        ensure_components()?;
         let out_dir =
             PathBuf::from(env::var_os("OUT_DIR").ok_or(BuildError::NotInBuildScript("OUT_DIR"))?);
         let target_dir = out_dir.join("ptx-target");
@@ -179,9 +220,21 @@ impl Builder {
         if self.release {
             command.arg("--release");
         }
+        // The profile the PTX needs, set here so that the kernels crate's
+        // manifest (and its workspace's) need no profile of their own.
+        // `--config` overrides whatever the manifests say, for this build only.
+        let profile = if self.release { "release" } else { "dev" };
+        for setting in PROFILE {
+            command
+                .arg("--config")
+                .arg(format!("profile.{profile}.{setting}"));
+        }
         command
             .args(["--", "-C"])
-            .arg(format!("target-cpu={}", self.arch));
+            .arg(format!("target-cpu={}", self.arch))
+            // The kernels crate is an ordinary std crate on the host; only
+            // its PTX build is `no_std` and needs the PTX kernel ABI.
+            .args(["-Zcrate-attr=no_std", "-Zcrate-attr=feature(abi_ptx)"]);
         // The nested build must not inherit the outer build's configuration:
         // flags, wrappers and jobserver meant for the host crate.
         for var in [
@@ -246,14 +299,68 @@ impl Builder {
         if !problems.is_empty() {
             return Err(BuildError::Check(problems));
         }
-        let var = format!("CLUSTERED_PTX_{}", package.to_uppercase().replace('-', "_"));
-        println!("cargo:rustc-env={var}={}", ptx.display());
+        println!(
+            "cargo:rustc-env={}={}",
+            ptx_env_var(&package),
+            ptx.display()
+        );
         Ok(ptx)
     }
 }
 
-/// The NVPTX build fails deep inside cargo without these; say so up front.
-fn check_components() -> Result<(), BuildError> {
+/// The environment variable that hands a kernels crate's PTX path to the
+/// crate whose build script built it: `CLUSTERED_PTX_<PACKAGE>`, upper-cased,
+/// `-` as `_`. `clustered::include_ptx!` reads it; nothing else need know it.
+pub fn ptx_env_var(package: &str) -> String {
+    format!("CLUSTERED_PTX_{}", package.to_uppercase().replace('-', "_"))
+}
+
+/// The one line of a build script: builds the kernels crate at `crate_dir`
+/// (relative to the calling crate) for `sm_90` in release, or fails the build
+/// with a message that says what to fix. Returns the PTX file's path.
+pub fn build(crate_dir: impl AsRef<Path>) -> PathBuf {
+    match Builder::new(crate_dir).build() {
+        Ok(ptx) => ptx,
+        Err(error) => {
+            // A build script reports by failing; cargo shows its stderr.
+            eprintln!("error: {error}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Installs the missing components with rustup where it can, for the
+/// toolchain this build runs under (this machine's `RUSTUP_AUTO_INSTALL=0`
+/// and a `rust-toolchain.toml` alone would not), else says what to run.
+fn ensure_components() -> Result<(), BuildError> {
+    let missing = missing_components()?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let toolchain = env::var("RUSTUP_TOOLCHAIN").ok();
+    let mut rustup = Command::new("rustup");
+    rustup.args(["component", "add"]);
+    rustup.args(REQUIRED_COMPONENTS.split(' '));
+    if let Some(toolchain) = &toolchain {
+        rustup.args(["--toolchain", toolchain]);
+    }
+    println!(
+        "cargo:warning=installing the rustup components the NVPTX build needs: {REQUIRED_COMPONENTS}"
+    );
+    // Its output goes to the build log; success is judged by looking again.
+    let _ = rustup.status();
+    match missing_components()?.into_iter().next() {
+        None => Ok(()),
+        Some((component, looked_for)) => Err(BuildError::MissingComponent {
+            component,
+            looked_for,
+            toolchain,
+        }),
+    }
+}
+
+/// The NVPTX build fails deep inside cargo without these; find out up front.
+fn missing_components() -> Result<Vec<(&'static str, PathBuf)>, BuildError> {
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let output = Command::new(&rustc)
         .args(["--print", "sysroot"])
@@ -264,7 +371,12 @@ fn check_components() -> Result<(), BuildError> {
         })?;
     let sysroot = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
     let host = env::var("HOST").unwrap_or_else(|_| "x86_64-unknown-linux-gnu".into());
-    let host_bin = sysroot.join("lib/rustlib").join(&host).join("bin");
+    Ok(missing_from(&sysroot, &host))
+}
+
+/// The components whose files `sysroot` lacks, each with the file looked for.
+fn missing_from(sysroot: &Path, host: &str) -> Vec<(&'static str, PathBuf)> {
+    let host_bin = sysroot.join("lib/rustlib").join(host).join("bin");
     let checks: [(&'static str, PathBuf); 3] = [
         (
             "rust-src",
@@ -278,15 +390,10 @@ fn check_components() -> Result<(), BuildError> {
         ),
         ("llvm-tools", host_bin.join(exe("llvm-link"))),
     ];
-    for (component, path) in checks {
-        if !path.exists() {
-            return Err(BuildError::MissingComponent {
-                component,
-                looked_for: path,
-            });
-        }
-    }
-    Ok(())
+    checks
+        .into_iter()
+        .filter(|(_, path)| !path.exists())
+        .collect()
 }
 
 fn exe(name: &str) -> String {
@@ -477,9 +584,34 @@ mod tests {
         let err = BuildError::MissingComponent {
             component: "rust-src",
             looked_for: "/x".into(),
+            toolchain: Some("1.95.0-x86_64-unknown-linux-gnu".into()),
         };
-        assert!(err
-            .to_string()
-            .contains("rustup component add rust-src llvm-bitcode-linker llvm-tools"));
+        assert!(err.to_string().contains(
+            "`rustup component add rust-src llvm-bitcode-linker llvm-tools --toolchain 1.95.0-x86_64-unknown-linux-gnu`"
+        ), "{err}");
+    }
+
+    #[test]
+    fn finds_each_missing_component() {
+        let sysroot = env::temp_dir().join(format!("clustered-builder-{}", std::process::id()));
+        let all: Vec<_> = missing_from(&sysroot, "x86_64-unknown-linux-gnu")
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+        assert_eq!(all, ["rust-src", "llvm-bitcode-linker", "llvm-tools"]);
+        let core = sysroot.join("lib/rustlib/src/rust/library/core");
+        std::fs::create_dir_all(&core).unwrap();
+        std::fs::write(core.join("Cargo.toml"), "").unwrap();
+        let left: Vec<_> = missing_from(&sysroot, "x86_64-unknown-linux-gnu")
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+        std::fs::remove_dir_all(&sysroot).unwrap();
+        assert_eq!(left, ["llvm-bitcode-linker", "llvm-tools"]);
+    }
+
+    #[test]
+    fn ptx_env_var_is_the_package_upper_cased() {
+        assert_eq!(ptx_env_var("my-kernels"), "CLUSTERED_PTX_MY_KERNELS");
     }
 }

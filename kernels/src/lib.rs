@@ -1,9 +1,9 @@
 //! The kernel suite, one source per kernel.
 //!
-//! Built for `nvptx64-nvidia-cuda` by the root package's build script (the
-//! host embeds the PTX as `clustered::PTX`), and for the host as an ordinary
-//! crate whose kernels the CPU backend runs (`clustered::cpu`).
-#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+//! Built for `nvptx64-nvidia-cuda` by the suite's build script (which makes
+//! that build `no_std` with the PTX kernel ABI; the suite embeds the PTX as
+//! `clustered_suite::PTX`), and for the host as an ordinary crate whose
+//! kernels the CPU backend runs.
 
 pub mod atax;
 pub mod black_scholes;

@@ -5,7 +5,7 @@
 //! the CPU reference. So they are written here, in plain `core` Rust over
 //! `fma`, without tables or special instructions. The functions themselves
 //! are in `math/functions.rs`, shared word for word with the CPU reference
-//! (`src/reference.rs`, which includes that file over `f32::mul_add`); see
+//! (`suite/src/reference.rs`, which includes that file over `f32::mul_add`); see
 //! there for the algorithms, domains and measured accuracy (within 1 ulp).
 
 use clustered_device::math::fma;

@@ -92,18 +92,14 @@ pub fn entry_point(function: &ItemFn) -> TokenStream {
     let name = &sig.ident;
     let inputs = &sig.inputs;
     let guard = guard(function);
+    let runtime = crate::runtime::runtime_path();
     quote! {
         #guard
-        ::clustered_device::entry_point! {
+        #runtime::entry_point! {
             #(#attrs)*
             #vis unsafe fn #name(#inputs) #block
         }
     }
-}
-
-/// The device runtime's path in generated code.
-pub fn device_path() -> TokenStream {
-    quote!(::clustered_device)
 }
 
 /// A hidden function, never called, that checks what the signature alone

@@ -7,9 +7,13 @@
 //! Each attribute is parsed, checked and expanded in its own module; errors
 //! are collected with their spans and reported together.
 
+#![warn(missing_docs)]
+
 mod clustered;
 mod kernel;
+mod ptx;
 mod registry;
+mod runtime;
 #[cfg(test)]
 mod snapshots;
 mod trace;
@@ -34,10 +38,11 @@ use proc_macro::TokenStream;
 /// and function pointers are compile errors; `mut` parameters are fine.
 /// A kernel is a free function: in an `impl` block rustc reports
 /// "cannot find value `<name>_is_a_kernel_move_it_out_of_the_impl_block`" at
-/// its name (an attribute cannot see where it is; its expansion checks). The kernels crate needs
-/// `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]` (it is built
-/// with `RUSTC_BOOTSTRAP=1` by `clustered-builder`). On the host the same
-/// function is an ordinary `unsafe fn` that the CPU backend runs per thread.
+/// its name (an attribute cannot see where it is; its expansion checks).
+/// `clustered-builder` builds the kernels crate for the GPU with `#![no_std]`
+/// and `#![feature(abi_ptx)]` added (and `RUSTC_BOOTSTRAP=1`), so the crate
+/// must not declare them itself. On the host the same function is an
+/// ordinary `unsafe fn` that the CPU backend runs per thread.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()
@@ -52,4 +57,19 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn clustered(attr: TokenStream, item: TokenStream) -> TokenStream {
     clustered::expand(attr.into(), item.into()).into()
+}
+
+/// The PTX that `clustered_builder` built for a kernels crate, by its package
+/// name, as a `&'static str` (for `Gpu::load_module`).
+///
+/// ```ignore
+/// // build.rs: clustered_builder::build("kernels");
+/// const PTX: &str = clustered::include_ptx!("kernels");
+/// ```
+///
+/// A compile error says what to add to `build.rs` when no build script built
+/// that crate.
+#[proc_macro]
+pub fn include_ptx(input: TokenStream) -> TokenStream {
+    ptx::expand(input.into()).into()
 }

@@ -64,7 +64,7 @@ pub fn registry(function: &ItemFn, schedules: &[(Ident, Option<syn::Path>)]) -> 
         return error.to_compile_error();
     }
 
-    let device = quote!(::clustered_device);
+    let device = crate::runtime::runtime_path();
     let entry = quote!(#device::entry);
     let kernel = &function.sig.ident;
     let vis = &function.vis;

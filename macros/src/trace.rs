@@ -154,7 +154,8 @@ fn compound_operator(op: &BinOp) -> Option<proc_macro2::TokenStream> {
 
 impl VisitMut for Tracer<'_> {
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
-        let memory = quote!(::clustered_device::memory);
+        let runtime = crate::runtime::runtime_path();
+        let memory = quote!(#runtime::memory);
         match expr {
             Expr::Assign(assign) if self.global_deref(&assign.left).is_some() => {
                 self.check_write(&assign.left);

@@ -3,7 +3,7 @@
 // this file is included:
 // - `kernels/src/math.rs` includes it with `clustered_device::math::fma`
 //   (`fma.rn.f32`), for the kernels;
-// - `src/reference.rs` includes it with `f32::mul_add` (also one rounding),
+// - `suite/src/reference.rs` includes it with `f32::mul_add` (also one rounding),
 //   so the CPU reference computes the same bits, and its tests measure the
 //   error against `std`.
 // `twins/suite.cu` has the same functions in CUDA C++ (`suite_exp`, ...),
@@ -14,7 +14,7 @@
 // bits on every backend. Accuracy, checked exhaustively on the host over
 // every f32 of each domain below against the f64 functions of `std`:
 // `exp` < 0.94 ulp, `ln` < 0.84 ulp, `sqrt` < 0.75 ulp, i.e. always one of
-// the two floats nearest the exact value (the tests of `src/reference.rs`
+// the two floats nearest the exact value (the tests of `suite/src/reference.rs`
 // check a sample of it).
 
 /// `|x|`: clears the sign bit.

@@ -217,11 +217,11 @@ fn rewrite_call(func: &Expr, name: &Ident, cta: &Ident, persistent: bool) -> Opt
         return Some(syn::parse_quote_spanned!(span=> (#cta.#method() as i32)));
     }
     if persistent && text == "sync_threads" {
-        let device = crate::kernel::device_path();
+        let device = crate::runtime::runtime_path();
         return Some(syn::parse_quote_spanned!(span=> #device::run::barrier_in_body(#func)));
     }
     if persistent && text == "_syncthreads" {
-        let device = crate::kernel::device_path();
+        let device = crate::runtime::runtime_path();
         return Some(syn::parse_quote_spanned!(span=> #device::run::body_barrier()));
     }
     None
@@ -335,7 +335,7 @@ pub fn end_tasks_at_returns(body: &mut syn::Block) {
             match expr {
                 Expr::Closure(_) => return,
                 Expr::Return(ret) => {
-                    let device = crate::kernel::device_path();
+                    let device = crate::runtime::runtime_path();
                     let span = ret.return_token.span;
                     let ret = ret.clone();
                     *expr = syn::parse_quote_spanned!(span=> { #device::run::end_task(); #ret });

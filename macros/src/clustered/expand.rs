@@ -51,7 +51,7 @@ pub fn schedule(
     let launch = generated("__launch");
     let v = generated("__v");
     let to_cta = generated("__to_cta");
-    let device = quote!(::clustered_device);
+    let device = crate::runtime::runtime_path();
 
     let binding = match schedule.binding {
         Binding::Reorder => quote!(#device::abi::Binding::Reorder),

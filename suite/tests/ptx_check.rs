@@ -34,14 +34,14 @@ fn edit_entry(ptx: &str, name: &str, edit: impl Fn(&str) -> String) -> String {
 
 #[test]
 fn the_suites_ptx_passes_and_every_schedule_is_checked() {
-    assert_eq!(check(clustered::PTX), vec![]);
-    let contracts = clustered::PTX.matches(".b8 __clustered_contract_").count();
+    assert_eq!(check(clustered_suite::PTX), vec![]);
+    let contracts = clustered_suite::PTX.matches(".b8 __clustered_contract_").count();
     assert!(contracts > 100, "only {contracts} clustered kernels found");
 }
 
 #[test]
 fn an_untagged_block_index_read_is_named_with_its_entry() {
-    let ptx = edit_entry(clustered::PTX, "ragged_sum_stride", |l| {
+    let ptx = edit_entry(clustered_suite::PTX, "ragged_sum_stride", |l| {
         l.replace("// clustered:scheduler", "")
     });
     let problems = check(&ptx);
@@ -53,7 +53,7 @@ fn an_untagged_block_index_read_is_named_with_its_entry() {
 
 #[test]
 fn a_barrier_the_macro_did_not_write_is_named() {
-    let ptx = edit_entry(clustered::PTX, "ragged_sum_agents", |l| {
+    let ptx = edit_entry(clustered_suite::PTX, "ragged_sum_agents", |l| {
         if l.trim_start().starts_with("ret;") {
             format!("\tbar.sync 0;\n{l}")
         } else {

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use clustered::host::cuda_tool;
+use clustered_suite::host::cuda_tool;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -97,7 +97,7 @@ fn assemble(ptxas: &PathBuf, cuobjdump: &PathBuf) -> BTreeMap<String, Resources>
     let dir = std::env::temp_dir().join(format!("clustered-ptx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (ptx, cubin) = (dir.join("kernels.ptx"), dir.join("kernels.cubin"));
-    std::fs::write(&ptx, clustered::PTX).unwrap();
+    std::fs::write(&ptx, clustered_suite::PTX).unwrap();
     let out = Command::new(ptxas)
         .args(["-arch=sm_90", "-v"])
         .arg(&ptx)
@@ -213,7 +213,7 @@ fn clustered_variants_cost_what_their_baseline_costs() {
 
     // Each contract global's kernel, and its binding (the contract's third
     // u32, from the global's byte initializer), in one pass over the PTX.
-    let bindings: BTreeMap<&str, Option<u32>> = clustered::PTX
+    let bindings: BTreeMap<&str, Option<u32>> = clustered_suite::PTX
         .lines()
         .filter_map(|line| {
             let rest = line.split("__clustered_contract_").nth(1)?;
@@ -233,7 +233,7 @@ fn clustered_variants_cost_what_their_baseline_costs() {
         .filter(|(_, binding)| matches!(binding, Some(2 | 3)))
         .map(|(name, _)| *name)
         .collect();
-    let ptx_ops = ptx_body_ops(clustered::PTX);
+    let ptx_ops = ptx_body_ops(clustered_suite::PTX);
     let mut failures = Vec::new();
     let mut occupancy_costs = Vec::new();
     let mut compared = 0;

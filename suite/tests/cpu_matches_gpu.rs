@@ -2,12 +2,12 @@
 //! outputs, bit for bit, in every schedule. Without a GPU it says so and
 //! passes (CI has none; `.gpu/run-all.sh` runs it on one).
 
-use clustered::host::cpu::Dispatch;
-use clustered::host::Gpu;
-use clustered::measure::measure;
-use clustered::sim::DeviceProfile;
-use clustered::simulate::simulate;
-use clustered::suite::{self, Size};
+use clustered_suite::host::cpu::Dispatch;
+use clustered_suite::host::Gpu;
+use clustered_suite::measure::measure;
+use clustered_suite::sim::DeviceProfile;
+use clustered_suite::simulate::simulate;
+use clustered_suite::suite::{self, Size};
 
 mod common;
 use common::Watchdog;
@@ -23,7 +23,7 @@ fn every_suite_kernel_computes_the_same_words_on_the_cpu_and_the_gpu() {
         }
     };
     let module = gpu
-        .load_module(clustered::PTX)
+        .load_module(clustered_suite::PTX)
         .expect("the suite's PTX loads");
     let profile = DeviceProfile::h100_sxm().scaled(4).unwrap();
     let mut failures = Vec::new();

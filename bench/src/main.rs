@@ -11,21 +11,23 @@
 //! Prints the device and a table; writes `bench.json` and `speedups.svg`.
 //!
 //! ```text
-//! cargo run --release --example bench [-- --only KERNEL --out target/bench
+//! cargo run --release --bin bench [-- --only KERNEL[,KERNEL...] --out target/bench
 //!     --twins target/twins/suite.ptx --tuner PATH]
 //! ```
+
+mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde::Serialize;
 
-use clustered::host::tuner::{Choice, TuneKey, Tuner};
-use clustered::host::{Error, Gpu, Module};
-use clustered::measure::{measure_with_twin, Measurement};
-use clustered::report::{speedup_chart_svg, ChartBar, ChartGroup};
-use clustered::sim::format_table;
-use clustered::suite::{self, Class, Size, Workload};
+use clustered_suite::host::tuner::{Choice, TuneKey, Tuner};
+use clustered_suite::host::{Error, Gpu, Module};
+use clustered_suite::measure::{measure_with_twin, Measurement};
+use clustered_suite::sim::format_table;
+use clustered_suite::suite::{self, Class, Size, Workload};
+use report::{speedup_chart_svg, ChartBar, ChartGroup};
 
 struct Options {
     only: Option<String>,
@@ -54,7 +56,7 @@ fn parse_options() -> Result<Options, String> {
             "--tuner" => options.tuner = value()?.into(),
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`; usage: bench [--only KERNEL] [--out DIR] [--twins PTX] [--tuner FILE]"
+                    "unknown argument `{other}`; usage: bench [--only KERNEL[,KERNEL...]] [--out DIR] [--twins PTX] [--tuner FILE]"
                 ))
             }
         }
@@ -125,7 +127,9 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
         p.compute_capability.0,
         p.compute_capability.1
     );
-    let module = gpu.load_module(clustered::PTX).map_err(|e| e.to_string())?;
+    let module = gpu
+        .load_module(clustered_suite::PTX)
+        .map_err(|e| e.to_string())?;
     let twins = load_twins(gpu, &options.twins);
     // The tuner's file is only a cache: a corrupt one is moved aside (and
     // said so) rather than stopping the benchmark.

@@ -6,11 +6,11 @@
 //! The kernels are plain closures over the device API, run once per
 //! simulated thread.
 
-use clustered::host::cpu::CpuPlan;
-use clustered::host::cpu::{
+use clustered_suite::host::cpu::CpuPlan;
+use clustered_suite::host::cpu::{
     run, BarrierDivergence, BarrierKind, CpuError, CpuLaunch, Machine, NoObserver, SharedRace,
 };
-use clustered::host::{ClusterOptions, KernelContract};
+use clustered_suite::host::{ClusterOptions, KernelContract};
 use clustered_device::memory::{load, store};
 use clustered_device::shared_array;
 use clustered_device::thread::{sync_threads, sync_threads_and, thread_idx_x};
@@ -326,14 +326,14 @@ fn clustered_schedules_with_shared_memory_pass_the_checks_under_shuffled_orders(
     let (n, block) = (640u32, 64u32);
     let input: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut expected = vec![0.0; n as usize];
-    clustered::reference::reverse_in_blocks(&input, &mut expected, block as usize);
+    clustered_suite::reference::reverse_in_blocks(&input, &mut expected, block as usize);
     let original = CpuLaunch {
         grid: [n / block, 1, 1],
         block: [block, 1, 1],
         dynamic_shared_bytes: block * 4,
         resident_blocks: 2,
     };
-    type Reverse = unsafe fn(*const f32, *mut f32, u32, clustered::host::ClusterLaunch);
+    type Reverse = unsafe fn(*const f32, *mut f32, u32, clustered_suite::host::ClusterLaunch);
     let schedules: [(&str, Reverse, &KernelContract); 2] = [
         (
             "agents",

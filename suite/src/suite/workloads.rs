@@ -35,22 +35,35 @@ pub fn all(size: Size) -> Vec<Workload> {
     WORKLOADS.iter().map(|(_, build)| build(size)).collect()
 }
 
-/// The builders that `only` selects: all of them without a name, else the
-/// one named, or an error listing the suite's names.
+/// The builders that `only` selects: all of them without a list, else those
+/// named in the comma-separated list `only` (`sgemm_tiled,transpose`), in
+/// the suite's order; an unknown name is an error that lists the suite's.
 pub fn select(only: Option<&str>) -> Result<Vec<&'static (&'static str, Build)>, String> {
-    let builders: Vec<_> = WORKLOADS
+    let Some(only) = only else {
+        return Ok(WORKLOADS.iter().collect());
+    };
+    let wanted: Vec<&str> = only.split(',').map(str::trim).collect();
+    let unknown: Vec<&str> = wanted
         .iter()
-        .filter(|(name, _)| only.is_none_or(|o| o == *name))
+        .copied()
+        .filter(|w| !WORKLOADS.iter().any(|(name, _)| name == w))
         .collect();
-    if builders.is_empty() {
+    if !unknown.is_empty() {
         let names: Vec<_> = WORKLOADS.iter().map(|(name, _)| *name).collect();
         return Err(format!(
-            "no kernel named {:?}; the suite has {}",
-            only.unwrap_or_default(),
+            "no kernel named {}; the suite has {} (--only takes a comma-separated list)",
+            unknown
+                .iter()
+                .map(|u| format!("{u:?}"))
+                .collect::<Vec<_>>()
+                .join(", "),
             names.join(", ")
         ));
     }
-    Ok(builders)
+    Ok(WORKLOADS
+        .iter()
+        .filter(|(name, _)| wanted.contains(name))
+        .collect())
 }
 
 /// The scalar argument at `index` (the workload's own layout).
@@ -680,5 +693,32 @@ fn jacobi7_3d(size: Size) -> Workload {
             );
             expect_all("output", &outputs[0], &want)
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(only: Option<&str>) -> Result<Vec<&'static str>, String> {
+        select(only).map(|b| b.iter().map(|(name, _)| *name).collect())
+    }
+
+    #[test]
+    fn only_takes_a_comma_separated_list_in_suite_order() {
+        let all = names(None).unwrap();
+        assert_eq!(all.len(), WORKLOADS.len());
+        let (first, second) = (all[0], all[1]);
+        assert_eq!(names(Some(first)).unwrap(), [first]);
+        let list = format!("{second}, {first},{second}");
+        assert_eq!(names(Some(&list)).unwrap(), [first, second]);
+    }
+
+    #[test]
+    fn only_names_every_unknown_kernel() {
+        let list = format!("{},nope,,also_not", WORKLOADS[0].0);
+        let error = names(Some(&list)).unwrap_err();
+        assert!(error.contains(r#""nope", "", "also_not""#), "{error}");
+        assert!(error.contains(WORKLOADS[0].0), "{error}");
     }
 }

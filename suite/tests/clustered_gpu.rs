@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use clustered::host::{
+use clustered_suite::host::{
     ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel, CudaSlice, CudaStream, Error, Gpu,
     LaunchConfig, Module,
 };
@@ -12,7 +12,7 @@ fn gpu() -> Option<(Gpu, Module)> {
     match Gpu::new(0) {
         Ok(gpu) => {
             let module = gpu
-                .load_module(clustered::PTX)
+                .load_module(clustered_suite::PTX)
                 .expect("the suite's PTX loads");
             Some((gpu, module))
         }
@@ -354,7 +354,7 @@ fn dynamic_shared_memory_per_task() {
     let input: Vec<f32> = (0..n).map(|i| i as f32).collect();
     // The outputs start zeroed, so elements without a mirror stay 0.
     let mut expected = vec![0.0; n as usize];
-    clustered::reference::reverse_in_blocks(&input, &mut expected, block as usize);
+    clustered_suite::reference::reverse_in_blocks(&input, &mut expected, block as usize);
     let x = gpu.htod(&input).unwrap();
     let config = LaunchConfig::linear(n as u64, block).with_dynamic_shared(block * 4);
     let baseline = module.kernel("reverse_in_blocks").unwrap();

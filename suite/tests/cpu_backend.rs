@@ -2,11 +2,11 @@
 //! CTA exactly once, whatever the dispatcher, starved SMs or sparse SM ids;
 //! and every schedule computes what the baseline computes, bit for bit.
 
-use clustered::host::cpu::{launch_entry, CpuLaunchError, Host};
-use clustered::host::cpu::{
+use clustered_suite::host::cpu::{launch_entry, CpuLaunchError, Host};
+use clustered_suite::host::cpu::{
     run, AccessKind, CpuError, CpuLaunch, Dispatch, LaneAccess, Machine, NoObserver, Observer,
 };
-use clustered::host::{ActivePolicy, Binding, ClusterError, ClusterOptions, Entry, KernelFn};
+use clustered_suite::host::{ActivePolicy, Binding, ClusterError, ClusterOptions, Entry, KernelFn};
 use kernels::coverage::*;
 
 /// A kernel of two `*mut u32` buffers, like `coverage` and `announced`.
@@ -430,7 +430,7 @@ fn tasks_sharing_memory_stay_separate_in_persistent_loops() {
     let (n, block) = (640u32, 64u32);
     let input: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut expected = vec![0.0; n as usize];
-    clustered::reference::reverse_in_blocks(&input, &mut expected, block as usize);
+    clustered_suite::reference::reverse_in_blocks(&input, &mut expected, block as usize);
     let machine = Machine::new(2);
     let original = CpuLaunch {
         grid: [n / block, 1, 1],

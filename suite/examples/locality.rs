@@ -15,7 +15,7 @@
 //!
 //! ```text
 //! cargo run --release --example locality [-- --profile h200 --sms 8
-//!     --dispatch round-robin|observed|random --only sgemm_tiled --out target/locality]
+//!     --dispatch round-robin|observed|random --only sgemm_tiled,transpose --out target/locality]
 //! ```
 
 use std::collections::HashMap;
@@ -26,12 +26,12 @@ use std::sync::mpsc;
 
 use serde::Serialize;
 
-use clustered::host::cpu::Dispatch;
-use clustered::host::{Error as GpuError, Gpu};
-use clustered::measure::{measure, Measurement};
-use clustered::sim::{format_table, sm_map_svg, DeviceProfile, Progress, SmMapPanel};
-use clustered::simulate::{simulate, Simulation};
-use clustered::suite::{self, Size, Workload};
+use clustered_suite::host::cpu::Dispatch;
+use clustered_suite::host::{Error as GpuError, Gpu};
+use clustered_suite::measure::{measure, Measurement};
+use clustered_suite::sim::{format_table, sm_map_svg, DeviceProfile, Progress, SmMapPanel};
+use clustered_suite::simulate::{simulate, Simulation};
+use clustered_suite::suite::{self, Size, Workload};
 
 struct Options {
     profile: DeviceProfile,
@@ -117,7 +117,7 @@ fn parse_options() -> Result<Options, String> {
     Ok(options)
 }
 
-const USAGE: &str = "usage: locality [--profile h100|h200] [--sms N] [--dispatch round-robin|observed|random] [--only KERNEL] [--out DIR] [--no-gpu] [--gpu-size benchmark|simulate] [--gpu-runs N]";
+const USAGE: &str = "usage: locality [--profile h100|h200] [--sms N] [--dispatch round-robin|observed|random] [--only KERNEL[,KERNEL...]] [--out DIR] [--no-gpu] [--gpu-size benchmark|simulate] [--gpu-runs N]";
 
 fn main() -> ExitCode {
     let options = match parse_options() {
@@ -302,7 +302,9 @@ fn measure_on_gpu(options: &Options) -> Result<Option<HashMap<&'static str, Meas
             "the simulation's"
         }
     );
-    let module = gpu.load_module(clustered::PTX).map_err(|e| e.to_string())?;
+    let module = gpu
+        .load_module(clustered_suite::PTX)
+        .map_err(|e| e.to_string())?;
     let mut measured = HashMap::new();
     // One at a time: at benchmark sizes the inputs take gigabytes.
     for (_, build) in suite::select(options.only.as_deref())? {

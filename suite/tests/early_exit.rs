@@ -3,11 +3,11 @@
 //! exactly what the plain kernel computes: with the early exits in the first,
 //! a middle and the last block, on several dispatchers and block sizes.
 
-use clustered::host::cpu::{run, CpuLaunch, CpuPlan, Dispatch, Machine, NoObserver};
-use clustered::host::{ClusterOptions, KernelContract};
+use clustered_suite::host::cpu::{run, CpuLaunch, CpuPlan, Dispatch, Machine, NoObserver};
+use clustered_suite::host::{ClusterOptions, KernelContract};
 use kernels::early_exit::*;
 
-type Schedule = unsafe fn(*const u32, *mut u32, u32, u32, clustered::host::ClusterLaunch);
+type Schedule = unsafe fn(*const u32, *mut u32, u32, u32, clustered_suite::host::ClusterLaunch);
 
 fn schedules() -> [(&'static str, Schedule, &'static KernelContract); 7] {
     [
@@ -147,7 +147,7 @@ mod common;
 /// hangs, it does not fail). Skips, saying so, without a GPU.
 #[test]
 fn early_exits_before_barriers_on_the_gpu() {
-    use clustered::host::{Gpu, LaunchConfig};
+    use clustered_suite::host::{Gpu, LaunchConfig};
     use std::time::Duration;
     let gpu = match Gpu::new(0) {
         Ok(gpu) => gpu,
@@ -157,7 +157,7 @@ fn early_exits_before_barriers_on_the_gpu() {
         }
     };
     let module = gpu
-        .load_module(clustered::PTX)
+        .load_module(clustered_suite::PTX)
         .expect("the suite's PTX loads");
     for (width, n) in [
         (256u32, 256u32 * 300 - 77),

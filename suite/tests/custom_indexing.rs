@@ -3,8 +3,8 @@
 //! naming two linear ids that collide (or one outside the grid), under every
 //! binding, before anything runs. A true permutation runs every CTA once.
 
-use clustered::host::cpu::{launch_entry, CpuLaunch, CpuLaunchError, Machine, NoObserver};
-use clustered::host::{ClusterError, ClusterOptions};
+use clustered_suite::host::cpu::{launch_entry, CpuLaunch, CpuLaunchError, Machine, NoObserver};
+use clustered_suite::host::{ClusterError, ClusterOptions};
 use clustered_device::clustered;
 use clustered_device::mapping::IndexingError;
 use clustered_device::thread::{block_idx_x, block_idx_y, grid_dim_x, thread_idx_x};

@@ -3,10 +3,10 @@
 //! schedule's outputs equal the baseline's bit for bit. Run under several
 //! dispatchers and machine sizes, including one SM.
 
-use clustered::host::cpu::Dispatch;
-use clustered::sim::DeviceProfile;
-use clustered::simulate::simulate;
-use clustered::suite::{self, Size};
+use clustered_suite::host::cpu::Dispatch;
+use clustered_suite::sim::DeviceProfile;
+use clustered_suite::simulate::simulate;
+use clustered_suite::suite::{self, Size};
 
 fn check_suite(sms: u32, dispatch: Dispatch) {
     let profile = DeviceProfile::h100_sxm().scaled(sms).unwrap();

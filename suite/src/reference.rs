@@ -30,7 +30,7 @@ pub mod math {
         a.mul_add(b, c)
     }
 
-    include!("../kernels/src/math/functions.rs");
+    include!("../../kernels/src/math/functions.rs");
 }
 
 /// `reverse_in_blocks` launched with `block` threads per block: each block's

@@ -1,0 +1,4 @@
+//! Builds the kernel suite (`../kernels`) to PTX; `src/lib.rs` embeds it.
+fn main() {
+    clustered_builder::build("../kernels");
+}

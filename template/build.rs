@@ -1,0 +1,3 @@
+fn main() {
+    clustered_builder::build("kernels");
+}

@@ -1,0 +1,45 @@
+//! The locality report of `transpose`'s schedules on a simulated H100 (8
+//! SMs), then, if there is a GPU, the same schedules on it.
+
+use clustered::host::Gpu;
+use clustered_template::{locality, reference, transpose_on_gpu, Schedule};
+
+fn main() -> Result<(), String> {
+    let n = 256u32;
+    let input: Vec<f32> = (0..n * n).map(|i| i as f32).collect();
+    let expected = reference(&input, n as usize);
+    println!("transpose {n} x {n} on 8 simulated SMs:");
+    println!(
+        "{:<10} {:>12} {:>16} {:>13}",
+        "schedule", "L1 hit rate", "L1->L2 sectors", "DRAM sectors"
+    );
+    for schedule in Schedule::ALL {
+        let (output, stats) = locality(schedule, &input, n, 8)?;
+        if output != expected {
+            return Err(format!("{schedule:?} computed a wrong transpose"));
+        }
+        println!(
+            "{:<10} {:>11.1}% {:>16} {:>13}",
+            format!("{schedule:?}"),
+            100.0 * stats.l1_hit_rate(),
+            stats.l1_to_l2_sectors,
+            stats.dram_sectors()
+        );
+    }
+    match Gpu::new(0) {
+        Ok(gpu) => {
+            for schedule in Schedule::ALL {
+                let output =
+                    transpose_on_gpu(&gpu, schedule, &input, n).map_err(|e| e.to_string())?;
+                let verdict = if output == expected {
+                    "correct"
+                } else {
+                    "WRONG"
+                };
+                println!("GPU {}: {schedule:?} {verdict}", gpu.properties().name);
+            }
+        }
+        Err(error) => println!("no GPU ({error}): simulated only"),
+    }
+    Ok(())
+}
