@@ -86,9 +86,19 @@ pub enum BuildError {
     Check(Vec<ptx_check::Problem>),
     /// The PTX declares a module-scope `.shared` symbol twice: the driver
     /// would refuse the module only when it loads on the GPU.
-    DuplicateShared { symbol: String, ptx: PathBuf },
+    DuplicateShared {
+        /// The symbol declared twice.
+        symbol: String,
+        /// The PTX file.
+        ptx: PathBuf,
+    },
     /// The PTX could not be read back for the checks above.
-    ReadPtx { ptx: PathBuf, error: std::io::Error },
+    ReadPtx {
+        /// The PTX file.
+        ptx: PathBuf,
+        /// Why it could not be read.
+        error: std::io::Error,
+    },
 }
 
 impl fmt::Display for BuildError {

@@ -42,6 +42,7 @@ pub struct Problem {
     pub function: String,
     /// The offending PTX line, trimmed.
     pub line: String,
+    /// What is wrong with it.
     pub kind: ProblemKind,
 }
 

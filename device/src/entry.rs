@@ -22,7 +22,7 @@
 //! The arguments are a tuple in parameter order, typed by the [`Backend`]:
 //! `*const T` takes a shared buffer of `T`, `*mut T` an exclusive one,
 //! anything else (a [`Scalar`]) its value. On the CPU backend
-//! ([`Host`](crate::cpu::Host)) that is `(&[f32], &[f32], &mut [f32], u32)`;
+//! ([`Host`]) that is `(&[f32], &[f32], &mut [f32], u32)`;
 //! on a GPU (`clustered-host`) `(&CudaSlice<f32>, &CudaSlice<f32>, &mut
 //! CudaSlice<f32>, u32)`. A wrong count or type is a compile error, and an
 //! entry always carries its own contract, so a kernel cannot be launched with

@@ -4,7 +4,7 @@ use clustered_device::clustered;
 use clustered_device::math::fma;
 use clustered_device::thread::index_1d;
 
-/// Threads per block of [`atax_rows`] and [`atax_columns`] (PolyBench/GPU's
+/// Threads per block of [`atax_rows`](fn@atax_rows) and [`atax_columns`](fn@atax_columns) (PolyBench/GPU's
 /// 256 x 1).
 pub const ATAX_BLOCK: u32 = 256;
 

@@ -8,7 +8,7 @@ use clustered_device::thread::index_1d;
 
 use crate::math::{abs, exp, ln, sqrt};
 
-/// Threads per block of [`black_scholes`] (the CUDA SDK sample's 128).
+/// Threads per block of [`black_scholes`](fn@black_scholes) (the CUDA SDK sample's 128).
 pub const BLACK_SCHOLES_BLOCK: u32 = 128;
 
 /// The cumulative normal distribution by the polynomial approximation of

@@ -4,7 +4,7 @@ use clustered_device::clustered;
 use clustered_device::math::fma;
 use clustered_device::thread::{block_idx_x, block_idx_y, thread_idx_x, thread_idx_y};
 
-/// Block edge of [`conv5x5`]: blocks are `16 x 16` threads.
+/// Block edge of [`conv5x5`](fn@conv5x5): blocks are `16 x 16` threads.
 pub const CONV_BLOCK: u32 = 16;
 /// Filter edge: the filter is `5 x 5`, centred (radius 2).
 pub const FILTER: u32 = 5;

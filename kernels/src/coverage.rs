@@ -26,7 +26,7 @@ pub unsafe fn coverage(runs: *mut u32, sms: *mut u32) {
     }
 }
 
-/// Like [`coverage`] for the schedules that announce each block's next task
+/// Like [`coverage`](fn@coverage) for the schedules that announce each block's next task
 /// to a prefetch hook: `runs[v] += 1` when CTA `v` runs, and
 /// `announced[v] += 1` when [`announce`] is called with it. The test checks
 /// that the hook sees exactly the tasks that follow another in their block.
@@ -41,7 +41,7 @@ pub unsafe fn announced(runs: *mut u32, announced: *mut u32) {
     let _ = announced;
 }
 
-/// The prefetch hook of [`announced`]'s schedules.
+/// The prefetch hook of [`announced`](fn@announced)'s schedules.
 unsafe fn announce(next: Cta, _runs: *mut u32, announced: *mut u32) {
     if thread_idx_x() == 0 {
         let [x, y, z] = next.index;

@@ -11,10 +11,10 @@ use clustered_device::math::{
 };
 use clustered_device::thread::index_1d;
 
-/// Results per element of [`device_math`]: 15 accurate functions of `f32`,
+/// Results per element of [`device_math`](fn@device_math): 15 accurate functions of `f32`,
 /// 10 fast ones, 15 of `f64`.
 pub const DEVICE_MATH_F32_RESULTS: usize = 25;
-/// Results per element of [`device_math`] in `out64`.
+/// Results per element of [`device_math`](fn@device_math) in `out64`.
 pub const DEVICE_MATH_F64_RESULTS: usize = 15;
 
 /// For `i < n`: `out32[25 i ..]` = the accurate `f32` functions of `x[i]`

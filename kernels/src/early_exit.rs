@@ -6,7 +6,7 @@ use clustered_device::clustered;
 use clustered_device::shared_array;
 use clustered_device::thread::*;
 
-/// Rounds of [`ragged_sum`]'s exchange: each has two barriers.
+/// Rounds of [`ragged_sum`](fn@ragged_sum)'s exchange: each has two barriers.
 pub const RAGGED_ROUNDS: u32 = 3;
 
 /// `out[i] = in[i] + ...`: every live thread of a block adds, in

@@ -4,7 +4,7 @@ use clustered_device::clustered;
 use clustered_device::math::fma;
 use clustered_device::thread::index_1d;
 
-/// Threads per block of [`kmeans_assign`] (Rodinia's choice).
+/// Threads per block of [`kmeans_assign`](fn@kmeans_assign) (Rodinia's choice).
 pub const KMEANS_BLOCK: u32 = 256;
 
 /// `membership[i] = argmin over c < nclusters of

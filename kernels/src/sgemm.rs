@@ -7,7 +7,7 @@ use clustered_device::thread::{
     block_idx_x, block_idx_y, sync_threads, thread_idx_x, thread_idx_y,
 };
 
-/// Tile edge of [`sgemm_tiled`]; blocks are `TILE x TILE` threads.
+/// Tile edge of [`sgemm_tiled`](fn@sgemm_tiled); blocks are `TILE x TILE` threads.
 pub const TILE: u32 = 32;
 
 /// `C = A * B` for row-major `n x n` matrices, `n` a multiple of [`TILE`]:

@@ -4,7 +4,7 @@ use clustered_device::clustered;
 use clustered_device::math::fma;
 use clustered_device::thread::{block_idx_x, block_idx_y, thread_idx_x, thread_idx_y};
 
-/// Block edge of [`sgemm_naive`]: blocks are `16 x 16` threads.
+/// Block edge of [`sgemm_naive`](fn@sgemm_naive): blocks are `16 x 16` threads.
 pub const NAIVE_BLOCK: u32 = 16;
 
 /// `C = A * B` for row-major `n x n` matrices, `n` a multiple of 16.

@@ -6,7 +6,7 @@ use clustered_device::shared::Shared;
 use clustered_device::shared_array;
 use clustered_device::thread::{block_idx_x, block_idx_y, sync_threads, thread_idx_x};
 
-/// Rows of `C` per CTA of [`sgemm_register`].
+/// Rows of `C` per CTA of [`sgemm_register`](fn@sgemm_register).
 pub const BM: u32 = 128;
 /// Columns of `C` per CTA.
 pub const BN: u32 = 128;

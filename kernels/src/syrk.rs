@@ -4,7 +4,7 @@ use clustered_device::clustered;
 use clustered_device::math::fma;
 use clustered_device::thread::{block_idx_x, block_idx_y, thread_idx_x, thread_idx_y};
 
-/// Block edge of [`syrk`]: blocks are `16 x 16` threads.
+/// Block edge of [`syrk`](fn@syrk): blocks are `16 x 16` threads.
 pub const SYRK_BLOCK: u32 = 16;
 
 /// `C = alpha * A * A^T + beta * C` for a row-major `n x m` matrix `A` and

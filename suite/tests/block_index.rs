@@ -4,10 +4,10 @@
 //! GPU); reads it can rewrite, in macros too, see the task's CTA; and a
 //! user's own function that shares a getter's name keeps its meaning.
 
-use clustered_suite::host::cpu::{run, CpuLaunch, CpuPlan, Machine, NoObserver};
-use clustered_suite::host::{ClusterLaunch, ClusterOptions, KernelContract};
 use clustered_device::clustered;
 use clustered_device::thread::{self, block_idx_x, grid_dim_x, thread_idx_x};
+use clustered_suite::host::cpu::{run, CpuLaunch, CpuPlan, Machine, NoObserver};
+use clustered_suite::host::{ClusterLaunch, ClusterOptions, KernelContract};
 
 /// Reads the block index where the macro cannot see it.
 fn helper_reads_block() -> u32 {

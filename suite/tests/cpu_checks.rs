@@ -6,14 +6,14 @@
 //! The kernels are plain closures over the device API, run once per
 //! simulated thread.
 
+use clustered_device::memory::{load, store};
+use clustered_device::shared_array;
+use clustered_device::thread::{sync_threads, sync_threads_and, thread_idx_x};
 use clustered_suite::host::cpu::CpuPlan;
 use clustered_suite::host::cpu::{
     run, BarrierDivergence, BarrierKind, CpuError, CpuLaunch, Machine, NoObserver, SharedRace,
 };
 use clustered_suite::host::{ClusterOptions, KernelContract};
-use clustered_device::memory::{load, store};
-use clustered_device::shared_array;
-use clustered_device::thread::{sync_threads, sync_threads_and, thread_idx_x};
 
 /// One block of `threads` threads.
 fn block(threads: u32) -> CpuLaunch {

@@ -3,11 +3,11 @@
 //! naming two linear ids that collide (or one outside the grid), under every
 //! binding, before anything runs. A true permutation runs every CTA once.
 
-use clustered_suite::host::cpu::{launch_entry, CpuLaunch, CpuLaunchError, Machine, NoObserver};
-use clustered_suite::host::{ClusterError, ClusterOptions};
 use clustered_device::clustered;
 use clustered_device::mapping::IndexingError;
 use clustered_device::thread::{block_idx_x, block_idx_y, grid_dim_x, thread_idx_x};
+use clustered_suite::host::cpu::{launch_entry, CpuLaunch, CpuLaunchError, Machine, NoObserver};
+use clustered_suite::host::{ClusterError, ClusterOptions};
 
 /// Halves x: CTAs (2k, y) and (2k + 1, y) both map to (2k, y).
 fn halves_x(v: u32, [gx, _, _]: [u32; 3]) -> [u32; 3] {
@@ -77,7 +77,7 @@ fn original() -> CpuLaunch {
 #[test]
 fn an_indexing_that_is_not_a_bijection_is_refused_by_every_binding() {
     for entry in broken::count::SCHEDULES {
-        let mut runs = vec![0u32; 30];
+        let mut runs = [0u32; 30];
         // SAFETY: the kernel writes one word per CTA of the grid.
         let result = unsafe {
             launch_entry(

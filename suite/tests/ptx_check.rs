@@ -35,7 +35,9 @@ fn edit_entry(ptx: &str, name: &str, edit: impl Fn(&str) -> String) -> String {
 #[test]
 fn the_suites_ptx_passes_and_every_schedule_is_checked() {
     assert_eq!(check(clustered_suite::PTX), vec![]);
-    let contracts = clustered_suite::PTX.matches(".b8 __clustered_contract_").count();
+    let contracts = clustered_suite::PTX
+        .matches(".b8 __clustered_contract_")
+        .count();
     assert!(contracts > 100, "only {contracts} clustered kernels found");
 }
 

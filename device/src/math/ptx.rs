@@ -4,6 +4,7 @@
 
 /// Defines `pub fn $name(a, ..) -> $ty` as the single PTX instruction
 /// `$instruction` on nvptx64, and as `$host` elsewhere.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(unused_macro_rules))]
 macro_rules! instruction {
     ($(#[$doc:meta])* $name:ident($($arg:ident),+) -> $ty:ident = $instruction:literal, host $host:expr) => {
         $(#[$doc])*

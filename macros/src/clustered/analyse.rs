@@ -269,7 +269,7 @@ impl Rewriter<'_> {
         // build's PTX check and by the CPU backend.
         let parser = syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated;
         if let Ok(mut args) = syn::parse::Parser::parse2(parser, mac.tokens.clone()) {
-            for arg in args.iter_mut() {
+            for arg in &mut args {
                 self.visit_expr_mut(arg);
             }
             mac.tokens = quote::ToTokens::to_token_stream(&args);
