@@ -156,10 +156,15 @@ impl Case {
             }
         };
         let resident = rng.range(1, 4);
+        // segment_scan's scan buffer: a word per thread.
+        let dynamic_shared_bytes = match work {
+            Work::Scan { .. } => 4 * block[0],
+            _ => 0,
+        };
         let launch = CpuLaunch {
             grid,
             block,
-            dynamic_shared_bytes: 0,
+            dynamic_shared_bytes,
             resident_blocks: resident,
         };
         let machine = random_machine(&mut rng);

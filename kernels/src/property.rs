@@ -1,16 +1,17 @@
 //! Kernels of the property test (`tests/property.rs`): the shape most
 //! kernels have (a tail guard, then shared-memory work between barriers),
-//! in 1D and 2D, each under schedules that together use every binding and
-//! every indexing. Their results depend on the block's coordinates, so a
-//! task run as the wrong CTA shows, and each counts its runs, so a task run
-//! twice or never shows.
+//! in 1D and 2D, with static and dynamic shared memory, each under schedules
+//! that together use every binding and every indexing. Their results depend
+//! on the block's coordinates, so a task run as the wrong CTA shows, and
+//! each counts its runs, so a task run twice or never shows.
 
 use clustered_device::atomic::fetch_add_u32;
 use clustered_device::clustered;
+use clustered_device::shared::dynamic_shared_memory;
 use clustered_device::shared_array;
 use clustered_device::thread::*;
 
-/// Threads per block at most: the shared tiles' size in words.
+/// Threads per block at most: [`tile_exchange`]'s shared tile in words.
 pub const MAX_THREADS: u32 = 256;
 
 /// A bijection of any grid onto itself (the `custom` indexing): row-major,
@@ -82,15 +83,16 @@ pub unsafe fn tile_exchange(
     *output.add(at as usize) = mixed.wrapping_add(other) ^ coordinates;
 }
 
-/// A segmented inclusive scan in 1D blocks of at most [`MAX_THREADS`]
-/// threads over any grid (CTA `c`, row-major, holds elements
-/// `c * block_dim_x ..`): `output[i]` is the sum of the block's live inputs
-/// up to `i`, mixed with the CTA id, and the last live thread adds the
-/// block's total to `sums[c]` (so a CTA run twice doubles it).
+/// A segmented inclusive scan in 1D blocks over any grid (CTA `c`,
+/// row-major, holds elements `c * block_dim_x ..`): `output[i]` is the sum
+/// of the block's live inputs up to `i`, mixed with the CTA id, and the last
+/// live thread adds the block's total to `sums[c]` (so a CTA run twice
+/// doubles it).
 ///
 /// Threads leave at once when `i >= n` (the tail guard) and, in CTA
 /// `ragged`, when `t >= cut` (early exits in any CTA); the others scan
-/// through shared memory in rounds of two barriers.
+/// through dynamic shared memory (a word per thread: launch it with
+/// `4 * block_dim_x` bytes) in rounds of two barriers.
 #[clustered(name = segment_scan_reorder, binding = reorder, indexing = column_major)]
 #[clustered(name = segment_scan_redirect, binding = redirect, indexing = tile(2, 3))]
 #[clustered(name = segment_scan_agents, binding = agents, indexing = custom(snake), chunk = 2)]
@@ -107,7 +109,7 @@ pub unsafe fn segment_scan(
     ragged: u32,
     cut: u32,
 ) {
-    let partial = shared_array!(partial: [u32; 256]);
+    let partial = dynamic_shared_memory::<u32>();
     let t = thread_idx_x();
     let width = block_dim_x();
     let cta = (block_idx_z() * grid_dim_y() + block_idx_y()) * grid_dim_x() + block_idx_x();
