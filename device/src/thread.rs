@@ -91,6 +91,11 @@ pub fn sync_threads() {
 /// whether `predicate` holds in every live thread of the block
 /// (`__syncthreads_and`).
 ///
+/// `#[clustered]` refuses it in the body of a persistent schedule (agents,
+/// persistent, stride): there, threads whose task returned early keep
+/// arriving at the body's barriers and could not tell the vote from the
+/// task's end.
+///
 /// Not `.aligned`: the threads of a warp may reach it from different call
 /// sites (a scheduler loop and a body that returned early). It is CTA
 /// barrier 0, like `sync_threads`: the block must not wait at both at once

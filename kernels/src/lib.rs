@@ -16,6 +16,7 @@ pub mod jacobi7;
 pub mod kmeans;
 pub mod math;
 pub mod names;
+pub mod property;
 pub mod sgemm;
 pub mod sgemm_naive;
 pub mod sgemm_register;

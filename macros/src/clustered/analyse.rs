@@ -227,6 +227,23 @@ fn rewrite_call(func: &Expr, name: &Ident, cta: &Ident, persistent: bool) -> Opt
     None
 }
 
+/// A body's `sync_threads_and` in a persistent schedule. Threads whose task
+/// returned early wait at the body's barriers with `done` set
+/// (`device/src/run.rs`, `end_task`), on the same reducing barrier: a vote
+/// that every live thread passes looks to them like the end of the task, so
+/// they would start the next one while the others are still in this one.
+fn vote_in_persistent_body(name: &Ident, kernel: &Ident) -> Error {
+    Error::new(
+        name.span(),
+        format!(
+            "`sync_threads_and` cannot be used in the body of `{kernel}`: a persistent schedule \
+             (agents, persistent, stride) keeps threads whose task returned early waiting at the \
+             body's barriers, and they cannot take part in a vote; write each thread's predicate to a shared array \
+             and reduce it after a `sync_threads()`, or use `binding = reorder` or `redirect` for this kernel"
+        ),
+    )
+}
+
 fn last_segment(expr: &Expr) -> Option<&Ident> {
     match expr {
         Expr::Path(ExprPath { path, .. }) => path.segments.last().map(|s| &s.ident),
@@ -283,6 +300,10 @@ impl VisitMut for Rewriter<'_> {
             Expr::Call(ExprCall { func, args, .. }) => {
                 if let Some(name) = last_segment(func).cloned() {
                     self.note_call(&name);
+                    if self.persistent && name == "sync_threads_and" {
+                        self.errors
+                            .push(vote_in_persistent_body(&name, self.kernel));
+                    }
                     // The built-ins take no arguments; a call with some is
                     // the user's own function of the same name.
                     if args.is_empty() {
