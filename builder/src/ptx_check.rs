@@ -9,11 +9,13 @@
 //!
 //! - `%ctaid` and `%nctaid` are read only by the scheduler, whose reads are
 //!   inline PTX tagged `// clustered:scheduler` (`device/src/run.rs`);
-//! - in a persistent schedule (agents, persistent, stride), a CTA barrier is
-//!   either the scheduler's or the task barrier (tagged `// clustered:task`)
-//!   that the macro writes for the body's `sync_threads()`: a plain
-//!   `bar.sync` came from code the macro did not rewrite, and would pair up
-//!   with the wrong barrier once a thread's task ends early;
+//! - in a persistent schedule (agents, persistent, stride) whose body can
+//!   return early, a CTA barrier is either the scheduler's or the task
+//!   barrier (tagged `// clustered:task`) that the macro writes for the
+//!   body's `sync_threads()`: a plain `bar.sync` came from code the macro did
+//!   not rewrite, and would wait for threads that left their task; a body
+//!   without early returns is separated by a plain barrier
+//!   (`// clustered:separate`) and keeps its barriers as written;
 //! - a persistent schedule without a task barrier (the macro saw no barrier
 //!   and no shared memory in the body) touches no shared memory but the
 //!   scheduler's, since nothing separates one task's shared data from the
@@ -28,6 +30,7 @@ use std::fmt;
 /// Tags the device runtime puts on its inline PTX.
 const SCHEDULER_TAG: &str = "// clustered:scheduler";
 const TASK_TAG: &str = "// clustered:task";
+const SEPARATE_TAG: &str = "// clustered:separate";
 /// Where the generated contracts live: `__clustered_contract_<entry>`.
 const CONTRACT_PREFIX: &str = "__clustered_contract_";
 /// The agents' claim ticket, the scheduler's own shared memory.
@@ -291,11 +294,15 @@ pub fn check(ptx: &str) -> Vec<Problem> {
                 kind,
             })
         };
-        let separated = lines().any(|(_, line)| line.contains(TASK_TAG));
+        // The task protocol (early returns) or a plain separation barrier.
+        let protocol = lines().any(|(_, line)| line.contains(TASK_TAG));
+        let separated = protocol || lines().any(|(_, line)| line.contains(SEPARATE_TAG));
         let persistent = binding.is_some_and(is_persistent);
         for (function, line) in lines() {
             let code = code(line);
-            let tagged = line.contains(SCHEDULER_TAG) || line.contains(TASK_TAG);
+            let tagged = [SCHEDULER_TAG, TASK_TAG, SEPARATE_TAG]
+                .iter()
+                .any(|tag| line.contains(tag));
             if (code.contains("%ctaid") || code.contains("%nctaid")) && !tagged {
                 report(function, line, ProblemKind::HardwareBlockIndex);
             }
@@ -303,6 +310,11 @@ pub fn check(ptx: &str) -> Vec<Problem> {
                 continue;
             }
             if is_cta_barrier(code) {
+                if separated && !protocol {
+                    // No early returns: every thread reaches the body's own
+                    // barriers, whoever calls them.
+                    continue;
+                }
                 let kind = if separated {
                     ProblemKind::UnrewrittenBarrier
                 } else {
@@ -402,6 +414,17 @@ mod tests {
         let problems = check(&format!("{}{hidden}", contract("k_stride", 4)));
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].kind, ProblemKind::UnseparatedSharedMemory);
+
+        // A body without early returns is separated by a plain barrier; its
+        // own barriers, a helper's included, are reached by every thread.
+        let separated = entry(
+            "k_stride",
+            "bar.sync 0;\n\tbar.sync 2; // clustered:separate",
+        );
+        assert_eq!(
+            check(&format!("{}{separated}", contract("k_stride", 4))),
+            vec![]
+        );
 
         // Reorder and redirect run one task per block: barriers are the body's.
         let reorder = entry("k_reorder", "bar.sync 0;");

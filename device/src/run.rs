@@ -80,6 +80,26 @@ mod hardware {
         );
     }
 
+    /// `bar.sync 2` between the tasks of a persistent body that shares memory
+    /// but never returns early: every thread reaches it, at one instruction.
+    #[inline(always)]
+    pub fn separation_barrier() {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: every thread of the CTA reaches it (the body has no early exit).
+        unsafe {
+            core::arch::asm!(
+                "bar.sync 2; // clustered:separate",
+                options(nostack, preserves_flags)
+            );
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::cpu::barrier(
+            crate::cpu::BarrierKind::Sync,
+            core::panic::Location::caller(),
+            true,
+        );
+    }
+
     /// `barrier.red.and.pred` on barrier 2, not aligned: the thread arrives
     /// with `done` and gets whether every thread of the CTA arrived with
     /// `done` set. Threads of one warp may arrive from different
@@ -128,6 +148,17 @@ mod hardware {
 #[inline(always)]
 pub fn body_barrier() {
     hardware::task_barrier(false);
+}
+
+/// Separates two tasks of a persistent schedule whose body shares memory or
+/// waits at barriers but has no `return`: every thread runs the whole body,
+/// so its own barriers stay `sync_threads` as written, and one plain barrier
+/// keeps a fast warp from starting the next task while a slow one still
+/// reads this task's shared memory. (With early returns the macro uses
+/// [`end_task`] instead.)
+#[inline(always)]
+pub fn separate_tasks() {
+    hardware::separation_barrier();
 }
 
 /// A call `sync_threads()` in the body of a persistent schedule: the body

@@ -11,7 +11,7 @@ use clustered_device::shared::dynamic_shared_memory;
 use clustered_device::shared_array;
 use clustered_device::thread::*;
 
-/// Threads per block at most: [`tile_exchange`]'s shared tile in words.
+/// Threads per block at most: [`tile_exchange`](fn@tile_exchange)'s shared tile in words.
 pub const MAX_THREADS: u32 = 256;
 
 /// A bijection of any grid onto itself (the `custom` indexing): row-major,

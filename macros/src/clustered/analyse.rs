@@ -166,6 +166,8 @@ pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut
 pub struct BodyFacts {
     /// It calls a barrier or uses shared memory.
     pub shares_within_cta: bool,
+    /// It `return`s (see [`returns_early`]).
+    pub returns_early: bool,
 }
 
 /// Rewrites a copy of the body for a schedule: block-index reads go to the
@@ -369,4 +371,25 @@ pub fn end_tasks_at_returns(body: &mut syn::Block) {
         fn visit_item_mut(&mut self, _item: &mut syn::Item) {}
     }
     Returns.visit_block_mut(body);
+}
+
+/// Does the body `return` (outside closures and nested items)? Only then do
+/// a persistent schedule's barriers need the task protocol: without early
+/// returns every thread reaches every barrier, and a plain barrier between
+/// tasks separates them at no extra cost.
+pub fn returns_early(body: &syn::Block) -> bool {
+    struct Returns(bool);
+    impl syn::visit::Visit<'_> for Returns {
+        fn visit_expr(&mut self, expr: &Expr) {
+            match expr {
+                Expr::Closure(_) => {}
+                Expr::Return(_) => self.0 = true,
+                _ => syn::visit::visit_expr(self, expr),
+            }
+        }
+        fn visit_item(&mut self, _item: &syn::Item) {}
+    }
+    let mut returns = Returns(false);
+    syn::visit::Visit::visit_block(&mut returns, body);
+    returns.0
 }

@@ -107,10 +107,16 @@ pub fn schedule(
         None => quote!(|_: u32, _: #device::cta::Cta| {}),
     };
     // A persistent body that shares memory or waits at barriers ends each
-    // task with the task barrier, in the task function itself: its early
-    // `return`s do the same first (`analyse::end_tasks_at_returns`).
-    let end_task = (facts.shares_within_cta && schedule.binding.is_persistent())
-        .then(|| quote!(#device::run::end_task();));
+    // task with a barrier, in the task function itself: the task protocol's
+    // when it can return early (its `return`s end the task the same way
+    // first: `analyse::end_tasks_at_returns`), else a plain one.
+    let end_task = (facts.shares_within_cta && schedule.binding.is_persistent()).then(|| {
+        if facts.returns_early {
+            quote!(#device::run::end_task();)
+        } else {
+            quote!(#device::run::separate_tasks();)
+        }
+    });
     let entry_body = match schedule.binding {
         Binding::Reorder => quote! {
             #task(#to_cta(#device::run::reordered(&#launch)), #(#names),*);

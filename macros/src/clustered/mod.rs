@@ -46,6 +46,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         .collect();
 
     let original = &function.sig.ident;
+    let returns_early = analyse::returns_early(&function.block);
     let mut names: Vec<syn::Ident> = Vec::new();
     let mut registered = Vec::new();
     let mut kernels = Vec::new();
@@ -81,14 +82,13 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         registered.push((name.clone(), custom));
         analyse::check_schedule(schedule, &parameters, &mut errors);
         let mut body = (*function.block).clone();
-        let facts = analyse::rewrite_body(
-            &mut body,
-            &expand::cta(),
-            &name,
-            schedule.binding.is_persistent(),
-            &mut errors,
-        );
-        if facts.shares_within_cta && schedule.binding.is_persistent() {
+        // The task protocol (`run::end_task`) only where a thread can leave
+        // its task early: a persistent schedule of a body that returns.
+        let task_protocol = schedule.binding.is_persistent() && returns_early;
+        let mut facts =
+            analyse::rewrite_body(&mut body, &expand::cta(), &name, task_protocol, &mut errors);
+        facts.returns_early = returns_early;
+        if facts.shares_within_cta && task_protocol {
             analyse::end_tasks_at_returns(&mut body);
         }
         errors.extend(crate::trace::trace_global_memory(

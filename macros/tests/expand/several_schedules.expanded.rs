@@ -122,13 +122,13 @@ unsafe fn __block_sums_agents_task(
                     x.add((__cta.virtual_block_idx_x(block_idx_x) * 256 + t) as usize),
                 ),
             );
-        ::clustered_device::run::barrier_in_body(sync_threads);
+        sync_threads();
         let mut stride = 128;
         while stride > 0 {
             if t < stride {
                 partial.write(t, partial.read(t) + partial.read(t + stride));
             }
-            ::clustered_device::run::barrier_in_body(sync_threads);
+            sync_threads();
             stride /= 2;
         }
         if t == 0 {
@@ -141,7 +141,7 @@ unsafe fn __block_sums_agents_task(
             };
         }
     }
-    ::clustered_device::run::end_task();
+    ::clustered_device::run::separate_tasks();
 }
 #[doc(hidden)]
 #[no_mangle]
