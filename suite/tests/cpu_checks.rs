@@ -7,6 +7,7 @@
 //! simulated thread.
 
 use clustered_device::memory::{load, store};
+use clustered_device::shared::dynamic_shared_memory;
 use clustered_device::shared_array;
 use clustered_device::thread::{sync_threads, sync_threads_and, thread_idx_x};
 use clustered_suite::host::cpu::CpuPlan;
@@ -373,8 +374,42 @@ fn a_shared_access_past_the_declared_memory_is_an_error() {
     match &error {
         CpuError::Panicked { message, at } => {
             assert_eq!(at.thread, [1, 0, 0]);
-            assert!(message.contains("past the 16 bytes"), "{message}");
+            assert!(
+                message.contains("outside the bytes") && message.contains("0..16"),
+                "{message}"
+            );
         }
         other => panic!("expected a panic error, got {other}"),
     }
+}
+
+/// The dynamic part ends where the launch says, not at the 16-byte boundary
+/// that aligns the next array: a word just past it is an error.
+#[test]
+fn a_word_past_the_dynamic_shared_bytes_is_an_error() {
+    let launch = CpuLaunch {
+        dynamic_shared_bytes: 4,
+        ..block(32)
+    };
+    let past = || unsafe {
+        if thread_idx_x() == 0 {
+            dynamic_shared_memory::<u32>().write(1, 7);
+        }
+    };
+    let error = run(&Machine::new(1), &launch, &mut NoObserver, &past).unwrap_err();
+    match &error {
+        CpuError::Panicked { message, .. } => {
+            assert!(
+                message.contains("at byte 4") && message.contains("0..4"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a panic error, got {other}"),
+    }
+    let inside = || unsafe {
+        if thread_idx_x() == 0 {
+            dynamic_shared_memory::<u32>().write(0, 7);
+        }
+    };
+    run(&Machine::new(1), &launch, &mut NoObserver, &inside).unwrap();
 }

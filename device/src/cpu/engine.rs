@@ -100,6 +100,11 @@ pub(crate) struct Cta {
     /// Where the next `shared_array!` goes: after the dynamic part.
     shared_end: Cell<u32>,
     statics: RefCell<Vec<(&'static str, u32)>>,
+    /// The bytes a kernel may touch: the dynamic part `[0, dynamic bytes)`
+    /// and each `shared_array!`, without the padding that aligns the next
+    /// one (the GPU lays them out in another order, so padding is no
+    /// memory of the kernel's).
+    regions: RefCell<Vec<(u32, u32)>>,
     tasks_announced: Cell<u32>,
     announcements: RefCell<Vec<u32>>,
     tick: *const Cell<u64>,
@@ -312,12 +317,25 @@ pub(crate) fn shared_access(
 ) -> *mut u8 {
     let lane = current_lane();
     let cta = lane.cta();
-    let end = cta.shared_end.get();
-    if offset as u64 + bytes as u64 > end as u64 {
+    let end = offset as u64 + bytes as u64;
+    let inside = cta
+        .regions
+        .borrow()
+        .iter()
+        .any(|&(start, stop)| offset >= start && end <= stop as u64);
+    if !inside {
+        let regions = cta.regions.borrow();
+        let declared: Vec<String> = regions.iter().map(|(a, b)| format!("{a}..{b}")).collect();
         panic!(
-            "shared memory {} at byte {offset} ({bytes} bytes) at {site}, past the {end} bytes \
-             this block declared (dynamic shared memory, then each shared_array!): check the index",
-            if wrote { "written" } else { "read" }
+            "shared memory {} at byte {offset} ({bytes} bytes) at {site}, outside the bytes \
+             this block declared (dynamic shared memory, then each shared_array!: {}): check \
+             the index, and the dynamic shared bytes of the launch",
+            if wrote { "written" } else { "read" },
+            if declared.is_empty() {
+                "none".to_string()
+            } else {
+                declared.join(", ")
+            }
         );
     }
     if cta.check_races {
@@ -427,6 +445,7 @@ pub(crate) fn static_shared(key: &'static str, bytes: u32) -> u32 {
     );
     cta.shared_end.set(end as u32);
     statics.push((key, offset));
+    cta.regions.borrow_mut().push((offset, offset + bytes));
     offset
 }
 
@@ -628,6 +647,11 @@ impl Scheduler<'_> {
             shared: shared.as_mut_ptr().cast(),
             shared_end: Cell::new(self.launch.dynamic_shared_bytes.next_multiple_of(16)),
             statics: RefCell::new(Vec::new()),
+            regions: RefCell::new(if self.launch.dynamic_shared_bytes > 0 {
+                vec![(0, self.launch.dynamic_shared_bytes)]
+            } else {
+                Vec::new()
+            }),
             tasks_announced: Cell::new(0),
             announcements: RefCell::new(Vec::new()),
             tick: &*self.tick,
