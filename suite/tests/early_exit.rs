@@ -3,51 +3,9 @@
 //! exactly what the plain kernel computes: with the early exits in the first,
 //! a middle and the last block, on several dispatchers and block sizes.
 
-use clustered_suite::host::cpu::{run, CpuLaunch, CpuPlan, Dispatch, Machine, NoObserver};
-use clustered_suite::host::{ClusterOptions, KernelContract};
+use clustered_suite::host::cpu::{launch_entry, CpuLaunch, Dispatch, Machine, NoObserver};
+use clustered_suite::host::{ClusterOptions, Entry};
 use kernels::early_exit::*;
-
-type Schedule = unsafe fn(*const u32, *mut u32, u32, u32, clustered_suite::host::ClusterLaunch);
-
-fn schedules() -> [(&'static str, Schedule, &'static KernelContract); 7] {
-    [
-        (
-            "reorder",
-            ragged_sum_reorder,
-            &__clustered_contract_ragged_sum_reorder,
-        ),
-        (
-            "redirect",
-            ragged_sum_redirect,
-            &__clustered_contract_ragged_sum_redirect,
-        ),
-        (
-            "agents",
-            ragged_sum_agents,
-            &__clustered_contract_ragged_sum_agents,
-        ),
-        (
-            "agents_chunked",
-            ragged_sum_agents_chunked,
-            &__clustered_contract_ragged_sum_agents_chunked,
-        ),
-        (
-            "persistent",
-            ragged_sum_persistent,
-            &__clustered_contract_ragged_sum_persistent,
-        ),
-        (
-            "stride",
-            ragged_sum_stride,
-            &__clustered_contract_ragged_sum_stride,
-        ),
-        (
-            "stride_waves",
-            ragged_sum_stride_waves,
-            &__clustered_contract_ragged_sum_stride_waves,
-        ),
-    ]
-}
 
 /// What `ragged_sum` computes, written plainly.
 fn reference(input: &[u32], n: u32, width: u32, ragged: u32) -> Vec<u32> {
@@ -79,30 +37,27 @@ fn original(n: u32, width: u32) -> CpuLaunch {
     }
 }
 
-/// Runs the plain kernel (`schedule: None`) or a schedule.
+/// Runs one entry of `ragged_sum` (its baseline or a schedule).
 fn run_ragged(
     machine: &Machine,
-    schedule: Option<(Schedule, &KernelContract)>,
+    entry: Entry<ragged_sum>,
     input: &[u32],
     n: u32,
     width: u32,
     ragged: u32,
 ) -> Result<Vec<u32>, String> {
     let mut output = vec![0u32; input.len()];
-    let (i, o) = (input.as_ptr(), output.as_mut_ptr());
-    let launch = original(n, width);
-    match schedule {
-        None => run(machine, &launch, &mut NoObserver, &|| unsafe {
-            ragged_sum(i, o, n, ragged)
-        }),
-        Some((kernel, contract)) => {
-            let mut plan = CpuPlan::new(contract, launch, machine, &ClusterOptions::default())
-                .map_err(|e| e.to_string())?;
-            let parameter = plan.parameter();
-            run(machine, &plan.launch, &mut NoObserver, &|| unsafe {
-                kernel(i, o, n, ragged, parameter)
-            })
-        }
+    // SAFETY: the kernel reads input[..n] and writes output[..n], and both
+    // hold n words.
+    unsafe {
+        launch_entry(
+            entry,
+            machine,
+            original(n, width),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (input, &mut output[..], n, ragged),
+        )
     }
     .map_err(|e| e.to_string())?;
     Ok(output)
@@ -117,6 +72,9 @@ fn early_exits_before_barriers_give_the_plain_kernels_result_under_every_schedul
             Machine::new(2).with_dispatch(Dispatch::Random(11)),
         ),
     ];
+    // The registry holds each `#[clustered]` of `ragged_sum`: one per binding
+    // and variant (an empty one would make this test pass vacuously).
+    assert_eq!(ragged_sum::SCHEDULES.len(), 7);
     for (width, n) in [(64u32, 64u32 * 7 - 21), (96, 96 * 5 + 13), (32, 32 * 4)] {
         let blocks = n.div_ceil(width);
         let input: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761)).collect();
@@ -126,13 +84,13 @@ fn early_exits_before_barriers_give_the_plain_kernels_result_under_every_schedul
                 let case = |name: &str| {
                     format!("{name} on {machine_name}, {blocks} blocks of {width}, early exits in block {ragged}")
                 };
-                let plain = run_ragged(machine, None, &input, n, width, ragged)
+                let plain = run_ragged(machine, ragged_sum::KERNEL, &input, n, width, ragged)
                     .unwrap_or_else(|e| panic!("{}: {e}", case("baseline")));
                 assert_eq!(plain, expected, "{}", case("baseline"));
-                for (name, kernel, contract) in schedules() {
-                    let got =
-                        run_ragged(machine, Some((kernel, contract)), &input, n, width, ragged)
-                            .unwrap_or_else(|e| panic!("{}: {e}", case(name)));
+                for &entry in ragged_sum::SCHEDULES {
+                    let name = entry.name();
+                    let got = run_ragged(machine, entry, &input, n, width, ragged)
+                        .unwrap_or_else(|e| panic!("{}: {e}", case(name)));
                     assert_eq!(got, expected, "{}", case(name));
                 }
             }
@@ -173,40 +131,41 @@ fn early_exits_before_barriers_on_the_gpu() {
             let case = |name: &str| {
                 format!("{name}, {blocks} blocks of {width}, early exits in block {ragged}")
             };
+            let options = ClusterOptions::default();
             let mut out = gpu.zeros::<u32>(n as usize).unwrap();
-            let baseline = module.kernel("ragged_sum").unwrap();
             {
                 let _watchdog = Watchdog::new(case("ragged_sum"), Duration::from_secs(20));
+                // SAFETY: the kernel reads input[..n] and writes out[..n],
+                // and both hold n words.
                 unsafe {
-                    gpu.launch(&baseline, config)
-                        .arg(&device_input)
-                        .arg(&mut out)
-                        .arg(&n)
-                        .arg(&ragged)
-                        .run()
-                        .unwrap()
-                };
+                    gpu.launch_entry(
+                        &module,
+                        ragged_sum::KERNEL,
+                        config,
+                        &options,
+                        (&device_input, &mut out, n, ragged),
+                    )
+                }
+                .unwrap_or_else(|e| panic!("{}: {e}", case("baseline")));
                 assert_eq!(gpu.dtoh(&out).unwrap(), expected, "{}", case("baseline"));
             }
-            for (name, _, _) in schedules() {
-                let name = format!("ragged_sum_{name}");
-                let kernel = module.clustered_kernel(&name).unwrap();
-                let plan = gpu
-                    .plan_clustered(&kernel, config, ClusterOptions::default())
-                    .unwrap();
+            for &entry in ragged_sum::SCHEDULES {
+                let name = entry.name();
                 let mut out = gpu.zeros::<u32>(n as usize).unwrap();
-                eprintln!("{}", case(&name));
-                let _watchdog = Watchdog::new(case(&name), Duration::from_secs(20));
+                eprintln!("{}", case(name));
+                let _watchdog = Watchdog::new(case(name), Duration::from_secs(20));
+                // SAFETY: as for the baseline.
                 unsafe {
-                    gpu.launch_plan(&plan)
-                        .arg(&device_input)
-                        .arg(&mut out)
-                        .arg(&n)
-                        .arg(&ragged)
-                        .run()
-                        .unwrap()
-                };
-                assert_eq!(gpu.dtoh(&out).unwrap(), expected, "{}", case(&name));
+                    gpu.launch_entry(
+                        &module,
+                        entry,
+                        config,
+                        &options,
+                        (&device_input, &mut out, n, ragged),
+                    )
+                }
+                .unwrap_or_else(|e| panic!("{}: {e}", case(name)));
+                assert_eq!(gpu.dtoh(&out).unwrap(), expected, "{}", case(name));
             }
         }
     }
