@@ -4,9 +4,12 @@
 use std::sync::Arc;
 
 use clustered_suite::host::{
-    ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel, CudaSlice, CudaStream, Error, Gpu,
+    ActivePolicy, ClusterError, ClusterOptions, CudaSlice, CudaStream, Entry, Error, Gpu,
     LaunchConfig, Module,
 };
+use kernels::coverage::{coverage, spin};
+use kernels::sgemm::sgemm_tiled;
+use kernels::vector::{reverse_in_blocks, vector_add};
 
 fn gpu() -> Option<(Gpu, Module)> {
     match Gpu::new(0) {
@@ -30,17 +33,6 @@ use std::time::Duration;
 /// How long one test case may take before its watchdog names it as hung.
 const HANG: Duration = Duration::from_secs(60);
 
-const COVERAGE: [&str; 8] = [
-    "coverage_reorder",
-    "coverage_redirect",
-    "coverage_agents",
-    "coverage_agents_chunked",
-    "coverage_agents_throttled",
-    "coverage_persistent",
-    "coverage_stride",
-    "coverage_stride_waves",
-];
-
 struct Coverage {
     runs: CudaSlice<u32>,
     sms: CudaSlice<u32>,
@@ -55,19 +47,27 @@ impl Coverage {
         }
     }
 
+    /// Launches `entry` for `grid` (the module caches its plan per launch
+    /// shape and stream).
     fn launch(
         &mut self,
         gpu: &Gpu,
-        kernel: &ClusteredKernel,
+        module: &Module,
+        entry: Entry<coverage>,
         grid: [u32; 3],
-        options: ClusterOptions,
+        options: &ClusterOptions,
     ) -> Result<(), Error> {
-        let plan = gpu.plan_clustered(kernel, LaunchConfig::new(grid, [64, 1, 1]), options)?;
+        let config = LaunchConfig::new(grid, [64, 1, 1]);
+        // SAFETY: the kernel indexes both buffers by the CTA's id, and each
+        // holds one word per CTA of the grid.
         unsafe {
-            gpu.launch_plan(&plan)
-                .arg(&mut self.runs)
-                .arg(&mut self.sms)
-                .run()
+            gpu.launch_entry(
+                module,
+                entry,
+                config,
+                options,
+                (&mut self.runs, &mut self.sms),
+            )
         }
     }
 
@@ -90,12 +90,12 @@ fn every_cta_runs_exactly_once_in_every_schedule() {
     let Some((gpu, module)) = gpu() else { return };
     let _watchdog = Watchdog::new("every_cta_runs_exactly_once_in_every_schedule", HANG);
     for grid in [[37, 23, 1], [5, 1, 1], [1, 1, 1], [64, 64, 3], [1000, 1, 1]] {
-        for name in COVERAGE {
-            let kernel = module.clustered_kernel(name).unwrap();
+        for &entry in coverage::SCHEDULES {
+            let name = entry.name();
             let _watchdog = Watchdog::new(format!("{name} on grid {grid:?}"), HANG);
             let mut coverage = Coverage::new(gpu.stream(), grid);
             coverage
-                .launch(&gpu, &kernel, grid, ClusterOptions::default())
+                .launch(&gpu, &module, entry, grid, &ClusterOptions::default())
                 .unwrap();
             let sms = coverage.assert_exactly_once(&gpu, &format!("{name} {grid:?}"));
             eprintln!("{name:<26} grid {grid:?}: every CTA once, on {sms} SMs");
@@ -109,15 +109,17 @@ fn exactly_once_with_fewer_agents_than_sms() {
     let _watchdog = Watchdog::new("exactly_once_with_fewer_agents_than_sms", HANG);
     let sm_count = gpu.properties().sm_count;
     let grid = [300, 7, 1];
-    for name in ["coverage_agents", "coverage_agents_chunked"] {
-        let kernel = module.clustered_kernel(name).unwrap();
+    for entry in [coverage::coverage_agents, coverage::coverage_agents_chunked] {
+        let name = entry.name();
         for total in [1, 7, sm_count - 1] {
             let mut coverage = Coverage::new(gpu.stream(), grid);
             let options = ClusterOptions {
                 total_agents: Some(total),
                 ..Default::default()
             };
-            coverage.launch(&gpu, &kernel, grid, options).unwrap();
+            coverage
+                .launch(&gpu, &module, entry, grid, &options)
+                .unwrap();
             let sms = coverage.assert_exactly_once(&gpu, &format!("{name} with {total} agents"));
             assert!(sms <= total as usize, "{total} agents ran on {sms} SMs");
         }
@@ -127,7 +129,9 @@ fn exactly_once_with_fewer_agents_than_sms() {
             agents_per_sm: Some(1),
             ..Default::default()
         };
-        coverage.launch(&gpu, &kernel, grid, options).unwrap();
+        coverage
+            .launch(&gpu, &module, entry, grid, &options)
+            .unwrap();
         coverage.assert_exactly_once(&gpu, &format!("{name} with one agent per SM"));
     }
 }
@@ -137,7 +141,6 @@ fn exactly_once_while_another_kernel_holds_sms() {
     let Some((gpu, module)) = gpu() else { return };
     let _watchdog = Watchdog::new("exactly_once_while_another_kernel_holds_sms", HANG);
     let props = gpu.properties().clone();
-    let spin = module.kernel("spin").unwrap();
     let busy_stream = gpu.new_stream().unwrap();
     let work_stream = gpu.new_stream().unwrap();
     // Full-size blocks on half the SMs, spinning for ~20 ms: the agents'
@@ -149,20 +152,30 @@ fn exactly_once_while_another_kernel_holds_sms() {
     let cycles = props.clock_rate_khz as u64 * 20;
     let spin_config = LaunchConfig::new([busy_blocks, 1, 1], [1024, 1, 1]);
     let grid = [500, 20, 1];
-    let kernel = module.clustered_kernel("coverage_agents").unwrap();
     let mut coverage = Coverage::new(&work_stream, grid);
-    unsafe {
-        gpu.launch_on(&busy_stream, &spin, spin_config)
-            .arg(&cycles)
-            .arg(&mut spun)
-            .run()
-            .unwrap()
+    let busy = ClusterOptions {
+        stream: Some(busy_stream.clone()),
+        ..Default::default()
     };
+    // SAFETY: each block writes its own word of `spun`, which holds one per
+    // block.
+    unsafe {
+        gpu.launch_entry(
+            &module,
+            spin::KERNEL,
+            spin_config,
+            &busy,
+            (cycles, &mut spun),
+        )
+    }
+    .unwrap();
     let options = ClusterOptions {
         stream: Some(work_stream.clone()),
         ..Default::default()
     };
-    coverage.launch(&gpu, &kernel, grid, options).unwrap();
+    coverage
+        .launch(&gpu, &module, coverage::coverage_agents, grid, &options)
+        .unwrap();
     work_stream.synchronize().unwrap();
     busy_stream.synchronize().unwrap();
     let sms = coverage.assert_exactly_once(&gpu, "beside a spinning kernel");
@@ -176,30 +189,28 @@ fn concurrent_launches_on_several_streams_do_not_share_counters() {
         "concurrent_launches_on_several_streams_do_not_share_counters",
         HANG,
     );
-    let kernel = module.clustered_kernel("coverage_agents_chunked").unwrap();
     let grid = [400, 9, 1];
     let streams: Vec<_> = (0..4).map(|_| gpu.new_stream().unwrap()).collect();
     let mut coverages: Vec<Coverage> = streams.iter().map(|s| Coverage::new(s, grid)).collect();
-    let plans: Vec<_> = streams
+    // One plan per stream, cached by the module: each has its own counters.
+    let options: Vec<_> = streams
         .iter()
-        .map(|s| {
-            let options = ClusterOptions {
-                stream: Some(s.clone()),
-                ..Default::default()
-            };
-            gpu.plan_clustered(&kernel, LaunchConfig::new(grid, [64, 1, 1]), options)
-                .unwrap()
+        .map(|s| ClusterOptions {
+            stream: Some(s.clone()),
+            ..Default::default()
         })
         .collect();
     for round in 0..3 {
-        for (plan, coverage) in plans.iter().zip(&mut coverages) {
-            unsafe {
-                gpu.launch_plan(plan)
-                    .arg(&mut coverage.runs)
-                    .arg(&mut coverage.sms)
-                    .run()
-                    .unwrap()
-            };
+        for (options, coverage) in options.iter().zip(&mut coverages) {
+            coverage
+                .launch(
+                    &gpu,
+                    &module,
+                    coverage::coverage_agents_chunked,
+                    grid,
+                    options,
+                )
+                .unwrap();
         }
         for s in &streams {
             s.synchronize().unwrap();
@@ -231,36 +242,25 @@ fn schedules_give_the_baseline_bits() {
     let mut c = gpu.zeros::<f32>(len).unwrap();
 
     let config = LaunchConfig::new([n / 32, n / 32, 1], [32, 32, 1]);
-    let baseline = module.kernel("sgemm_tiled").unwrap();
+    let options = ClusterOptions::default();
+    // SAFETY (every launch of sgemm_tiled below): the kernel reads a and b
+    // and writes c, n x n floats each, for a grid of n / TILE tiles a side.
     unsafe {
-        gpu.launch(&baseline, config)
-            .arg(&a)
-            .arg(&b)
-            .arg(&mut c)
-            .arg(&n)
-            .run()
-            .unwrap()
-    };
+        gpu.launch_entry(
+            &module,
+            sgemm_tiled::KERNEL,
+            config,
+            &options,
+            (&a, &b, &mut c, n),
+        )
+    }
+    .unwrap();
     let expected = gpu.dtoh(&c).unwrap();
-    for name in [
-        "sgemm_tiled_raster",
-        "sgemm_tiled_agents",
-        "sgemm_tiled_redirect",
-    ] {
-        let kernel = module.clustered_kernel(name).unwrap();
-        let plan = gpu
-            .plan_clustered(&kernel, config, ClusterOptions::default())
-            .unwrap();
+    for &entry in sgemm_tiled::SCHEDULES {
+        let name = entry.name();
         let mut c = gpu.zeros::<f32>(len).unwrap();
-        unsafe {
-            gpu.launch_plan(&plan)
-                .arg(&a)
-                .arg(&b)
-                .arg(&mut c)
-                .arg(&n)
-                .run()
-                .unwrap()
-        };
+        unsafe { gpu.launch_entry(&module, entry, config, &options, (&a, &b, &mut c, n)) }
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(
             gpu.dtoh(&c).unwrap() == expected,
             "{name} differs from sgemm_tiled"
@@ -270,33 +270,25 @@ fn schedules_give_the_baseline_bits() {
     let count = len as u32 + 17; // not a multiple of the block
     let x = gpu.htod(&vec![1.5f32; count as usize]).unwrap();
     let config = LaunchConfig::linear(count as u64, 256);
-    let baseline = module.kernel("vector_add").unwrap();
     let mut expected = gpu.zeros::<f32>(count as usize).unwrap();
+    // SAFETY (every launch of vector_add below): the kernel guards i < count,
+    // and each buffer holds count floats.
     unsafe {
-        gpu.launch(&baseline, config)
-            .arg(&x)
-            .arg(&x)
-            .arg(&mut expected)
-            .arg(&count)
-            .run()
-            .unwrap()
-    };
+        gpu.launch_entry(
+            &module,
+            vector_add::KERNEL,
+            config,
+            &options,
+            (&x, &x, &mut expected, count),
+        )
+    }
+    .unwrap();
     let expected = gpu.dtoh(&expected).unwrap();
-    for name in ["vector_add_agents", "vector_add_redirect"] {
-        let kernel = module.clustered_kernel(name).unwrap();
-        let plan = gpu
-            .plan_clustered(&kernel, config, ClusterOptions::default())
-            .unwrap();
+    for &entry in vector_add::SCHEDULES {
+        let name = entry.name();
         let mut out = gpu.zeros::<f32>(count as usize).unwrap();
-        unsafe {
-            gpu.launch_plan(&plan)
-                .arg(&x)
-                .arg(&x)
-                .arg(&mut out)
-                .arg(&count)
-                .run()
-                .unwrap()
-        };
+        unsafe { gpu.launch_entry(&module, entry, config, &options, (&x, &x, &mut out, count)) }
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(
             gpu.dtoh(&out).unwrap() == expected,
             "{name} differs from vector_add"
@@ -309,10 +301,13 @@ fn bad_clustered_launches_are_typed_errors() {
     let Some((gpu, module)) = gpu() else { return };
     let _watchdog = Watchdog::new("bad_clustered_launches_are_typed_errors", HANG);
     assert!(matches!(
-        module.clustered_kernel("vector_add"),
+        module.clustered_kernel(vector_add::KERNEL.name()),
         Err(Error::Cluster(ClusterError::NotClustered { .. }))
     ));
-    let kernel = module.clustered_kernel("coverage_agents").unwrap();
+    // The planning API itself (the typed launch plans through it).
+    let kernel = module
+        .clustered_kernel(coverage::coverage_agents.name())
+        .unwrap();
     let config = LaunchConfig::new([10, 1, 1], [64, 1, 1]);
     let plan = gpu
         .plan_clustered(&kernel, config, ClusterOptions::default())
@@ -357,34 +352,30 @@ fn dynamic_shared_memory_per_task() {
     clustered_suite::reference::reverse_in_blocks(&input, &mut expected, block as usize);
     let x = gpu.htod(&input).unwrap();
     let config = LaunchConfig::linear(n as u64, block).with_dynamic_shared(block * 4);
-    let baseline = module.kernel("reverse_in_blocks").unwrap();
+    let options = ClusterOptions::default();
     let mut out = gpu.zeros::<f32>(n as usize).unwrap();
+    // SAFETY (every launch below): the kernel guards i < n, each buffer holds
+    // n floats, and the launch gives each block `block` floats of dynamic
+    // shared memory.
     unsafe {
-        gpu.launch(&baseline, config)
-            .arg(&x)
-            .arg(&mut out)
-            .arg(&n)
-            .run()
-            .unwrap()
-    };
+        gpu.launch_entry(
+            &module,
+            reverse_in_blocks::KERNEL,
+            config,
+            &options,
+            (&x, &mut out, n),
+        )
+    }
+    .unwrap();
     assert!(
         gpu.dtoh(&out).unwrap() == expected,
         "baseline reverse_in_blocks is wrong"
     );
-    for name in ["reverse_in_blocks_agents", "reverse_in_blocks_stride"] {
-        let kernel = module.clustered_kernel(name).unwrap();
-        let plan = gpu
-            .plan_clustered(&kernel, config, ClusterOptions::default())
-            .unwrap();
+    for &entry in reverse_in_blocks::SCHEDULES {
+        let name = entry.name();
         let mut out = gpu.zeros::<f32>(n as usize).unwrap();
-        unsafe {
-            gpu.launch_plan(&plan)
-                .arg(&x)
-                .arg(&mut out)
-                .arg(&n)
-                .run()
-                .unwrap()
-        };
+        unsafe { gpu.launch_entry(&module, entry, config, &options, (&x, &mut out, n)) }
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(gpu.dtoh(&out).unwrap() == expected, "{name} differs");
     }
 }
@@ -395,7 +386,6 @@ fn dynamic_shared_memory_per_task() {
 /// reaches the driver (it used to kill the context).
 #[test]
 fn typed_launches_match_the_baseline_and_untyped_mismatches_are_refused() {
-    use kernels::vector::vector_add;
     let Some((gpu, module)) = gpu() else { return };
     let n = 100_000u32;
     let a = gpu
@@ -416,7 +406,9 @@ fn typed_launches_match_the_baseline_and_untyped_mismatches_are_refused() {
         }
         assert_eq!(gpu.dtoh(&c).unwrap(), expected, "{}", entry.name());
     }
-    let kernel = module.kernel("vector_add").unwrap();
+    // The untyped launch is the host's own API, tested here: its `.arg()`
+    // chains are the only ones left outside the host crate, on purpose.
+    let kernel = module.kernel(vector_add::KERNEL.name()).unwrap();
     let mut c = gpu.zeros::<f32>(n as usize).unwrap();
     // SAFETY: refused before launching.
     let error = unsafe {

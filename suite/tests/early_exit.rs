@@ -37,7 +37,7 @@ fn original(n: u32, width: u32) -> CpuLaunch {
     }
 }
 
-/// Runs `entry` (the plain kernel or a schedule) on the CPU backend.
+/// Runs one entry of `ragged_sum` (its baseline or a schedule).
 fn run_ragged(
     machine: &Machine,
     entry: Entry<ragged_sum>,
@@ -47,8 +47,8 @@ fn run_ragged(
     ragged: u32,
 ) -> Result<Vec<u32>, String> {
     let mut output = vec![0u32; input.len()];
-    // SAFETY: the kernel reads `input[i]` and writes `output[i]` for i < n;
-    // both hold n words (and the CPU backend checks every access).
+    // SAFETY: the kernel reads input[..n] and writes output[..n], and both
+    // hold n words.
     unsafe {
         launch_entry(
             entry,
@@ -72,6 +72,9 @@ fn early_exits_before_barriers_give_the_plain_kernels_result_under_every_schedul
             Machine::new(2).with_dispatch(Dispatch::Random(11)),
         ),
     ];
+    // The registry holds each `#[clustered]` of `ragged_sum`: one per binding
+    // and variant (an empty one would make this test pass vacuously).
+    assert_eq!(ragged_sum::SCHEDULES.len(), 7);
     for (width, n) in [(64u32, 64u32 * 7 - 21), (96, 96 * 5 + 13), (32, 32 * 4)] {
         let blocks = n.div_ceil(width);
         let input: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761)).collect();
@@ -81,9 +84,12 @@ fn early_exits_before_barriers_give_the_plain_kernels_result_under_every_schedul
                 let case = |name: &str| {
                     format!("{name} on {machine_name}, {blocks} blocks of {width}, early exits in block {ragged}")
                 };
-                for entry in std::iter::once(&ragged_sum::KERNEL).chain(ragged_sum::SCHEDULES) {
+                let plain = run_ragged(machine, ragged_sum::KERNEL, &input, n, width, ragged)
+                    .unwrap_or_else(|e| panic!("{}: {e}", case("baseline")));
+                assert_eq!(plain, expected, "{}", case("baseline"));
+                for &entry in ragged_sum::SCHEDULES {
                     let name = entry.name();
-                    let got = run_ragged(machine, *entry, &input, n, width, ragged)
+                    let got = run_ragged(machine, entry, &input, n, width, ragged)
                         .unwrap_or_else(|e| panic!("{}: {e}", case(name)));
                     assert_eq!(got, expected, "{}", case(name));
                 }
@@ -125,19 +131,36 @@ fn early_exits_before_barriers_on_the_gpu() {
             let case = |name: &str| {
                 format!("{name}, {blocks} blocks of {width}, early exits in block {ragged}")
             };
-            for entry in std::iter::once(&ragged_sum::KERNEL).chain(ragged_sum::SCHEDULES) {
+            let options = ClusterOptions::default();
+            let mut out = gpu.zeros::<u32>(n as usize).unwrap();
+            {
+                let _watchdog = Watchdog::new(case("ragged_sum"), Duration::from_secs(20));
+                // SAFETY: the kernel reads input[..n] and writes out[..n],
+                // and both hold n words.
+                unsafe {
+                    gpu.launch_entry(
+                        &module,
+                        ragged_sum::KERNEL,
+                        config,
+                        &options,
+                        (&device_input, &mut out, n, ragged),
+                    )
+                }
+                .unwrap_or_else(|e| panic!("{}: {e}", case("baseline")));
+                assert_eq!(gpu.dtoh(&out).unwrap(), expected, "{}", case("baseline"));
+            }
+            for &entry in ragged_sum::SCHEDULES {
                 let name = entry.name();
                 let mut out = gpu.zeros::<u32>(n as usize).unwrap();
                 eprintln!("{}", case(name));
                 let _watchdog = Watchdog::new(case(name), Duration::from_secs(20));
-                // SAFETY: the kernel reads `input[i]` and writes `out[i]` for
-                // i < n; both buffers hold n words.
+                // SAFETY: as for the baseline.
                 unsafe {
                     gpu.launch_entry(
                         &module,
-                        *entry,
+                        entry,
                         config,
-                        &ClusterOptions::default(),
+                        &options,
                         (&device_input, &mut out, n, ragged),
                     )
                 }

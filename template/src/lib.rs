@@ -1,13 +1,17 @@
 //! Launching the kernels of `my-kernels`: on a GPU, on the CPU backend, and
 //! on the CPU backend with the locality simulator watching.
 //!
-//! TODO(typed launch): the launches below use today's untyped API
-//! (`.arg(..)` chains, the `__clustered_contract_*` statics); switch to the
-//! macro's typed handles when they land.
+//! Each launch goes through the typed handle that `#[clustered]` emits next
+//! to the kernel: `transpose::KERNEL` (the kernel as written),
+//! `transpose::transpose_grouped` (the schedule) and `transpose::SCHEDULES`
+//! (every schedule). The arguments are a tuple typed from the kernel's
+//! signature, so a missing or mistyped argument does not compile.
 
-use clustered::host::cpu::{self, CpuLaunch, CpuPlan, Machine, Observer};
-use clustered::host::{ClusterOptions, Gpu, LaunchConfig};
+use clustered::host::cpu::{self, CpuLaunch, Machine, Observer};
+use clustered::host::{ClusterOptions, Entry, Gpu, LaunchConfig};
 use clustered::sim::{CacheModel, CacheStats, DeviceProfile};
+
+pub use my_kernels::transpose;
 
 /// The kernels' PTX, built by `build.rs`.
 pub const PTX: &str = clustered::include_ptx!("my-kernels");
@@ -15,31 +19,31 @@ pub const PTX: &str = clustered::include_ptx!("my-kernels");
 /// Threads per block: 32 columns by 8 rows.
 const BLOCK: [u32; 3] = [32, 8, 1];
 
-/// The schedules of `transpose`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Schedule {
-    /// The kernel as written.
-    Baseline,
-    /// The grouped raster, `transpose_grouped`.
-    Grouped,
-}
+/// A way to run `transpose`: the kernel as written or one of its schedules.
+pub type Schedule = Entry<transpose>;
 
-impl Schedule {
-    /// Both schedules.
-    pub const ALL: [Schedule; 2] = [Schedule::Baseline, Schedule::Grouped];
-
-    /// The kernel's symbol in the PTX.
-    pub fn symbol(self) -> &'static str {
-        match self {
-            Schedule::Baseline => "transpose",
-            Schedule::Grouped => "transpose_grouped",
-        }
-    }
+/// The kernel as written, then every schedule that `#[clustered]` added.
+pub fn schedules() -> impl Iterator<Item = Schedule> {
+    std::iter::once(transpose::KERNEL).chain(transpose::SCHEDULES.iter().copied())
 }
 
 /// The original grid of an `n` x `n` transpose.
 fn grid(n: u32) -> [u32; 3] {
     [n.div_ceil(BLOCK[0]), n.div_ceil(BLOCK[1]), 1]
+}
+
+/// Checks that `input` is an `n` x `n` matrix: what the kernel indexes.
+fn check_len(input: &[f32], n: u32) -> Result<usize, String> {
+    let elements = (n as usize)
+        .checked_mul(n as usize)
+        .ok_or("n * n overflows")?;
+    if input.len() != elements {
+        return Err(format!(
+            "input has {} floats, n * n is {elements}",
+            input.len()
+        ));
+    }
+    Ok(elements)
 }
 
 /// `inᵀ`, computed on the host: what every schedule must produce.
@@ -53,37 +57,33 @@ pub fn reference(input: &[f32], n: usize) -> Vec<f32> {
     out
 }
 
-/// Runs `schedule` on GPU 0.
+/// Runs `schedule` on `gpu`.
 pub fn transpose_on_gpu(
     gpu: &Gpu,
     schedule: Schedule,
     input: &[f32],
     n: u32,
-) -> Result<Vec<f32>, clustered::host::Error> {
-    let module = gpu.load_module(PTX)?;
-    let a = gpu.htod(input)?;
-    let mut b = gpu.zeros::<f32>(input.len())?;
-    let original = LaunchConfig::new(grid(n), BLOCK);
-    match schedule {
-        Schedule::Baseline => {
-            let kernel = module.kernel(schedule.symbol())?;
-            // SAFETY: `a` and `b` hold n * n floats, what the kernel indexes.
-            unsafe {
-                gpu.launch(&kernel, original)
-                    .arg(&a)
-                    .arg(&mut b)
-                    .arg(&n)
-                    .run()?
-            };
-        }
-        Schedule::Grouped => {
-            let kernel = module.clustered_kernel(schedule.symbol())?;
-            let plan = gpu.plan_clustered(&kernel, original, ClusterOptions::default())?;
-            // SAFETY: as above.
-            unsafe { gpu.launch_plan(&plan).arg(&a).arg(&mut b).arg(&n).run()? };
-        }
-    }
-    gpu.dtoh(&b)
+) -> Result<Vec<f32>, String> {
+    let elements = check_len(input, n)?;
+    let run = || -> Result<Vec<f32>, clustered::host::Error> {
+        let module = gpu.load_module(PTX)?;
+        let a = gpu.htod(input)?;
+        let mut b = gpu.zeros::<f32>(elements)?;
+        let original = LaunchConfig::new(grid(n), BLOCK);
+        // SAFETY: `a` and `b` hold n * n floats (checked above), what the
+        // kernel indexes. A schedule is planned from its own contract.
+        unsafe {
+            gpu.launch_entry(
+                &module,
+                schedule,
+                original,
+                &ClusterOptions::default(),
+                (&a, &mut b, n),
+            )?
+        };
+        gpu.dtoh(&b)
+    };
+    run().map_err(|e| format!("{}: {e}", schedule.name()))
 }
 
 /// Runs `schedule` on the CPU backend's simulated `machine`, `resident`
@@ -96,42 +96,27 @@ pub fn transpose_on_cpu(
     n: u32,
     observer: &mut dyn Observer,
 ) -> Result<Vec<f32>, String> {
-    let elements = (n as usize)
-        .checked_mul(n as usize)
-        .ok_or("n * n overflows")?;
-    if input.len() != elements {
-        return Err(format!(
-            "input has {} floats, n * n is {elements}",
-            input.len()
-        ));
-    }
+    let elements = check_len(input, n)?;
     let mut output = vec![0.0f32; elements];
-    let (a, b) = (input.as_ptr(), output.as_mut_ptr());
     let original = CpuLaunch {
         grid: grid(n),
         block: BLOCK,
         dynamic_shared_bytes: 0,
         resident_blocks: resident,
     };
-    match schedule {
-        Schedule::Baseline => {
-            // SAFETY: `a` and `b` hold n * n floats and outlive the run.
-            cpu::run(machine, &original, observer, &|| unsafe {
-                my_kernels::transpose(a, b, n)
-            })
-        }
-        Schedule::Grouped => {
-            let contract = &my_kernels::__clustered_contract_transpose_grouped;
-            let mut plan = CpuPlan::new(contract, original, machine, &ClusterOptions::default())
-                .map_err(|e| e.to_string())?;
-            let parameter = plan.parameter();
-            // SAFETY: as above; `plan` outlives the run.
-            cpu::run(machine, &plan.launch, observer, &|| unsafe {
-                my_kernels::transpose_grouped(a, b, n, parameter)
-            })
-        }
+    // SAFETY: `input` and `output` hold n * n floats (checked above); the
+    // CPU backend also checks each access against them.
+    unsafe {
+        cpu::launch_entry(
+            schedule,
+            machine,
+            original,
+            &ClusterOptions::default(),
+            observer,
+            (input, &mut output[..], n),
+        )
     }
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| format!("{}: {e}", schedule.name()))?;
     Ok(output)
 }
 

@@ -2,7 +2,7 @@
 //! SMs), then, if there is a GPU, the same schedules on it.
 
 use clustered::host::Gpu;
-use clustered_template::{locality, reference, transpose_on_gpu, Schedule};
+use clustered_template::{locality, reference, schedules, transpose_on_gpu};
 
 fn main() -> Result<(), String> {
     let n = 256u32;
@@ -10,17 +10,18 @@ fn main() -> Result<(), String> {
     let expected = reference(&input, n as usize);
     println!("transpose {n} x {n} on 8 simulated SMs:");
     println!(
-        "{:<10} {:>12} {:>16} {:>13}",
+        "{:<18} {:>12} {:>16} {:>13}",
         "schedule", "L1 hit rate", "L1->L2 sectors", "DRAM sectors"
     );
-    for schedule in Schedule::ALL {
+    for schedule in schedules() {
+        let name = schedule.name();
         let (output, stats) = locality(schedule, &input, n, 8)?;
         if output != expected {
-            return Err(format!("{schedule:?} computed a wrong transpose"));
+            return Err(format!("{name} computed a wrong transpose"));
         }
         println!(
-            "{:<10} {:>11.1}% {:>16} {:>13}",
-            format!("{schedule:?}"),
+            "{:<18} {:>11.1}% {:>16} {:>13}",
+            name,
             100.0 * stats.l1_hit_rate(),
             stats.l1_to_l2_sectors,
             stats.dram_sectors()
@@ -28,15 +29,18 @@ fn main() -> Result<(), String> {
     }
     match Gpu::new(0) {
         Ok(gpu) => {
-            for schedule in Schedule::ALL {
-                let output =
-                    transpose_on_gpu(&gpu, schedule, &input, n).map_err(|e| e.to_string())?;
+            for schedule in schedules() {
+                let output = transpose_on_gpu(&gpu, schedule, &input, n)?;
                 let verdict = if output == expected {
                     "correct"
                 } else {
                     "WRONG"
                 };
-                println!("GPU {}: {schedule:?} {verdict}", gpu.properties().name);
+                println!(
+                    "GPU {}: {} {verdict}",
+                    gpu.properties().name,
+                    schedule.name()
+                );
             }
         }
         Err(error) => println!("no GPU ({error}): simulated only"),

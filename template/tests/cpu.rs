@@ -2,7 +2,7 @@
 //! and the locality simulator sees every access.
 
 use clustered::host::cpu::{Dispatch, Machine, NoObserver};
-use clustered_template::{locality, reference, transpose_on_cpu, Schedule};
+use clustered_template::{locality, reference, schedules, transpose, transpose_on_cpu};
 
 fn input(n: u32) -> Vec<f32> {
     (0..n * n).map(|i| i as f32).collect()
@@ -14,13 +14,15 @@ fn every_schedule_transposes_under_every_dispatcher() {
     let n = 40;
     let input = input(n);
     let expected = reference(&input, n as usize);
+    // The baseline and `transpose_grouped`, from the macro's registry.
+    assert_eq!(schedules().count(), 2);
     for dispatch in [Dispatch::RoundRobin, Dispatch::Random(7)] {
         let name = format!("{dispatch:?}");
         let machine = Machine::new(4).with_dispatch(dispatch);
-        for schedule in Schedule::ALL {
+        for schedule in schedules() {
             let output =
                 transpose_on_cpu(&machine, 2, schedule, &input, n, &mut NoObserver).unwrap();
-            assert_eq!(output, expected, "{schedule:?} under {name}");
+            assert_eq!(output, expected, "{} under {name}", schedule.name());
         }
     }
 }
@@ -31,7 +33,7 @@ fn a_wrong_input_length_is_an_error() {
     let error = transpose_on_cpu(
         &machine,
         2,
-        Schedule::Baseline,
+        transpose::KERNEL,
         &[0.0; 3],
         2,
         &mut NoObserver,
@@ -44,7 +46,7 @@ fn a_wrong_input_length_is_an_error() {
 fn the_simulator_counts_every_access() {
     let n = 64;
     let input = input(n);
-    for schedule in Schedule::ALL {
+    for schedule in schedules() {
         let (output, stats) = locality(schedule, &input, n, 4).unwrap();
         assert_eq!(output, reference(&input, n as usize));
         // Every float is read once and written once: 64 * 64 * 4 bytes in

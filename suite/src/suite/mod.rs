@@ -198,25 +198,41 @@ macro_rules! call_kernel {
         // (checked by the CPU tests of every workload).
         unsafe { $kernel($($crate::suite::FromArg::from_arg($args[$i])),* $(, $extra)?) }
     };
+    (entry $entry:expr, $args:ident, ($($i:tt),*), $launch:expr) => {
+        // SAFETY: as above; the launch parameter was planned for this
+        // entry's contract.
+        unsafe { $entry.call_on_cpu(($($crate::suite::FromArg::from_arg($args[$i]),)*), $launch) }
+    };
 }
 
 /// The variants of a kernel: the baseline, then each schedule with its
-/// label, entry point and contract.
+/// label. Each schedule is named by its typed handle (`kernel::schedule`),
+/// which carries its PTX name, contract and host function together, so no
+/// variant can pair one schedule's function with another's contract.
 macro_rules! variants {
-    ($module:path; $baseline:ident $args:tt; $($label:literal => $name:ident / $contract:ident),* $(,)?) => {{
+    ($module:path; $baseline:ident $args:tt; $($label:literal => $name:ident),* $(,)?) => {{
         use $module as m;
         vec![
             $crate::suite::Variant {
                 label: "baseline",
-                kernel: stringify!($baseline),
+                kernel: m::$baseline::KERNEL.name(),
                 cpu: $crate::suite::CpuEntry::Plain(|args| $crate::suite::call_kernel!(m::$baseline, args, $args)),
             },
             $($crate::suite::Variant {
                 label: $label,
-                kernel: stringify!($name),
+                kernel: m::$baseline::$name.name(),
                 cpu: $crate::suite::CpuEntry::Clustered(
-                    |args, launch| $crate::suite::call_kernel!(m::$name, args, $args, launch),
-                    &m::$contract,
+                    |args, launch| $crate::suite::call_kernel!(entry m::$baseline::$name, args, $args, launch),
+                    {
+                        // A schedule's entry always has a contract: checked
+                        // at compile time.
+                        const CONTRACT: &::clustered_device::abi::KernelContract =
+                            match m::$baseline::$name.contract() {
+                                Some(contract) => contract,
+                                None => panic!("a schedule's entry has a contract"),
+                            };
+                        CONTRACT
+                    },
                 ),
             },)*
         ]
