@@ -100,6 +100,8 @@ pub struct Entry<K: KernelFn> {
     contract: Option<&'static KernelContract>,
     cpu: unsafe fn(K::Raw, ClusterLaunch),
     indexing: Option<CustomIndexing>,
+    /// Made by [`Entry::foreign`]: another build's PTX entry, GPU only.
+    foreign: bool,
 }
 
 impl<K: KernelFn> Clone for Entry<K> {
@@ -138,7 +140,34 @@ impl<K: KernelFn> Entry<K> {
             contract,
             cpu,
             indexing: None,
+            foreign: false,
         }
+    }
+
+    /// The entry `name` of a kernel written elsewhere (CUDA C++ built by
+    /// nvcc, say) that takes the same parameters as this kernel: typed
+    /// launches of it on a GPU check the arguments as for the kernel's own
+    /// entries, and compare them with `name`'s `.param` list in its PTX. It
+    /// runs as written (no schedule) and only on a GPU: the CPU backend has
+    /// no code for it and refuses it.
+    ///
+    /// ```ignore
+    /// let twin = vector_add::KERNEL.foreign("vector_add_cuda");
+    /// unsafe { gpu.launch_entry(&cuda_module, twin, config, &options, (&a, &b, &mut c, n))? };
+    /// ```
+    pub const fn foreign(&self, name: &'static str) -> Self {
+        Entry {
+            name,
+            contract: None,
+            cpu: self.cpu,
+            indexing: None,
+            foreign: true,
+        }
+    }
+
+    /// Made by [`Entry::foreign`]: a kernel this crate has no code for.
+    pub const fn is_foreign(&self) -> bool {
+        self.foreign
     }
 
     /// Used by the generated code only: the schedule's `custom(..)`
@@ -172,7 +201,8 @@ impl<K: KernelFn> Entry<K> {
     /// Runs the entry's host function for the current simulated thread.
     ///
     /// # Safety
-    /// Inside a CPU-backend run of this entry, with the kernel's safety
+    /// Not a [foreign](Entry::foreign) entry (it would run this crate's
+    /// kernel instead); inside a CPU-backend run of this entry, with the kernel's safety
     /// conditions met by `raw`, and `launch` planned for this entry's
     /// contract with its scratch alive (ignored for a baseline).
     pub unsafe fn call_on_cpu(&self, raw: K::Raw, launch: ClusterLaunch) {

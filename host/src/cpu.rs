@@ -118,6 +118,9 @@ pub enum CpuLaunchError {
     /// The run failed (a bad machine or launch, a panic, an access outside
     /// the buffers, a stack overflow).
     Run(CpuError),
+    /// A [foreign](clustered_device::entry::Entry::foreign) entry: PTX built
+    /// elsewhere, which the CPU backend has no code for.
+    Foreign(&'static str),
 }
 
 impl fmt::Display for CpuLaunchError {
@@ -125,6 +128,10 @@ impl fmt::Display for CpuLaunchError {
         match self {
             CpuLaunchError::Plan(e) => write!(f, "cannot plan the launch: {e}"),
             CpuLaunchError::Run(e) => write!(f, "the CPU run failed: {e}"),
+            CpuLaunchError::Foreign(name) => write!(
+                f,
+                "`{name}` is a foreign entry (PTX built elsewhere): it runs only on a GPU; run the kernel's own entry on the CPU backend"
+            ),
         }
     }
 }
@@ -134,6 +141,7 @@ impl std::error::Error for CpuLaunchError {
         match self {
             CpuLaunchError::Plan(e) => Some(e),
             CpuLaunchError::Run(e) => Some(e),
+            CpuLaunchError::Foreign(_) => None,
         }
     }
 }
@@ -177,6 +185,9 @@ pub unsafe fn launch_entry<K: KernelFn>(
     observer: &mut dyn Observer,
     args: K::Args<'_, Host>,
 ) -> Result<CpuRun, CpuLaunchError> {
+    if entry.is_foreign() {
+        return Err(CpuLaunchError::Foreign(entry.name()));
+    }
     crate::clustered::check_indexing(&entry, original.grid, true)?;
     let mut buffers = Buffers::new();
     let raw = K::raw(args, &mut buffers);

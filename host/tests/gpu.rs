@@ -93,6 +93,19 @@ fn launch_writes_thread_indices() {
     let host = gpu.dtoh(&out).unwrap();
     assert_eq!(host, (0..n).collect::<Vec<_>>());
 
+    // Too few arguments for the PTX's `.param` list: refused, nothing runs,
+    // and the context still works.
+    let mut short = gpu.zeros::<u32>(n as usize).unwrap();
+    // SAFETY: refused before launching.
+    let error = unsafe {
+        gpu.launch(&kernel, LaunchConfig::linear(u64::from(n), 256))
+            .arg(&mut short)
+            .run()
+    }
+    .unwrap_err();
+    assert!(matches!(error, Error::Arguments { .. }), "{error}");
+    assert_eq!(gpu.dtoh(&short).unwrap(), vec![0; n as usize]);
+
     // Same on a separate stream, with more than 48 KiB of dynamic shared
     // memory (the launch opts in automatically).
     let stream = gpu.new_stream().unwrap();

@@ -4,11 +4,9 @@
 //! every schedule alike) with CUDA events.
 
 use clustered_host::tuner::median;
-use clustered_host::{
-    ClusterOptions, ClusteredPlan, CudaSlice, Error, Gpu, GpuTimer, Kernel, Launch, Module,
-};
+use clustered_host::{ClusterOptions, Error, Gpu, GpuTimer, Module};
 
-use crate::suite::{Arg, CpuEntry, Workload};
+use crate::suite::{DeviceBuffer, GpuEntry, GpuTarget, Workload};
 
 /// One schedule's measurement.
 #[derive(Clone, Debug)]
@@ -36,12 +34,6 @@ pub struct Measurement {
     /// The nvcc-built twin of the baseline, timed in the same rounds, when
     /// a twin module was given and has `<baseline>_twin`.
     pub twin: Option<Timing>,
-}
-
-/// How a schedule launches.
-enum Launcher {
-    Plain(Kernel),
-    Clustered(Box<ClusteredPlan>),
 }
 
 /// How many timed launches: at least 20, 6 for launches over 100 ms.
@@ -73,48 +65,36 @@ pub fn measure_with_twin(
     runs: Option<usize>,
     twins: Option<&Module>,
 ) -> Result<Measurement, Error> {
-    let config = workload.shape;
-    let mut buffers: Vec<CudaSlice<u32>> = workload
+    let mut buffers: Vec<DeviceBuffer> = workload
         .buffers
         .iter()
-        .map(|b| gpu.htod(&b.words))
+        .map(|b| b.upload(gpu))
         .collect::<Result<_, _>>()?;
-    let launchers: Vec<Launcher> = workload
+    let options = ClusterOptions::default();
+    let target = |module| GpuTarget {
+        gpu,
+        module,
+        original: workload.shape,
+        options: &options,
+    };
+    // Each schedule launches typed, through its entry; the twin (CUDA C++,
+    // same parameters) through the baseline's entry made foreign.
+    let mut launchers: Vec<(GpuEntry, GpuTarget<'_>)> = workload
         .variants
         .iter()
-        .map(|variant| match variant.cpu {
-            CpuEntry::Plain(_) => module.kernel(variant.kernel).map(Launcher::Plain),
-            CpuEntry::Clustered(..) => {
-                let kernel = module.clustered_kernel(variant.kernel)?;
-                gpu.plan_clustered(&kernel, config, ClusterOptions::default())
-                    .map(|plan| Launcher::Clustered(Box::new(plan)))
-            }
-        })
-        .collect::<Result<_, _>>()?;
-    let mut launchers = launchers;
-    let twin_name = format!("{}_twin", workload.variants[0].kernel);
-    let has_twin = match twins.map(|m| m.kernel(&twin_name)) {
-        Some(Ok(kernel)) => {
-            launchers.push(Launcher::Plain(kernel));
+        .map(|variant| (variant.gpu, target(module)))
+        .collect();
+    let baseline = &workload.variants[0];
+    let twin_name = format!("{}_twin", baseline.kernel);
+    let has_twin = match (twins, baseline.twin) {
+        (Some(twins), Some(twin)) if twins.kernel(&twin_name).is_ok() => {
+            launchers.push((twin, target(twins)));
             true
         }
         _ => false,
     };
-    let launch = |launcher: &Launcher, buffers: &[CudaSlice<u32>]| -> Result<(), Error> {
-        let mut builder: Launch<'_> = match launcher {
-            Launcher::Plain(kernel) => gpu.launch(kernel, config),
-            Launcher::Clustered(plan) => gpu.launch_plan(plan),
-        };
-        for arg in &workload.args {
-            builder = match arg {
-                Arg::Buffer(i) => builder.arg(&buffers[*i]),
-                Arg::U32(value) => builder.arg(value),
-                Arg::F32(value) => builder.arg(value),
-            };
-        }
-        // SAFETY: the workload's arguments match the kernel's parameters
-        // (the CPU tests call the same kernels with the same list).
-        unsafe { builder.run() }
+    let launch = |(entry, target): &(GpuEntry, GpuTarget<'_>), buffers: &mut [DeviceBuffer]| {
+        entry(target, buffers, &workload.args)
     };
 
     // Correctness first: each schedule on fresh outputs (their initial
@@ -128,22 +108,17 @@ pub fn measure_with_twin(
     for (index, launcher) in launchers.iter().enumerate() {
         // The first launcher runs on the buffers as uploaded above.
         for &i in outputs.iter().filter(|_| index > 0) {
-            gpu.stream()
-                .memcpy_htod(&workload.buffers[i].words, &mut buffers[i])
-                .map_err(|e| Error::Driver {
-                    context: "cuMemcpyHtoD(output)",
-                    source: e,
-                })?;
+            buffers[i].reset(gpu, &workload.buffers[i])?;
         }
         timer.start()?;
-        launch(launcher, &buffers)?;
+        launch(launcher, &mut buffers)?;
         timer.stop()?;
         if baseline_outputs.is_none() {
             first_ms = timer.elapsed_ms()?;
         }
         let words: Vec<Vec<u32>> = outputs
             .iter()
-            .map(|&i| gpu.dtoh(&buffers[i]))
+            .map(|&i| buffers[i].download(gpu))
             .collect::<Result<_, _>>()?;
         match &baseline_outputs {
             None => {
@@ -163,7 +138,7 @@ pub fn measure_with_twin(
     for _ in 0..runs {
         for (launcher, samples) in launchers.iter().zip(&mut samples) {
             timer.start()?;
-            launch(launcher, &buffers)?;
+            launch(launcher, &mut buffers)?;
             timer.stop()?;
             samples.push(timer.elapsed_ms()?);
         }

@@ -6,8 +6,8 @@
 
 use clustered_device::clustered;
 use clustered_device::thread::{self, block_idx_x, grid_dim_x, thread_idx_x};
-use clustered_suite::host::cpu::{run, CpuLaunch, CpuPlan, Machine, NoObserver};
-use clustered_suite::host::{ClusterLaunch, ClusterOptions, KernelContract};
+use clustered_suite::host::cpu::{launch_entry, CpuLaunch, Host, Machine, NoObserver};
+use clustered_suite::host::{ClusterOptions, Entry, KernelFn};
 
 /// Reads the block index where the macro cannot see it.
 fn helper_reads_block() -> u32 {
@@ -68,11 +68,14 @@ pub unsafe fn in_macros(out: *mut u32) {
     }
 }
 
-type Kernel = unsafe fn(*mut u32, ClusterLaunch);
+/// A kernel of one `*mut u32` buffer, like every kernel here.
+trait OneBuffer: for<'a> KernelFn<Args<'a, Host> = (&'a mut [u32],)> {}
+impl<K: for<'a> KernelFn<Args<'a, Host> = (&'a mut [u32],)>> OneBuffer for K {}
 
 const BLOCKS: u32 = 13;
 
-fn run_schedule(kernel: Kernel, contract: &KernelContract) -> Result<Vec<u32>, String> {
+/// Runs a schedule over `BLOCKS` CTAs; returns what it wrote per CTA.
+fn run_schedule<K: OneBuffer>(entry: Entry<K>) -> Result<Vec<u32>, String> {
     let machine = Machine::new(3);
     let original = CpuLaunch {
         grid: [BLOCKS, 1, 1],
@@ -81,48 +84,32 @@ fn run_schedule(kernel: Kernel, contract: &KernelContract) -> Result<Vec<u32>, S
         resident_blocks: 2,
     };
     let mut out = vec![u32::MAX; BLOCKS as usize];
-    let mut plan = CpuPlan::new(contract, original, &machine, &ClusterOptions::default())
-        .map_err(|e| e.to_string())?;
-    let parameter = plan.parameter();
-    let o = out.as_mut_ptr();
-    run(&machine, &plan.launch, &mut NoObserver, &|| unsafe {
-        kernel(o, parameter)
-    })
+    // SAFETY: every kernel here writes out[block], block < BLOCKS.
+    unsafe {
+        launch_entry(
+            entry,
+            &machine,
+            original,
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (&mut out,),
+        )
+    }
     .map_err(|e| e.to_string())?;
     Ok(out)
 }
 
 #[test]
 fn hidden_reads_stop_the_run_with_the_fix() {
-    let hidden: [(&str, Kernel, &KernelContract); 5] = [
-        (
-            "helper, stride",
-            through_helper_stride,
-            &__clustered_contract_through_helper_stride,
-        ),
-        (
-            "helper, reorder",
-            through_helper_reorder,
-            &__clustered_contract_through_helper_reorder,
-        ),
-        (
-            "helper, agents",
-            through_helper_agents,
-            &__clustered_contract_through_helper_agents,
-        ),
-        (
-            "renamed import",
-            through_alias_stride,
-            &__clustered_contract_through_alias_stride,
-        ),
-        (
-            "function pointer",
-            through_pointer_persistent,
-            &__clustered_contract_through_pointer_persistent,
-        ),
+    let hidden = [
+        ("helper, stride", run_schedule(through_helper::through_helper_stride)),
+        ("helper, reorder", run_schedule(through_helper::through_helper_reorder)),
+        ("helper, agents", run_schedule(through_helper::through_helper_agents)),
+        ("renamed import", run_schedule(through_alias::through_alias_stride)),
+        ("function pointer", run_schedule(through_pointer::through_pointer_persistent)),
     ];
-    for (case, kernel, contract) in hidden {
-        let error = run_schedule(kernel, contract).expect_err(case);
+    for (case, ran) in hidden {
+        let error = ran.expect_err(case);
         assert!(
             error.contains("read the hardware block index inside a clustered schedule")
                 && error.contains("let bx = block_idx_x(); helper(bx)"),
@@ -133,28 +120,21 @@ fn hidden_reads_stop_the_run_with_the_fix() {
 
 #[test]
 fn a_users_function_named_like_a_getter_keeps_its_meaning() {
-    for (kernel, contract) in [
-        (
-            own_getter_stride as Kernel,
-            &__clustered_contract_own_getter_stride,
-        ),
-        (own_getter_reorder, &__clustered_contract_own_getter_reorder),
+    for ran in [
+        run_schedule(own_getter::own_getter_stride),
+        run_schedule(own_getter::own_getter_reorder),
     ] {
-        let out = run_schedule(kernel, contract).unwrap();
-        assert_eq!(out, vec![7; BLOCKS as usize]);
+        assert_eq!(ran.unwrap(), vec![7; BLOCKS as usize]);
     }
 }
 
 #[test]
 fn reads_inside_macro_arguments_see_the_tasks_cta() {
     let expected: Vec<u32> = (1..=BLOCKS).collect();
-    for (kernel, contract) in [
-        (
-            in_macros_stride as Kernel,
-            &__clustered_contract_in_macros_stride,
-        ),
-        (in_macros_agents, &__clustered_contract_in_macros_agents),
+    for ran in [
+        run_schedule(in_macros::in_macros_stride),
+        run_schedule(in_macros::in_macros_agents),
     ] {
-        assert_eq!(run_schedule(kernel, contract).unwrap(), expected);
+        assert_eq!(ran.unwrap(), expected);
     }
 }

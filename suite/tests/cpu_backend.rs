@@ -827,3 +827,27 @@ fn generated_names_never_capture_the_users() {
         assert_eq!(output, expected, "{name}");
     }
 }
+
+/// A foreign entry (another build's PTX under this kernel's signature) has
+/// no code on the CPU backend: refused by name, never run as the Rust kernel.
+#[test]
+fn foreign_entries_are_refused_on_the_cpu_backend() {
+    let machine = Machine::new(2);
+    let twin = coverage::KERNEL.foreign("coverage_twin");
+    assert!(twin.is_foreign() && !coverage::KERNEL.is_foreign());
+    assert_eq!(twin.name(), "coverage_twin");
+    let (mut runs, mut sms) = (vec![0u32; 4], vec![0u32; 4]);
+    // SAFETY: refused before it runs; the buffers hold a CTA each anyway.
+    let refused = unsafe {
+        launch_entry(
+            twin,
+            &machine,
+            launch([4, 1, 1], 32, 1),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (&mut runs, &mut sms),
+        )
+    };
+    assert_eq!(refused.unwrap_err(), CpuLaunchError::Foreign("coverage_twin"));
+    assert_eq!(runs, [0; 4], "the Rust kernel must not have run in its place");
+}

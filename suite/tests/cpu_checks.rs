@@ -10,11 +10,10 @@ use clustered_device::memory::{load, store};
 use clustered_device::shared::dynamic_shared_memory;
 use clustered_device::shared_array;
 use clustered_device::thread::{sync_threads, sync_threads_and, thread_idx_x};
-use clustered_suite::host::cpu::CpuPlan;
 use clustered_suite::host::cpu::{
     run, BarrierDivergence, BarrierKind, CpuError, CpuLaunch, Machine, NoObserver, SharedRace,
 };
-use clustered_suite::host::{ClusterOptions, KernelContract};
+use clustered_suite::host::ClusterOptions;
 
 /// One block of `threads` threads.
 fn block(threads: u32) -> CpuLaunch {
@@ -334,30 +333,22 @@ fn clustered_schedules_with_shared_memory_pass_the_checks_under_shuffled_orders(
         dynamic_shared_bytes: block * 4,
         resident_blocks: 2,
     };
-    type Reverse = unsafe fn(*const f32, *mut f32, u32, clustered_suite::host::ClusterLaunch);
-    let schedules: [(&str, Reverse, &KernelContract); 2] = [
-        (
-            "agents",
-            reverse_in_blocks_agents,
-            &__clustered_contract_reverse_in_blocks_agents,
-        ),
-        (
-            "stride",
-            reverse_in_blocks_stride,
-            &__clustered_contract_reverse_in_blocks_stride,
-        ),
-    ];
     for seed in 0..5 {
         let machine = Machine::new(2).interleave(seed);
-        for (name, kernel, contract) in schedules {
+        for entry in reverse_in_blocks::SCHEDULES {
+            let name = entry.name();
             let mut output = vec![0f32; n as usize];
-            let mut plan =
-                CpuPlan::new(contract, original, &machine, &ClusterOptions::default()).unwrap();
-            let parameter = plan.parameter();
-            let (pi, po) = (input.as_ptr() as usize, output.as_mut_ptr() as usize);
-            run(&machine, &plan.launch, &mut NoObserver, &|| unsafe {
-                kernel(pi as *const f32, po as *mut f32, n, parameter)
-            })
+            // SAFETY: the kernel reads input[..n] and writes output[..n].
+            unsafe {
+                clustered_suite::host::cpu::launch_entry(
+                    *entry,
+                    &machine,
+                    original,
+                    &ClusterOptions::default(),
+                    &mut NoObserver,
+                    (&input, &mut output, n),
+                )
+            }
             .unwrap_or_else(|e| panic!("{name}, seed {seed}: {e}"));
             assert_eq!(output, expected, "{name}, seed {seed}");
         }

@@ -8,7 +8,7 @@
 mod workloads;
 
 use clustered_device::abi::{ClusterLaunch, KernelContract};
-use clustered_host::LaunchConfig;
+use clustered_host::{ClusterOptions, CudaSlice, Error, Gpu, LaunchConfig, Module};
 
 pub use workloads::{all, select, Build, WORKLOADS};
 
@@ -44,11 +44,21 @@ pub enum Arg {
     F32(f32),
 }
 
+/// What a buffer's words are, as the kernel's parameter types them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elem {
+    F32,
+    U32,
+}
+
 /// A buffer of 32-bit words.
 #[derive(Clone, Debug)]
 pub struct Buffer {
     pub name: &'static str,
     pub words: Vec<u32>,
+    /// The element type the kernel's pointer parameter has (a GPU launch
+    /// uploads the words as that type).
+    pub elem: Elem,
     /// The kernel writes it; compared between schedules.
     pub output: bool,
 }
@@ -59,17 +69,35 @@ impl Buffer {
         Buffer {
             name,
             words: (0..len).map(|i| value(i).to_bits()).collect(),
+            elem: Elem::F32,
             output: false,
         }
     }
 
-    /// An output of `len` words, zeroed.
+    /// An output of `len` floats, zeroed.
     pub fn output(name: &'static str, len: usize) -> Self {
         Buffer {
             name,
             words: vec![0; len],
+            elem: Elem::F32,
             output: true,
         }
+    }
+
+    /// An output of `len` unsigned integers, zeroed.
+    pub fn output_u32(name: &'static str, len: usize) -> Self {
+        Buffer {
+            elem: Elem::U32,
+            ..Buffer::output(name, len)
+        }
+    }
+
+    /// Uploads the words as the kernel's element type.
+    pub fn upload(&self, gpu: &Gpu) -> Result<DeviceBuffer, Error> {
+        Ok(match self.elem {
+            Elem::F32 => DeviceBuffer::F32(gpu.htod(&Buffer::as_floats(&self.words))?),
+            Elem::U32 => DeviceBuffer::U32(gpu.htod(&self.words)?),
+        })
     }
 
     /// The words as floats.
@@ -77,6 +105,125 @@ impl Buffer {
         words.iter().map(|&w| f32::from_bits(w)).collect()
     }
 }
+
+/// A workload's buffer on a GPU, typed as its kernel takes it.
+pub enum DeviceBuffer {
+    F32(CudaSlice<f32>),
+    U32(CudaSlice<u32>),
+}
+
+impl DeviceBuffer {
+    /// Its contents as words (`f32` bits or integers), for bitwise comparison.
+    pub fn download(&self, gpu: &Gpu) -> Result<Vec<u32>, Error> {
+        Ok(match self {
+            DeviceBuffer::F32(slice) => gpu.dtoh(slice)?.into_iter().map(f32::to_bits).collect(),
+            DeviceBuffer::U32(slice) => gpu.dtoh(slice)?,
+        })
+    }
+
+    /// Overwrites it, in place, with `buffer`'s words (its initial
+    /// contents).
+    pub fn reset(&mut self, gpu: &Gpu, buffer: &Buffer) -> Result<(), Error> {
+        let copied = match self {
+            DeviceBuffer::F32(slice) => gpu
+                .stream()
+                .memcpy_htod(&Buffer::as_floats(&buffer.words), slice),
+            DeviceBuffer::U32(slice) => gpu.stream().memcpy_htod(&buffer.words, slice),
+        };
+        copied.map_err(|source| Error::Driver {
+            context: "cuMemcpyHtoD(output)",
+            source,
+        })
+    }
+}
+
+/// A parameter as a GPU launch passes it: a buffer (handed out once) or a
+/// value.
+pub enum DeviceArg<'a> {
+    Buffer(&'a mut DeviceBuffer),
+    U32(u32),
+    F32(f32),
+}
+
+/// The workload's arguments over its GPU buffers, each buffer handed to one
+/// parameter at most (so `*mut` parameters get exclusive references).
+pub fn device_args<'a>(buffers: &'a mut [DeviceBuffer], args: &[Arg]) -> Vec<Option<DeviceArg<'a>>> {
+    let mut slots: Vec<Option<&'a mut DeviceBuffer>> = buffers.iter_mut().map(Some).collect();
+    args.iter()
+        .map(|arg| match *arg {
+            Arg::Buffer(i) => slots[i].take().map(DeviceArg::Buffer),
+            Arg::U32(v) => Some(DeviceArg::U32(v)),
+            Arg::F32(v) => Some(DeviceArg::F32(v)),
+        })
+        .collect()
+}
+
+/// Converts a [`DeviceArg`] to the typed launch's argument type for the
+/// kernel's parameter (`&CudaSlice<T>`, `&mut CudaSlice<T>`, a value).
+pub trait FromDeviceArg<'a>: Sized {
+    fn from_device_arg(value: DeviceArg<'a>) -> Self;
+}
+
+macro_rules! device_buffer_arg {
+    ($($t:ty => $variant:ident),*) => {$(
+        impl<'a> FromDeviceArg<'a> for &'a CudaSlice<$t> {
+            fn from_device_arg(value: DeviceArg<'a>) -> Self {
+                match value {
+                    DeviceArg::Buffer(DeviceBuffer::$variant(slice)) => slice,
+                    _ => panic!(concat!("the kernel takes a buffer of ", stringify!($t), " here; the workload gives another argument")),
+                }
+            }
+        }
+        impl<'a> FromDeviceArg<'a> for &'a mut CudaSlice<$t> {
+            fn from_device_arg(value: DeviceArg<'a>) -> Self {
+                match value {
+                    DeviceArg::Buffer(DeviceBuffer::$variant(slice)) => slice,
+                    _ => panic!(concat!("the kernel takes a buffer of ", stringify!($t), " here; the workload gives another argument")),
+                }
+            }
+        }
+    )*};
+}
+
+device_buffer_arg!(f32 => F32, u32 => U32);
+
+impl FromDeviceArg<'_> for u32 {
+    fn from_device_arg(value: DeviceArg<'_>) -> Self {
+        match value {
+            DeviceArg::U32(v) => v,
+            _ => panic!("the kernel takes a u32 here; the workload gives another argument"),
+        }
+    }
+}
+
+impl FromDeviceArg<'_> for f32 {
+    fn from_device_arg(value: DeviceArg<'_>) -> Self {
+        match value {
+            DeviceArg::F32(v) => v,
+            _ => panic!("the kernel takes an f32 here; the workload gives another argument"),
+        }
+    }
+}
+
+/// Takes argument `i` of `values` for a parameter (each once).
+pub fn take_device_arg<'a, T: FromDeviceArg<'a>>(values: &mut [Option<DeviceArg<'a>>], i: usize) -> T {
+    match values[i].take() {
+        Some(value) => T::from_device_arg(value),
+        None => panic!("argument {i} is a buffer that another parameter already takes"),
+    }
+}
+
+/// Where a schedule launches on a GPU.
+pub struct GpuTarget<'a> {
+    pub gpu: &'a Gpu,
+    pub module: &'a Module,
+    pub original: LaunchConfig,
+    pub options: &'a ClusterOptions,
+}
+
+/// Launches one schedule (typed, through its entry) with a workload's
+/// arguments.
+pub type GpuEntry = for<'a> fn(&GpuTarget<'_>, &'a mut [DeviceBuffer], &[Arg]) -> Result<(), Error>;
 
 /// A parameter as the CPU backend passes it.
 #[derive(Clone, Copy, Debug)]
@@ -150,6 +297,11 @@ pub struct Variant {
     /// The PTX entry point.
     pub kernel: &'static str,
     pub cpu: CpuEntry,
+    /// Its typed launch on a GPU.
+    pub gpu: GpuEntry,
+    /// For the baseline: the typed launch of its CUDA C++ twin (entry
+    /// `<kernel>_twin` of the twins' module, same parameters).
+    pub twin: Option<GpuEntry>,
 }
 
 /// Checks a workload's outputs (the baseline's) against a CPU reference.
@@ -205,6 +357,19 @@ macro_rules! call_kernel {
     };
 }
 
+/// Launches `$entry` on a GPU, typed, with the workload's arguments.
+macro_rules! launch_gpu {
+    ($entry:expr, $target:ident, $buffers:ident, $args:ident, ($($i:tt),*)) => {{
+        let mut values = $crate::suite::device_args($buffers, $args);
+        let typed = ($($crate::suite::take_device_arg(&mut values, $i),)*);
+        // SAFETY: the workload's buffers are sized for its scalars (the CPU
+        // backend, which checks every traced access, runs the same lists).
+        unsafe {
+            $target.gpu.launch_entry($target.module, $entry, $target.original, $target.options, typed)
+        }
+    }};
+}
+
 /// The variants of a kernel: the baseline, then each schedule with its
 /// label. Each schedule is named by its typed handle (`kernel::schedule`),
 /// which carries its PTX name, contract and host function together, so no
@@ -217,6 +382,11 @@ macro_rules! variants {
                 label: "baseline",
                 kernel: m::$baseline::KERNEL.name(),
                 cpu: $crate::suite::CpuEntry::Plain(|args| $crate::suite::call_kernel!(m::$baseline, args, $args)),
+                gpu: |target, buffers, args| $crate::suite::launch_gpu!(m::$baseline::KERNEL, target, buffers, args, $args),
+                twin: Some(|target, buffers, args| {
+                    let twin = m::$baseline::KERNEL.foreign(concat!(stringify!($baseline), "_twin"));
+                    $crate::suite::launch_gpu!(twin, target, buffers, args, $args)
+                }),
             },
             $($crate::suite::Variant {
                 label: $label,
@@ -234,9 +404,11 @@ macro_rules! variants {
                         CONTRACT
                     },
                 ),
+                gpu: |target, buffers, args| $crate::suite::launch_gpu!(m::$baseline::$name, target, buffers, args, $args),
+                twin: None,
             },)*
         ]
     }};
 }
 
-pub(crate) use {call_kernel, variants};
+pub(crate) use {call_kernel, launch_gpu, variants};

@@ -348,7 +348,7 @@ fn kmeans_assign(size: Size) -> Workload {
         buffers: vec![
             Buffer::floats("points", len, random_floats(7)),
             Buffer::floats("centroids", centroids, random_floats(8)),
-            Buffer::output("membership", points as usize),
+            Buffer::output_u32("membership", points as usize),
         ],
         args: vec![
             Arg::Buffer(0),
