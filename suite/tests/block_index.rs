@@ -102,11 +102,26 @@ fn run_schedule<K: OneBuffer>(entry: Entry<K>) -> Result<Vec<u32>, String> {
 #[test]
 fn hidden_reads_stop_the_run_with_the_fix() {
     let hidden = [
-        ("helper, stride", run_schedule(through_helper::through_helper_stride)),
-        ("helper, reorder", run_schedule(through_helper::through_helper_reorder)),
-        ("helper, agents", run_schedule(through_helper::through_helper_agents)),
-        ("renamed import", run_schedule(through_alias::through_alias_stride)),
-        ("function pointer", run_schedule(through_pointer::through_pointer_persistent)),
+        (
+            "helper, stride",
+            run_schedule(through_helper::through_helper_stride),
+        ),
+        (
+            "helper, reorder",
+            run_schedule(through_helper::through_helper_reorder),
+        ),
+        (
+            "helper, agents",
+            run_schedule(through_helper::through_helper_agents),
+        ),
+        (
+            "renamed import",
+            run_schedule(through_alias::through_alias_stride),
+        ),
+        (
+            "function pointer",
+            run_schedule(through_pointer::through_pointer_persistent),
+        ),
     ];
     for (case, ran) in hidden {
         let error = ran.expect_err(case);

@@ -848,6 +848,12 @@ fn foreign_entries_are_refused_on_the_cpu_backend() {
             (&mut runs, &mut sms),
         )
     };
-    assert_eq!(refused.unwrap_err(), CpuLaunchError::Foreign("coverage_twin"));
-    assert_eq!(runs, [0; 4], "the Rust kernel must not have run in its place");
+    assert_eq!(
+        refused.unwrap_err(),
+        CpuLaunchError::Foreign("coverage_twin")
+    );
+    assert_eq!(
+        runs, [0; 4],
+        "the Rust kernel must not have run in its place"
+    );
 }

@@ -404,3 +404,29 @@ fn a_word_past_the_dynamic_shared_bytes_is_an_error() {
     };
     run(&Machine::new(1), &launch, &mut NoObserver, &inside).unwrap();
 }
+
+/// Shared memory buffers are reused, within a run and across runs: every
+/// CTA must still start from zeros, never from another CTA's words (which
+/// would make a kernel's result depend on what ran before it).
+#[test]
+fn every_cta_starts_from_zeroed_shared_memory() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let dirtiest = AtomicU32::new(0);
+    let kernel = || {
+        let tile = shared_array!(fresh: [u32; 64]);
+        let t = thread_idx_x();
+        // SAFETY: t < 64 threads; each thread reads and writes its word.
+        let before = unsafe { tile.read(t) };
+        dirtiest.fetch_max(before, Ordering::Relaxed);
+        unsafe { tile.write(t, 0xdead_beef) };
+    };
+    // One SM, one resident CTA: eight CTAs in turn on one buffer, twice.
+    let launch = CpuLaunch {
+        grid: [8, 1, 1],
+        ..block(64)
+    };
+    for _ in 0..2 {
+        run(&Machine::new(1), &launch, &mut NoObserver, &kernel).unwrap();
+    }
+    assert_eq!(dirtiest.load(Ordering::Relaxed), 0);
+}

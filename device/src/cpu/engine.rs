@@ -476,6 +476,15 @@ struct Resident {
     live: usize,
 }
 
+/// Shared-memory buffers kept for later runs on this host thread: a fresh
+/// one is 227 KiB to zero, which dominated a small grid's launch.
+const SHARED_POOL_BUFFERS: usize = 64;
+
+thread_local! {
+    /// Every buffer here is all zeros (zeroed where its CTA wrote).
+    static SHARED_POOL: RefCell<Vec<Vec<u128>>> = const { RefCell::new(Vec::new()) };
+}
+
 /// The state of one run.
 struct Scheduler<'a> {
     machine: &'a Machine,
@@ -562,6 +571,16 @@ fn shuffle<T>(state: &mut u64, items: &mut [T]) {
     }
 }
 
+impl Drop for Scheduler<'_> {
+    fn drop(&mut self) {
+        SHARED_POOL.with(|pool| {
+            let mut pool = pool.borrow_mut();
+            let room = SHARED_POOL_BUFFERS.saturating_sub(pool.len());
+            pool.extend(self.shared_buffers.drain(..).take(room));
+        });
+    }
+}
+
 impl Scheduler<'_> {
     fn run(&mut self) -> Result<RunStats, CpuError> {
         let sm_count = self.machine.sm_count() as usize;
@@ -611,7 +630,12 @@ impl Scheduler<'_> {
                     self.step(sm as u32, &mut ctas[index])?;
                     if ctas[index].live == 0 {
                         let done = ctas.remove(index);
-                        self.shared_buffers.push(done.shared);
+                        let mut shared = done.shared;
+                        // The next CTA starts from zeros, like the first:
+                        // clear what this one could reach.
+                        let used = (done.cta.shared_end.get() as usize).div_ceil(16);
+                        shared[..used].fill(0);
+                        self.shared_buffers.push(shared);
                         self.shadows
                             .push(std::mem::take(&mut *done.cta.shadow.borrow_mut()));
                         done.stacks.give_back();
@@ -635,6 +659,7 @@ impl Scheduler<'_> {
         let mut shared = self
             .shared_buffers
             .pop()
+            .or_else(|| SHARED_POOL.with(|pool| pool.borrow_mut().pop()))
             .unwrap_or_else(|| vec![0u128; MAX_SHARED_BYTES as usize / 16]);
         let mut shadow = self.shadows.pop().unwrap_or_default();
         shadow.clear();

@@ -147,7 +147,10 @@ pub enum DeviceArg<'a> {
 
 /// The workload's arguments over its GPU buffers, each buffer handed to one
 /// parameter at most (so `*mut` parameters get exclusive references).
-pub fn device_args<'a>(buffers: &'a mut [DeviceBuffer], args: &[Arg]) -> Vec<Option<DeviceArg<'a>>> {
+pub fn device_args<'a>(
+    buffers: &'a mut [DeviceBuffer],
+    args: &[Arg],
+) -> Vec<Option<DeviceArg<'a>>> {
     let mut slots: Vec<Option<&'a mut DeviceBuffer>> = buffers.iter_mut().map(Some).collect();
     args.iter()
         .map(|arg| match *arg {
@@ -206,7 +209,10 @@ impl FromDeviceArg<'_> for f32 {
 }
 
 /// Takes argument `i` of `values` for a parameter (each once).
-pub fn take_device_arg<'a, T: FromDeviceArg<'a>>(values: &mut [Option<DeviceArg<'a>>], i: usize) -> T {
+pub fn take_device_arg<'a, T: FromDeviceArg<'a>>(
+    values: &mut [Option<DeviceArg<'a>>],
+    i: usize,
+) -> T {
     match values[i].take() {
         Some(value) => T::from_device_arg(value),
         None => panic!("argument {i} is a buffer that another parameter already takes"),
