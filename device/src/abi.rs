@@ -123,7 +123,10 @@ pub struct ClusterLaunch {
     /// Agents: arrival counters in `scratch[..sm_slots]`, indexed by SM id
     /// modulo `sm_slots`.
     pub sm_slots: u32,
-    pub _reserved: u32,
+    /// Agents: tasks per claim when the host sized claims to the work
+    /// (fewer tasks than `chunk` x working agents); 0 or above the
+    /// contract's `chunk`: the contract's.
+    pub claim_chunk: u32,
     /// The original grid cut into clusters.
     pub partition: Partition,
     /// `M`, for the round-robin binding's `u / M`.
@@ -144,12 +147,22 @@ impl ClusterLaunch {
             abi_version: ABI_VERSION,
             active_agents: 0,
             sm_slots: 0,
-            _reserved: 0,
+            claim_chunk: 0,
             partition,
             clusters: FastDiv::new(clusters).ok_or(MappingError::NoClusters)?,
             delinearize,
             scratch: 0,
         })
+    }
+
+    /// The tasks per claim for a kernel whose contract says `chunk`.
+    #[inline(always)]
+    pub fn claim_chunk(&self, chunk: u32) -> u32 {
+        if self.claim_chunk != 0 && self.claim_chunk < chunk {
+            self.claim_chunk
+        } else {
+            chunk
+        }
     }
 
     /// Sets the agents' fields: ACTIVE per SM and the scratch buffer of

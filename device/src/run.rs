@@ -326,13 +326,16 @@ pub unsafe fn agents(
     let partition = launch.partition;
     let scratch = launch.scratch as *mut u32;
     let counters = GlobalCounters(scratch.add(launch.sm_slots as usize));
+    // Claims may be smaller than `chunk` (the host sizes them to the work);
+    // `chunk` still bounds the task loop below.
+    let claim_chunk = launch.claim_chunk(chunk);
     let sm = sm_id();
     let mut claimer = Claimer::new(sm, partition.clusters);
     if leader {
         let slot = fold_sm_id(sm, launch.sm_slots);
         let arrival = fetch_inc_wrapping(scratch.add(slot as usize), u32::MAX - 1);
         let first = if arrival < launch.active_agents {
-            claimer.claim(&counters, &partition, chunk)
+            claimer.claim(&counters, &partition, claim_chunk)
         } else {
             None
         };
@@ -351,7 +354,7 @@ pub unsafe fn agents(
             break;
         }
         let next = if leader {
-            claimer.claim(&counters, &partition, chunk)
+            claimer.claim(&counters, &partition, claim_chunk)
         } else {
             None
         };

@@ -407,7 +407,21 @@ pub(crate) fn layout<E: From<ClusterError>>(
         // More waves than one: blocks that finish early are replaced. More
         // blocks than tasks would only start and stop.
         Binding::Stride => resident.saturating_mul(contract.waves.max(1)).min(tasks),
-        _ => resident,
+        _ => {
+            // Claims sized to the work: with fewer tasks than `chunk` x the
+            // working agents, smaller claims keep every agent busy (a fixed
+            // chunk left most of them idle).
+            let working = active.min(per_sm).saturating_mul(sm_count).max(1);
+            let claim_chunk = tasks.div_ceil(working).clamp(1, contract.chunk.max(1));
+            parameter.claim_chunk = claim_chunk;
+            // No more agents than claims can keep busy: each extra block only
+            // starts and exits, which cost tens of microseconds per launch
+            // at MAX x SMs for a grid of a few CTAs. Only ACTIVE of each
+            // SM's arrivals work, so scale by MAX / ACTIVE.
+            let claims = tasks.div_ceil(claim_chunk);
+            let per_working = per_sm.div_ceil(active.min(per_sm).max(1));
+            resident.min(claims.saturating_mul(per_working))
+        }
     };
     let blocks = match options.total_agents {
         None => blocks,

@@ -516,8 +516,8 @@ fn prefetch_hooks_see_each_blocks_next_task() {
                     0,
                 )
                 .unwrap_or_else(|e| panic!("{case}: {e}"));
-                let (runs, announced, blocks) = (ran.runs, ran.second, ran.blocks);
-                assert_exactly_once(&runs, &case);
+                let (runs, announced, blocks) = (&ran.runs, &ran.second, ran.blocks);
+                assert_exactly_once(runs, &case);
                 let [gx, gy, _] = grid;
                 for (v, &count) in announced.iter().enumerate() {
                     let v = v as u32;
@@ -527,9 +527,15 @@ fn prefetch_hooks_see_each_blocks_next_task() {
                         "announced_stride" => ((z * gx + x) * gy + y >= blocks) as u32,
                         // The same, announced two tasks ahead.
                         "announced_stride2" => ((z * gx + x) * gy + y >= 2 * blocks) as u32,
-                        // Row-major chunks of 3 from one queue: every task
-                        // but a chunk's first is announced.
-                        _ => !v.is_multiple_of(3) as u32,
+                        // Row-major claims from one queue, of 3 tasks (the
+                        // chunk) or fewer where 3 per working agent would
+                        // leave agents idle: every task but a claim's first
+                        // is announced.
+                        _ => {
+                            let working = ran.active * machine.sm_ids.len() as u32;
+                            let claim = (gx * gy * grid[2]).div_ceil(working).clamp(1, 3);
+                            !v.is_multiple_of(claim) as u32
+                        }
                     };
                     assert_eq!(count, expected, "{case}: CTA {v} announced {count} times");
                 }
@@ -856,4 +862,47 @@ fn foreign_entries_are_refused_on_the_cpu_backend() {
         runs, [0; 4],
         "the Rust kernel must not have run in its place"
     );
+}
+
+/// Agents and persistent schedules launch no more blocks than their claims
+/// can keep busy, and size claims to the work: a grid of a few CTAs used to
+/// start MAX x SMs blocks, and `chunk = 5` left all but one agent idle on
+/// five tasks.
+#[test]
+fn claiming_schedules_launch_for_the_work_not_the_machine() {
+    let machine = Machine::new(8);
+    for &entry in coverage::SCHEDULES
+        .iter()
+        .filter(|e| matches!(e.binding(), Some(Binding::Agents | Binding::Persistent)))
+    {
+        for tasks in [1u32, 5, 16, 200] {
+            let case = format!("{}, {tasks} tasks", entry.name());
+            let ran = run_schedule(
+                &machine,
+                entry,
+                launch([tasks, 1, 1], 32, 2),
+                &ClusterOptions::default(),
+                &mut NoObserver,
+                0,
+            )
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert_exactly_once(&ran.runs, &case);
+            // ACTIVE of MAX = 2 per SM work; MAX / ACTIVE blocks per claim.
+            let per_claim = 2u32.div_ceil(ran.active);
+            let most = (16u32).min(tasks * per_claim);
+            assert!(
+                ran.blocks <= most,
+                "{case}: {} blocks, at most {most}",
+                ran.blocks
+            );
+            // Tasks spread over the agents: as many busy agents as there are
+            // tasks, up to every working agent.
+            let busy = ran.runs.len().min((ran.active * 8) as usize);
+            assert!(
+                ran.blocks as usize >= busy.min(most as usize),
+                "{case}: {} blocks",
+                ran.blocks
+            );
+        }
+    }
 }
