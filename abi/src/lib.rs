@@ -7,6 +7,7 @@
 //! a contract that the macro would have refused is refused at launch too.
 //! `no_std` and dependency-free: it builds for nvptx64, the host and the
 //! proc-macro alike.
+#![warn(missing_docs)]
 #![no_std]
 
 use core::fmt;

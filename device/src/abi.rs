@@ -19,9 +19,13 @@ pub use clustered_abi::{Binding, IndexingKind, OptionError, Options, ScheduleOpt
 /// The indexing kinds as stored in a contract.
 pub mod indexing_kind {
     use super::IndexingKind;
+    /// [`IndexingKind::RowMajor`].
     pub const ROW_MAJOR: u32 = IndexingKind::RowMajor as u32;
+    /// [`IndexingKind::ColumnMajor`].
     pub const COLUMN_MAJOR: u32 = IndexingKind::ColumnMajor as u32;
+    /// [`IndexingKind::Tile`].
     pub const TILE: u32 = IndexingKind::Tile as u32;
+    /// [`IndexingKind::Custom`].
     pub const CUSTOM: u32 = IndexingKind::Custom as u32;
 }
 

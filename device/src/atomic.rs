@@ -34,18 +34,20 @@ fn traced<T, R>(address: *mut T, atomic: impl FnOnce() -> R) -> R {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn fetch_add_u32(address: *mut u32, value: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let old: u32;
-        asm!("atom.relaxed.gpu.global.add.u32 {old}, [{address}], {value};",
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let old: u32;
+            asm!("atom.relaxed.gpu.global.add.u32 {old}, [{address}], {value};",
              old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
              options(nostack));
-        old
+            old
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        traced(address, || {
+            AtomicU32::from_ptr(address).fetch_add(value, Relaxed)
+        })
     }
-    #[cfg(not(target_arch = "nvptx64"))]
-    traced(address, || {
-        AtomicU32::from_ptr(address).fetch_add(value, Relaxed)
-    })
 }
 
 /// `atom.global.add.u64`.
@@ -55,18 +57,20 @@ pub unsafe fn fetch_add_u32(address: *mut u32, value: u32) -> u32 {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn fetch_add_u64(address: *mut u64, value: u64) -> u64 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let old: u64;
-        asm!("atom.relaxed.gpu.global.add.u64 {old}, [{address}], {value};",
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let old: u64;
+            asm!("atom.relaxed.gpu.global.add.u64 {old}, [{address}], {value};",
              old = out(reg64) old, address = in(reg64) address, value = in(reg64) value,
              options(nostack));
-        old
+            old
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        traced(address, || {
+            AtomicU64::from_ptr(address).fetch_add(value, Relaxed)
+        })
     }
-    #[cfg(not(target_arch = "nvptx64"))]
-    traced(address, || {
-        AtomicU64::from_ptr(address).fetch_add(value, Relaxed)
-    })
 }
 
 /// `atom.global.add.f32`.
@@ -76,22 +80,24 @@ pub unsafe fn fetch_add_u64(address: *mut u64, value: u64) -> u64 {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn fetch_add_f32(address: *mut f32, value: f32) -> f32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let old: f32;
-        asm!("atom.relaxed.gpu.global.add.f32 {old}, [{address}], {value};",
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let old: f32;
+            asm!("atom.relaxed.gpu.global.add.f32 {old}, [{address}], {value};",
              old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
              options(nostack));
-        old
+            old
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        traced(address, || {
+            let bits = AtomicU32::from_ptr(address.cast());
+            let old = bits.fetch_update(Relaxed, Relaxed, |old| {
+                Some((f32::from_bits(old) + value).to_bits())
+            });
+            f32::from_bits(old.unwrap_or_else(|old| old))
+        })
     }
-    #[cfg(not(target_arch = "nvptx64"))]
-    traced(address, || {
-        let bits = AtomicU32::from_ptr(address.cast());
-        let old = bits.fetch_update(Relaxed, Relaxed, |old| {
-            Some((f32::from_bits(old) + value).to_bits())
-        });
-        f32::from_bits(old.unwrap_or_else(|old| old))
-    })
 }
 
 /// `atom.global.inc.u32`: `*address = if old >= bound { 0 } else { old + 1 }`,
@@ -103,21 +109,23 @@ pub unsafe fn fetch_add_f32(address: *mut f32, value: f32) -> f32 {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn fetch_inc_wrapping(address: *mut u32, bound: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let old: u32;
-        asm!("atom.relaxed.gpu.global.inc.u32 {old}, [{address}], {bound};",
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let old: u32;
+            asm!("atom.relaxed.gpu.global.inc.u32 {old}, [{address}], {bound};",
              old = out(reg32) old, address = in(reg64) address, bound = in(reg32) bound,
              options(nostack));
-        old
+            old
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        traced(address, || {
+            let old = AtomicU32::from_ptr(address).fetch_update(Relaxed, Relaxed, |old| {
+                Some(if old >= bound { 0 } else { old + 1 })
+            });
+            old.unwrap_or_else(|old| old)
+        })
     }
-    #[cfg(not(target_arch = "nvptx64"))]
-    traced(address, || {
-        let old = AtomicU32::from_ptr(address).fetch_update(Relaxed, Relaxed, |old| {
-            Some(if old >= bound { 0 } else { old + 1 })
-        });
-        old.unwrap_or_else(|old| old)
-    })
 }
 
 /// `atom.global.cas.b32`: if `*address == expected` stores `new`; returns the
@@ -128,19 +136,22 @@ pub unsafe fn fetch_inc_wrapping(address: *mut u32, bound: u32) -> u32 {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn compare_and_swap_u32(address: *mut u32, expected: u32, new: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let old: u32;
-        asm!("atom.relaxed.gpu.global.cas.b32 {old}, [{address}], {expected}, {new};",
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let old: u32;
+            asm!("atom.relaxed.gpu.global.cas.b32 {old}, [{address}], {expected}, {new};",
              old = out(reg32) old, address = in(reg64) address,
              expected = in(reg32) expected, new = in(reg32) new, options(nostack));
-        old
+            old
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        traced(address, || {
+            let old =
+                AtomicU32::from_ptr(address).compare_exchange(expected, new, Relaxed, Relaxed);
+            old.unwrap_or_else(|old| old)
+        })
     }
-    #[cfg(not(target_arch = "nvptx64"))]
-    traced(address, || {
-        let old = AtomicU32::from_ptr(address).compare_exchange(expected, new, Relaxed, Relaxed);
-        old.unwrap_or_else(|old| old)
-    })
 }
 
 /// `atom.global.max.u32`.
@@ -150,16 +161,18 @@ pub unsafe fn compare_and_swap_u32(address: *mut u32, expected: u32, new: u32) -
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn fetch_max_u32(address: *mut u32, value: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let old: u32;
-        asm!("atom.relaxed.gpu.global.max.u32 {old}, [{address}], {value};",
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let old: u32;
+            asm!("atom.relaxed.gpu.global.max.u32 {old}, [{address}], {value};",
              old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
              options(nostack));
-        old
+            old
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        traced(address, || {
+            AtomicU32::from_ptr(address).fetch_max(value, Relaxed)
+        })
     }
-    #[cfg(not(target_arch = "nvptx64"))]
-    traced(address, || {
-        AtomicU32::from_ptr(address).fetch_max(value, Relaxed)
-    })
 }

@@ -14,31 +14,38 @@ pub struct Cta {
 }
 
 impl Cta {
+    /// The CTA at `index` of `grid`.
     #[inline(always)]
     pub const fn new(index: [u32; 3], grid: [u32; 3]) -> Self {
         Cta { index, grid }
     }
 
+    /// The CTA's index along x in the original grid (`blockIdx.x`).
     #[inline(always)]
     pub const fn block_idx_x(&self) -> u32 {
         self.index[0]
     }
+    /// The CTA's index along y in the original grid (`blockIdx.y`).
     #[inline(always)]
     pub const fn block_idx_y(&self) -> u32 {
         self.index[1]
     }
+    /// The CTA's index along z in the original grid (`blockIdx.z`).
     #[inline(always)]
     pub const fn block_idx_z(&self) -> u32 {
         self.index[2]
     }
+    /// The original grid's size along x (`gridDim.x`).
     #[inline(always)]
     pub const fn grid_dim_x(&self) -> u32 {
         self.grid[0]
     }
+    /// The original grid's size along y (`gridDim.y`).
     #[inline(always)]
     pub const fn grid_dim_y(&self) -> u32 {
         self.grid[1]
     }
+    /// The original grid's size along z (`gridDim.z`).
     #[inline(always)]
     pub const fn grid_dim_z(&self) -> u32 {
         self.grid[2]

@@ -9,6 +9,7 @@
 //! Names follow Rust-CUDA's `cuda_std` where it has the same function
 //! (`thread::thread_idx_x`, `thread::sync_threads`, `#[kernel]`), so its users
 //! feel at home.
+#![warn(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(
     target_arch = "nvptx64",

@@ -42,6 +42,7 @@ impl FastDiv {
         })
     }
 
+    /// The divisor it divides by.
     #[inline(always)]
     pub const fn divisor(self) -> u32 {
         self.divisor
@@ -151,7 +152,12 @@ pub enum Indexing {
     /// Tiles of `width x height` CTAs, enumerated row-major, CTAs row-major
     /// inside a tile; edge tiles may be narrower or shorter. With a tile as
     /// wide as the grid this is the grouped raster.
-    Tile { width: u32, height: u32 },
+    Tile {
+        /// CTAs per tile along x.
+        width: u32,
+        /// CTAs per tile along y.
+        height: u32,
+    },
 }
 
 /// A grid's dimensions in CTAs.
@@ -241,6 +247,8 @@ impl core::fmt::Display for MappingError {
 }
 
 impl Delinearize {
+    /// `v -> CTA` for `indexing` of `grid` (an empty grid, or a tile of zero
+    /// width or height, is an error).
     pub fn new(indexing: Indexing, grid: Grid) -> Result<Self, MappingError> {
         if grid.contains(&0) {
             return Err(MappingError::EmptyGrid);
@@ -387,11 +395,19 @@ pub type CustomIndexing = fn(u32, Grid) -> [u32; 3];
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IndexingError {
     /// Linear id `v` maps to `cta`, which is not in the grid.
-    OutsideGrid { v: u32, cta: [u32; 3] },
+    OutsideGrid {
+        /// The linear id.
+        v: u32,
+        /// The CTA it maps to.
+        cta: [u32; 3],
+    },
     /// Linear ids `first` and `second` both map to `cta`.
     Collision {
+        /// The lower linear id.
         first: u32,
+        /// The higher one.
         second: u32,
+        /// The CTA both map to.
         cta: [u32; 3],
     },
 }

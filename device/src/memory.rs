@@ -47,8 +47,10 @@ enum TraceKind {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn load<T: Copy>(address: *const T) -> T {
-    trace(TraceKind::Load, address);
-    *address
+    unsafe {
+        trace(TraceKind::Load, address);
+        *address
+    }
 }
 
 /// `*address = value`: a plain global store, traced like [`load`].
@@ -58,8 +60,10 @@ pub unsafe fn load<T: Copy>(address: *const T) -> T {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn store<T>(address: *mut T, value: T) {
-    trace(TraceKind::Store, address);
-    *address = value;
+    unsafe {
+        trace(TraceKind::Store, address);
+        *address = value;
+    }
 }
 
 mod sealed {
@@ -80,7 +84,7 @@ macro_rules! hinted_load {
         impl HintedLoad for $t {
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-            unsafe fn load_cg(address: *const Self) -> Self {
+            unsafe fn load_cg(address: *const Self) -> Self { unsafe {
                 #[cfg(target_arch = "nvptx64")]
                 {
                     let value: $t;
@@ -97,10 +101,10 @@ macro_rules! hinted_load {
                     trace(TraceKind::LoadBypassL1, address);
                     *address
                 }
-            }
+            }}
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-            unsafe fn load_nc(address: *const Self) -> Self {
+            unsafe fn load_nc(address: *const Self) -> Self { unsafe {
                 #[cfg(target_arch = "nvptx64")]
                 {
                     let value: $t;
@@ -117,7 +121,7 @@ macro_rules! hinted_load {
                     trace(TraceKind::Load, address);
                     *address
                 }
-            }
+            }}
         }
     )*};
 }
@@ -138,7 +142,7 @@ hinted_load! {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn load_bypass_l1<T: HintedLoad>(address: *const T) -> T {
-    T::load_cg(address)
+    unsafe { T::load_cg(address) }
 }
 
 /// `ld.global.nc`: loads `*address` through the read-only data path.
@@ -149,7 +153,7 @@ pub unsafe fn load_bypass_l1<T: HintedLoad>(address: *const T) -> T {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn load_read_only<T: HintedLoad>(address: *const T) -> T {
-    T::load_nc(address)
+    unsafe { T::load_nc(address) }
 }
 
 macro_rules! prefetch {

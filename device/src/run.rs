@@ -281,15 +281,17 @@ impl TaskCounters for GlobalCounters {
 /// threads need not work them out again.
 #[inline(always)]
 unsafe fn publish(ticket: Shared<u32>, parity: u32, partition: &Partition, claim: Option<Claim>) {
-    let (start, count) = match claim {
-        Some(claim) => (
-            partition.cluster_start(claim.cluster) + claim.first,
-            claim.count,
-        ),
-        None => (0, 0),
-    };
-    ticket.write(2 * parity, start);
-    ticket.write(2 * parity + 1, count);
+    unsafe {
+        let (start, count) = match claim {
+            Some(claim) => (
+                partition.cluster_start(claim.cluster) + claim.first,
+                claim.count,
+            ),
+            None => (0, 0),
+        };
+        ticket.write(2 * parity, start);
+        ticket.write(2 * parity + 1, count);
+    }
 }
 
 /// The agent loop (SM binding): runs `task(v, cta)` for every linear id `v`
@@ -320,65 +322,67 @@ pub unsafe fn agents(
     mut task: impl FnMut(u32, Cta),
     mut prefetch: impl FnMut(u32, Cta),
 ) {
-    check_abi(launch);
-    let ticket = crate::shared_array!(clustered_ticket: [u32; 4]);
-    let leader = thread_idx_x() == 0 && thread_idx_y() == 0 && thread_idx_z() == 0;
-    let partition = launch.partition;
-    let scratch = launch.scratch as *mut u32;
-    let counters = GlobalCounters(scratch.add(launch.sm_slots as usize));
-    // Claims may be smaller than `chunk` (the host sizes them to the work);
-    // `chunk` still bounds the task loop below.
-    let claim_chunk = launch.claim_chunk(chunk);
-    let sm = sm_id();
-    let mut claimer = Claimer::new(sm, partition.clusters);
-    if leader {
-        let slot = fold_sm_id(sm, launch.sm_slots);
-        let arrival = fetch_inc_wrapping(scratch.add(slot as usize), u32::MAX - 1);
-        let first = if arrival < launch.active_agents {
-            claimer.claim(&counters, &partition, claim_chunk)
-        } else {
-            None
-        };
-        publish(ticket, 0, &partition, first);
-    }
-    hardware::scheduler_barrier();
-    let delinearize = &launch.delinearize;
-    let grid = delinearize.grid();
-    let mut parity = 0;
-    loop {
-        let start = ticket.read(2 * parity);
-        // Never above `chunk`; saying so keeps LLVM from unrolling the task
-        // loop into copies of the body (`tests/kernel_resources.rs`).
-        let count = ticket.read(2 * parity + 1).min(chunk);
-        if count == 0 {
-            break;
-        }
-        let next = if leader {
-            claimer.claim(&counters, &partition, claim_chunk)
-        } else {
-            None
-        };
-        // Stepping costs a compare per task where delinearizing cost two
-        // divisions by multiplication (DESIGN.md section 7: no division per
-        // task). In H100 bench runs before and after (the session that made
-        // the change; its output files were not kept) it took persistent
-        // Jacobi from 0.946x to 1.016x of its baseline, vector add from
-        // 0.931x to 0.945x.
-        let mut index = delinearize.cta(start);
-        for k in 0..count {
-            // Stepped here and again after the task (LLVM merges the two):
-            // one value live across the task only when a hook uses it.
-            if k + 1 < count {
-                let following = delinearize.step(index, start + k + 1);
-                prefetch(start + k + 1, Cta::new(following, grid));
-            }
-            task(start + k, Cta::new(index, grid));
-            index = delinearize.step(index, start + k + 1);
-        }
-        parity ^= 1;
+    unsafe {
+        check_abi(launch);
+        let ticket = crate::shared_array!(clustered_ticket: [u32; 4]);
+        let leader = thread_idx_x() == 0 && thread_idx_y() == 0 && thread_idx_z() == 0;
+        let partition = launch.partition;
+        let scratch = launch.scratch as *mut u32;
+        let counters = GlobalCounters(scratch.add(launch.sm_slots as usize));
+        // Claims may be smaller than `chunk` (the host sizes them to the work);
+        // `chunk` still bounds the task loop below.
+        let claim_chunk = launch.claim_chunk(chunk);
+        let sm = sm_id();
+        let mut claimer = Claimer::new(sm, partition.clusters);
         if leader {
-            publish(ticket, parity, &partition, next);
+            let slot = fold_sm_id(sm, launch.sm_slots);
+            let arrival = fetch_inc_wrapping(scratch.add(slot as usize), u32::MAX - 1);
+            let first = if arrival < launch.active_agents {
+                claimer.claim(&counters, &partition, claim_chunk)
+            } else {
+                None
+            };
+            publish(ticket, 0, &partition, first);
         }
         hardware::scheduler_barrier();
+        let delinearize = &launch.delinearize;
+        let grid = delinearize.grid();
+        let mut parity = 0;
+        loop {
+            let start = ticket.read(2 * parity);
+            // Never above `chunk`; saying so keeps LLVM from unrolling the task
+            // loop into copies of the body (`tests/kernel_resources.rs`).
+            let count = ticket.read(2 * parity + 1).min(chunk);
+            if count == 0 {
+                break;
+            }
+            let next = if leader {
+                claimer.claim(&counters, &partition, claim_chunk)
+            } else {
+                None
+            };
+            // Stepping costs a compare per task where delinearizing cost two
+            // divisions by multiplication (DESIGN.md section 7: no division per
+            // task). In H100 bench runs before and after (the session that made
+            // the change; its output files were not kept) it took persistent
+            // Jacobi from 0.946x to 1.016x of its baseline, vector add from
+            // 0.931x to 0.945x.
+            let mut index = delinearize.cta(start);
+            for k in 0..count {
+                // Stepped here and again after the task (LLVM merges the two):
+                // one value live across the task only when a hook uses it.
+                if k + 1 < count {
+                    let following = delinearize.step(index, start + k + 1);
+                    prefetch(start + k + 1, Cta::new(following, grid));
+                }
+                task(start + k, Cta::new(index, grid));
+                index = delinearize.step(index, start + k + 1);
+            }
+            parity ^= 1;
+            if leader {
+                publish(ticket, parity, &partition, next);
+            }
+            hardware::scheduler_barrier();
+        }
     }
 }

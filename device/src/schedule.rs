@@ -19,6 +19,8 @@ use crate::mapping::Partition;
 /// Counting chunks rather than tasks lets the device use `atom.inc`, which
 /// ptxas leaves alone, instead of `atom.add`, which it warp-aggregates.
 pub trait TaskCounters {
+    /// Claims the next chunk of `cluster`: returns its index (chunks past
+    /// the cluster's tasks mean it is drained).
     fn next_chunk(&self, cluster: u32) -> u32;
 }
 
@@ -39,8 +41,11 @@ pub fn fold_sm_id(sm_id: u32, bound: u32) -> u32 {
 /// A range of tasks of one cluster: positions `first .. first + count`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claim {
+    /// The cluster claimed from.
     pub cluster: u32,
+    /// The first position in the cluster.
     pub first: u32,
+    /// How many tasks (at most the chunk).
     pub count: u32,
 }
 

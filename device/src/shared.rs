@@ -36,7 +36,7 @@ macro_rules! shared_element {
         impl sealed::Sealed for $t {}
         impl SharedElement for $t {
             #[inline(always)]
-            unsafe fn load_shared(address: u32) -> Self {
+            unsafe fn load_shared(address: u32) -> Self { unsafe {
                 #[cfg(target_arch = "nvptx64")]
                 {
                     let value: $t;
@@ -47,16 +47,16 @@ macro_rules! shared_element {
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
                 crate::cpu::shared_base().add(address as usize).cast::<$t>().read()
-            }
+            }}
             #[inline(always)]
-            unsafe fn store_shared(address: u32, value: Self) {
+            unsafe fn store_shared(address: u32, value: Self) { unsafe {
                 #[cfg(target_arch = "nvptx64")]
                 asm!(concat!("st.shared.", $ptx, " [{address}], {value};"),
                      value = in($class) value, address = in(reg32) address,
                      options(nostack, preserves_flags));
                 #[cfg(not(target_arch = "nvptx64"))]
                 crate::cpu::shared_base().add(address as usize).cast::<$t>().write(value)
-            }
+            }}
         }
     )*};
 }
@@ -107,18 +107,20 @@ impl<T: SharedElement> Shared<T> {
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn read(self, index: u32) -> T {
-        #[cfg(target_arch = "nvptx64")]
-        return T::load_shared(self.element_address(index));
-        // The CPU backend checks the bounds and, between barriers, races.
-        #[cfg(not(target_arch = "nvptx64"))]
-        return crate::cpu::shared_access(
-            self.element_address(index),
-            core::mem::size_of::<T>() as u32,
-            false,
-            core::panic::Location::caller(),
-        )
-        .cast::<T>()
-        .read();
+        unsafe {
+            #[cfg(target_arch = "nvptx64")]
+            return T::load_shared(self.element_address(index));
+            // The CPU backend checks the bounds and, between barriers, races.
+            #[cfg(not(target_arch = "nvptx64"))]
+            return crate::cpu::shared_access(
+                self.element_address(index),
+                core::mem::size_of::<T>() as u32,
+                false,
+                core::panic::Location::caller(),
+            )
+            .cast::<T>()
+            .read();
+        }
     }
 
     /// Stores `value` at element `index`: `st.shared`.
@@ -129,17 +131,19 @@ impl<T: SharedElement> Shared<T> {
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn write(self, index: u32, value: T) {
-        #[cfg(target_arch = "nvptx64")]
-        T::store_shared(self.element_address(index), value);
-        #[cfg(not(target_arch = "nvptx64"))]
-        crate::cpu::shared_access(
-            self.element_address(index),
-            core::mem::size_of::<T>() as u32,
-            true,
-            core::panic::Location::caller(),
-        )
-        .cast::<T>()
-        .write(value);
+        unsafe {
+            #[cfg(target_arch = "nvptx64")]
+            T::store_shared(self.element_address(index), value);
+            #[cfg(not(target_arch = "nvptx64"))]
+            crate::cpu::shared_access(
+                self.element_address(index),
+                core::mem::size_of::<T>() as u32,
+                true,
+                core::panic::Location::caller(),
+            )
+            .cast::<T>()
+            .write(value);
+        }
     }
 
     /// The address `count` elements further on.
@@ -223,7 +227,9 @@ macro_rules! shared_array {
         }
         let address: u32;
         // SAFETY: takes the address of the array declared just above.
-        unsafe {
+        // (`unused_unsafe`: the macro may be used inside an unsafe block.)
+        #[allow(unused_unsafe)]
+        let shared = unsafe {
             ::core::arch::asm!(
                 ::core::concat!(
                     "mov.u32 {address}, ", ::core::stringify!($name), "_",
@@ -234,7 +240,8 @@ macro_rules! shared_array {
                 options(pure, nomem, nostack, preserves_flags),
             );
             $crate::shared::Shared::<$element>::from_address(address)
-        }
+        };
+        shared
     }};
 }
 
@@ -275,11 +282,14 @@ macro_rules! shared_array {
         );
         let bytes = ::core::mem::size_of::<[$element; $len]>() as u32;
         // SAFETY: the offset is inside the current CTA's shared memory.
-        unsafe {
+        // (`unused_unsafe`: the macro may be used inside an unsafe block.)
+        #[allow(unused_unsafe)]
+        let shared = unsafe {
             $crate::shared::Shared::<$element>::from_address($crate::shared::place_static(
                 key, bytes,
             ))
-        }
+        };
+        shared
     }};
 }
 

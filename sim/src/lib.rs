@@ -16,6 +16,7 @@
 //!
 //! It depends only on the CPU backend's event types (`clustered_device::cpu`):
 //! it builds wherever the workspace does, without a GPU or CUDA toolkit.
+#![warn(missing_docs)]
 
 pub mod cache;
 pub mod profile;

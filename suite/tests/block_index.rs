@@ -4,6 +4,9 @@
 //! GPU); reads it can rewrite, in macros too, see the task's CTA; and a
 //! user's own function that shares a getter's name keeps its meaning.
 
+// The kernels here are written as a user writes them (one unsafe body).
+#![allow(unsafe_op_in_unsafe_fn)]
+
 use clustered_device::clustered;
 use clustered_device::thread::{self, block_idx_x, grid_dim_x, thread_idx_x};
 use clustered_suite::host::cpu::{launch_entry, CpuLaunch, Host, Machine, NoObserver};

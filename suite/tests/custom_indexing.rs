@@ -3,6 +3,9 @@
 //! naming two linear ids that collide (or one outside the grid), under every
 //! binding, before anything runs. A true permutation runs every CTA once.
 
+// The kernels here are written as a user writes them (one unsafe body).
+#![allow(unsafe_op_in_unsafe_fn)]
+
 use clustered_device::clustered;
 use clustered_device::mapping::IndexingError;
 use clustered_device::thread::{block_idx_x, block_idx_y, grid_dim_x, thread_idx_x};

@@ -272,8 +272,9 @@ pub enum CpuError {
     /// A checked run ([`run_checked`](super::run_checked)) stopped a thread
     /// before an access outside the kernel's buffers.
     OutOfBounds {
-        /// The hardware CTA and thread.
+        /// The hardware CTA.
         block: [u32; 3],
+        /// The thread in it.
         thread: [u32; 3],
         /// What it tried.
         fault: super::Fault,
@@ -294,9 +295,11 @@ pub enum CpuError {
 pub struct BarrierDivergence {
     /// One waiting thread and where it waits (`file:line:column`).
     pub first: ThreadAt,
+    /// The barrier the first waits at, and its call site.
     pub first_barrier: (BarrierKind, String),
     /// Another waiting at a different barrier.
     pub second: ThreadAt,
+    /// The barrier the second waits at, and its call site.
     pub second_barrier: (BarrierKind, String),
 }
 
@@ -306,11 +309,15 @@ pub struct SharedRace {
     /// The earlier access: its thread, whether it wrote, and where
     /// (`file:line:column`, if known).
     pub first: ThreadAt,
+    /// Whether the earlier access wrote.
     pub first_wrote: bool,
+    /// Where the earlier access is in the source, if known.
     pub first_site: Option<String>,
     /// The later access, the one that found the race.
     pub second: ThreadAt,
+    /// Whether the later access wrote.
     pub second_wrote: bool,
+    /// Where the later access is in the source.
     pub second_site: String,
     /// Byte offset of the word in the CTA's shared memory.
     pub offset: u32,

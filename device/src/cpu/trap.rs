@@ -130,39 +130,42 @@ mod imp {
         info: *mut libc::siginfo_t,
         context: *mut libc::c_void,
     ) {
-        let address = (*info).si_addr() as usize;
-        let context = &mut *context.cast::<libc::ucontext_t>();
-        #[cfg(target_arch = "x86_64")]
-        let sp = context.uc_mcontext.gregs[libc::REG_RSP as usize] as usize;
-        #[cfg(target_arch = "aarch64")]
-        let sp = context.uc_mcontext.sp as usize;
-        if let Some(regs) = super::super::engine::overflow_trap(address, sp) {
-            set_registers(context, regs);
-            return;
-        }
-        match PREVIOUS.get() {
-            Some(Previous(previous))
-                if previous.sa_sigaction != libc::SIG_DFL
-                    && previous.sa_sigaction != libc::SIG_IGN =>
-            {
-                if previous.sa_flags & libc::SA_SIGINFO != 0 {
-                    let handler: extern "C" fn(
-                        libc::c_int,
-                        *mut libc::siginfo_t,
-                        *mut libc::c_void,
-                    ) = mem::transmute(previous.sa_sigaction);
-                    handler(signal, info, (context as *mut libc::ucontext_t).cast());
-                } else {
-                    let handler: extern "C" fn(libc::c_int) = mem::transmute(previous.sa_sigaction);
-                    handler(signal);
-                }
+        unsafe {
+            let address = (*info).si_addr() as usize;
+            let context = &mut *context.cast::<libc::ucontext_t>();
+            #[cfg(target_arch = "x86_64")]
+            let sp = context.uc_mcontext.gregs[libc::REG_RSP as usize] as usize;
+            #[cfg(target_arch = "aarch64")]
+            let sp = context.uc_mcontext.sp as usize;
+            if let Some(regs) = super::super::engine::overflow_trap(address, sp) {
+                set_registers(context, regs);
+                return;
             }
-            // The default action: returning re-runs the faulting
-            // instruction, which then kills the process.
-            _ => {
-                let mut default: libc::sigaction = mem::zeroed();
-                default.sa_sigaction = libc::SIG_DFL;
-                libc::sigaction(signal, &default, ptr::null_mut());
+            match PREVIOUS.get() {
+                Some(Previous(previous))
+                    if previous.sa_sigaction != libc::SIG_DFL
+                        && previous.sa_sigaction != libc::SIG_IGN =>
+                {
+                    if previous.sa_flags & libc::SA_SIGINFO != 0 {
+                        let handler: extern "C" fn(
+                            libc::c_int,
+                            *mut libc::siginfo_t,
+                            *mut libc::c_void,
+                        ) = mem::transmute(previous.sa_sigaction);
+                        handler(signal, info, (context as *mut libc::ucontext_t).cast());
+                    } else {
+                        let handler: extern "C" fn(libc::c_int) =
+                            mem::transmute(previous.sa_sigaction);
+                        handler(signal);
+                    }
+                }
+                // The default action: returning re-runs the faulting
+                // instruction, which then kills the process.
+                _ => {
+                    let mut default: libc::sigaction = mem::zeroed();
+                    default.sa_sigaction = libc::SIG_DFL;
+                    libc::sigaction(signal, &default, ptr::null_mut());
+                }
             }
         }
     }
