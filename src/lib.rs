@@ -5,17 +5,18 @@
 //! [`device::cpu`]), `sim` (the locality simulator: `sim`). Built for
 //! `nvptx64`, only the macros and the device runtime are here.
 //!
-//! A kernel, run on the CPU backend (feature `cpu`): the same function is a
-//! PTX entry point when its crate is built for the GPU.
+//! A kernel and one schedule, run on the CPU backend (feature `cpu`): the same
+//! functions are PTX entry points when their crate is built for the GPU.
 #![cfg_attr(
     feature = "cpu",
     doc = r#"
 ```
-use clustered::host::cpu::{run, CpuLaunch, Machine, NoObserver};
-use clustered::kernel;
+use clustered::host::cpu::{launch_entry, CpuLaunch, Machine, NoObserver};
+use clustered::host::ClusterOptions;
+use clustered::clustered;
 use clustered::thread::index_1d;
 
-#[kernel]
+#[clustered(name = double_agents, binding = agents, chunk = 2)]
 pub unsafe fn double(x: *mut f32, n: u32) {
     let i = index_1d();
     if i < n {
@@ -23,14 +24,19 @@ pub unsafe fn double(x: *mut f32, n: u32) {
     }
 }
 
-let mut data = vec![1.5f32; 100];
-let (x, n) = (data.as_mut_ptr(), data.len() as u32);
-// 4 blocks of 32 threads on 2 simulated SMs, 2 blocks resident on each.
+// 4 blocks of 32 threads on 2 simulated SMs, 2 blocks resident on each:
+// the kernel as written, then its schedule, through their typed handles.
 let launch = CpuLaunch { grid: [4, 1, 1], block: [32, 1, 1], dynamic_shared_bytes: 0, resident_blocks: 2 };
-// SAFETY: `x` points to `n` floats, which outlive the run.
-run(&Machine::new(2), &launch, &mut NoObserver, &|| unsafe { double(x, n) })?;
-assert!(data.iter().all(|&v| v == 3.0));
-# Ok::<(), clustered::host::cpu::CpuError>(())
+let mut data = vec![1.5f32; 128];
+for entry in [double::KERNEL, double::double_agents] {
+    // SAFETY: `data` holds the n = 128 floats the kernel indexes.
+    unsafe {
+        launch_entry(entry, &Machine::new(2), launch, &ClusterOptions::default(),
+                     &mut NoObserver, (&mut data, 128))?
+    };
+}
+assert!(data.iter().all(|&v| v == 6.0));
+# Ok::<(), clustered::host::cpu::CpuLaunchError>(())
 ```
 "#
 )]
