@@ -23,6 +23,7 @@ pub mod cpu;
 pub mod cta;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod entry;
+pub mod index;
 pub mod mapping;
 pub mod math;
 pub mod memory;

@@ -1,6 +1,7 @@
 //! ATAX: `y = A^T (A x)` (PolyBench/GPU), as its two passes.
 
 use clustered_device::clustered;
+use clustered_device::index::at;
 use clustered_device::math::fma;
 use clustered_device::thread::index_1d;
 
@@ -37,7 +38,7 @@ pub unsafe fn atax_rows(a: *const f32, x: *const f32, tmp: *mut f32, nx: u32, ny
     if i < nx {
         let mut sum = 0.0f32;
         for j in 0..ny {
-            sum = fma(*a.add((i * ny + j) as usize), *x.add(j as usize), sum);
+            sum = fma(*a.add(at(i, ny, j)), *x.add(j as usize), sum);
         }
         *tmp.add(i as usize) = sum;
     }
@@ -70,7 +71,7 @@ pub unsafe fn atax_columns(a: *const f32, tmp: *const f32, y: *mut f32, nx: u32,
     if j < ny {
         let mut sum = 0.0f32;
         for i in 0..nx {
-            sum = fma(*a.add((i * ny + j) as usize), *tmp.add(i as usize), sum);
+            sum = fma(*a.add(at(i, ny, j)), *tmp.add(i as usize), sum);
         }
         *y.add(j as usize) = sum;
     }

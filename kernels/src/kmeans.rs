@@ -1,6 +1,7 @@
 //! k-means: the assignment step.
 
 use clustered_device::clustered;
+use clustered_device::index::at;
 use clustered_device::math::fma;
 use clustered_device::thread::index_1d;
 
@@ -53,8 +54,7 @@ pub unsafe fn kmeans_assign(
         for c in 0..nclusters {
             let mut distance = 0.0f32;
             for f in 0..nfeatures {
-                let d = *points.add((i * nfeatures + f) as usize)
-                    - *centroids.add((c * nfeatures + f) as usize);
+                let d = *points.add(at(i, nfeatures, f)) - *centroids.add(at(c, nfeatures, f));
                 distance = fma(d, d, distance);
             }
             if distance < best_distance {

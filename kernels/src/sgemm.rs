@@ -1,6 +1,7 @@
 //! Matrix products.
 
 use clustered_device::clustered;
+use clustered_device::index::at;
 use clustered_device::math::fma;
 use clustered_device::shared_array;
 use clustered_device::thread::{
@@ -28,8 +29,8 @@ pub unsafe fn sgemm_tiled(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let mut sum = 0.0f32;
     let mut k0 = 0;
     while k0 < n {
-        tile_a.write(ty * TILE + tx, *a.add((row * n + k0 + tx) as usize));
-        tile_b.write(ty * TILE + tx, *b.add(((k0 + ty) * n + col) as usize));
+        tile_a.write(ty * TILE + tx, *a.add(at(row, n, k0 + tx)));
+        tile_b.write(ty * TILE + tx, *b.add(at(k0 + ty, n, col)));
         sync_threads();
         for k in 0..TILE {
             sum = fma(tile_a.read(ty * TILE + k), tile_b.read(k * TILE + tx), sum);
@@ -37,5 +38,5 @@ pub unsafe fn sgemm_tiled(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
         sync_threads();
         k0 += TILE;
     }
-    *c.add((row * n + col) as usize) = sum;
+    *c.add(at(row, n, col)) = sum;
 }

@@ -1,6 +1,7 @@
 //! Naive SGEMM: one element of `C` per thread, straight from global memory.
 
 use clustered_device::clustered;
+use clustered_device::index::at;
 use clustered_device::math::fma;
 use clustered_device::thread::{block_idx_x, block_idx_y, thread_idx_x, thread_idx_y};
 
@@ -46,11 +47,7 @@ pub unsafe fn sgemm_naive(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let col = block_idx_x() * NAIVE_BLOCK + thread_idx_x();
     let mut sum = 0.0f32;
     for k in 0..n {
-        sum = fma(
-            *a.add((row * n + k) as usize),
-            *b.add((k * n + col) as usize),
-            sum,
-        );
+        sum = fma(*a.add(at(row, n, k)), *b.add(at(k, n, col)), sum);
     }
-    *c.add((row * n + col) as usize) = sum;
+    *c.add(at(row, n, col)) = sum;
 }

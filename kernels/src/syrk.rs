@@ -1,6 +1,7 @@
 //! SYRK: symmetric rank-k update (PolyBench/GPU).
 
 use clustered_device::clustered;
+use clustered_device::index::at;
 use clustered_device::math::fma;
 use clustered_device::thread::{block_idx_x, block_idx_y, thread_idx_x, thread_idx_y};
 
@@ -42,13 +43,9 @@ pub unsafe fn syrk(a: *const f32, c: *mut f32, alpha: f32, beta: f32, n: u32, m:
     if i < n && j < n {
         let mut sum = 0.0f32;
         for k in 0..m {
-            sum = fma(
-                *a.add((i * m + k) as usize),
-                *a.add((j * m + k) as usize),
-                sum,
-            );
+            sum = fma(*a.add(at(i, m, k)), *a.add(at(j, m, k)), sum);
         }
-        let at = (i * n + j) as usize;
-        *c.add(at) = fma(alpha, sum, beta * *c.add(at));
+        let ij = at(i, n, j);
+        *c.add(ij) = fma(alpha, sum, beta * *c.add(ij));
     }
 }

@@ -30,7 +30,8 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     let entry = traced_entry_point(&function);
     let registry = crate::registry::registry(&function, &[]);
-    quote!(#entry #registry)
+    let warnings = crate::lint::wrapping_index(&function);
+    quote!(#entry #registry #warnings)
 }
 
 /// What `#[kernel]` together with `#[clustered]` is told.

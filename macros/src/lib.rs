@@ -11,6 +11,7 @@
 
 mod clustered;
 mod kernel;
+mod lint;
 mod ptx;
 mod registry;
 mod runtime;

@@ -111,9 +111,11 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     let baseline = crate::kernel::traced_entry_point(&function);
     let registry = crate::registry::registry(&function, &registered);
+    let warnings = crate::lint::wrapping_index(&function);
     quote! {
         #baseline
         #(#kernels)*
         #registry
+        #warnings
     }
 }

@@ -230,3 +230,19 @@ impl sgemm_tiled {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
     }
 }
+const _: () = {
+    #[deprecated(
+        note = "u32 index arithmetic in a loop: it may wrap, so the address is rebuilt every iteration instead of stepped (CUDA C++ `int` indices may not overflow); compute it in usize: `clustered::index::at(row, width, col)`, or `row as usize * n as usize + k as usize` (`#[allow(deprecated)]` on the kernel silences this)"
+    )]
+    #[allow(non_camel_case_types)]
+    struct clustered_performance_warning;
+    let _ = clustered_performance_warning;
+};
+const _: () = {
+    #[deprecated(
+        note = "u32 index arithmetic in a loop: it may wrap, so the address is rebuilt every iteration instead of stepped (CUDA C++ `int` indices may not overflow); compute it in usize: `clustered::index::at(row, width, col)`, or `row as usize * n as usize + k as usize` (`#[allow(deprecated)]` on the kernel silences this)"
+    )]
+    #[allow(non_camel_case_types)]
+    struct clustered_performance_warning;
+    let _ = clustered_performance_warning;
+};

@@ -1,0 +1,196 @@
+//! Warnings about kernels that compile slower than they read.
+//!
+//! Stable Rust gives proc macros no warnings of their own, so each is the
+//! use of a `#[deprecated]` unit struct whose note is the message, spanned
+//! at the code it is about (what the `proc-macro-warning` crate does). A
+//! kernel silences them with `#[allow(deprecated)]`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+use syn::{BinOp, Expr, ItemFn, Type};
+
+/// What [`wrapping_index`] says.
+const WRAPPING_INDEX: &str = "u32 index arithmetic in a loop: it may wrap, so the address \
+is rebuilt every iteration instead of stepped (CUDA C++ `int` indices may not overflow); compute it \
+in usize: `clustered::index::at(row, width, col)`, or `row as usize * n as usize + k as usize` \
+(`#[allow(deprecated)]` on the kernel silences this)";
+
+/// Warnings for `ptr.add((a * b + c) as usize)` in a loop: an index built in
+/// `u32` (or any narrower type) and widened after the arithmetic.
+pub fn wrapping_index(function: &ItemFn) -> TokenStream {
+    if allows_deprecated(function) {
+        return TokenStream::new();
+    }
+    let mut finder = WrappingIndex::default();
+    finder.visit_block(&function.block);
+    finder
+        .sites
+        .into_iter()
+        .map(|span| warning(span, WRAPPING_INDEX))
+        .collect()
+}
+
+/// `#[allow(deprecated)]` on the kernel: the warnings sit beside the
+/// function, outside the lint scope the attribute opens, so it is read here.
+fn allows_deprecated(function: &ItemFn) -> bool {
+    function.attrs.iter().any(|attr| {
+        attr.path().is_ident("allow")
+            && attr
+                .parse_args_with(
+                    syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated,
+                )
+                .is_ok_and(|lints| lints.iter().any(|lint| lint.is_ident("deprecated")))
+    })
+}
+
+/// The warning `message` at `span`.
+fn warning(span: Span, message: &str) -> TokenStream {
+    let used = quote_spanned!(span=> clustered_performance_warning);
+    quote! {
+        const _: () = {
+            #[deprecated(note = #message)]
+            #[allow(non_camel_case_types)]
+            struct clustered_performance_warning;
+            let _ = #used;
+        };
+    }
+}
+
+#[derive(Default)]
+struct WrappingIndex {
+    /// Loops around the expression being visited.
+    loops: usize,
+    sites: Vec<Span>,
+}
+
+impl WrappingIndex {
+    fn in_loop(&mut self, visit_body: impl FnOnce(&mut Self)) {
+        self.loops += 1;
+        visit_body(self);
+        self.loops -= 1;
+    }
+}
+
+/// `(a * b + c) as usize`: arithmetic first, widened after.
+fn widened_after_arithmetic(expr: &Expr) -> bool {
+    let Expr::Cast(cast) = strip(expr) else {
+        return false;
+    };
+    let Type::Path(to) = &*cast.ty else {
+        return false;
+    };
+    if !to.path.is_ident("usize") {
+        return false;
+    }
+    matches!(
+        strip(&cast.expr),
+        Expr::Binary(binary) if matches!(binary.op, BinOp::Add(_) | BinOp::Sub(_) | BinOp::Mul(_))
+    )
+}
+
+fn strip(mut expr: &Expr) -> &Expr {
+    loop {
+        match expr {
+            Expr::Paren(inner) => expr = &inner.expr,
+            Expr::Group(inner) => expr = &inner.expr,
+            _ => return expr,
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for WrappingIndex {
+    fn visit_expr_for_loop(&mut self, node: &'ast syn::ExprForLoop) {
+        self.visit_expr(&node.expr);
+        self.in_loop(|this| this.visit_block(&node.body));
+    }
+
+    fn visit_expr_while(&mut self, node: &'ast syn::ExprWhile) {
+        self.in_loop(|this| {
+            this.visit_expr(&node.cond);
+            this.visit_block(&node.body);
+        });
+    }
+
+    fn visit_expr_loop(&mut self, node: &'ast syn::ExprLoop) {
+        self.in_loop(|this| this.visit_block(&node.body));
+    }
+
+    fn visit_expr_method_call(&mut self, node: &'ast syn::ExprMethodCall) {
+        let offsets = ["add", "sub", "offset"];
+        if self.loops > 0
+            && offsets.iter().any(|m| node.method == m)
+            && node.args.len() == 1
+            && widened_after_arithmetic(&node.args[0])
+        {
+            self.sites.push(node.args[0].span());
+        }
+        visit::visit_expr_method_call(self, node);
+    }
+
+    // A closure or nested function is another scope; its loops count there.
+    fn visit_item_fn(&mut self, node: &'ast ItemFn) {
+        let outer = std::mem::take(&mut self.loops);
+        visit::visit_item_fn(self, node);
+        self.loops = outer;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sites(body: &str) -> usize {
+        let function: ItemFn = syn::parse_str(&format!("unsafe fn k() {{ {body} }}")).unwrap();
+        let mut finder = WrappingIndex::default();
+        finder.visit_block(&function.block);
+        finder.sites.len()
+    }
+
+    #[test]
+    fn u32_arithmetic_widened_in_a_loop_is_reported() {
+        assert_eq!(
+            sites("for k in 0..n { s += *a.add((row * n + k) as usize); }"),
+            1
+        );
+        assert_eq!(
+            sites("while k < n { s += *b.add((k * n + col) as usize); k += 1; }"),
+            1
+        );
+        assert_eq!(sites("loop { x = *p.offset(((i - 1)) as usize); }"), 1);
+        // Two in one loop, one nested deeper.
+        assert_eq!(
+            sites("for i in 0..n { for j in 0..n { *c.add((i * n + j) as usize) = *a.add((j * n + i) as usize); } }"),
+            2
+        );
+    }
+
+    #[test]
+    fn allow_deprecated_on_the_kernel_silences_it() {
+        let loud: ItemFn =
+            syn::parse_str("unsafe fn k() { for k in 0..n { *a.add((k * n) as usize); } }")
+                .unwrap();
+        let quiet: ItemFn = syn::parse_str(
+            "#[allow(unused, deprecated)] unsafe fn k() { for k in 0..n { *a.add((k * n) as usize); } }",
+        )
+        .unwrap();
+        assert!(!wrapping_index(&loud).is_empty());
+        assert!(wrapping_index(&quiet).is_empty());
+    }
+
+    #[test]
+    fn widened_operands_and_code_outside_loops_are_not() {
+        // Outside any loop: once per thread, nothing to step.
+        assert_eq!(sites("*c.add((row * n + col) as usize) = s;"), 0);
+        // Widened first: what the warning asks for.
+        assert_eq!(
+            sites("for k in 0..n { s += *a.add(row as usize * n as usize + k as usize); }"),
+            0
+        );
+        // A bare loop variable: LLVM widens it itself.
+        assert_eq!(sites("for k in 0..n { s += *x.add(k as usize); }"), 0);
+        // Not an offset.
+        assert_eq!(sites("for k in 0..n { v.push((k * 2) as usize); }"), 0);
+    }
+}
