@@ -6,9 +6,13 @@
 //
 // - Same name plus `_twin`, `extern "C"`, same parameters in the same order
 //   with the same types (u32 -> unsigned int, f32 -> float, *const f32 ->
-//   const float *), same launch shape, same index expressions in unsigned
-//   32-bit arithmetic (as the Rust `u32`), same bounds checks, same order of
+//   const float *), same launch shape, same bounds checks, same order of
 //   floating-point operations.
+// - Indices as CUDA programmers write them: `int`, whose overflow is
+//   undefined, so nvcc widens a loop's addresses into 64-bit pointer steps.
+//   (Literal `unsigned` translations of the u32 Rust were as slow as the
+//   Rust, 0.2-5% off, and hid that both lost to this: issue 14. The Rust
+//   kernels now index in usize, `clustered::index::at`.)
 // - `fmaf` exactly where the Rust kernel calls `fma`; everything else is a
 //   separate multiply and add: scripts/build-twins.sh compiles with
 //   `-fmad=false`, because rustc never contracts `a * b + c` and nvcc does by
@@ -51,32 +55,34 @@ extern "C" __global__ void sgemm_tiled_twin(const float *a, const float *b, floa
     __shared__ __align__(16) float tile_a[TILE * TILE];
     __shared__ __align__(16) float tile_b[TILE * TILE];
     unsigned int tx = threadIdx.x, ty = threadIdx.y;
-    unsigned int row = blockIdx.y * TILE + ty;
-    unsigned int col = blockIdx.x * TILE + tx;
+    int row = blockIdx.y * TILE + ty;
+    int col = blockIdx.x * TILE + tx;
+    int N = n;
     float sum = 0.0f;
-    for (unsigned int k0 = 0; k0 < n; k0 += TILE) {
-        tile_a[ty * TILE + tx] = a[row * n + k0 + tx];
-        tile_b[ty * TILE + tx] = b[(k0 + ty) * n + col];
+    for (int k0 = 0; k0 < N; k0 += TILE) {
+        tile_a[ty * TILE + tx] = a[row * N + k0 + (int)tx];
+        tile_b[ty * TILE + tx] = b[(k0 + (int)ty) * N + col];
         __syncthreads();
         for (unsigned int k = 0; k < TILE; ++k) {
             sum = fmaf(tile_a[ty * TILE + k], tile_b[k * TILE + tx], sum);
         }
         __syncthreads();
     }
-    c[row * n + col] = sum;
+    c[row * N + col] = sum;
 }
 
 // ----------------------------------------------------------- sgemm_naive.rs
 
 extern "C" __global__ void sgemm_naive_twin(const float *a, const float *b, float *c,
                                             unsigned int n) {
-    unsigned int row = blockIdx.y * 16u + threadIdx.y;
-    unsigned int col = blockIdx.x * 16u + threadIdx.x;
+    int row = blockIdx.y * 16 + threadIdx.y;
+    int col = blockIdx.x * 16 + threadIdx.x;
+    int N = n;
     float sum = 0.0f;
-    for (unsigned int k = 0; k < n; ++k) {
-        sum = fmaf(a[row * n + k], b[k * n + col], sum);
+    for (int k = 0; k < N; ++k) {
+        sum = fmaf(a[row * N + k], b[k * N + col], sum);
     }
-    c[row * n + col] = sum;
+    c[row * N + col] = sum;
 }
 
 // -------------------------------------------------------- sgemm_register.rs
@@ -176,19 +182,20 @@ extern "C" __global__ void sgemm_register_twin(const float *a, const float *b, f
 
 extern "C" __global__ void conv5x5_twin(const float *input, const float *filter, float *output,
                                         unsigned int width, unsigned int height) {
-    unsigned int x = blockIdx.x * 16u + threadIdx.x;
-    unsigned int y = blockIdx.y * 16u + threadIdx.y;
-    if (x < width && y < height) {
+    int x = blockIdx.x * 16 + threadIdx.x;
+    int y = blockIdx.y * 16 + threadIdx.y;
+    int w = width, h = height;
+    if (x < w && y < h) {
         float sum = 0.0f;
-        for (unsigned int dy = 0; dy < 5; ++dy) {
-            unsigned int yy = y + dy - 2u;  // wraps below zero
-            for (unsigned int dx = 0; dx < 5; ++dx) {
-                unsigned int xx = x + dx - 2u;
-                float value = (yy < height && xx < width) ? input[yy * width + xx] : 0.0f;
+        for (int dy = 0; dy < 5; ++dy) {
+            int yy = y + dy - 2;
+            for (int dx = 0; dx < 5; ++dx) {
+                int xx = x + dx - 2;
+                float value = (yy >= 0 && yy < h && xx >= 0 && xx < w) ? input[yy * w + xx] : 0.0f;
                 sum = fmaf(value, filter[dy * 5 + dx], sum);
             }
         }
-        output[y * width + x] = sum;
+        output[y * w + x] = sum;
     }
 }
 
@@ -197,14 +204,15 @@ extern "C" __global__ void conv5x5_twin(const float *input, const float *filter,
 extern "C" __global__ void kmeans_assign_twin(const float *points, const float *centroids,
                                               unsigned int *membership, unsigned int npoints,
                                               unsigned int nfeatures, unsigned int nclusters) {
-    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < npoints) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int nf = nfeatures, nc = nclusters;
+    if (i < (int)npoints) {
         unsigned int best = 0;
         float best_distance = FLT_MAX;
-        for (unsigned int c = 0; c < nclusters; ++c) {
+        for (int c = 0; c < nc; ++c) {
             float distance = 0.0f;
-            for (unsigned int f = 0; f < nfeatures; ++f) {
-                float d = points[i * nfeatures + f] - centroids[c * nfeatures + f];
+            for (int f = 0; f < nf; ++f) {
+                float d = points[i * nf + f] - centroids[c * nf + f];
                 distance = fmaf(d, d, distance);
             }
             if (distance < best_distance) {
@@ -220,14 +228,15 @@ extern "C" __global__ void kmeans_assign_twin(const float *points, const float *
 
 extern "C" __global__ void syrk_twin(const float *a, float *c, float alpha, float beta,
                                      unsigned int n, unsigned int m) {
-    unsigned int i = blockIdx.y * 16u + threadIdx.y;
-    unsigned int j = blockIdx.x * 16u + threadIdx.x;
-    if (i < n && j < n) {
+    int i = blockIdx.y * 16 + threadIdx.y;
+    int j = blockIdx.x * 16 + threadIdx.x;
+    int N = n, M = m;
+    if (i < N && j < N) {
         float sum = 0.0f;
-        for (unsigned int k = 0; k < m; ++k) {
-            sum = fmaf(a[i * m + k], a[j * m + k], sum);
+        for (int k = 0; k < M; ++k) {
+            sum = fmaf(a[i * M + k], a[j * M + k], sum);
         }
-        unsigned int at = i * n + j;
+        int at = i * N + j;
         c[at] = fmaf(alpha, sum, beta * c[at]);
     }
 }
@@ -236,11 +245,12 @@ extern "C" __global__ void syrk_twin(const float *a, float *c, float alpha, floa
 
 extern "C" __global__ void atax_rows_twin(const float *a, const float *x, float *tmp,
                                           unsigned int nx, unsigned int ny) {
-    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < nx) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int NX = nx, NY = ny;
+    if (i < NX) {
         float sum = 0.0f;
-        for (unsigned int j = 0; j < ny; ++j) {
-            sum = fmaf(a[i * ny + j], x[j], sum);
+        for (int j = 0; j < NY; ++j) {
+            sum = fmaf(a[i * NY + j], x[j], sum);
         }
         tmp[i] = sum;
     }
@@ -248,11 +258,12 @@ extern "C" __global__ void atax_rows_twin(const float *a, const float *x, float 
 
 extern "C" __global__ void atax_columns_twin(const float *a, const float *tmp, float *y,
                                              unsigned int nx, unsigned int ny) {
-    unsigned int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j < ny) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int NX = nx, NY = ny;
+    if (j < NY) {
         float sum = 0.0f;
-        for (unsigned int i = 0; i < nx; ++i) {
-            sum = fmaf(a[i * ny + j], tmp[i], sum);
+        for (int i = 0; i < NX; ++i) {
+            sum = fmaf(a[i * NY + j], tmp[i], sum);
         }
         y[j] = sum;
     }
