@@ -1,7 +1,6 @@
 //! 2D convolution with a 5x5 filter.
 
 use clustered_device::clustered;
-use clustered_device::index::at;
 use clustered_device::math::fma;
 use clustered_device::thread::{block_idx_x, block_idx_y, thread_idx_x, thread_idx_y};
 
@@ -64,13 +63,17 @@ pub unsafe fn conv5x5(
             for dx in 0..FILTER {
                 let xx = (x + dx).wrapping_sub(FILTER / 2);
                 let value = if yy < height && xx < width {
-                    *input.add(at(yy, width, xx))
+                    *input.add(yy as usize * width as usize + xx as usize)
                 } else {
                     0.0
                 };
-                sum = fma(value, *filter.add(at(dy, FILTER, dx)), sum);
+                sum = fma(
+                    value,
+                    *filter.add(dy as usize * FILTER as usize + dx as usize),
+                    sum,
+                );
             }
         }
-        *output.add(at(y, width, x)) = sum;
+        *output.add(y as usize * width as usize + x as usize) = sum;
     }
 }

@@ -52,10 +52,15 @@ pub unsafe fn kmeans_assign(
         let mut best = 0u32;
         let mut best_distance = f32::MAX;
         for c in 0..nclusters {
+            // Point i and centroid c, stepped by pointer (see `index_forms`).
+            let mut p = points.add(at(i, nfeatures, 0));
+            let mut q = centroids.add(at(c, nfeatures, 0));
             let mut distance = 0.0f32;
-            for f in 0..nfeatures {
-                let d = *points.add(at(i, nfeatures, f)) - *centroids.add(at(c, nfeatures, f));
+            for _ in 0..nfeatures {
+                let d = *p - *q;
                 distance = fma(d, d, distance);
+                p = p.add(1);
+                q = q.add(1);
             }
             if distance < best_distance {
                 best_distance = distance;

@@ -17,6 +17,7 @@ pub mod conv;
 pub mod coverage;
 pub mod device_math;
 pub mod early_exit;
+pub mod index_forms;
 pub mod jacobi5;
 pub mod jacobi7;
 pub mod kmeans;

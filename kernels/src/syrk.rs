@@ -41,9 +41,13 @@ pub unsafe fn syrk(a: *const f32, c: *mut f32, alpha: f32, beta: f32, n: u32, m:
     let i = block_idx_y() * SYRK_BLOCK + thread_idx_y();
     let j = block_idx_x() * SYRK_BLOCK + thread_idx_x();
     if i < n && j < n {
+        // Rows i and j of A, stepped by pointer (see `index_forms`).
+        let (mut a_ik, mut a_jk) = (a.add(at(i, m, 0)), a.add(at(j, m, 0)));
         let mut sum = 0.0f32;
-        for k in 0..m {
-            sum = fma(*a.add(at(i, m, k)), *a.add(at(j, m, k)), sum);
+        for _ in 0..m {
+            sum = fma(*a_ik, *a_jk, sum);
+            a_ik = a_ik.add(1);
+            a_jk = a_jk.add(1);
         }
         let ij = at(i, n, j);
         *c.add(ij) = fma(alpha, sum, beta * *c.add(ij));
