@@ -7,13 +7,13 @@
 //! promise (LLVM's `nuw`: no unsigned wrap) and widens it; the CPU backend
 //! checks the promise and stops the kernel where it breaks.
 //!
-//! Measured on an H100 (naive SGEMM, n = 8192, one run, `cargo run
-//! --release --example index_forms`, docs/BENCHMARKS.md): u32 widened after
-//! the arithmetic 264 ms; `at` 231 ms (1.14x); pointers stepped by hand
-//! 213 ms (1.24x), as fast as the nvcc kernel with `int` indices (214 ms).
-//! Computing in `usize` was slower than u32 there (301 ms), though it made
-//! ATAX's column pass 1.9x faster: where a loop walks one row or column,
-//! step a pointer (`p = p.add(n as usize)`); elsewhere, use `at`.
+//! Measured on an H100 (one run each, docs/BENCHMARKS.md, "Index
+//! arithmetic"): naive SGEMM at n = 8192 took 264 ms with u32 indices, 233
+//! ms with `at`, 219 ms with pointers stepped by hand, as fast as nvcc with
+//! `int` (214 ms), and 349 ms computed in `usize`; ATAX's column pass took
+//! 1.97 ms in u32, 1.66 ms stepping a pointer by the row length and 1.06 ms
+//! in `usize`. No form wins everywhere: use `at`, and time the others where
+//! a loop is hot (`cargo run --release --example index_forms`).
 //!
 //! ```
 //! use clustered_device::index::at;

@@ -13,10 +13,10 @@ use syn::{BinOp, Expr, ItemFn, Type};
 
 /// What [`wrapping_index`] says.
 const WRAPPING_INDEX: &str = "u32 index arithmetic in a loop: it may wrap, so the address \
-is rebuilt every iteration instead of stepped (CUDA C++ `int` indices may not overflow). Step a \
-pointer (`p = p.add(n as usize)`: as fast as nvcc), or index with \
-`clustered::index::at(row, width, col)` (promises no wrap; the CPU backend checks it) \
-(`#[allow(deprecated)]` on the kernel silences this)";
+is rebuilt every iteration instead of stepped (CUDA C++ `int` indices may not overflow). Index with \
+`clustered::index::at(row, width, col)` (promises no wrap; the CPU backend checks it), step a \
+pointer (`p = p.add(n as usize)`), or compute in usize; which is fastest depends on the loop \
+(docs/BENCHMARKS.md, 'Index arithmetic'). `#[allow(deprecated)]` on the kernel silences this";
 
 /// Warnings for `ptr.add((a * b + c) as usize)` in a loop: an index built in
 /// `u32` (or any narrower type) and widened after the arithmetic.

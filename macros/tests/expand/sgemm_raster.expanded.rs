@@ -232,7 +232,7 @@ impl sgemm_tiled {
 }
 const _: () = {
     #[deprecated(
-        note = "u32 index arithmetic in a loop: it may wrap, so the address is rebuilt every iteration instead of stepped (CUDA C++ `int` indices may not overflow). Step a pointer (`p = p.add(n as usize)`: as fast as nvcc), or index with `clustered::index::at(row, width, col)` (promises no wrap; the CPU backend checks it) (`#[allow(deprecated)]` on the kernel silences this)"
+        note = "u32 index arithmetic in a loop: it may wrap, so the address is rebuilt every iteration instead of stepped (CUDA C++ `int` indices may not overflow). Index with `clustered::index::at(row, width, col)` (promises no wrap; the CPU backend checks it), step a pointer (`p = p.add(n as usize)`), or compute in usize; which is fastest depends on the loop (docs/BENCHMARKS.md, 'Index arithmetic'). `#[allow(deprecated)]` on the kernel silences this"
     )]
     #[allow(non_camel_case_types)]
     struct clustered_performance_warning;
@@ -240,7 +240,7 @@ const _: () = {
 };
 const _: () = {
     #[deprecated(
-        note = "u32 index arithmetic in a loop: it may wrap, so the address is rebuilt every iteration instead of stepped (CUDA C++ `int` indices may not overflow). Step a pointer (`p = p.add(n as usize)`: as fast as nvcc), or index with `clustered::index::at(row, width, col)` (promises no wrap; the CPU backend checks it) (`#[allow(deprecated)]` on the kernel silences this)"
+        note = "u32 index arithmetic in a loop: it may wrap, so the address is rebuilt every iteration instead of stepped (CUDA C++ `int` indices may not overflow). Index with `clustered::index::at(row, width, col)` (promises no wrap; the CPU backend checks it), step a pointer (`p = p.add(n as usize)`), or compute in usize; which is fastest depends on the loop (docs/BENCHMARKS.md, 'Index arithmetic'). `#[allow(deprecated)]` on the kernel silences this"
     )]
     #[allow(non_camel_case_types)]
     struct clustered_performance_warning;
