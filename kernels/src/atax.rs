@@ -80,6 +80,6 @@ pub unsafe fn atax_columns(a: *const f32, tmp: *const f32, y: *mut f32, nx: u32,
         for i in 0..nx {
             sum = fma(*a.add(i as usize * ny + j), *tmp.add(i as usize), sum);
         }
-        *y.add(j as usize) = sum;
+        *y.add(j) = sum;
     }
 }
