@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use clustered_suite::host::tuner::{Choice, TuneKey, Tuner};
 use clustered_suite::host::{Error, Gpu, Module};
-use clustered_suite::measure::{measure_with_twin, Measurement};
+use clustered_suite::measure::{copy_bandwidth, measure_with_twin, Measurement};
 use clustered_suite::sim::format_table;
 use clustered_suite::suite::{self, Class, Size, Workload};
 use report::{speedup_chart_svg, ChartBar, ChartGroup};
@@ -142,6 +142,10 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
             set_aside.moved_to.display()
         );
     }
+    let copy_gbps = copy_bandwidth(gpu, &module).map_err(|e| format!("copy: {e}"))?;
+    println!(
+        "memory roofline: a copy moves {copy_gbps:.0} GB/s on this device (1 GiB in, 1 GiB out)"
+    );
     let started = std::time::Instant::now();
     let mut results: Vec<(Workload, Measurement, Choice)> = Vec::new();
     let mut ok = true;
@@ -211,7 +215,9 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
     }
     println!("measured in {:.0} s", started.elapsed().as_secs_f64());
     print_report(&results);
-    write_outputs(&options.out, &p.name, &results)?;
+    let roofline = roofline(results.iter().map(|(w, m, _)| (w, m)), copy_gbps);
+    print_roofline(&roofline, copy_gbps);
+    write_outputs(&options.out, &p.name, &results, copy_gbps, &roofline)?;
     Ok(ok)
 }
 
@@ -290,12 +296,78 @@ fn print_report(results: &[(Workload, Measurement, Choice)]) {
     }
 }
 
-/// `bench.json`: the device, then one record per schedule (and per nvcc
-/// twin) of every kernel.
+/// A kernel's fastest schedule against the memory roofline: the traffic it
+/// cannot avoid (each buffer once) over its time.
+#[derive(Serialize)]
+struct Roofline {
+    kernel: &'static str,
+    compulsory_bytes: u64,
+    best_schedule: &'static str,
+    best_ms: f32,
+    gbps: f64,
+    of_copy: f64,
+}
+
+fn roofline<'a>(
+    results: impl IntoIterator<Item = (&'a Workload, &'a Measurement)>,
+    copy_gbps: f64,
+) -> Vec<Roofline> {
+    results
+        .into_iter()
+        .filter_map(|(workload, measured)| {
+            let best = measured
+                .timings
+                .iter()
+                .filter(|t| t.matches_baseline)
+                .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms))?;
+            let bytes = workload.compulsory_bytes();
+            let gbps = bytes as f64 / (f64::from(best.median_ms) * 1e-3) / 1e9;
+            Some(Roofline {
+                kernel: workload.name,
+                compulsory_bytes: bytes,
+                best_schedule: best.label,
+                best_ms: best.median_ms,
+                gbps,
+                of_copy: gbps / copy_gbps,
+            })
+        })
+        .collect()
+}
+
+fn print_roofline(rows: &[Roofline], copy_gbps: f64) {
+    println!("\nmemory roofline (copy: {copy_gbps:.0} GB/s): each kernel's fastest schedule, moving each buffer once");
+    let headers = [
+        "kernel",
+        "compulsory MB",
+        "fastest",
+        "ms",
+        "GB/s",
+        "of copy",
+    ];
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.kernel.to_string(),
+                format!("{:.0}", r.compulsory_bytes as f64 / 1e6),
+                r.best_schedule.to_string(),
+                format!("{:.3}", r.best_ms),
+                format!("{:.0}", r.gbps),
+                format!("{:.0}%", 100.0 * r.of_copy),
+            ]
+        })
+        .collect();
+    println!("{}", format_table(&headers, &rows));
+}
+
+/// `bench.json`: the device, the copy's bandwidth, one record per schedule
+/// (and per nvcc twin) of every kernel, and each kernel's roofline row.
 #[derive(Serialize)]
 struct BenchJson<'a> {
     device: &'a str,
+    copy_gbps: f64,
     records: Vec<BenchRecord<'a>>,
+    roofline: &'a [Roofline],
 }
 
 /// A schedule's record has `entry`, `speedup`, `tuned` and
@@ -323,6 +395,8 @@ fn write_outputs(
     out: &PathBuf,
     device: &str,
     results: &[(Workload, Measurement, Choice)],
+    copy_gbps: f64,
+    roofline: &[Roofline],
 ) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let mut records = Vec::new();
@@ -373,8 +447,13 @@ fn write_outputs(
         });
     }
     let json = out.join("bench.json");
-    let mut text = serde_json::to_string_pretty(&BenchJson { device, records })
-        .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+    let mut text = serde_json::to_string_pretty(&BenchJson {
+        device,
+        copy_gbps,
+        records,
+        roofline,
+    })
+    .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
     text.push('\n');
     std::fs::write(&json, text).map_err(|e| format!("cannot write {}: {e}", json.display()))?;
     let svg = out.join("speedups.svg");
@@ -416,7 +495,9 @@ mod tests {
         };
         let text = serde_json::to_string(&BenchJson {
             device: "GPU \"x\"\n",
+            copy_gbps: 3000.0,
             records: vec![schedule, twin],
+            roofline: &[],
         })
         .unwrap();
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -462,5 +543,40 @@ mod tests {
             serde_json::json!([1.5, 2.0])
         );
         assert_eq!(json["records"][1]["rust_over_nvcc"], 0.5);
+    }
+
+    /// The roofline row takes the fastest schedule with the baseline's
+    /// output, never a faster wrong one, and counts every buffer once.
+    #[test]
+    fn roofline_uses_the_fastest_correct_schedule() {
+        use clustered_suite::measure::Timing;
+        let workload = suite::WORKLOADS
+            .iter()
+            .find(|(name, _)| *name == "vector_add")
+            .map(|(_, build)| build(Size::Test))
+            .unwrap();
+        let timing = |label, median_ms, matches_baseline| Timing {
+            label,
+            median_ms,
+            samples_ms: vec![median_ms],
+            matches_baseline,
+        };
+        let measured = Measurement {
+            workload: workload.name,
+            timings: vec![
+                timing("baseline", 2.0, true),
+                timing("wrong", 0.5, false),
+                timing("fast", 1.0, true),
+            ],
+            baseline_check: None,
+            baseline_outputs: Vec::new(),
+            twin: None,
+        };
+        let rows = roofline([(&workload, &measured)], 30.0);
+        // a, b and c: 5000 floats each.
+        assert_eq!(rows[0].compulsory_bytes, 3 * 5000 * 4);
+        assert_eq!(rows[0].best_schedule, "fast");
+        let gbps = 60_000.0 / 1e-3 / 1e9;
+        assert!((rows[0].gbps - gbps).abs() < 1e-9 && (rows[0].of_copy - gbps / 30.0).abs() < 1e-9);
     }
 }

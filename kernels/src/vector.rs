@@ -30,6 +30,18 @@ pub unsafe fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     }
 }
 
+/// `output[i] = input[i]` for `i < n`, one element per thread: the memory
+/// roofline that the bench measures each run against (what a kernel that
+/// reads and writes each byte once can reach).
+#[clustered_device::kernel]
+pub unsafe fn copy(input: *const f32, output: *mut f32, n: u32) {
+    let i = index_1d();
+    if i < n {
+        let i = i as usize;
+        *output.add(i) = *input.add(i);
+    }
+}
+
 /// Prefetch hook of `vector_add_stride_prefetch`: starts bringing the next
 /// task's `a` and `b` lines into L2 before this task's loads wait, so more
 /// DRAM requests are in flight per warp than its two loads.

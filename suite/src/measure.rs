@@ -167,3 +167,38 @@ pub fn measure_with_twin(
         twin,
     })
 }
+
+/// The memory roofline of this run: a copy of 256 Mi floats (1 GiB read,
+/// 1 GiB written) through `kernels::vector::copy`, median of 20 launches, in
+/// GB/s (10^9 bytes) of traffic.
+pub fn copy_bandwidth(gpu: &Gpu, module: &Module) -> Result<f64, Error> {
+    use clustered_host::LaunchConfig;
+    use kernels::vector::copy;
+    let n: u32 = 1 << 28;
+    let input = gpu.zeros::<f32>(n as usize)?;
+    let mut output = gpu.zeros::<f32>(n as usize)?;
+    let config = LaunchConfig::linear(u64::from(n), 256);
+    let options = ClusterOptions::default();
+    let timer = GpuTimer::new(gpu.stream())?;
+    let mut samples = Vec::new();
+    for run in 0..21 {
+        timer.start()?;
+        // SAFETY: both buffers hold n floats, what the kernel indexes.
+        unsafe {
+            gpu.launch_entry(
+                module,
+                copy::KERNEL,
+                config,
+                &options,
+                (&input, &mut output, n),
+            )?
+        };
+        timer.stop()?;
+        // The first launch warms up (module load, clocks).
+        if run > 0 {
+            samples.push(timer.elapsed_ms()?);
+        }
+    }
+    let bytes = 2.0 * f64::from(n) * 4.0;
+    Ok(bytes / (f64::from(median(&samples)) * 1e-3) / 1e9)
+}

@@ -342,6 +342,13 @@ impl Workload {
             .map(|(i, _)| i)
     }
 
+    /// Bytes the kernel must move at least: each buffer read or written once
+    /// (its memory roofline's traffic; kernels that reuse data from caches
+    /// can beat it, kernels bound by compute stay far below).
+    pub fn compulsory_bytes(&self) -> u64 {
+        self.buffers.iter().map(|b| b.words.len() as u64 * 4).sum()
+    }
+
     /// The original CTA grid folded to 2D for pictures: (x, y * z).
     pub fn grid_2d(&self) -> [u32; 2] {
         [self.shape.grid[0], self.shape.grid[1] * self.shape.grid[2]]
