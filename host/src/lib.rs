@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod autotune;
 mod clustered;
 pub mod cpu;
 mod device;
@@ -35,6 +36,7 @@ mod tools;
 pub mod tuner;
 mod typed;
 
+pub use autotune::{bucket, candidates_checksum, TunePolicy, Tuned, TunedLaunches};
 pub use clustered::{
     check_contract, choose_active, ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel,
     ClusteredPlan,

@@ -18,6 +18,8 @@ pub struct Module {
     params: Arc<Vec<(String, Option<Vec<u32>>)>>,
     /// Typed launches' plans and kernels, per launch shape (see `typed.rs`).
     pub(crate) cache: Arc<std::sync::Mutex<crate::typed::Cache>>,
+    /// FNV-1a of the PTX text: tuned launches re-tune when it changes.
+    ptx_hash: u64,
 }
 
 /// The `.entry` names declared in PTX text (best effort: a plain scan, for
@@ -145,6 +147,9 @@ impl Gpu {
                 entries: ptx_entry_names(ptx),
                 params: Arc::new(ptx_entry_params(ptx)),
                 cache: Default::default(),
+                ptx_hash: ptx.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+                }),
             }),
             Err(source) => Err(Error::ModuleLoad {
                 source,
@@ -155,6 +160,12 @@ impl Gpu {
 }
 
 impl Module {
+    /// A hash of the PTX it was loaded from (FNV-1a, the same in every
+    /// process).
+    pub fn ptx_hash(&self) -> u64 {
+        self.ptx_hash
+    }
+
     /// The kernel (`.entry`) called `name`.
     ///
     /// Reads its [`KernelAttributes`] once, here, so launches validate

@@ -472,6 +472,14 @@ impl Tuner {
         }
     }
 
+    /// Saves `choice` for `key` as measured elsewhere (the tuned launch,
+    /// which decides with a noise margin itself).
+    pub fn record_choice(&mut self, key: &TuneKey, choice: Choice) -> Result<(), TunerError> {
+        self.choices.insert(key.clone(), choice.clone());
+        self.pending.insert(key.clone(), Some(choice));
+        self.save()
+    }
+
     /// Decides from samples already measured and saves the choice.
     /// `samples[i]` are candidate `i`'s milliseconds, one per round, the
     /// baseline first; every candidate needs the same number of rounds (at
@@ -800,9 +808,51 @@ pub fn decide(samples: &[Vec<f32>]) -> usize {
     best.0
 }
 
+/// The relative spread of `samples`: the interquartile range over the
+/// median (0 for fewer than 4 samples' worth of spread, infinity for an
+/// empty or zero-median series).
+pub fn relative_spread(samples: &[f32]) -> f32 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f32::total_cmp);
+    let median = median(&sorted);
+    if sorted.is_empty() || median <= 0.0 {
+        return f32::INFINITY;
+    }
+    let quartile = |q: usize| sorted[(sorted.len() - 1) * q / 4];
+    (quartile(3) - quartile(1)) / median
+}
+
+/// [`decide`], but a candidate must also beat the baseline's median by more
+/// than `margin` (a fraction: 0.01 is 1%), so that a schedule within the
+/// measurement's noise never displaces the baseline.
+pub fn decide_with_margin(samples: &[Vec<f32>], margin: f32) -> usize {
+    let Some(baseline) = samples.first() else {
+        return 0;
+    };
+    let winner = decide(samples);
+    let (baseline_ms, winner_ms) = (median(baseline), median(&samples[winner]));
+    if winner != 0 && winner_ms < baseline_ms * (1.0 - margin) {
+        winner
+    } else {
+        0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_win_inside_the_noise_keeps_the_baseline() {
+        // 2% faster in every round.
+        let samples = vec![vec![10.0; 9], vec![9.8; 9]];
+        assert_eq!(decide(&samples), 1);
+        assert_eq!(decide_with_margin(&samples, 0.01), 1);
+        assert_eq!(decide_with_margin(&samples, 0.03), 0);
+        // The spread of 8, 9, 10, 11, 12 (median 10): (11 - 9) / 10.
+        assert!((relative_spread(&[12.0, 8.0, 10.0, 11.0, 9.0]) - 0.2).abs() < 1e-6);
+        assert_eq!(relative_spread(&[]), f32::INFINITY);
+    }
 
     /// A directory of its own per test (removed when the test passes), so
     /// tests never share a cache, its lock or its temporaries.

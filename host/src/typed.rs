@@ -31,7 +31,7 @@
 use std::sync::Arc;
 
 use clustered_device::entry::{Backend, Entry, KernelFn, Scalar, Visitor};
-use cudarc::driver::{CudaSlice, DeviceRepr};
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr};
 
 use crate::clustered::{
     ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel, ClusteredPlan,
@@ -242,5 +242,173 @@ impl Gpu {
                 unsafe { launch.run() }
             }
         }
+    }
+}
+
+/// A typed launch's arguments recorded once, so that several entries of the
+/// kernel can launch with them (the tuned launch, `autotune.rs`): each
+/// buffer's device address and size, and each scalar's value.
+pub(crate) struct Recorded {
+    pub(crate) params: Vec<Param>,
+}
+
+/// One recorded argument.
+pub(crate) enum Param {
+    /// A buffer: its address, its size in bytes, and whether the kernel
+    /// writes it (`*mut T`).
+    Buffer {
+        address: u64,
+        bytes: usize,
+        output: bool,
+    },
+    /// A value.
+    Scalar(Box<dyn PushScalar>),
+}
+
+/// A scalar that can push itself onto a launch (type-erased [`ScalarArg`]).
+pub(crate) trait PushScalar {
+    fn push_onto<'p>(&'p self, launch: &mut Launch<'p>);
+    /// Its value widened to `u64` if it is an unsigned or signed integer
+    /// (the tuned launch buckets integers that size the work).
+    fn as_integer(&self) -> Option<u64>;
+}
+
+impl<T: Scalar> PushScalar for ScalarArg<T> {
+    fn push_onto<'p>(&'p self, launch: &mut Launch<'p>) {
+        launch.push(self, std::mem::size_of::<T>() as u32);
+    }
+
+    fn as_integer(&self) -> Option<u64> {
+        let value: &dyn std::any::Any = &self.0;
+        macro_rules! widen {
+            ($($t:ty),*) => {$(
+                if let Some(v) = value.downcast_ref::<$t>() {
+                    return Some(*v as u64);
+                }
+            )*};
+        }
+        widen!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+        None
+    }
+}
+
+/// Records a typed launch's arguments (see [`Recorded`]).
+struct Recorder<'s> {
+    stream: &'s cudarc::driver::CudaStream,
+    params: Vec<Param>,
+}
+
+impl<'a> Visitor<'a, Cuda> for Recorder<'_> {
+    fn input<T: 'a>(&mut self, _name: &'static str, buffer: &'a CudaSlice<T>) {
+        let (address, _sync) = buffer.device_ptr(self.stream);
+        self.params.push(Param::Buffer {
+            address,
+            bytes: buffer.num_bytes(),
+            output: false,
+        });
+    }
+
+    fn output<T: 'a>(&mut self, _name: &'static str, buffer: &'a mut CudaSlice<T>) {
+        let (address, _sync) = buffer.device_ptr(self.stream);
+        self.params.push(Param::Buffer {
+            address,
+            bytes: buffer.num_bytes(),
+            output: true,
+        });
+    }
+
+    fn scalar<T: Scalar>(&mut self, _name: &'static str, value: T) {
+        self.params.push(Param::Scalar(Box::new(ScalarArg(value))));
+    }
+}
+
+impl Recorded {
+    /// Records `args`. The addresses stay valid while the caller's borrows
+    /// of the buffers (which the tuned launch holds) last.
+    pub(crate) fn new<K: KernelFn>(gpu: &Gpu, args: K::Args<'_, Cuda>) -> Self {
+        let mut recorder = Recorder {
+            stream: gpu.stream(),
+            params: Vec::new(),
+        };
+        K::visit(args, &mut recorder);
+        Recorded {
+            params: recorder.params,
+        }
+    }
+}
+
+impl Gpu {
+    /// Launches `entry` with recorded arguments, each output buffer's address
+    /// replaced by `outputs[i]` (the i-th output's) where given: the tuned
+    /// launch's candidates write into scratch copies.
+    ///
+    /// # Safety
+    /// As [`Gpu::launch_entry`], for the recorded arguments; every address
+    /// in `outputs` holds as many bytes as the output it replaces.
+    pub(crate) unsafe fn launch_recorded<K: KernelFn>(
+        &self,
+        module: &Module,
+        entry: Entry<K>,
+        original: LaunchConfig,
+        options: &ClusterOptions,
+        recorded: &Recorded,
+        outputs: Option<&[u64]>,
+    ) -> Result<(), Error> {
+        let kernel;
+        let plan;
+        let mut launch = match entry.contract() {
+            None => {
+                kernel = if entry.is_foreign() {
+                    module.kernel(entry.name())?
+                } else {
+                    module.cached_kernel(entry.name())?
+                };
+                let launch = self.launch(&kernel, original);
+                match &options.stream {
+                    Some(stream) => launch.on(stream),
+                    None => launch,
+                }
+            }
+            Some(_) => {
+                plan = module.cached_plan(self, entry, original, options)?;
+                self.launch_plan(&plan)
+            }
+        };
+        let mut output = 0;
+        let addresses: Vec<u64> = recorded
+            .params
+            .iter()
+            .filter_map(|param| match param {
+                Param::Buffer {
+                    address, output: o, ..
+                } => {
+                    let replaced = match (o, outputs) {
+                        (true, Some(outputs)) => {
+                            output += 1;
+                            outputs.get(output - 1).copied().unwrap_or(*address)
+                        }
+                        _ => *address,
+                    };
+                    Some(replaced)
+                }
+                Param::Scalar(_) => None,
+            })
+            .collect();
+        let mut next_address = addresses.iter();
+        for param in &recorded.params {
+            match param {
+                Param::Buffer { .. } => {
+                    // A buffer is passed as its address: 8 bytes.
+                    if let Some(address) = next_address.next() {
+                        launch.push(address, 8);
+                    }
+                }
+                Param::Scalar(scalar) => scalar.push_onto(&mut launch),
+            }
+        }
+        // SAFETY: the recorded arguments match the signature (typed when
+        // recorded, checked against the PTX by `run`); the rest is the
+        // caller's promise.
+        unsafe { launch.run() }
     }
 }

@@ -30,6 +30,20 @@ pub unsafe fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     }
 }
 
+/// `c[i] += a[i]` for `i < n`: a kernel that reads what it writes, so a
+/// second launch on the same buffers shows (the tuned launch's test: the
+/// caller's buffers must see exactly one launch).
+#[clustered(name = accumulate_stride, binding = stride)]
+#[clustered(name = accumulate_agents, binding = agents, chunk = 4)]
+#[clustered(name = accumulate_redirect, binding = redirect)]
+pub unsafe fn accumulate(a: *const f32, c: *mut f32, n: u32) {
+    let i = index_1d();
+    if i < n {
+        let i = i as usize;
+        *c.add(i) += *a.add(i);
+    }
+}
+
 /// `output[i] = input[i]` for `i < n`, one element per thread: the memory
 /// roofline that the bench measures each run against (what a kernel that
 /// reads and writes each byte once can reach).

@@ -407,3 +407,75 @@ fn typed_launches_match_the_baseline_and_untyped_mismatches_are_refused() {
         assert_eq!(gpu.dtoh(&c).unwrap(), expected, "{}", entry.name());
     }
 }
+
+/// A tuned launch measures its candidates on scratch copies and launches the
+/// winner once on the caller's buffers: `c += a` twice (a measuring launch,
+/// then a hit) leaves exactly `c0 + 2a`; another size bucket measures again,
+/// and a new set of candidates is another key.
+#[test]
+fn tuned_launches_touch_the_callers_buffers_once() {
+    use clustered_suite::host::tuner::Tuner;
+    use clustered_suite::host::{TunePolicy, TunedLaunches};
+    use kernels::vector::accumulate;
+    let Some((gpu, module)) = gpu() else { return };
+    let dir = std::env::temp_dir().join(format!("tuned-gpu-{}", std::process::id()));
+    let launches = TunedLaunches::new(
+        Tuner::open(dir.join("tuner.json")).unwrap(),
+        TunePolicy::default(),
+    );
+    let candidates: Vec<_> = std::iter::once(accumulate::KERNEL)
+        .chain(accumulate::SCHEDULES.iter().copied())
+        .collect();
+    let options = ClusterOptions::default();
+    for (n, expect_measured) in [(1u32 << 20, [true, false]), (1 << 22, [true, false])] {
+        let a: Vec<f32> = (0..n).map(|i| (i % 97) as f32).collect();
+        let (a_gpu, mut c) = (
+            gpu.htod(&a).unwrap(),
+            gpu.htod(&vec![1.0f32; n as usize]).unwrap(),
+        );
+        let config = LaunchConfig::linear(u64::from(n), 256);
+        for expected in expect_measured {
+            // SAFETY: both buffers hold n floats; every schedule computes c += a.
+            let tuned = unsafe {
+                gpu.launch_tuned(
+                    &module,
+                    &launches,
+                    &candidates,
+                    config,
+                    &options,
+                    (&a_gpu, &mut c, n),
+                )
+            }
+            .unwrap();
+            eprintln!(
+                "n = {n}: {} (measured: {}, {:?})",
+                tuned.schedule, tuned.measured, tuned.choice
+            );
+            assert_eq!(tuned.measured, expected, "n = {n}");
+        }
+        let want: Vec<f32> = a.iter().map(|&x| 1.0 + x + x).collect();
+        assert_eq!(
+            gpu.dtoh(&c).unwrap(),
+            want,
+            "n = {n}: the caller's buffer saw other launches"
+        );
+    }
+    // Fewer candidates: another checksum, so another key.
+    let (a_gpu, mut c) = (
+        gpu.zeros::<f32>(1 << 20).unwrap(),
+        gpu.zeros::<f32>(1 << 20).unwrap(),
+    );
+    let tuned = unsafe {
+        gpu.launch_tuned(
+            &module,
+            &launches,
+            &candidates[..2],
+            LaunchConfig::linear(1 << 20, 256),
+            &options,
+            (&a_gpu, &mut c, 1 << 20),
+        )
+    }
+    .unwrap();
+    assert!(tuned.measured);
+    std::fs::remove_dir_all(dir).ok();
+}

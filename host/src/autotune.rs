@@ -1,0 +1,650 @@
+//! Tuned launches: the first launch of a kernel for a key measures its
+//! schedules, later launches read the choice.
+//!
+//! [`Gpu::launch_tuned`] takes a kernel's entries (the baseline first, as
+//! `std::iter::once(k::KERNEL).chain(k::SCHEDULES.iter().copied())` lists
+//! them) and a [`TunedLaunches`], which holds a [`Tuner`] (the choices, in
+//! a file shared between processes) and what this process learnt:
+//!
+//! - **The key** ([`TuneKey`]) holds the device (name, SMs, L2 size, driver
+//!   version), the problem as bucketed sizes (each grid dimension and each
+//!   integer scalar rounded up to a power of two, as CubeCL's anchors do,
+//!   so one tuning serves nearby sizes; floats do not size the work and are
+//!   left out), the block, a checksum of the candidates (names and
+//!   contracts) and a hash of the module's PTX: changing the kernel or its
+//!   schedules tunes again.
+//! - **Measuring** warms each candidate up once, then times
+//!   [`TunePolicy::rounds`] interleaved rounds (one launch of each per
+//!   round, CUDA events). Candidates write into scratch copies of the
+//!   buffers the kernel writes (refreshed from the caller's before every
+//!   launch, so kernels that read their outputs see them as the caller left
+//!   them); the caller's buffers get one launch, of the winner.
+//! - **Deciding**: a schedule wins only if its median beats the baseline's
+//!   in most rounds and by more than the noise: the larger of
+//!   [`TunePolicy::min_margin`] (1%) and the baseline's relative
+//!   interquartile range in this measurement. Otherwise the baseline runs.
+//! - **Revalidating**: every [`TunePolicy::revalidate_every`] launches of a
+//!   key whose winner is not the baseline (10 000 by default), the winner
+//!   and the baseline are timed again ([`TunePolicy::rounds`] rounds); if
+//!   the winner no longer wins by the margin, the baseline is recorded.
+//! - **Once per key**: launches that share a [`TunedLaunches`] (it is
+//!   `Sync`) tune a key once; the others wait for its choice.
+//! - **A hit** is a hash of the key's parts looked up in memory, with no
+//!   allocation, before the launch itself (`cargo test --release -p
+//!   clustered-host tuned_hit_cost -- --nocapture` prints its cost).
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use clustered_device::entry::{Entry, KernelFn};
+use cudarc::driver::CudaSlice;
+
+use crate::tuner::{decide_with_margin, median, relative_spread, Choice, TuneKey, Tuner};
+use crate::typed::{Param, Recorded};
+use crate::{ClusterOptions, Cuda, Error, Gpu, GpuTimer, LaunchConfig, Module};
+
+/// How a tuned launch measures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TunePolicy {
+    /// Interleaved rounds per measurement (at least 1).
+    pub rounds: usize,
+    /// The least margin by which a schedule must beat the baseline's
+    /// median (a fraction).
+    pub min_margin: f32,
+    /// Launches of a tuned key between revalidations of its winner (0:
+    /// never).
+    pub revalidate_every: u64,
+}
+
+impl Default for TunePolicy {
+    fn default() -> Self {
+        TunePolicy {
+            rounds: 10,
+            min_margin: 0.01,
+            revalidate_every: 10_000,
+        }
+    }
+}
+
+/// What a tuned launch did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tuned {
+    /// The entry launched on the caller's buffers.
+    pub schedule: &'static str,
+    /// Whether this launch measured (a miss or a revalidation).
+    pub measured: bool,
+    /// The choice as recorded: the schedule and the medians that chose it.
+    pub choice: Choice,
+}
+
+/// A process's tuned launches: the tuner's file and the choices in memory.
+pub struct TunedLaunches {
+    tuner: Mutex<Tuner>,
+    policy: TunePolicy,
+    state: Mutex<State>,
+    tuned: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// Hash of a key's parts -> its choice and launches since validated.
+    hits: HashMap<u64, Hit>,
+    /// Keys being measured now (by hash).
+    measuring: HashSet<u64>,
+}
+
+#[derive(Clone)]
+struct Hit {
+    schedule: &'static str,
+    choice: Choice,
+    launches: u64,
+}
+
+impl TunedLaunches {
+    /// Tuned launches recording their choices in `tuner`.
+    pub fn new(tuner: Tuner, policy: TunePolicy) -> Self {
+        TunedLaunches {
+            tuner: Mutex::new(tuner),
+            policy,
+            state: Mutex::default(),
+            tuned: Condvar::new(),
+        }
+    }
+
+    /// The tuner, for its choices and file.
+    pub fn tuner(&self) -> MutexGuard<'_, Tuner> {
+        self.tuner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The in-memory choice for `hash`, counting this launch; `None` when
+    /// the key is unknown or due for revalidation. Waits while another
+    /// thread measures the key, and claims it when it must be measured.
+    fn hit_or_claim(&self, hash: u64) -> Option<Hit> {
+        let mut state = self.state();
+        loop {
+            if state.measuring.contains(&hash) {
+                state = self.tuned.wait(state).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            let every = self.policy.revalidate_every;
+            if let Some(hit) = state.hits.get_mut(&hash) {
+                hit.launches += 1;
+                let due = every != 0
+                    && hit.launches >= every
+                    && hit.choice.schedule_ms < hit.choice.baseline_ms;
+                if !due {
+                    return Some(hit.clone());
+                }
+            }
+            state.measuring.insert(hash);
+            return None;
+        }
+    }
+
+    /// Publishes the choice for `hash` (or only releases the claim).
+    fn publish(&self, hash: u64, hit: Option<Hit>) {
+        let mut state = self.state();
+        state.measuring.remove(&hash);
+        if let Some(hit) = hit {
+            state.hits.insert(hash, hit);
+        }
+        drop(state);
+        self.tuned.notify_all();
+    }
+}
+
+/// Releases a claimed key if measuring fails, so waiters do not hang.
+struct Claim<'t> {
+    launches: &'t TunedLaunches,
+    hash: u64,
+    done: bool,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.launches.publish(self.hash, None);
+        }
+    }
+}
+
+/// `v` rounded up to a power of two (0 stays 0): problems within a factor
+/// of two share a tuning.
+pub fn bucket(v: u64) -> u64 {
+    if v == 0 {
+        0
+    } else {
+        v.checked_next_power_of_two().unwrap_or(u64::MAX)
+    }
+}
+
+/// FNV-1a, for keys that must be the same in every process (the standard
+/// hasher is seeded per process).
+#[derive(Clone, Copy)]
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+/// A checksum of the candidates: their names and contracts.
+pub fn candidates_checksum<K: KernelFn>(candidates: &[Entry<K>]) -> u64 {
+    let mut h = Fnv::default();
+    for entry in candidates {
+        entry.name().hash(&mut h);
+        match entry.contract() {
+            None => 0u8.hash(&mut h),
+            Some(c) => {
+                let c = *c;
+                (
+                    c.binding,
+                    c.indexing,
+                    c.tile,
+                    c.chunk,
+                    c.default_active,
+                    c.waves,
+                )
+                    .hash(&mut h);
+            }
+        }
+    }
+    h.finish()
+}
+
+/// The problem's part of a key: bucketed grid, the block, bucketed integer
+/// scalars.
+fn problem_parts(original: &LaunchConfig, recorded: &Recorded) -> ([u64; 3], [u32; 3], Vec<u64>) {
+    let grid = original.grid.map(|g| bucket(u64::from(g)));
+    let scalars = recorded
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            Param::Scalar(s) => s.as_integer().map(bucket),
+            Param::Buffer { .. } => None,
+        })
+        .collect();
+    (grid, original.block, scalars)
+}
+
+impl Gpu {
+    /// Launches the fastest of `candidates` (`candidates[0]` the baseline)
+    /// for this problem, measuring them on the first launch of a key; see
+    /// the [module](self) docs. `original` and `args` are as for
+    /// [`Gpu::launch_entry`].
+    ///
+    /// # Safety
+    /// As for [`Gpu::launch_entry`], for every candidate: each must compute
+    /// what the baseline computes (the macro's schedules do), since any of
+    /// them may run on the caller's buffers.
+    pub unsafe fn launch_tuned<K: KernelFn>(
+        &self,
+        module: &Module,
+        launches: &TunedLaunches,
+        candidates: &[Entry<K>],
+        original: LaunchConfig,
+        options: &ClusterOptions,
+        args: K::Args<'_, Cuda>,
+    ) -> Result<Tuned, Error> {
+        if candidates.is_empty() {
+            return Err(crate::tuner::TunerError::NoCandidates.into());
+        }
+        let recorded = Recorded::new::<K>(self, args);
+        let (grid, block, scalars) = problem_parts(&original, &recorded);
+        let checksum = candidates_checksum(candidates);
+        let mut h = Fnv::default();
+        (
+            K::NAME,
+            self.properties().ordinal,
+            grid,
+            block,
+            &scalars,
+            checksum,
+            module.ptx_hash(),
+        )
+            .hash(&mut h);
+        let hash = h.finish();
+        let index_of = |name: &str| candidates.iter().position(|e| e.name() == name);
+
+        if let Some(hit) = launches.hit_or_claim(hash) {
+            if let Some(i) = index_of(hit.schedule) {
+                // SAFETY: the caller's promise; the recorded arguments are
+                // theirs, borrowed for this call.
+                unsafe {
+                    self.launch_recorded(module, candidates[i], original, options, &recorded, None)?
+                };
+                return Ok(Tuned {
+                    schedule: hit.schedule,
+                    measured: false,
+                    choice: hit.choice,
+                });
+            }
+        }
+        let mut claim = Claim {
+            launches,
+            hash,
+            done: false,
+        };
+        let key = self.tune_key(K::NAME, grid, block, &scalars, checksum, module.ptx_hash());
+        // Revalidating (a known hit), or another process's choice on file,
+        // or measuring all candidates.
+        let known = launches.state().hits.get(&hash).cloned();
+        let saved = launches.tuner().choice(&key).cloned();
+        let (choice, measured) = match (known, saved) {
+            (Some(hit), _) => {
+                let pair = [
+                    candidates[0],
+                    candidates[index_of(hit.schedule).unwrap_or(0)],
+                ];
+                // SAFETY: as above; candidates write into scratch.
+                let choice = unsafe {
+                    self.measure(
+                        module,
+                        &pair,
+                        original,
+                        options,
+                        &recorded,
+                        &launches.policy,
+                    )?
+                };
+                (choice, true)
+            }
+            (None, Some(saved)) if index_of(&saved.schedule).is_some() => (saved, false),
+            _ => {
+                // SAFETY: as above; candidates write into scratch.
+                let choice = unsafe {
+                    self.measure(
+                        module,
+                        candidates,
+                        original,
+                        options,
+                        &recorded,
+                        &launches.policy,
+                    )?
+                };
+                (choice, true)
+            }
+        };
+        if measured {
+            launches.tuner().record_choice(&key, choice.clone())?;
+        }
+        let index = index_of(&choice.schedule).unwrap_or(0);
+        let schedule = candidates[index].name();
+        claim.done = true;
+        launches.publish(
+            hash,
+            Some(Hit {
+                schedule,
+                choice: choice.clone(),
+                launches: 0,
+            }),
+        );
+        // SAFETY: the caller's promise, for the winner on their buffers.
+        unsafe {
+            self.launch_recorded(
+                module,
+                candidates[index],
+                original,
+                options,
+                &recorded,
+                None,
+            )?
+        };
+        Ok(Tuned {
+            schedule,
+            measured,
+            choice,
+        })
+    }
+
+    /// The key's strings (made only when a key is measured or read from
+    /// the file).
+    fn tune_key(
+        &self,
+        kernel: &str,
+        grid: [u64; 3],
+        block: [u32; 3],
+        scalars: &[u64],
+        checksum: u64,
+        ptx: u64,
+    ) -> TuneKey {
+        let p = self.properties();
+        let driver = self.driver_version().unwrap_or(0);
+        let device = format!(
+            "{} | {} SMs | {} MiB L2 | driver {driver}",
+            p.name,
+            p.sm_count,
+            p.l2_cache_bytes >> 20
+        );
+        let problem = format!(
+            "grid <= {grid:?} | block {block:?} | integers <= {scalars:?} | candidates {checksum:016x} | ptx {ptx:016x}"
+        );
+        TuneKey::new(kernel, &device, &problem)
+    }
+
+    /// Times `candidates` (the baseline first) on scratch copies of the
+    /// outputs and decides with the policy's margin.
+    unsafe fn measure<K: KernelFn>(
+        &self,
+        module: &Module,
+        candidates: &[Entry<K>],
+        original: LaunchConfig,
+        options: &ClusterOptions,
+        recorded: &Recorded,
+        policy: &TunePolicy,
+    ) -> Result<Choice, Error> {
+        let outputs: Vec<(u64, usize)> = recorded
+            .params
+            .iter()
+            .filter_map(|p| match p {
+                Param::Buffer {
+                    address,
+                    bytes,
+                    output: true,
+                } => Some((*address, *bytes)),
+                _ => None,
+            })
+            .collect();
+        let mut scratch: Vec<CudaSlice<u8>> = outputs
+            .iter()
+            .map(|&(_, bytes)| self.zeros::<u8>(bytes.max(1)))
+            .collect::<Result<_, _>>()?;
+        let addresses: Vec<u64> = scratch
+            .iter_mut()
+            .map(|s| {
+                use cudarc::driver::DevicePtr;
+                s.device_ptr(self.stream()).0
+            })
+            .collect();
+        let refresh = || -> Result<(), Error> {
+            for (&(from, bytes), &to) in outputs.iter().zip(&addresses) {
+                // SAFETY: both ranges hold `bytes` bytes on this context.
+                unsafe {
+                    cudarc::driver::result::memcpy_dtod_async(
+                        to,
+                        from,
+                        bytes,
+                        self.stream().cu_stream(),
+                    )
+                }
+                .map_err(|source| Error::Driver {
+                    context: "cuMemcpyDtoDAsync(tuning scratch)",
+                    source,
+                })?;
+            }
+            Ok(())
+        };
+        let timer = GpuTimer::new(self.stream())?;
+        let run = |entry: Entry<K>| -> Result<f32, Error> {
+            refresh()?;
+            timer.start()?;
+            // SAFETY: the caller's promise; the scratch copies hold as many
+            // bytes as the outputs they stand for.
+            unsafe {
+                self.launch_recorded(module, entry, original, options, recorded, Some(&addresses))?
+            };
+            timer.stop()?;
+            timer.elapsed_ms()
+        };
+        for &entry in candidates {
+            run(entry)?;
+        }
+        let rounds = policy.rounds.max(1);
+        let mut samples = vec![Vec::with_capacity(rounds); candidates.len()];
+        for _ in 0..rounds {
+            for (entry, samples) in candidates.iter().zip(&mut samples) {
+                samples.push(run(*entry)?);
+            }
+        }
+        let margin = policy.min_margin.max(relative_spread(&samples[0]).min(0.5));
+        let winner = decide_with_margin(&samples, margin);
+        Ok(Choice {
+            schedule: candidates[winner].name().to_string(),
+            baseline_ms: median(&samples[0]),
+            schedule_ms: median(&samples[winner]),
+        })
+    }
+
+    /// The CUDA driver's version (e.g. 13000 for 13.0).
+    pub fn driver_version(&self) -> Result<i32, Error> {
+        let mut version = 0;
+        // SAFETY: writes one int; the driver is loaded (this context exists).
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) }
+            .result()
+            .map_err(|source| Error::Driver {
+                context: "cuDriverGetVersion",
+                source,
+            })?;
+        Ok(version)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_within_a_factor_of_two_share_a_bucket() {
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(1), 1);
+        assert_eq!(bucket(3000), 4096);
+        assert_eq!(bucket(4096), 4096);
+        assert_eq!(bucket(4097), 8192);
+        assert_eq!(bucket(u64::MAX), u64::MAX);
+    }
+
+    /// One key measured once, whatever the threads: the others wait for its
+    /// choice and then hit.
+    #[test]
+    fn concurrent_launches_of_one_key_measure_once() {
+        let dir = std::env::temp_dir().join(format!("tuned-once-{}", std::process::id()));
+        let tuner = Tuner::open(dir.join("t.json")).unwrap();
+        let launches = TunedLaunches::new(tuner, TunePolicy::default());
+        let measured = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    if launches.hit_or_claim(7).is_none() {
+                        measured.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        let choice = Choice {
+                            schedule: "k_fast".into(),
+                            baseline_ms: 2.0,
+                            schedule_ms: 1.0,
+                        };
+                        launches.publish(
+                            7,
+                            Some(Hit {
+                                schedule: "k_fast",
+                                choice,
+                                launches: 0,
+                            }),
+                        );
+                    }
+                });
+            }
+        });
+        assert_eq!(measured.into_inner(), 1);
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    /// A failed measurement releases its claim: the next launch measures.
+    #[test]
+    fn a_failed_measurement_does_not_block_the_key() {
+        let dir = std::env::temp_dir().join(format!("tuned-fail-{}", std::process::id()));
+        let launches = TunedLaunches::new(
+            Tuner::open(dir.join("t.json")).unwrap(),
+            TunePolicy::default(),
+        );
+        assert!(launches.hit_or_claim(9).is_none());
+        drop(Claim {
+            launches: &launches,
+            hash: 9,
+            done: false,
+        });
+        assert!(launches.hit_or_claim(9).is_none(), "claimable again");
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    /// A winner is measured again after `revalidate_every` launches; a
+    /// baseline choice never is.
+    #[test]
+    fn winners_are_revalidated_on_schedule() {
+        let dir = std::env::temp_dir().join(format!("tuned-reval-{}", std::process::id()));
+        let policy = TunePolicy {
+            revalidate_every: 3,
+            ..TunePolicy::default()
+        };
+        let launches = TunedLaunches::new(Tuner::open(dir.join("t.json")).unwrap(), policy);
+        let hit = |schedule: &'static str, schedule_ms| Hit {
+            schedule,
+            choice: Choice {
+                schedule: schedule.into(),
+                baseline_ms: 2.0,
+                schedule_ms,
+            },
+            launches: 0,
+        };
+        assert!(launches.hit_or_claim(1).is_none());
+        launches.publish(1, Some(hit("fast", 1.0)));
+        assert!(launches.hit_or_claim(2).is_none());
+        launches.publish(2, Some(hit("base", 2.0)));
+        let fast: Vec<bool> = (0..3).map(|_| launches.hit_or_claim(1).is_some()).collect();
+        assert_eq!(fast, [true, true, false], "the third launch revalidates");
+        launches.publish(1, Some(hit("fast", 1.0)));
+        assert!(
+            launches.hit_or_claim(1).is_some(),
+            "and the count starts again"
+        );
+        assert!(
+            (0..10).all(|_| launches.hit_or_claim(2).is_some()),
+            "baselines are not revalidated"
+        );
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    /// What a hit costs before its launch: hashing the key's parts and the
+    /// lookup (the launch itself is the driver's).
+    #[test]
+    fn tuned_hit_cost() {
+        let dir = std::env::temp_dir().join(format!("tuned-cost-{}", std::process::id()));
+        let launches = TunedLaunches::new(
+            Tuner::open(dir.join("t.json")).unwrap(),
+            TunePolicy {
+                revalidate_every: 0,
+                ..TunePolicy::default()
+            },
+        );
+        assert!(launches.hit_or_claim(5).is_none());
+        let choice = Choice {
+            schedule: "s".into(),
+            baseline_ms: 1.0,
+            schedule_ms: 1.0,
+        };
+        launches.publish(
+            5,
+            Some(Hit {
+                schedule: "s",
+                choice,
+                launches: 0,
+            }),
+        );
+        let runs = 100_000u32;
+        let started = std::time::Instant::now();
+        for i in 0..runs {
+            let mut h = Fnv::default();
+            (
+                "sgemm_tiled",
+                0usize,
+                [256u64, 256, 1],
+                [32u32, 32, 1],
+                [8192u64],
+                0x1234u64,
+                std::hint::black_box(u64::from(i)),
+            )
+                .hash(&mut h);
+            let _ = h.finish();
+            assert!(launches.hit_or_claim(5).is_some());
+        }
+        let each = started.elapsed() / runs;
+        eprintln!("a tuned launch's hit costs {each:?} before the launch (hash + lookup)");
+        std::fs::remove_dir_all(dir).ok();
+    }
+}
