@@ -180,7 +180,13 @@ extern "C" __global__ void sgemm_register_twin(const float *a, const float *b, f
 
 // ------------------------------------------------------------------ conv.rs
 
-extern "C" __global__ void conv5x5_twin(const float *input, const float *filter, float *output,
+// The filter by value, like the Rust kernel's `[f32; 25]`: in the
+// parameters' constant bank, as `__constant__` weights would be.
+struct Filter5x5 {
+    float w[25];
+};
+
+extern "C" __global__ void conv5x5_twin(const float *input, Filter5x5 filter, float *output,
                                         unsigned int width, unsigned int height) {
     int x = blockIdx.x * 16 + threadIdx.x;
     int y = blockIdx.y * 16 + threadIdx.y;
@@ -192,7 +198,7 @@ extern "C" __global__ void conv5x5_twin(const float *input, const float *filter,
             for (int dx = 0; dx < 5; ++dx) {
                 int xx = x + dx - 2;
                 float value = (yy >= 0 && yy < h && xx >= 0 && xx < w) ? input[yy * w + xx] : 0.0f;
-                sum = fmaf(value, filter[dy * 5 + dx], sum);
+                sum = fmaf(value, filter.w[dy * 5 + dx], sum);
             }
         }
         output[y * w + x] = sum;

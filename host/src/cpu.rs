@@ -8,10 +8,13 @@
 //! use clustered_device::abi::indexing_kind;
 //! let contract = KernelContract::new(Binding::Agents, indexing_kind::ROW_MAJOR, [0, 0], 8, 0);
 //! let machine = Machine::new(4);
-//! let original = CpuLaunch { grid: [100, 1, 1], block: [256, 1, 1], dynamic_shared_bytes: 0, resident_blocks: 8 };
+//! let original = CpuLaunch { grid: [1000, 1, 1], block: [256, 1, 1], dynamic_shared_bytes: 0, resident_blocks: 8 };
 //! let mut plan = CpuPlan::new(&contract, original, &machine, &ClusterOptions::default())?;
 //! assert_eq!(plan.launch.grid, [4 * 8, 1, 1]); // MAX agents on each of 4 SMs
 //! let parameter = plan.parameter(); // pass it last to the clustered kernel
+//! // 100 tasks: claims of ceil(100 / 32) = 4 keep 25 agents busy; no more start.
+//! let small = CpuLaunch { grid: [100, 1, 1], ..original };
+//! assert_eq!(CpuPlan::new(&contract, small, &machine, &ClusterOptions::default())?.launch.grid, [25, 1, 1]);
 //! # Ok::<(), clustered_host::ClusterError>(())
 //! ```
 

@@ -227,6 +227,7 @@ pub fn simulate(
             Arg::Buffer(i) => ArgValue::Pointer(memory[i].pointer),
             Arg::U32(v) => ArgValue::U32(v),
             Arg::F32(v) => ArgValue::F32(v),
+            Arg::Filter5x5(v) => ArgValue::Filter5x5(v),
         })
         .collect();
     let mut tracer = Tracer {

@@ -228,9 +228,13 @@ fn clustered_variants_cost_what_their_baseline_costs() {
         })
         .collect();
     let contracts: Vec<&str> = bindings.keys().copied().collect();
+    // Agents, persistent and grid-stride loops: a loop over tasks may keep
+    // loop-invariant values in registers (conv5x5's 25 filter taps, a
+    // parameter, stay in registers across its grid-stride loop: 38
+    // registers). Their occupancy cost is printed, and timed by the bench.
     let persistent: Vec<&str> = bindings
         .iter()
-        .filter(|(_, binding)| matches!(binding, Some(2 | 3)))
+        .filter(|(_, binding)| matches!(binding, Some(2..=4)))
         .map(|(name, _)| *name)
         .collect();
     let ptx_ops = ptx_body_ops(clustered_suite::PTX);

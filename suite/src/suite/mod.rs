@@ -42,6 +42,9 @@ pub enum Arg {
     Buffer(usize),
     U32(u32),
     F32(f32),
+    /// A 5x5 filter passed by value (kernel parameters live in the
+    /// constant bank: what CUDA C++ gets from `__constant__` weights).
+    Filter5x5([f32; 25]),
 }
 
 /// What a buffer's words are, as the kernel's parameter types them.
@@ -143,6 +146,7 @@ pub enum DeviceArg<'a> {
     Buffer(&'a mut DeviceBuffer),
     U32(u32),
     F32(f32),
+    Filter5x5([f32; 25]),
 }
 
 /// The workload's arguments over its GPU buffers, each buffer handed to one
@@ -157,6 +161,7 @@ pub fn device_args<'a>(
             Arg::Buffer(i) => slots[i].take().map(DeviceArg::Buffer),
             Arg::U32(v) => Some(DeviceArg::U32(v)),
             Arg::F32(v) => Some(DeviceArg::F32(v)),
+            Arg::Filter5x5(v) => Some(DeviceArg::Filter5x5(v)),
         })
         .collect()
 }
@@ -199,6 +204,15 @@ impl FromDeviceArg<'_> for u32 {
     }
 }
 
+impl FromDeviceArg<'_> for [f32; 25] {
+    fn from_device_arg(value: DeviceArg<'_>) -> Self {
+        match value {
+            DeviceArg::Filter5x5(v) => v,
+            _ => panic!("the kernel takes a 5x5 filter here; the workload gives another argument"),
+        }
+    }
+}
+
 impl FromDeviceArg<'_> for f32 {
     fn from_device_arg(value: DeviceArg<'_>) -> Self {
         match value {
@@ -237,6 +251,7 @@ pub enum ArgValue {
     Pointer(*mut u32),
     U32(u32),
     F32(f32),
+    Filter5x5([f32; 25]),
 }
 
 /// Converts an [`ArgValue`] to the kernel parameter's type, so one generic
@@ -273,6 +288,15 @@ impl FromArg for u32 {
         match value {
             ArgValue::U32(v) => v,
             other => panic!("the kernel takes a u32 here, the workload gives {other:?}"),
+        }
+    }
+}
+
+impl FromArg for [f32; 25] {
+    fn from_arg(value: ArgValue) -> Self {
+        match value {
+            ArgValue::Filter5x5(v) => v,
+            other => panic!("the kernel takes a 5x5 filter here, the workload gives {other:?}"),
         }
     }
 }

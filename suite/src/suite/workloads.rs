@@ -81,6 +81,14 @@ fn float_arg(w: &Workload, index: usize) -> f32 {
     }
 }
 
+/// The 5x5 filter at argument `index`.
+fn filter(w: &Workload, index: usize) -> [f32; 25] {
+    match w.args[index] {
+        Arg::Filter5x5(v) => v,
+        other => unreachable!("argument {index} is {other:?}, not a filter"),
+    }
+}
+
 fn floats(w: &Workload, buffer: usize) -> Vec<f32> {
     Buffer::as_floats(&w.buffers[buffer].words)
 }
@@ -304,13 +312,12 @@ fn conv5x5(size: Size) -> Workload {
         shape: LaunchConfig::planar(width, height, [kernels::conv::CONV_BLOCK; 2]),
         buffers: vec![
             Buffer::floats("input", len, random_floats(5)),
-            Buffer::floats("filter", 25, random_floats(6)),
             Buffer::output("output", len),
         ],
         args: vec![
             Arg::Buffer(0),
+            Arg::Filter5x5(std::array::from_fn(random_floats(6))),
             Arg::Buffer(1),
-            Arg::Buffer(2),
             Arg::U32(width),
             Arg::U32(height),
         ],
@@ -326,7 +333,7 @@ fn conv5x5(size: Size) -> Workload {
         ),
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
-            let want = reference::conv5x5(&floats(w, 0), &floats(w, 1), scalar(w, 3), scalar(w, 4));
+            let want = reference::conv5x5(&floats(w, 0), &filter(w, 1), scalar(w, 3), scalar(w, 4));
             expect_all("output", &outputs[0], &want)
         },
     }
