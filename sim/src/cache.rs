@@ -433,6 +433,16 @@ fn lines_of(sectors: &[u64], sectors_per_line_shift: u32) -> impl Iterator<Item 
     })
 }
 
+/// The model as the CPU backend's observer: pass `&mut model` where a run
+/// takes an `Observer`, and read [`CacheModel::stats`] after. Its SM count
+/// must be at least the machine's (`DeviceProfile::scaled(n)` with
+/// `Machine::new(n)`).
+impl clustered_device::cpu::Observer for CacheModel {
+    fn warp_access(&mut self, sm: u32, task: u32, kind: AccessKind, lanes: &[LaneAccess]) {
+        CacheModel::warp_access(self, sm, task, kind, lanes);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

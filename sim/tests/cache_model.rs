@@ -480,3 +480,38 @@ fn counters_stay_consistent_on_a_mixed_workload_on_a_scaled_h100() {
     assert!(stats.l2_sector_hits > 0 && stats.l2_sector_misses > 0);
     assert!(stats.dram_write_sectors > 0);
 }
+
+/// The model is the CPU backend's observer itself: a run that reads 32
+/// consecutive floats per warp reaches it as one line of four sectors per
+/// warp, with no adapter in between.
+#[test]
+fn the_model_observes_a_cpu_backend_run_directly() {
+    use clustered_device::cpu::{run, CpuLaunch, Machine};
+    use clustered_device::memory::load;
+    use clustered_device::thread::index_1d;
+    #[repr(align(128))]
+    struct Lines([f32; 256]);
+    let data = Box::new(Lines([1.0; 256]));
+    let base = data.0.as_ptr() as usize;
+    let kernel = || {
+        let i = index_1d() as usize;
+        // SAFETY: 256 threads, 256 floats.
+        let _ = unsafe { load((base as *const f32).add(i)) };
+    };
+    let launch = CpuLaunch {
+        grid: [2, 1, 1],
+        block: [128, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 1,
+    };
+    let mut model = small_model();
+    run(&Machine::new(2), &launch, &mut model, &kernel).unwrap();
+    let stats = model.stats();
+    // 8 warps, each the 4 sectors of one line, all cold.
+    assert_eq!(
+        (stats.instructions, stats.load_sectors),
+        (8, 32),
+        "{stats:?}"
+    );
+    assert_eq!(stats.l1_to_l2_sectors, 32, "{stats:?}");
+}

@@ -120,38 +120,6 @@ pub fn transpose_on_cpu(
     Ok(output)
 }
 
-/// The locality simulator as an observer: every warp's accesses go through
-/// an L1 per SM and a shared L2.
-pub struct Locality {
-    model: CacheModel,
-}
-
-impl Locality {
-    /// A cache model of `profile`.
-    pub fn new(profile: &DeviceProfile) -> Self {
-        Locality {
-            model: CacheModel::new(profile),
-        }
-    }
-
-    /// What the caches saw so far.
-    pub fn stats(&self) -> CacheStats {
-        self.model.stats()
-    }
-}
-
-impl Observer for Locality {
-    fn warp_access(
-        &mut self,
-        sm: u32,
-        task: u32,
-        kind: cpu::AccessKind,
-        lanes: &[cpu::LaneAccess],
-    ) {
-        self.model.warp_access(sm, task, kind, lanes);
-    }
-}
-
 /// Runs `schedule` on an H100 scaled to `sms` SMs with the cache model
 /// watching; returns the output and the caches' counts.
 pub fn locality(
@@ -165,7 +133,9 @@ pub fn locality(
         .map_err(|e| e.to_string())?;
     let resident = profile.resident_blocks(BLOCK[0] * BLOCK[1], 0);
     let machine = Machine::new(profile.sm_count);
-    let mut observer = Locality::new(&profile);
-    let output = transpose_on_cpu(&machine, resident, schedule, input, n, &mut observer)?;
-    Ok((output, observer.stats()))
+    // The cache model is an observer: every warp's accesses go through an
+    // L1 per SM and a shared L2.
+    let mut caches = CacheModel::new(&profile);
+    let output = transpose_on_cpu(&machine, resident, schedule, input, n, &mut caches)?;
+    Ok((output, caches.stats()))
 }
