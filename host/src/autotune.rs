@@ -40,7 +40,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use clustered_device::entry::{Entry, KernelFn};
 use cudarc::driver::CudaSlice;
 
-use crate::tuner::{decide_with_margin, median, relative_spread, Choice, TuneKey, Tuner};
+use crate::tuner::{decide_with_margin, median, noise_margin, Choice, TuneKey, Tuner};
 use crate::typed::{Param, Recorded};
 use crate::{ClusterOptions, Cuda, Error, Gpu, GpuTimer, LaunchConfig, Module};
 
@@ -473,7 +473,7 @@ impl Gpu {
                 samples.push(run(*entry)?);
             }
         }
-        let margin = policy.min_margin.max(relative_spread(&samples[0]).min(0.5));
+        let margin = policy.min_margin.max(noise_margin(&samples[0]));
         let winner = decide_with_margin(&samples, margin);
         Ok(Choice {
             schedule: candidates[winner].name().to_string(),

@@ -2,8 +2,10 @@
 //!
 //! The tuner times the candidates (the baseline first) interleaved, one
 //! launch of each per round, and keeps a schedule only if it beats the
-//! baseline in the median *and* in most rounds, so a lucky outlier cannot
-//! pick a slower schedule: when in doubt it keeps the baseline.
+//! baseline in most rounds *and* its median by more than the noise (the
+//! larger of 1% and the baseline's interquartile spread: [`noise_margin`]),
+//! so neither a lucky outlier nor a win inside the noise picks a schedule:
+//! when in doubt it keeps the baseline.
 //!
 //! # The cache file
 //!
@@ -480,7 +482,9 @@ impl Tuner {
         self.save()
     }
 
-    /// Decides from samples already measured and saves the choice.
+    /// Decides from samples already measured (by [`decide_with_margin`]
+    /// with the [`noise_margin`] of the baseline's samples) and saves the
+    /// choice.
     /// `samples[i]` are candidate `i`'s milliseconds, one per round, the
     /// baseline first; every candidate needs the same number of rounds (at
     /// least one). A time is a number of milliseconds, at least 0, or
@@ -493,7 +497,7 @@ impl Tuner {
         samples: &[Vec<f32>],
     ) -> Result<Choice, TunerError> {
         check_samples(candidates, samples)?;
-        let winner = decide(samples);
+        let winner = decide_with_margin(samples, noise_margin(&samples[0]));
         // Both medians are finite: the baseline's times are, and a winner's
         // median is below the baseline's. So the file can hold them (JSON
         // has no infinity).
@@ -820,6 +824,12 @@ pub fn relative_spread(samples: &[f32]) -> f32 {
     }
     let quartile = |q: usize| sorted[(sorted.len() - 1) * q / 4];
     (quartile(3) - quartile(1)) / median
+}
+
+/// The margin a schedule must win by: the larger of 1% and the baseline's
+/// relative interquartile spread in this measurement (capped at 50%).
+pub fn noise_margin(baseline: &[f32]) -> f32 {
+    relative_spread(baseline).min(0.5).max(0.01)
 }
 
 /// [`decide`], but a candidate must also beat the baseline's median by more
