@@ -829,7 +829,7 @@ pub fn relative_spread(samples: &[f32]) -> f32 {
 /// The margin a schedule must win by: the larger of 1% and the baseline's
 /// relative interquartile spread in this measurement (capped at 50%).
 pub fn noise_margin(baseline: &[f32]) -> f32 {
-    relative_spread(baseline).min(0.5).max(0.01)
+    relative_spread(baseline).clamp(0.01, 0.5)
 }
 
 /// [`decide`], but a candidate must also beat the baseline's median by more
