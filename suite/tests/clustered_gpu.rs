@@ -460,6 +460,57 @@ fn tuned_launches_touch_the_callers_buffers_once() {
             "n = {n}: the caller's buffer saw other launches"
         );
     }
+    // What a hit costs over a plain typed launch of the same entry (host
+    // time per call, launches queued; printed, not asserted).
+    let n = 1u32 << 20;
+    let (a_gpu, mut c) = (
+        gpu.zeros::<f32>(n as usize).unwrap(),
+        gpu.zeros::<f32>(n as usize).unwrap(),
+    );
+    let config = LaunchConfig::linear(u64::from(n), 256);
+    // SAFETY: as above.
+    let winner = unsafe {
+        gpu.launch_tuned(
+            &module,
+            &launches,
+            &candidates,
+            config,
+            &options,
+            (&a_gpu, &mut c, n),
+        )
+    }
+    .unwrap()
+    .schedule;
+    let entry = *candidates.iter().find(|e| e.name() == winner).unwrap();
+    let mut time = |tuned: bool| {
+        gpu.synchronize().unwrap();
+        let started = std::time::Instant::now();
+        for _ in 0..2000 {
+            // SAFETY: as above.
+            unsafe {
+                if tuned {
+                    gpu.launch_tuned(
+                        &module,
+                        &launches,
+                        &candidates,
+                        config,
+                        &options,
+                        (&a_gpu, &mut c, n),
+                    )
+                    .map(|_| ())
+                } else {
+                    gpu.launch_entry(&module, entry, config, &options, (&a_gpu, &mut c, n))
+                }
+            }
+            .unwrap();
+        }
+        let each = started.elapsed() / 2000;
+        gpu.synchronize().unwrap();
+        each
+    };
+    let (plain, tuned) = (time(false), time(true));
+    eprintln!("host time per launch: launch_entry {plain:?}, launch_tuned (hit) {tuned:?}");
+
     // Fewer candidates: another checksum, so another key.
     let (a_gpu, mut c) = (
         gpu.zeros::<f32>(1 << 20).unwrap(),
