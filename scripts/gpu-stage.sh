@@ -27,7 +27,7 @@ for line in sys.stdin:
     m = json.loads(line)
     # The macro and builder tests need a Rust toolchain, not a GPU.
     if (m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]
-            and m["target"]["name"] not in ("ui", "clustered_macros", "clustered_builder", "template")):
+            and m["target"]["name"] not in ("ui", "typed_ui", "clustered_macros", "clustered_builder", "template")):
         shutil.copy(m["executable"], sys.argv[1] + "/tests/" + m["target"]["name"] + "." + m["target"]["kind"][0])
 ' "$stage"
 cp "$(ls -t target/release/build/clustered-suite-*/out/ptx-target/nvptx64-nvidia-cuda/release/kernels.ptx | head -1)" "$stage/kernels.ptx"
