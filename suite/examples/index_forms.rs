@@ -1,5 +1,5 @@
-//! Times naive SGEMM with its addresses written five ways
-//! (`kernels::index_forms`) beside the nvcc twin (int indices), interleaved
+//! Times naive SGEMM with its addresses written five ways (four in
+//! `kernels::index_forms`, and the suite's `sgemm_naive`) beside the nvcc twin (int indices), interleaved
 //! in one run, outputs compared bit for bit: which Rust index arithmetic
 //! compiles to what CUDA C++ gets. GPU only; says so and exits without one.
 //!
@@ -104,10 +104,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             p.launch(&module, naive_i32::KERNEL),
         ),
         (
-            "pointers stepped by hand",
-            p.launch(&module, naive_pointers::KERNEL),
+            "pointers stepped (sgemm_naive)",
+            p.launch(&module, sgemm_naive::KERNEL),
         ),
-        ("suite sgemm_naive", p.launch(&module, sgemm_naive::KERNEL)),
     ];
     if let Some(twins) = &twins {
         let twin = sgemm_naive::KERNEL.foreign("sgemm_naive_twin");

@@ -427,26 +427,21 @@ fn tuned_launches_touch_the_callers_buffers_once() {
         .chain(accumulate::SCHEDULES.iter().copied())
         .collect();
     let options = ClusterOptions::default();
+    // One tuned launch of `c += a` over n floats.
+    let tuned_launch = |a: &CudaSlice<f32>, c: &mut CudaSlice<f32>, n: u32| {
+        let config = LaunchConfig::linear(u64::from(n), 256);
+        // SAFETY: both buffers hold n floats; every schedule computes c += a.
+        unsafe { gpu.launch_tuned(&module, &launches, &candidates, config, &options, (a, c, n)) }
+            .unwrap()
+    };
     for (n, expect_measured) in [(1u32 << 20, [true, false]), (1 << 22, [true, false])] {
         let a: Vec<f32> = (0..n).map(|i| (i % 97) as f32).collect();
         let (a_gpu, mut c) = (
             gpu.htod(&a).unwrap(),
             gpu.htod(&vec![1.0f32; n as usize]).unwrap(),
         );
-        let config = LaunchConfig::linear(u64::from(n), 256);
         for expected in expect_measured {
-            // SAFETY: both buffers hold n floats; every schedule computes c += a.
-            let tuned = unsafe {
-                gpu.launch_tuned(
-                    &module,
-                    &launches,
-                    &candidates,
-                    config,
-                    &options,
-                    (&a_gpu, &mut c, n),
-                )
-            }
-            .unwrap();
+            let tuned = tuned_launch(&a_gpu, &mut c, n);
             eprintln!(
                 "n = {n}: {} (measured: {}, {:?})",
                 tuned.schedule, tuned.measured, tuned.choice
@@ -468,41 +463,19 @@ fn tuned_launches_touch_the_callers_buffers_once() {
         gpu.zeros::<f32>(n as usize).unwrap(),
     );
     let config = LaunchConfig::linear(u64::from(n), 256);
-    // SAFETY: as above.
-    let winner = unsafe {
-        gpu.launch_tuned(
-            &module,
-            &launches,
-            &candidates,
-            config,
-            &options,
-            (&a_gpu, &mut c, n),
-        )
-    }
-    .unwrap()
-    .schedule;
+    let winner = tuned_launch(&a_gpu, &mut c, n).schedule;
     let entry = *candidates.iter().find(|e| e.name() == winner).unwrap();
     let mut time = |tuned: bool| {
         gpu.synchronize().unwrap();
         let started = std::time::Instant::now();
         for _ in 0..2000 {
-            // SAFETY: as above.
-            unsafe {
-                if tuned {
-                    gpu.launch_tuned(
-                        &module,
-                        &launches,
-                        &candidates,
-                        config,
-                        &options,
-                        (&a_gpu, &mut c, n),
-                    )
-                    .map(|_| ())
-                } else {
-                    gpu.launch_entry(&module, entry, config, &options, (&a_gpu, &mut c, n))
-                }
+            if tuned {
+                tuned_launch(&a_gpu, &mut c, n);
+                continue;
             }
-            .unwrap();
+            // SAFETY: as above.
+            unsafe { gpu.launch_entry(&module, entry, config, &options, (&a_gpu, &mut c, n)) }
+                .unwrap();
         }
         let each = started.elapsed() / 2000;
         gpu.synchronize().unwrap();
