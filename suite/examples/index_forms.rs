@@ -1,7 +1,8 @@
 //! Times naive SGEMM with its addresses written five ways (four in
-//! `kernels::index_forms`, and the suite's `sgemm_naive`) beside the nvcc twin (int indices), interleaved
-//! in one run, outputs compared bit for bit: which Rust index arithmetic
-//! compiles to what CUDA C++ gets. GPU only; says so and exits without one.
+//! `kernels::index_forms`, and the suite's `sgemm_naive`) beside the nvcc
+//! twin (int indices), interleaved in one run, outputs compared bit for bit:
+//! which Rust index arithmetic compiles to what CUDA C++ gets. GPU only; says
+//! so and exits without one.
 //!
 //! `cargo run --release --example index_forms -- [n] [twins.ptx]`
 
