@@ -112,6 +112,9 @@ pub enum IndexingKind {
     Tile = 2,
     /// A user's bijection, compiled into the kernel.
     Custom = 3,
+    /// Tiles of `width x height` CTAs enumerated down the grid first
+    /// (column-major), CTAs column-major inside a tile: the raster along y.
+    ColumnTile = 4,
 }
 
 impl IndexingKind {
@@ -122,6 +125,7 @@ impl IndexingKind {
             1 => Some(IndexingKind::ColumnMajor),
             2 => Some(IndexingKind::Tile),
             3 => Some(IndexingKind::Custom),
+            4 => Some(IndexingKind::ColumnTile),
             _ => None,
         }
     }
@@ -133,6 +137,7 @@ impl IndexingKind {
             IndexingKind::ColumnMajor => "column_major",
             IndexingKind::Tile => "tile",
             IndexingKind::Custom => "custom",
+            IndexingKind::ColumnTile => "column_tile",
         }
     }
 }
@@ -317,10 +322,10 @@ mod tests {
         }
         assert_eq!(Binding::from_name("agent"), None);
         assert_eq!(Binding::from_u32(5), None);
-        for kind in 0..4 {
+        for kind in 0..5 {
             assert_eq!(IndexingKind::from_u32(kind).map(|k| k as u32), Some(kind));
         }
-        assert_eq!(IndexingKind::from_u32(4), None);
+        assert_eq!(IndexingKind::from_u32(5), None);
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub mod indexing_kind {
     pub const TILE: u32 = IndexingKind::Tile as u32;
     /// [`IndexingKind::Custom`].
     pub const CUSTOM: u32 = IndexingKind::Custom as u32;
+    /// [`IndexingKind::ColumnTile`].
+    pub const COLUMN_TILE: u32 = IndexingKind::ColumnTile as u32;
 }
 
 /// What a clustered kernel tells the host about itself, fixed at compile time.
@@ -102,6 +104,10 @@ impl KernelContract {
             indexing_kind::ROW_MAJOR => Some(Indexing::RowMajor),
             indexing_kind::COLUMN_MAJOR => Some(Indexing::ColumnMajor),
             indexing_kind::TILE => Some(Indexing::Tile {
+                width: self.tile[0],
+                height: self.tile[1],
+            }),
+            indexing_kind::COLUMN_TILE => Some(Indexing::ColumnTile {
                 width: self.tile[0],
                 height: self.tile[1],
             }),

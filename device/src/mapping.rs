@@ -158,6 +158,16 @@ pub enum Indexing {
         /// CTAs per tile along y.
         height: u32,
     },
+    /// [`Indexing::Tile`] turned by a quarter: tiles of `width x height`
+    /// CTAs enumerated down the grid first (column-major), CTAs column-major
+    /// inside a tile. `column_tile(G, 1)` is the grouped raster along y
+    /// (CUTLASS's raster order along the other axis).
+    ColumnTile {
+        /// CTAs per tile along x.
+        width: u32,
+        /// CTAs per tile along y.
+        height: u32,
+    },
 }
 
 /// A grid's dimensions in CTAs.
@@ -182,6 +192,14 @@ impl Indexing {
         match self {
             Indexing::RowMajor => z * plane + y * gx + x,
             Indexing::ColumnMajor => z * plane + x * gy + y,
+            Indexing::ColumnTile { width, height } => {
+                // The row-major tiles of the transposed grid.
+                let transposed = Indexing::Tile {
+                    width: height,
+                    height: width,
+                };
+                transposed.linearize([gy, gx, grid[2]], [y, x, z])
+            }
             Indexing::Tile { width, height } => {
                 let band = y / height;
                 let band_height = height.min(gy - band * height);
@@ -202,7 +220,9 @@ impl Indexing {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Delinearize {
-    /// 0 row-major, 1 column-major, 2 tiles.
+    /// 0 row-major, 1 column-major, 2 tiles, 3 tiles of the transposed grid
+    /// (column tiles: `tile`, the edges and the divisors are the transposed
+    /// grid's, and `cta` swaps x and y back).
     kind: u32,
     grid: [u32; 3],
     tile: [u32; 2],
@@ -254,16 +274,28 @@ impl Delinearize {
             return Err(MappingError::EmptyGrid);
         }
         grid_size(grid).ok_or(MappingError::GridTooLarge)?;
-        let [gx, gy, _] = grid;
+        let [gx, gy, _] = match indexing {
+            Indexing::ColumnTile { .. } => [grid[1], grid[0], grid[2]],
+            _ => grid,
+        };
         let fast = |d: u32| FastDiv::new(d).expect("non-zero by construction");
         let (kind, tile) = match indexing {
             Indexing::RowMajor => (0, [gx, 1]),
             Indexing::ColumnMajor => (1, [1, gy]),
-            Indexing::Tile { width, height } => {
+            Indexing::Tile { width, height }
+            | Indexing::ColumnTile {
+                height: width,
+                width: height,
+            } => {
                 if width == 0 || height == 0 {
                     return Err(MappingError::EmptyTile);
                 }
-                (2, [width.min(gx), height.min(gy)])
+                let kind = if matches!(indexing, Indexing::Tile { .. }) {
+                    2
+                } else {
+                    3
+                };
+                (kind, [width.min(gx), height.min(gy)])
             }
         };
         let [width, height] = tile;
@@ -310,9 +342,15 @@ impl Delinearize {
             }
             _ => {
                 let [width, height] = self.tile;
+                // Column tiles work on the transposed grid.
+                let [gx, gy] = if self.kind == 3 {
+                    [self.grid[1], self.grid[0]]
+                } else {
+                    [self.grid[0], self.grid[1]]
+                };
                 let (band, in_band) = self.major.div_rem(in_plane);
                 let band_y = band * height;
-                let last_band = band_y + height > self.grid[1];
+                let last_band = band_y + height > gy;
                 let area = if last_band {
                     self.last_band_tile_area
                 } else {
@@ -320,14 +358,19 @@ impl Delinearize {
                 };
                 let (tile, in_tile) = area.div_rem(in_band);
                 let tile_x = tile * width;
-                let last_tile = tile_x + width > self.grid[0];
+                let last_tile = tile_x + width > gx;
                 let row_width = if last_tile {
                     self.edge_tile_width
                 } else {
                     self.tile_width
                 };
                 let (dy, dx) = row_width.div_rem(in_tile);
-                [tile_x + dx, band_y + dy, z]
+                let (x, y) = (tile_x + dx, band_y + dy);
+                if self.kind == 3 {
+                    [y, x, z]
+                } else {
+                    [x, y, z]
+                }
             }
         }
     }
@@ -483,8 +526,12 @@ mod tests {
             width: 2,
             height: 3,
         };
+        let column_tile = Indexing::ColumnTile {
+            width: 3,
+            height: 2,
+        };
         grids.into_iter().flat_map(move |grid| {
-            [Indexing::RowMajor, Indexing::ColumnMajor, tile].map(|indexing| {
+            [Indexing::RowMajor, Indexing::ColumnMajor, tile, column_tile].map(|indexing| {
                 let total = grid.iter().product::<u32>();
                 (Delinearize::new(indexing, grid).unwrap(), total)
             })
@@ -747,6 +794,32 @@ mod tests {
         );
     }
 
+    /// Column tiles are tiles turned by a quarter: `column_tile(2, 1)`, the
+    /// raster along y with groups of 2 columns, goes down the first two
+    /// columns row by row, then down the last column.
+    #[test]
+    fn column_tiles_go_down_the_grid_first() {
+        let d = Delinearize::new(
+            Indexing::ColumnTile {
+                width: 2,
+                height: 1,
+            },
+            [3, 2, 1],
+        )
+        .unwrap();
+        assert_eq!(
+            (0..6).map(|v| d.cta(v)).collect::<Vec<_>>(),
+            [
+                [0, 0, 0],
+                [1, 0, 0],
+                [0, 1, 0],
+                [1, 1, 0],
+                [2, 0, 0],
+                [2, 1, 0]
+            ]
+        );
+    }
+
     #[test]
     fn indexing_is_a_bijection_on_random_grids() {
         let mut rng = SplitMix(3);
@@ -756,11 +829,10 @@ mod tests {
                 rng.size(40),
                 if rng.below(3) == 0 { rng.size(5) } else { 1 },
             ];
-            let tile = Indexing::Tile {
-                width: rng.size(12),
-                height: rng.size(12),
-            };
-            for indexing in [Indexing::RowMajor, Indexing::ColumnMajor, tile] {
+            let (width, height) = (rng.size(12), rng.size(12));
+            let tile = Indexing::Tile { width, height };
+            let column_tile = Indexing::ColumnTile { width, height };
+            for indexing in [Indexing::RowMajor, Indexing::ColumnMajor, tile, column_tile] {
                 check_indexing(indexing, grid);
             }
         }
@@ -785,6 +857,13 @@ mod tests {
                     height: 5,
                 },
                 [1 << 16, 1 << 8, 255],
+            ),
+            (
+                Indexing::ColumnTile {
+                    width: 5,
+                    height: 7,
+                },
+                [1 << 8, 1 << 16, 255],
             ),
         ] {
             let total = grid_size(grid).unwrap();

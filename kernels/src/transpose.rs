@@ -28,6 +28,8 @@ use clustered_device::thread::index_2d;
 ///
 /// Variants:
 /// - `_raster4`: the grouped raster `tile(1, 4)`, for `32 x 8` blocks.
+/// - `_raster4_y`: the grouped raster along the other axis,
+///   `column_tile(4, 1)`: 4 grid columns down the grid, band after band.
 /// - `_raster2`: the grouped raster `tile(1, 2)` (the group for `16 x 16`
 ///   blocks; the suite runs `32 x 8`, where it is half a line's group).
 /// - `_redirect_rows`, `_redirect_columns`: the paper's redirection, Y- and
@@ -37,6 +39,7 @@ use clustered_device::thread::index_2d;
 /// - `_agents_bypass`: the same, with `input` (read once) loaded past L1.
 #[clustered(name = transpose_naive_raster4, binding = reorder, indexing = tile(1, 4))]
 #[clustered(name = transpose_naive_raster2, binding = reorder, indexing = tile(1, 2))]
+#[clustered(name = transpose_naive_raster4_y, binding = reorder, indexing = column_tile(4, 1))]
 #[clustered(name = transpose_naive_persistent4, binding = persistent, indexing = tile(1, 4), chunk = 8)]
 #[clustered(name = transpose_naive_stride4, binding = stride, indexing = tile(1, 4))]
 #[clustered(name = transpose_naive_redirect_rows, binding = redirect, indexing = row_major)]

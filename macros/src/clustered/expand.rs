@@ -64,6 +64,7 @@ pub fn schedule(
         Indexing::RowMajor => (quote!(ROW_MAJOR), [0, 0]),
         Indexing::ColumnMajor => (quote!(COLUMN_MAJOR), [0, 0]),
         Indexing::Tile { width, height } => (quote!(TILE), [*width, *height]),
+        Indexing::ColumnTile { width, height } => (quote!(COLUMN_TILE), [*width, *height]),
         Indexing::Custom(_) => (quote!(CUSTOM), [0, 0]),
     };
     let [tile_width, tile_height] = tile;
@@ -89,7 +90,7 @@ pub fn schedule(
     // baseline (bench, H100, docs/BENCHMARKS.md).
     let maps_in_task = matches!(
         schedule.indexing,
-        Indexing::Custom(_) | Indexing::Tile { .. }
+        Indexing::Custom(_) | Indexing::Tile { .. } | Indexing::ColumnTile { .. }
     );
     let call_with_cta = |function: &dyn quote::ToTokens| {
         if maps_in_task {
@@ -139,6 +140,7 @@ pub fn schedule(
         Indexing::RowMajor => "row_major".to_string(),
         Indexing::ColumnMajor => "column_major".to_string(),
         Indexing::Tile { width, height } => format!("tile({width}, {height})"),
+        Indexing::ColumnTile { width, height } => format!("column_tile({width}, {height})"),
         Indexing::Custom(path) => format!("custom({})", quote!(#path).to_string().replace(' ', "")),
     };
     let doc = format!(

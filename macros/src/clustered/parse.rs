@@ -28,7 +28,15 @@ pub use clustered_abi::Binding;
 pub enum Indexing {
     RowMajor,
     ColumnMajor,
-    Tile { width: u32, height: u32 },
+    Tile {
+        width: u32,
+        height: u32,
+    },
+    /// Tiles enumerated down the grid first, CTAs column-major inside.
+    ColumnTile {
+        width: u32,
+        height: u32,
+    },
     Custom(Path),
 }
 
@@ -204,7 +212,7 @@ fn expr_ident(expr: &Expr) -> Option<String> {
 
 fn parse_indexing(value: &Expr, errors: &mut Vec<Error>) -> Option<Indexing> {
     const HELP: &str =
-        "use `row_major`, `column_major`, `tile(width, height)` or `custom(path::to::function)`";
+        "use `row_major`, `column_major`, `tile(width, height)`, `column_tile(width, height)` or `custom(path::to::function)`";
     // The name and, for the call form, the arguments; `named` is what an
     // "unknown" error points at.
     let (name, args, named) = match value {
@@ -214,18 +222,18 @@ fn parse_indexing(value: &Expr, errors: &mut Vec<Error>) -> Option<Indexing> {
     match (name.as_deref(), args) {
         (Some("row_major"), None) => Some(Indexing::RowMajor),
         (Some("column_major"), None) => Some(Indexing::ColumnMajor),
-        (Some(name @ ("tile" | "custom")), None) => {
+        (Some(name @ ("tile" | "column_tile" | "custom")), None) => {
             errors.push(Error::new_spanned(
                 value,
                 format!("`{name}` needs arguments: {HELP}"),
             ));
             None
         }
-        (Some("tile"), Some(args)) => {
+        (Some(kind @ ("tile" | "column_tile")), Some(args)) => {
             if args.len() != 2 {
                 errors.push(Error::new_spanned(
                     value,
-                    "`tile` takes the tile's width and height in CTAs: `tile(4, 2)`",
+                    format!("`{kind}` takes the tile's width and height in CTAs: `{kind}(4, 2)`"),
                 ));
                 return None;
             }
@@ -240,9 +248,11 @@ fn parse_indexing(value: &Expr, errors: &mut Vec<Error>) -> Option<Indexing> {
                     }
                 }
             }
-            ok.then_some(Indexing::Tile {
-                width: sides[0],
-                height: sides[1],
+            let [width, height] = sides;
+            ok.then_some(if kind == "tile" {
+                Indexing::Tile { width, height }
+            } else {
+                Indexing::ColumnTile { width, height }
             })
         }
         (Some("custom"), Some(args)) => match args.first() {

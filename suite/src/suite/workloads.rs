@@ -261,6 +261,7 @@ fn sgemm_naive(size: Size, small: bool) -> Workload {
     w.variants = variants!(kernels::sgemm_naive; sgemm_naive (0, 1, 2, 3);
         "raster G=16" => sgemm_naive_raster16,
         "raster G=32" => sgemm_naive_raster32,
+        "raster G=32 along y" => sgemm_naive_raster32_y,
         "redirect rows" => sgemm_naive_redirect_rows,
         "redirect columns" => sgemm_naive_redirect_columns,
         "agents tile(4,4)" => sgemm_naive_agents,
@@ -598,6 +599,7 @@ fn transpose(size: Size, wide: bool) -> Workload {
         variants: variants!(kernels::transpose; transpose_naive (0, 1, 2, 3);
             "raster G=4" => transpose_naive_raster4,
             "raster G=2" => transpose_naive_raster2,
+            "raster G=4 along y" => transpose_naive_raster4_y,
             "redirect rows" => transpose_naive_redirect_rows,
             "redirect columns" => transpose_naive_redirect_columns,
             "agents chunk 8" => transpose_naive_agents_chunked,
