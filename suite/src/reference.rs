@@ -24,6 +24,9 @@
 
 /// The suite's `exp`, `ln`, `sqrt` and `abs`, over `f32::mul_add`: the same
 /// text as `kernels/src/math.rs` compiles over `fma.rn.f32`.
+#[path = "reference/ports.rs"]
+pub mod ports;
+
 pub mod math {
     #[inline(always)]
     fn fma(a: f32, b: f32, c: f32) -> f32 {

@@ -5,6 +5,7 @@
 //! Every buffer is a vector of 32-bit words (`f32` bits or integers), so
 //! outputs of two schedules compare bit for bit.
 
+mod ports;
 mod workloads;
 
 use clustered_device::abi::{ClusterLaunch, KernelContract};
@@ -31,6 +32,9 @@ pub enum Class {
     Algorithm,
     /// CTAs share cache lines, not values (column passes).
     CacheLine,
+    /// CTAs read the same data through indices they load (gathers: sparse
+    /// matrix times vector).
+    Data,
     /// Each CTA reads its own data once.
     Streaming,
 }

@@ -27,6 +27,15 @@ pub const WORKLOADS: &[(&str, Build)] = &[
     ("transpose_wide", |size| transpose(size, true)),
     ("jacobi5", jacobi5),
     ("jacobi7_3d", jacobi7_3d),
+    // Ported as their authors wrote them (kernels/src/ports).
+    ("hotspot", super::ports::hotspot),
+    ("pathfinder", super::ports::pathfinder),
+    ("bpnn_layerforward", super::ports::bpnn_layerforward),
+    ("bpnn_adjust_weights", super::ports::bpnn_adjust_weights),
+    ("nn_euclid", super::ports::nn_euclid),
+    ("triad", super::ports::triad),
+    ("parboil_stencil", super::ports::parboil_stencil),
+    ("spmv_jds", super::ports::spmv_jds),
 ];
 
 /// Every workload of the suite at `size` (all inputs at once: for the test
@@ -67,14 +76,14 @@ pub fn select(only: Option<&str>) -> Result<Vec<&'static (&'static str, Build)>,
 }
 
 /// The scalar argument at `index` (the workload's own layout).
-fn scalar(w: &Workload, index: usize) -> usize {
+pub(super) fn scalar(w: &Workload, index: usize) -> usize {
     match w.args[index] {
         Arg::U32(v) => v as usize,
         other => unreachable!("argument {index} is {other:?}, not a u32"),
     }
 }
 
-fn float_arg(w: &Workload, index: usize) -> f32 {
+pub(super) fn float_arg(w: &Workload, index: usize) -> f32 {
     match w.args[index] {
         Arg::F32(v) => v,
         other => unreachable!("argument {index} is {other:?}, not an f32"),
@@ -89,12 +98,12 @@ fn filter(w: &Workload, index: usize) -> [f32; 25] {
     }
 }
 
-fn floats(w: &Workload, buffer: usize) -> Vec<f32> {
+pub(super) fn floats(w: &Workload, buffer: usize) -> Vec<f32> {
     Buffer::as_floats(&w.buffers[buffer].words)
 }
 
 /// Compares every word with the reference's.
-fn expect_all(what: &str, got: &[u32], want: &[f32]) -> Result<(), String> {
+pub(super) fn expect_all(what: &str, got: &[u32], want: &[f32]) -> Result<(), String> {
     if got.len() != want.len() {
         return Err(format!(
             "{what}: {} words, expected {}",
@@ -120,7 +129,11 @@ pub fn random_floats(seed: u64) -> impl Fn(usize) -> f32 {
 }
 
 /// Compares `got` with `want` exactly, naming the first difference.
-fn expect_bits(what: &str, got: &[u32], want: impl Fn(usize) -> Option<f32>) -> Result<(), String> {
+pub(super) fn expect_bits(
+    what: &str,
+    got: &[u32],
+    want: impl Fn(usize) -> Option<f32>,
+) -> Result<(), String> {
     for (i, &bits) in got.iter().enumerate() {
         if let Some(want) = want(i) {
             if bits != want.to_bits() {
