@@ -5,12 +5,15 @@
 //! The macro turns each violation into a compile error at the option's span;
 //! the host runs the same check on every contract it reads from a module, so
 //! a contract that the macro would have refused is refused at launch too.
+//! [`access`] holds what the macro learns about a kernel's memory accesses.
 //! `no_std` and dependency-free: it builds for nvptx64, the host and the
 //! proc-macro alike.
 #![warn(missing_docs)]
 #![no_std]
 
 use core::fmt;
+
+pub mod access;
 
 /// How the new kernel's CTAs choose the original CTAs they run.
 #[repr(u32)]

@@ -29,6 +29,7 @@ pub const ATAX_BLOCK: u32 = 256;
 ///
 /// No bypass: the L1 is what serves the other 31 floats of each line a
 /// thread's row loads (a lane walks its own row, 4 bytes at a time).
+#[clustered(auto)]
 #[clustered(name = atax_rows_redirect, binding = redirect)]
 #[clustered(name = atax_rows_agents, binding = agents)]
 #[clustered(name = atax_rows_agents_throttled, binding = agents, active = 4)]
@@ -65,6 +66,7 @@ pub unsafe fn atax_rows(a: *const f32, x: *const f32, tmp: *mut f32, nx: u32, ny
 /// - `_agents_chunked`: agents claiming 8 consecutive CTAs at a time.
 /// - `_agents_bypass`: the same, with `A` (read once) loaded past L1
 ///   (`ld.global.cg`), so it does not evict `tmp`.
+#[clustered(auto)]
 #[clustered(name = atax_columns_redirect, binding = redirect)]
 #[clustered(name = atax_columns_agents, binding = agents)]
 #[clustered(name = atax_columns_agents_chunked, binding = agents, chunk = 8)]

@@ -90,6 +90,7 @@ unsafe fn prefetch_next_inputs(
 ///   whose warps the scheduler favoured and finished early are replaced
 ///   (with one wave, 70% of warps were active against the baseline's 88%:
 ///   `.gpu/ncu-bench.sh OUT black_scholes` on an H100, docs/ncu-why-h100.txt).
+#[clustered(auto)]
 #[clustered(name = black_scholes_redirect, binding = redirect)]
 #[clustered(name = black_scholes_persistent, binding = persistent, chunk = 8)]
 #[clustered(name = black_scholes_persistent4, binding = persistent, chunk = 4)]

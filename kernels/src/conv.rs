@@ -41,6 +41,7 @@ pub const FILTER: u32 = 5;
 /// - `_stride`: persistent CTAs in a grid-stride loop; `_stride_waves4`
 ///   launches 4 blocks per resident slot (blocks finishing early are
 ///   replaced).
+#[clustered(auto)]
 #[clustered(name = conv5x5_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = conv5x5_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = conv5x5_raster2, binding = reorder, indexing = tile(1, 2))]

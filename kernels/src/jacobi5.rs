@@ -40,6 +40,7 @@ use clustered_device::thread::index_2d;
 ///   `_stride_prefetch` also prefetches the next task's rows into L2 (tuned
 ///   on the H100), `_stride_prefetch_waves4` in 4 waves of blocks
 ///   (docs/BENCHMARKS.md).
+#[clustered(auto)]
 #[clustered(name = jacobi5_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = jacobi5_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = jacobi5_raster2, binding = reorder, indexing = tile(1, 2))]

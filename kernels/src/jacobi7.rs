@@ -30,6 +30,7 @@ use clustered_device::thread::{block_dim_z, block_idx_z, index_2d, thread_idx_z}
 ///   in row order from one queue.
 /// - `_stride`: persistent CTAs in a grid-stride loop; `_stride_waves4` in
 ///   4 waves of blocks (blocks finishing early are replaced).
+#[clustered(auto)]
 #[clustered(name = jacobi7_3d_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = jacobi7_3d_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = jacobi7_3d_persistent, binding = persistent, chunk = 8)]

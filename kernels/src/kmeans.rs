@@ -33,6 +33,7 @@ pub const KMEANS_BLOCK: u32 = 256;
 /// - `_agents_chunked`: agents claiming 8 consecutive CTAs at a time.
 /// - `_stride`, `_stride_waves4`: persistent CTAs in a grid-stride loop, in
 ///   one or 4 waves of blocks.
+#[clustered(auto)]
 #[clustered(name = kmeans_assign_redirect, binding = redirect)]
 #[clustered(name = kmeans_assign_stride, binding = stride)]
 #[clustered(name = kmeans_assign_stride_waves4, binding = stride, waves = 4)]

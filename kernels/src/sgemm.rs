@@ -14,6 +14,7 @@ pub const TILE: u32 = 32;
 /// `C = A * B` for row-major `n x n` matrices, `n` a multiple of [`TILE`]:
 /// the CUDA SDK's shared-memory tiled SGEMM. Block `(x, y)` computes the
 /// `TILE x TILE` tile of `C` at tile row `y`, column `x`.
+#[clustered(auto)]
 #[clustered(name = sgemm_tiled_raster, binding = reorder, indexing = tile(16, 4))]
 #[clustered(name = sgemm_tiled_raster16, binding = reorder, indexing = tile(1, 16))]
 #[clustered(name = sgemm_tiled_raster8, binding = reorder, indexing = tile(1, 8))]

@@ -38,6 +38,7 @@ pub const NAIVE_BLOCK: u32 = 16;
 ///   4 `B` panels instead of 1 and 8).
 /// - `_agents_throttled`: the same with 4 active agents per SM (of about 8):
 ///   fewer rows and columns in flight for the SM's L1.
+#[clustered(auto)]
 #[clustered(name = sgemm_naive_raster16, binding = reorder, indexing = tile(1, 16))]
 #[clustered(name = sgemm_naive_raster32, binding = reorder, indexing = tile(1, 32))]
 #[clustered(name = sgemm_naive_raster32_y, binding = reorder, indexing = column_tile(32, 1))]

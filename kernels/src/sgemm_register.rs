@@ -68,6 +68,7 @@ const A_STRIDE: u32 = BM + 4;
 // ran 2.8% slower on an H100 (28.92 against 28.15 ms at n = 8192, two bench
 // runs of one session, docs/BENCHMARKS.md).
 #[allow(deprecated)]
+#[clustered(auto)]
 pub unsafe fn sgemm_register(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let a_tile = shared_array!(a_tile: [f32; (BK * A_STRIDE) as usize]);
     let b_tile = shared_array!(b_tile: [f32; (BK * BN) as usize]);

@@ -32,6 +32,7 @@ pub const SYRK_BLOCK: u32 = 16;
 /// - `_agents`: persistent agents, ACTIVE = MAX, clusters cut from 4x4 tiles.
 /// - `_agents_throttled`: the same with 4 active agents per SM: fewer
 ///   uncoalesced rows competing for the L1.
+#[clustered(auto)]
 #[clustered(name = syrk_raster16, binding = reorder, indexing = tile(1, 16))]
 #[clustered(name = syrk_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = syrk_redirect_columns, binding = redirect, indexing = column_major)]

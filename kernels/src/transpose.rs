@@ -37,6 +37,7 @@ use clustered_device::thread::index_2d;
 /// - `_agents_chunked`: persistent agents claiming 8 CTAs at a time in row
 ///   order (streaming).
 /// - `_agents_bypass`: the same, with `input` (read once) loaded past L1.
+#[clustered(auto)]
 #[clustered(name = transpose_naive_raster4, binding = reorder, indexing = tile(1, 4))]
 #[clustered(name = transpose_naive_raster2, binding = reorder, indexing = tile(1, 2))]
 #[clustered(name = transpose_naive_raster4_y, binding = reorder, indexing = column_tile(4, 1))]

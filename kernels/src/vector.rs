@@ -14,6 +14,7 @@ use clustered_device::thread::{block_dim_x, block_idx_x, index_1d, sync_threads,
 /// in 4 waves of blocks. Prefetching is what wins on the H200 (1.16-1.19x;
 /// 1.01x on the H100): DRAM-bound, each warp keeps only its two loads in
 /// flight otherwise (docs/BENCHMARKS.md, docs/ncu-why-h100.txt).
+#[clustered(auto)]
 #[clustered(name = vector_add_agents, binding = agents, chunk = 8, bypass(a, b))]
 #[clustered(name = vector_add_redirect, binding = redirect)]
 #[clustered(name = vector_add_persistent, binding = persistent, chunk = 8)]

@@ -29,7 +29,8 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return errors;
     }
     let entry = traced_entry_point(&function);
-    let registry = crate::registry::registry(&function, &[]);
+    let accesses = crate::access::analyse(&function);
+    let registry = crate::registry::registry(&function, &[], &accesses, &[]);
     let warnings = crate::lint::wrapping_index(&function);
     quote!(#entry #registry #warnings)
 }

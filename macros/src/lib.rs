@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+mod access;
 mod clustered;
 mod kernel;
 mod lint;

@@ -23,7 +23,7 @@ use syn::spanned::Spanned;
 use syn::{Error, FnArg, Ident, ItemFn, Pat, Type};
 
 /// Names of the registry's own items, which a schedule cannot take.
-const RESERVED: &[&str] = &["KERNEL", "SCHEDULES", "schedule"];
+const RESERVED: &[&str] = &["KERNEL", "SCHEDULES", "schedule", "ACCESSES", "AUTO"];
 
 /// How a parameter is passed.
 enum Kind<'a> {
@@ -47,7 +47,16 @@ fn kind(ty: &Type) -> Kind<'_> {
 
 /// The registry of `function` (whose entry is its own name) and its
 /// `schedules`: each schedule's name and its `custom(..)` indexing, if any.
-pub fn registry(function: &ItemFn, schedules: &[(Ident, Option<syn::Path>)]) -> TokenStream {
+///
+/// `accesses` is what the access analysis read in the body (the handle's
+/// `ACCESSES`), `auto` the schedules of `#[clustered(auto)]` (its `AUTO`,
+/// after the baseline).
+pub fn registry(
+    function: &ItemFn,
+    schedules: &[(Ident, Option<syn::Path>)],
+    accesses: &crate::access::Analysis,
+    auto: &[Ident],
+) -> TokenStream {
     let mut errors = Vec::new();
     for (name, _) in schedules {
         if RESERVED.iter().any(|reserved| name == reserved) {
@@ -174,6 +183,7 @@ pub fn registry(function: &ItemFn, schedules: &[(Ident, Option<syn::Path>)]) -> 
         }
     );
     let host = quote!(#[cfg(not(target_arch = "nvptx64"))]);
+    let accesses_tokens = crate::access::to_tokens(accesses, &quote!(#device::abi));
     quote! {
         #host
         #[doc = #doc]
@@ -213,6 +223,13 @@ pub fn registry(function: &ItemFn, schedules: &[(Ident, Option<syn::Path>)]) -> 
                 unsafe { #entry::Entry::__new(#name, ::core::option::Option::None, cpu) }
             };
             #(#schedule_consts)*
+            /// What the access analysis read in the kernel's body: each
+            /// global load and store with its affine form
+            /// (`clustered::access`).
+            pub const ACCESSES: #device::abi::access::Accesses<'static> = #accesses_tokens;
+            /// The automatic family: the baseline, then the schedules that
+            /// `#[clustered(auto)]` proposed (just the baseline without it).
+            pub const AUTO: &'static [#entry::Entry<Self>] = &[Self::KERNEL #(, Self::#auto)*];
             /// Every schedule of the kernel, in the order of its attributes.
             pub const SCHEDULES: &'static [#entry::Entry<Self>] = &[#(#listed),*];
 

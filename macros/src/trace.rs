@@ -115,6 +115,38 @@ impl Tracer<'_> {
         }
     }
 
+    /// `let pat = init;`: each name bound to a global pointer expression
+    /// becomes a global pointer, every other name it binds shadows one
+    /// (`let (a_k, b_k) = (a.add(i), b.add(j));` binds two).
+    fn bind(&mut self, pat: &Pat, init: Option<&Expr>) {
+        match (pat, init) {
+            (Pat::Ident(name), init) if name.subpat.is_none() => {
+                match init.and_then(|init| self.parameter(init)).cloned() {
+                    Some(parameter) => self.pointers.insert(name.ident.clone(), parameter),
+                    None => self.pointers.remove(&name.ident),
+                };
+            }
+            (Pat::Type(typed), init) => self.bind(&typed.pat, init),
+            (Pat::Paren(inner), init) => self.bind(&inner.pat, init),
+            (Pat::Tuple(pats), Some(Expr::Tuple(values)))
+                if pats.elems.len() == values.elems.len() =>
+            {
+                for (pat, value) in pats.elems.iter().zip(&values.elems) {
+                    self.bind(pat, Some(value));
+                }
+            }
+            (pat, _) => {
+                struct Names<'t, 'a>(&'t mut Tracer<'a>);
+                impl<'ast> syn::visit::Visit<'ast> for Names<'_, '_> {
+                    fn visit_pat_ident(&mut self, node: &'ast syn::PatIdent) {
+                        self.0.pointers.remove(&node.ident);
+                    }
+                }
+                syn::visit::Visit::visit_pat(&mut Names(self), pat);
+            }
+        }
+    }
+
     /// A deref used as a place (`&*p`, `(*p).field`): only its pointer is
     /// visited; the access stays as written.
     fn visit_place(&mut self, place: &mut Expr) {
@@ -227,25 +259,8 @@ impl VisitMut for Tracer<'_> {
         for stmt in &mut block.stmts {
             self.visit_stmt_mut(stmt);
             if let Stmt::Local(local) = stmt {
-                let name = match &local.pat {
-                    Pat::Ident(name) => Some(&name.ident),
-                    Pat::Type(typed) => match &*typed.pat {
-                        Pat::Ident(name) => Some(&name.ident),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                if let Some(name) = name {
-                    let parameter = local
-                        .init
-                        .as_ref()
-                        .and_then(|init| self.parameter(&init.expr))
-                        .cloned();
-                    match parameter {
-                        Some(parameter) => self.pointers.insert(name.clone(), parameter),
-                        None => self.pointers.remove(name),
-                    };
-                }
+                let init = local.init.as_ref().map(|init| &*init.expr);
+                self.bind(&local.pat, init);
             }
         }
         self.pointers = outer;

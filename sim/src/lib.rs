@@ -18,6 +18,7 @@
 //! it builds wherever the workspace does, without a GPU or CUDA toolkit.
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod cache;
 pub mod profile;
 pub mod progress;

@@ -4,6 +4,7 @@
 //! dispatchers and machine sizes, including one SM.
 
 use clustered_suite::host::cpu::Dispatch;
+use clustered_suite::sim::access::Direction;
 use clustered_suite::sim::DeviceProfile;
 use clustered_suite::simulate::simulate;
 use clustered_suite::suite::{self, Size};
@@ -25,6 +26,17 @@ fn check_suite(sms: u32, dispatch: Dispatch) {
             assert!(
                 run.stats.instructions > 0,
                 "{case}: no global access reached the cache model"
+            );
+            // A kernel whose body loads global memory (as its access
+            // analysis reads it) must show loads to the cache model: a
+            // pointer form the tracer misses would make every locality
+            // number silently wrong.
+            let loads = workload.variants[0]
+                .accesses
+                .is_some_and(|a| a.accesses.iter().any(|x| x.direction == Direction::Load));
+            assert!(
+                !loads || run.stats.load_sectors > 0,
+                "{case}: the kernel loads global memory but no load reached the cache model"
             );
             match &baseline {
                 None => {

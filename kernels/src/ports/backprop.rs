@@ -45,6 +45,7 @@ const MOMENTUM: f64 = 0.3;
 /// `hid == 16`; `input` holds `in + 1` floats, `input_hidden` `(in + 1) *
 /// (hid + 1)`, `hidden_partial_sum` `in / 16 * hid`; the launch is the one
 /// above.
+#[clustered(auto)]
 #[clustered(name = bpnn_layerforward_redirect, binding = redirect)]
 #[clustered(name = bpnn_layerforward_stride, binding = stride)]
 #[clustered(name = bpnn_layerforward_agents_chunked, binding = agents, chunk = 8)]
@@ -108,6 +109,7 @@ pub unsafe fn bpnn_layerforward(
 /// # Safety
 /// `hid == 16`; `delta` holds `hid + 1` floats, `ly` `in + 1`, `w` and
 /// `oldw` `(in + 1) * (hid + 1)`; the launch is the one above.
+#[clustered(auto)]
 #[clustered(name = bpnn_adjust_weights_redirect, binding = redirect)]
 #[clustered(name = bpnn_adjust_weights_stride, binding = stride)]
 #[clustered(name = bpnn_adjust_weights_agents_chunked, binding = agents, chunk = 8)]

@@ -52,6 +52,7 @@ fn in_range(x: i32, min: i32, max: i32) -> bool {
 /// # Safety
 /// The three buffers hold `grid_cols * grid_rows` floats and the launch is
 /// the one above.
+#[clustered(auto)]
 #[clustered(name = hotspot_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = hotspot_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = hotspot_raster2, binding = reorder, indexing = tile(1, 2))]

@@ -31,6 +31,7 @@ pub const NN_BLOCK: u32 = 256;
 /// # Safety
 /// `locations` holds `2 * num_records` floats (more if the grid has spare
 /// blocks: only their address is formed), `distances` `num_records`.
+#[clustered(auto)]
 #[clustered(name = nn_euclid_redirect, binding = redirect)]
 #[clustered(name = nn_euclid_stride, binding = stride)]
 #[clustered(name = nn_euclid_persistent, binding = persistent, chunk = 8)]

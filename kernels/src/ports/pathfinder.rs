@@ -42,6 +42,7 @@ fn in_range(x: i32, min: i32, max: i32) -> bool {
 /// # Safety
 /// `wall` holds `(start_step + iteration) * cols` words, `src` and
 /// `results` `cols`; the launch is the one above.
+#[clustered(auto)]
 #[clustered(name = pathfinder_redirect, binding = redirect)]
 #[clustered(name = pathfinder_stride, binding = stride)]
 #[clustered(name = pathfinder_agents, binding = agents)]

@@ -42,6 +42,7 @@ pub const WARP_BITS: u32 = 5;
 /// The JDS arrays are consistent (every diagonal that a row's warp reads
 /// holds that row), `x_vec` holds every column index; the launch is the one
 /// above.
+#[clustered(auto)]
 #[clustered(name = spmv_jds_redirect, binding = redirect)]
 #[clustered(name = spmv_jds_stride, binding = stride)]
 #[clustered(name = spmv_jds_agents, binding = agents)]

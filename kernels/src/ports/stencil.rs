@@ -43,6 +43,7 @@ pub const STENCIL_SHARED_BYTES: u32 = 2 * STENCIL_TX * STENCIL_TY * 4;
 /// # Safety
 /// `a0` and `anext` hold `nx * ny * nz` floats (`< 2^32`), `nx, ny, nz >=
 /// 2`; the launch is the one above.
+#[clustered(auto)]
 #[clustered(name = parboil_stencil_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = parboil_stencil_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = parboil_stencil_raster2, binding = reorder, indexing = tile(1, 2))]

@@ -24,6 +24,7 @@ pub const TRIAD_BLOCK: u32 = 128;
 ///
 /// # Safety
 /// The three vectors hold `128 * grid` floats.
+#[clustered(auto)]
 #[clustered(name = triad_redirect, binding = redirect)]
 #[clustered(name = triad_stride, binding = stride)]
 #[clustered(name = triad_persistent, binding = persistent, chunk = 8)]

@@ -40,10 +40,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     function.attrs = kept;
 
     let parameters = analyse::parameters(&function, &mut errors);
-    let schedules: Vec<_> = attributes
+    let parsed: Vec<_> = attributes
         .into_iter()
         .map(|(args, span)| parse::parse_schedule(args, span, &mut errors))
         .collect();
+    let accesses = crate::access::analyse(&function);
+    let (schedules, auto) = with_proposals(parsed, &accesses, &function.sig.ident, &mut errors);
 
     let original = &function.sig.ident;
     let returns_early = analyse::returns_early(&function.block);
@@ -110,7 +112,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return errors;
     }
     let baseline = crate::kernel::traced_entry_point(&function);
-    let registry = crate::registry::registry(&function, &registered);
+    let registry = crate::registry::registry(&function, &registered, &accesses, &auto);
     let warnings = crate::lint::wrapping_index(&function);
     quote! {
         #baseline
@@ -118,4 +120,41 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         #registry
         #warnings
     }
+}
+
+/// Replaces `#[clustered(auto)]` by the schedules the access analysis
+/// proposes (`<kernel>_auto_<tag>`), except those an explicit schedule
+/// already is; returns the schedules to emit and the names of the
+/// automatic family (which may name explicit schedules).
+fn with_proposals(
+    parsed: Vec<parse::Schedule>,
+    accesses: &crate::access::Analysis,
+    kernel: &syn::Ident,
+    errors: &mut Vec<Error>,
+) -> (Vec<parse::Schedule>, Vec<syn::Ident>) {
+    let (autos, explicit): (Vec<_>, Vec<_>) = parsed.into_iter().partition(|s| s.auto);
+    let mut schedules = explicit.clone();
+    let mut family = Vec::new();
+    for (i, auto) in autos.iter().enumerate() {
+        if i > 0 {
+            errors.push(Error::new(
+                auto.span,
+                "`#[clustered(auto)]` is given twice; keep one",
+            ));
+            continue;
+        }
+        for proposal in crate::access::proposals(accesses) {
+            let mut candidate = parse::Schedule::proposed(&proposal, auto.span);
+            match explicit.iter().find(|s| s.same_as(&candidate)) {
+                Some(existing) => family.extend(existing.name.clone()),
+                None => {
+                    let name = format_ident!("{}_auto_{}", kernel, proposal.tag);
+                    candidate.name = Some(name.clone());
+                    family.push(name);
+                    schedules.push(candidate);
+                }
+            }
+        }
+    }
+    (schedules, family)
 }

@@ -1,6 +1,7 @@
 //! The attribute grammar of `#[clustered(...)]`, parsed into [`Schedule`].
 //!
 //! ```text
+//! #[clustered(auto)]                   // the schedules the access analysis proposes
 //! #[clustered(
 //!     name = sgemm_agents,            // the new kernel's symbol (default: <fn>_clustered)
 //!     binding = agents,               // reorder | redirect | agents | persistent | stride (default: agents)
@@ -54,10 +55,79 @@ pub struct Schedule {
     pub active: Option<(u32, Span)>,
     pub waves: Option<(u32, Span)>,
     pub prefetch_distance: Option<(u32, Span)>,
+    /// `auto`: the schedules the access analysis proposes, instead of this
+    /// one.
+    pub auto: bool,
+}
+
+impl Schedule {
+    /// The schedule `proposal` describes (no name yet).
+    pub fn proposed(proposal: &clustered_abi::access::Proposal, span: Span) -> Self {
+        use clustered_abi::IndexingKind;
+        let (width, height) = proposal.tile;
+        Schedule {
+            span,
+            name: None,
+            binding: proposal.binding,
+            indexing: match proposal.indexing {
+                IndexingKind::ColumnMajor => Indexing::ColumnMajor,
+                IndexingKind::Tile => Indexing::Tile { width, height },
+                IndexingKind::ColumnTile => Indexing::ColumnTile { width, height },
+                IndexingKind::RowMajor | IndexingKind::Custom => Indexing::RowMajor,
+            },
+            bypass: Vec::new(),
+            prefetch: None,
+            chunk: None,
+            active: None,
+            waves: proposal.waves.map(|w| (w, span)),
+            prefetch_distance: None,
+            auto: false,
+        }
+    }
+
+    /// Whether `other` emits the same kernel under another name.
+    pub fn same_as(&self, other: &Schedule) -> bool {
+        let indexing = match (&self.indexing, &other.indexing) {
+            (Indexing::RowMajor, Indexing::RowMajor)
+            | (Indexing::ColumnMajor, Indexing::ColumnMajor) => true,
+            (
+                Indexing::Tile {
+                    width: a,
+                    height: b,
+                },
+                Indexing::Tile {
+                    width: c,
+                    height: d,
+                },
+            )
+            | (
+                Indexing::ColumnTile {
+                    width: a,
+                    height: b,
+                },
+                Indexing::ColumnTile {
+                    width: c,
+                    height: d,
+                },
+            ) => (a, b) == (c, d),
+            _ => false,
+        };
+        let value = |o: &Option<(u32, Span)>| o.map(|(v, _)| v);
+        indexing
+            && self.binding == other.binding
+            && self.bypass.is_empty()
+            && other.bypass.is_empty()
+            && self.prefetch.is_none()
+            && other.prefetch.is_none()
+            && value(&self.chunk) == value(&other.chunk)
+            && value(&self.active) == value(&other.active)
+            && value(&self.waves) == value(&other.waves)
+            && value(&self.prefetch_distance) == value(&other.prefetch_distance)
+    }
 }
 
 const OPTIONS: &str =
-    "`name`, `binding`, `indexing`, `bypass(..)`, `prefetch`, `prefetch_distance`, `chunk`, `active`, `waves`";
+    "`auto`, `name`, `binding`, `indexing`, `bypass(..)`, `prefetch`, `prefetch_distance`, `chunk`, `active`, `waves`";
 
 /// Parses one attribute's arguments, pushing every mistake into `errors`.
 pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) -> Schedule {
@@ -72,6 +142,7 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
         active: None,
         waves: None,
         prefetch_distance: None,
+        auto: false,
     };
     let mut seen: Vec<String> = Vec::new();
     let parser = syn::meta::parser(|meta| {
@@ -92,6 +163,16 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
             seen.push(key.clone());
         }
         match key.as_str() {
+            "auto" => {
+                if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
+                    errors.push(Error::new(
+                        meta.path.span(),
+                        "`auto` takes no value: `#[clustered(auto)]`",
+                    ));
+                    return skip_value(&meta);
+                }
+                schedule.auto = true;
+            }
             "name" => {
                 // Parse any expression, so that a wrong one is skipped and
                 // the options after it are still read.
@@ -184,6 +265,12 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
     });
     if let Err(error) = parser.parse2(args) {
         errors.push(error);
+    }
+    if schedule.auto && seen.len() > 1 {
+        errors.push(Error::new(
+            span,
+            "`auto` stands alone: it adds the schedules that the access analysis proposes, named `<kernel>_auto_<tag>`; write any other schedule in a `#[clustered(..)]` of its own",
+        ));
     }
     schedule
 }

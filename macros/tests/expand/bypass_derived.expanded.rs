@@ -153,6 +153,110 @@ impl row_sums {
             )
         }
     };
+    /// What the access analysis read in the kernel's body: each
+    /// global load and store with its affine form
+    /// (`clustered::access`).
+    pub const ACCESSES: ::clustered_device::abi::access::Accesses<'static> = ::clustered_device::abi::access::Accesses {
+        parameters: &["a", "sums", "width"],
+        accesses: &[
+            ::clustered_device::abi::access::Access {
+                pointer: "a",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::BlockDim(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::Param("width"),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::Param("width"),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[::clustered_device::abi::access::Sym::Loop("x")],
+                        },
+                    ],
+                ),
+                loops: &["x"],
+                line: 10u32,
+                source: "*row.add(x)",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "sums",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Store,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::BlockDim(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 12u32,
+                source: "*sums.add(index_1d() as usize) = sum",
+            },
+        ],
+        loops: &[
+            ::clustered_device::abi::access::Loop {
+                counter: "x",
+                trips: Some(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Param("width"),
+                            ],
+                        },
+                    ],
+                ),
+                step: Some(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[],
+                        },
+                    ],
+                ),
+            },
+        ],
+        block_axes: [true, false, false],
+        uses_shared_memory: false,
+    };
+    /// The automatic family: the baseline, then the schedules that
+    /// `#[clustered(auto)]` proposed (just the baseline without it).
+    pub const AUTO: &'static [::clustered_device::entry::Entry<Self>] = &[Self::KERNEL];
     /// Every schedule of the kernel, in the order of its attributes.
     pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
         Self::row_sums_redirect,

@@ -170,6 +170,75 @@ impl stencil {
             )
         }
     };
+    /// What the access analysis read in the kernel's body: each
+    /// global load and store with its affine form
+    /// (`clustered::access`).
+    pub const ACCESSES: ::clustered_device::abi::access::Accesses<'static> = ::clustered_device::abi::access::Accesses {
+        parameters: &["input", "output", "width", "height"],
+        accesses: &[
+            ::clustered_device::abi::access::Access {
+                pointer: "input",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Opaque(
+                    "the result of `at`",
+                ),
+                loops: &[],
+                line: 15u32,
+                source: "*input.add(at(x - 1, y))",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "input",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Opaque(
+                    "the result of `at`",
+                ),
+                loops: &[],
+                line: 16u32,
+                source: "*input.add(at(x + 1, y))",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "input",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Opaque(
+                    "the result of `at`",
+                ),
+                loops: &[],
+                line: 17u32,
+                source: "*input.add(at(x, y - 1))",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "input",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Opaque(
+                    "the result of `at`",
+                ),
+                loops: &[],
+                line: 18u32,
+                source: "*input.add(at(x, y + 1))",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "output",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Store,
+                index: ::clustered_device::abi::access::Index::Opaque(
+                    "the result of `at`",
+                ),
+                loops: &[],
+                line: 19u32,
+                source: "*output.add(at(x, y)) = 0.25 * sum",
+            },
+        ],
+        loops: &[],
+        block_axes: [true, true, false],
+        uses_shared_memory: false,
+    };
+    /// The automatic family: the baseline, then the schedules that
+    /// `#[clustered(auto)]` proposed (just the baseline without it).
+    pub const AUTO: &'static [::clustered_device::entry::Entry<Self>] = &[Self::KERNEL];
     /// Every schedule of the kernel, in the order of its attributes.
     pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
         Self::stencil_columns,

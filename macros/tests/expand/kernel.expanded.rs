@@ -81,6 +81,113 @@ impl saxpy {
             )
         }
     };
+    /// What the access analysis read in the kernel's body: each
+    /// global load and store with its affine form
+    /// (`clustered::access`).
+    pub const ACCESSES: ::clustered_device::abi::access::Accesses<'static> = ::clustered_device::abi::access::Accesses {
+        parameters: &["a", "x", "y", "n"],
+        accesses: &[
+            ::clustered_device::abi::access::Access {
+                pointer: "x",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::BlockDim(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 10u32,
+                source: "*x.add(i as usize)",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "y",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::BlockDim(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 10u32,
+                source: "*y.add(i as usize)",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "y",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Store,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::BlockDim(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 10u32,
+                source: "*y.add(i as usize) = a * *x.add(i as usize) + *y.add(i as usize)",
+            },
+        ],
+        loops: &[],
+        block_axes: [true, false, false],
+        uses_shared_memory: false,
+    };
+    /// The automatic family: the baseline, then the schedules that
+    /// `#[clustered(auto)]` proposed (just the baseline without it).
+    pub const AUTO: &'static [::clustered_device::entry::Entry<Self>] = &[Self::KERNEL];
     /// Every schedule of the kernel, in the order of its attributes.
     pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[];
     /// The schedule called `name`, or an error listing the names.

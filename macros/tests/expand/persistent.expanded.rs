@@ -152,6 +152,51 @@ impl scale {
             )
         }
     };
+    /// What the access analysis read in the kernel's body: each
+    /// global load and store with its affine form
+    /// (`clustered::access`).
+    pub const ACCESSES: ::clustered_device::abi::access::Accesses<'static> = ::clustered_device::abi::access::Accesses {
+        parameters: &["x", "factor", "n"],
+        accesses: &[
+            ::clustered_device::abi::access::Access {
+                pointer: "x",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Update,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::BlockDim(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 9u32,
+                source: "*x.add(i as usize) *= factor",
+            },
+        ],
+        loops: &[],
+        block_axes: [true, false, false],
+        uses_shared_memory: false,
+    };
+    /// The automatic family: the baseline, then the schedules that
+    /// `#[clustered(auto)]` proposed (just the baseline without it).
+    pub const AUTO: &'static [::clustered_device::entry::Entry<Self>] = &[Self::KERNEL];
     /// Every schedule of the kernel, in the order of its attributes.
     pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
         Self::scale_persistent,

@@ -355,6 +355,74 @@ impl block_sums {
             )
         }
     };
+    /// What the access analysis read in the kernel's body: each
+    /// global load and store with its affine form
+    /// (`clustered::access`).
+    pub const ACCESSES: ::clustered_device::abi::access::Accesses<'static> = ::clustered_device::abi::access::Accesses {
+        parameters: &["x", "sums"],
+        accesses: &[
+            ::clustered_device::abi::access::Access {
+                pointer: "x",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 256i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 12u32,
+                source: "*x.add((block_idx_x() * 256 + t) as usize)",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "sums",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Store,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 23u32,
+                source: "*sums.add(block_idx_x() as usize) = partial.read(0)",
+            },
+        ],
+        loops: &[
+            ::clustered_device::abi::access::Loop {
+                counter: "while",
+                trips: None,
+                step: None,
+            },
+        ],
+        block_axes: [true, false, false],
+        uses_shared_memory: true,
+    };
+    /// The automatic family: the baseline, then the schedules that
+    /// `#[clustered(auto)]` proposed (just the baseline without it).
+    pub const AUTO: &'static [::clustered_device::entry::Entry<Self>] = &[Self::KERNEL];
     /// Every schedule of the kernel, in the order of its attributes.
     pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
         Self::block_sums_raster,

@@ -216,6 +216,227 @@ impl sgemm_tiled {
             )
         }
     };
+    /// What the access analysis read in the kernel's body: each
+    /// global load and store with its affine form
+    /// (`clustered::access`).
+    pub const ACCESSES: ::clustered_device::abi::access::Accesses<'static> = ::clustered_device::abi::access::Accesses {
+        parameters: &["a", "b", "c", "n"],
+        accesses: &[
+            ::clustered_device::abi::access::Access {
+                pointer: "a",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::Y,
+                                ),
+                                ::clustered_device::abi::access::Sym::Param("n"),
+                                ::clustered_device::abi::access::Sym::Const(
+                                    "TILE",
+                                    (TILE) as i64,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::Y,
+                                ),
+                                ::clustered_device::abi::access::Sym::Param("n"),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Const(
+                                    "TILE",
+                                    (TILE) as i64,
+                                ),
+                                ::clustered_device::abi::access::Sym::Loop("while"),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &["while"],
+                line: 22u32,
+                source: "*a.add((row * n + k0 + tx) as usize)",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "b",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::Const(
+                                    "TILE",
+                                    (TILE) as i64,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::Y,
+                                ),
+                                ::clustered_device::abi::access::Sym::Param("n"),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Param("n"),
+                                ::clustered_device::abi::access::Sym::Const(
+                                    "TILE",
+                                    (TILE) as i64,
+                                ),
+                                ::clustered_device::abi::access::Sym::Loop("while"),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &["while"],
+                line: 23u32,
+                source: "*b.add(((k0 + ty) * n + col) as usize)",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "c",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Store,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::Const(
+                                    "TILE",
+                                    (TILE) as i64,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::Y,
+                                ),
+                                ::clustered_device::abi::access::Sym::Param("n"),
+                                ::clustered_device::abi::access::Sym::Const(
+                                    "TILE",
+                                    (TILE) as i64,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::Y,
+                                ),
+                                ::clustered_device::abi::access::Sym::Param("n"),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 31u32,
+                source: "*c.add((row * n + col) as usize) = sum",
+            },
+        ],
+        loops: &[
+            ::clustered_device::abi::access::Loop {
+                counter: "while",
+                trips: Some(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[::clustered_device::abi::access::Sym::Param("n")],
+                        },
+                    ],
+                ),
+                step: Some(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Const(
+                                    "TILE",
+                                    (TILE) as i64,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+            },
+            ::clustered_device::abi::access::Loop {
+                counter: "k",
+                trips: Some(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Const(
+                                    "TILE",
+                                    (TILE) as i64,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                step: Some(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[],
+                        },
+                    ],
+                ),
+            },
+        ],
+        block_axes: [true, true, false],
+        uses_shared_memory: true,
+    };
+    /// The automatic family: the baseline, then the schedules that
+    /// `#[clustered(auto)]` proposed (just the baseline without it).
+    pub const AUTO: &'static [::clustered_device::entry::Entry<Self>] = &[Self::KERNEL];
     /// Every schedule of the kernel, in the order of its attributes.
     pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
         Self::sgemm_tiled_raster,

@@ -166,6 +166,113 @@ impl vector_add {
             )
         }
     };
+    /// What the access analysis read in the kernel's body: each
+    /// global load and store with its affine form
+    /// (`clustered::access`).
+    pub const ACCESSES: ::clustered_device::abi::access::Accesses<'static> = ::clustered_device::abi::access::Accesses {
+        parameters: &["a", "b", "c", "n"],
+        accesses: &[
+            ::clustered_device::abi::access::Access {
+                pointer: "a",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::BlockDim(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 11u32,
+                source: "*a.add(i)",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "b",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::BlockDim(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 11u32,
+                source: "*b.add(i)",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "c",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Store,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::BlockDim(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 11u32,
+                source: "*c.add(i) = *a.add(i) + *b.add(i)",
+            },
+        ],
+        loops: &[],
+        block_axes: [true, false, false],
+        uses_shared_memory: false,
+    };
+    /// The automatic family: the baseline, then the schedules that
+    /// `#[clustered(auto)]` proposed (just the baseline without it).
+    pub const AUTO: &'static [::clustered_device::entry::Entry<Self>] = &[Self::KERNEL];
     /// Every schedule of the kernel, in the order of its attributes.
     pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
         Self::vector_add_agents,

@@ -8,7 +8,9 @@
 mod ports;
 mod workloads;
 
+use clustered_device::abi::access::Accesses;
 use clustered_device::abi::{ClusterLaunch, KernelContract};
+use clustered_host::autotune::{Tuned, TunedLaunches};
 use clustered_host::{ClusterOptions, CudaSlice, Error, Gpu, LaunchConfig, Module};
 
 pub use workloads::{all, select, Build, WORKLOADS};
@@ -249,6 +251,14 @@ pub struct GpuTarget<'a> {
 /// arguments.
 pub type GpuEntry = for<'a> fn(&GpuTarget<'_>, &'a mut [DeviceBuffer], &[Arg]) -> Result<(), Error>;
 
+/// Launches a kernel's automatic family through `Gpu::launch_tuned`.
+pub type TunedEntry = for<'a> fn(
+    &GpuTarget<'_>,
+    &TunedLaunches,
+    &'a mut [DeviceBuffer],
+    &[Arg],
+) -> Result<Tuned, Error>;
+
 /// A parameter as the CPU backend passes it.
 #[derive(Clone, Copy, Debug)]
 pub enum ArgValue {
@@ -336,6 +346,12 @@ pub struct Variant {
     /// For the baseline: the typed launch of its CUDA C++ twin (entry
     /// `<kernel>_twin` of the twins' module, same parameters).
     pub twin: Option<GpuEntry>,
+    /// For the baseline: the tuned launch over the kernel's automatic
+    /// family (`<kernel>::AUTO`: the baseline and what
+    /// `#[clustered(auto)]` proposed).
+    pub tuned: Option<TunedEntry>,
+    /// For the baseline: what the access analysis read in its body.
+    pub accesses: Option<&'static Accesses<'static>>,
 }
 
 /// Checks a workload's outputs (the baseline's) against a CPU reference.
@@ -411,14 +427,69 @@ macro_rules! launch_gpu {
     }};
 }
 
+/// `$family`'s tuned launch, typed, with the workload's arguments.
+macro_rules! launch_tuned {
+    ($family:expr, $target:ident, $launches:ident, $buffers:ident, $args:ident, ($($i:tt),*)) => {{
+        let mut values = $crate::suite::device_args($buffers, $args);
+        let typed = ($($crate::suite::take_device_arg(&mut values, $i),)*);
+        // SAFETY: as for `launch_gpu!`, for every entry of the family (each
+        // computes what the baseline computes: the suite's CPU tests check
+        // every schedule).
+        unsafe {
+            $target.gpu.launch_tuned($target.module, $launches, $family, $target.original, $target.options, typed)
+        }
+    }};
+}
+
+/// The `i`th entry of a kernel's automatic family (at run time: the
+/// family's length depends on what the analysis proposed).
+pub fn auto_entry<K: clustered_device::entry::KernelFn>(
+    family: &[clustered_device::entry::Entry<K>],
+    i: usize,
+) -> clustered_device::entry::Entry<K> {
+    family[i]
+}
+
+/// `<kernel>_auto_<tag>` as `<tag>`.
+pub fn auto_label(name: &'static str) -> &'static str {
+    name.split_once("_auto_").map_or(name, |(_, tag)| tag)
+}
+
+/// Appends the `$i`th entry of `$kernel::AUTO`, unless it is listed.
+macro_rules! auto_variant {
+    ($variants:ident, $kernel:path, $args:tt, $i:literal) => {{
+        use $kernel as k;
+        if let Some(entry) = k::AUTO.get($i) {
+            if !$variants.iter().any(|v: &$crate::suite::Variant| v.kernel == entry.name()) {
+                $variants.push($crate::suite::Variant {
+                    label: $crate::suite::auto_label(entry.name()),
+                    kernel: entry.name(),
+                    cpu: $crate::suite::CpuEntry::Clustered(
+                        |args, launch| $crate::suite::call_kernel!(entry $crate::suite::auto_entry(k::AUTO, $i), args, $args, launch),
+                        match entry.contract() {
+                            Some(contract) => contract,
+                            None => panic!("a schedule's entry has a contract"),
+                        },
+                    ),
+                    gpu: |target, buffers, args| $crate::suite::launch_gpu!($crate::suite::auto_entry(k::AUTO, $i), target, buffers, args, $args),
+                    twin: None,
+                    tuned: None,
+                    accesses: None,
+                });
+            }
+        }
+    }};
+}
+
 /// The variants of a kernel: the baseline, then each schedule with its
-/// label. Each schedule is named by its typed handle (`kernel::schedule`),
+/// label, then the automatic family's schedules that are not listed. Each schedule is named by its typed handle (`kernel::schedule`),
 /// which carries its PTX name, contract and host function together, so no
 /// variant can pair one schedule's function with another's contract.
 macro_rules! variants {
     ($module:path; $baseline:ident $args:tt; $($label:literal => $name:ident),* $(,)?) => {{
         use $module as m;
-        vec![
+        #[allow(unused_mut)]
+        let mut variants = vec![
             $crate::suite::Variant {
                 label: "baseline",
                 kernel: m::$baseline::KERNEL.name(),
@@ -428,6 +499,10 @@ macro_rules! variants {
                     let twin = m::$baseline::KERNEL.foreign(concat!(stringify!($baseline), "_twin"));
                     $crate::suite::launch_gpu!(twin, target, buffers, args, $args)
                 }),
+                tuned: Some(|target, launches, buffers, args| {
+                    $crate::suite::launch_tuned!(m::$baseline::AUTO, target, launches, buffers, args, $args)
+                }),
+                accesses: Some(&m::$baseline::ACCESSES),
             },
             $($crate::suite::Variant {
                 label: $label,
@@ -447,9 +522,20 @@ macro_rules! variants {
                 ),
                 gpu: |target, buffers, args| $crate::suite::launch_gpu!(m::$baseline::$name, target, buffers, args, $args),
                 twin: None,
+                tuned: None,
+                accesses: None,
             },)*
-        ]
+        ];
+        // At most `clustered_device::abi::access::MAX_PROPOSALS` (6).
+        $crate::suite::auto_variant!(variants, m::$baseline, $args, 1);
+        $crate::suite::auto_variant!(variants, m::$baseline, $args, 2);
+        $crate::suite::auto_variant!(variants, m::$baseline, $args, 3);
+        $crate::suite::auto_variant!(variants, m::$baseline, $args, 4);
+        $crate::suite::auto_variant!(variants, m::$baseline, $args, 5);
+        $crate::suite::auto_variant!(variants, m::$baseline, $args, 6);
+        variants
     }};
 }
+const _: () = assert!(clustered_device::abi::access::MAX_PROPOSALS == 6);
 
-pub(crate) use {call_kernel, launch_gpu, variants};
+pub(crate) use {auto_variant, call_kernel, launch_gpu, launch_tuned, variants};

@@ -1,0 +1,1273 @@
+//! The access analysis: reads a kernel body once, following `let` bindings,
+//! and writes each global load and store through a pointer parameter as an
+//! affine form (`clustered_abi::access`), which the typed handle carries as
+//! `ACCESSES` and `#[clustered(auto)]` turns into proposals.
+//!
+//! It is a small symbolic evaluator over the syntax, not a compiler: it knows
+//! the index getters of the device runtime, `index::at`/`at3`, `+ - *`,
+//! shifts by literals, casts, pointer `add`/`sub`/`offset`, `read`/`write`,
+//! tuples and loops. Anything else makes the value opaque, with the reason,
+//! and an access through an opaque index is reported as not affine (the
+//! paper's data-related class), never guessed.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use proc_macro2::TokenStream;
+use quote::{quote, ToTokens};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::{BinOp, Block, Expr, FnArg, ItemFn, Lit, Pat, Stmt, Type, UnOp};
+
+use clustered_abi::access::{Axis, Direction};
+
+/// A symbol, owned (the macro's side of `clustered_abi::access::Sym`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Sym {
+    Block(Axis),
+    Thread(Axis),
+    BlockDim(Axis),
+    GridDim(Axis),
+    Param(String),
+    /// A named constant: its path, evaluated where the kernel is compiled.
+    Const(String),
+    Loop(String),
+}
+
+/// A polynomial: monomial (sorted symbols) to coefficient.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Poly(BTreeMap<Vec<Sym>, i64>);
+
+impl Poly {
+    fn constant(c: i64) -> Self {
+        let mut p = Poly::default();
+        if c != 0 {
+            p.0.insert(Vec::new(), c);
+        }
+        p
+    }
+
+    fn sym(s: Sym) -> Self {
+        Poly(BTreeMap::from([(vec![s], 1)]))
+    }
+
+    fn add(mut self, other: &Poly, sign: i64) -> Option<Self> {
+        for (m, c) in &other.0 {
+            let entry = self.0.entry(m.clone()).or_insert(0);
+            *entry = entry.checked_add(c.checked_mul(sign)?)?;
+            if *entry == 0 {
+                self.0.remove(m);
+            }
+        }
+        Some(self)
+    }
+
+    fn mul(&self, other: &Poly) -> Option<Self> {
+        let mut out = Poly::default();
+        for (ma, ca) in &self.0 {
+            for (mb, cb) in &other.0 {
+                let mut m = ma.clone();
+                m.extend(mb.iter().cloned());
+                m.sort();
+                out = out.add(&Poly(BTreeMap::from([(m, ca.checked_mul(*cb)?)])), 1)?;
+            }
+        }
+        Some(out)
+    }
+
+    fn as_constant(&self) -> Option<i64> {
+        match self.0.len() {
+            0 => Some(0),
+            1 => self.0.get(&Vec::new()).copied(),
+            _ => None,
+        }
+    }
+
+    /// Whether any monomial multiplies two of the position symbols (CTA,
+    /// thread, loop): not affine in them.
+    fn is_affine(&self) -> bool {
+        self.0.keys().all(|m| {
+            m.iter()
+                .filter(|s| matches!(s, Sym::Block(_) | Sym::Thread(_) | Sym::Loop(_)))
+                .count()
+                <= 1
+        })
+    }
+}
+
+/// What an expression evaluates to.
+#[derive(Clone, Debug)]
+enum Value {
+    Int(Poly),
+    /// A pointer parameter, offset by this many elements (or by an offset
+    /// the analysis does not follow, and why).
+    Ptr(String, Result<Poly, String>),
+    Tuple(Vec<Value>),
+    /// Not followed, and why.
+    Opaque(String),
+}
+
+impl Value {
+    fn opaque(why: impl Into<String>) -> Self {
+        Value::Opaque(why.into())
+    }
+}
+
+/// An access found in the body.
+pub struct Found {
+    pub pointer: String,
+    pub direction: Direction,
+    pub index: Result<Poly, String>,
+    pub loops: Vec<String>,
+    pub line: usize,
+    pub source: String,
+}
+
+/// A loop's counter and what is known of its trip count.
+pub struct LoopInfo {
+    pub counter: String,
+    pub trips: Option<Poly>,
+    pub step: Option<Poly>,
+}
+
+/// What the analysis learned about a kernel.
+pub struct Analysis {
+    pub accesses: Vec<Found>,
+    pub loops: Vec<LoopInfo>,
+    pub block_axes: [bool; 3],
+    pub uses_shared_memory: bool,
+    /// Pointer parameters and their element types.
+    pub pointers: Vec<(String, Type)>,
+    /// Every parameter's name, in order.
+    pub parameters: Vec<String>,
+}
+
+struct Evaluator {
+    env: HashMap<String, Value>,
+    analysis: Analysis,
+    loops: Vec<String>,
+    /// Loop counters' names already used (a name is made unique per loop).
+    counters: HashSet<String>,
+    /// Whether accesses are recorded (not while reading a loop's step or
+    /// bound a second time).
+    recording: bool,
+}
+
+/// Reads `function`'s body.
+pub fn analyse(function: &ItemFn) -> Analysis {
+    let mut env = HashMap::new();
+    let mut pointers = Vec::new();
+    let mut parameters = Vec::new();
+    for (i, input) in function.sig.inputs.iter().enumerate() {
+        let FnArg::Typed(typed) = input else { continue };
+        let Pat::Ident(ident) = &*typed.pat else {
+            parameters.push(format!("parameter {i}"));
+            continue;
+        };
+        let name = ident.ident.to_string();
+        parameters.push(name.clone());
+        let value = match &*typed.ty {
+            Type::Ptr(ptr) => {
+                pointers.push((name.clone(), (*ptr.elem).clone()));
+                Value::Ptr(name.clone(), Ok(Poly::default()))
+            }
+            Type::Path(path)
+                if path.path.get_ident().is_some_and(|t| {
+                    [
+                        "u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize",
+                    ]
+                    .iter()
+                    .any(|int| t == int)
+                }) =>
+            {
+                Value::Int(Poly::sym(Sym::Param(name.clone())))
+            }
+            _ => Value::opaque(format!("the parameter `{name}` is not an integer")),
+        };
+        env.insert(name, value);
+    }
+    let mut evaluator = Evaluator {
+        env,
+        analysis: Analysis {
+            accesses: Vec::new(),
+            loops: Vec::new(),
+            block_axes: [false; 3],
+            uses_shared_memory: false,
+            pointers,
+            parameters,
+        },
+        loops: Vec::new(),
+        counters: HashSet::new(),
+        recording: true,
+    };
+    evaluator.block(&function.block);
+    evaluator.analysis
+}
+
+fn axis_of(name: &str, prefix: &str) -> Option<Axis> {
+    match name.strip_prefix(prefix)? {
+        "x" => Some(Axis::X),
+        "y" => Some(Axis::Y),
+        "z" => Some(Axis::Z),
+        _ => None,
+    }
+}
+
+fn line_of(span: proc_macro2::Span) -> usize {
+    span.start().line
+}
+
+impl Evaluator {
+    fn block(&mut self, block: &Block) -> Value {
+        let saved = self.env.clone();
+        let mut last = Value::Tuple(Vec::new());
+        for stmt in &block.stmts {
+            last = self.stmt(stmt);
+        }
+        // Bindings end with the block; assignments to outer variables are
+        // kept (a value assigned in a branch stays as assigned: the
+        // analysis follows one path, and loops make their variables
+        // counters before they get here).
+        let shadowed: Vec<String> = block
+            .stmts
+            .iter()
+            .filter_map(|stmt| match stmt {
+                Stmt::Local(local) => Some(pattern_names(&local.pat)),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        self.env.retain(|name, _| saved.contains_key(name));
+        for name in shadowed {
+            if let Some(old) = saved.get(&name) {
+                self.env.insert(name, old.clone());
+            }
+        }
+        last
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) -> Value {
+        match stmt {
+            Stmt::Local(local) => {
+                let value = match &local.init {
+                    Some(init) => {
+                        let value = self.expr(&init.expr);
+                        if let Some((_, diverge)) = &init.diverge {
+                            self.expr(diverge);
+                        }
+                        value
+                    }
+                    None => Value::opaque("declared without a value"),
+                };
+                self.bind(&local.pat, value);
+                Value::Tuple(Vec::new())
+            }
+            Stmt::Expr(expr, semi) => {
+                let value = self.expr(expr);
+                if semi.is_some() {
+                    Value::Tuple(Vec::new())
+                } else {
+                    value
+                }
+            }
+            Stmt::Item(syn::Item::Const(item)) => {
+                let value = self.expr(&item.expr);
+                self.env.insert(item.ident.to_string(), value);
+                Value::Tuple(Vec::new())
+            }
+            Stmt::Item(_) => Value::Tuple(Vec::new()),
+            Stmt::Macro(mac) => {
+                if mac
+                    .mac
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "shared_array")
+                {
+                    self.analysis.uses_shared_memory = true;
+                }
+                Value::opaque("a macro")
+            }
+        }
+    }
+
+    fn bind(&mut self, pat: &Pat, value: Value) {
+        match (pat, value) {
+            (Pat::Ident(ident), value) => {
+                self.env.insert(ident.ident.to_string(), value);
+            }
+            (Pat::Type(typed), value) => self.bind(&typed.pat, value),
+            (Pat::Tuple(tuple), Value::Tuple(values)) if tuple.elems.len() == values.len() => {
+                for (p, v) in tuple.elems.iter().zip(values) {
+                    self.bind(p, v);
+                }
+            }
+            (pat, _) => {
+                for name in pattern_names(pat) {
+                    self.env.insert(
+                        name,
+                        Value::opaque("bound by a pattern the analysis does not follow"),
+                    );
+                }
+            }
+        }
+    }
+
+    fn expr(&mut self, expr: &Expr) -> Value {
+        match expr {
+            Expr::Lit(lit) => match &lit.lit {
+                Lit::Int(int) => int
+                    .base10_parse::<i64>()
+                    .map(|v| Value::Int(Poly::constant(v)))
+                    .unwrap_or_else(|_| Value::opaque("a literal beyond i64")),
+                _ => Value::opaque("not an integer"),
+            },
+            Expr::Path(path) => {
+                if let Some(ident) = path.path.get_ident() {
+                    if let Some(value) = self.env.get(&ident.to_string()) {
+                        return value.clone();
+                    }
+                }
+                let last = path.path.segments.last().map(|s| s.ident.to_string());
+                match last {
+                    Some(name)
+                        if name.len() > 1
+                            && name.chars().all(|c| {
+                                c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'
+                            }) =>
+                    {
+                        Value::Int(Poly::sym(Sym::Const(
+                            path.path.to_token_stream().to_string().replace(' ', ""),
+                        )))
+                    }
+                    _ => Value::opaque(format!(
+                        "`{}` is not a value the analysis follows",
+                        path.path.to_token_stream()
+                    )),
+                }
+            }
+            Expr::Paren(inner) => self.expr(&inner.expr),
+            Expr::Group(inner) => self.expr(&inner.expr),
+            Expr::Cast(cast) => self.expr(&cast.expr),
+            Expr::Reference(reference) => self.expr(&reference.expr),
+            Expr::Tuple(tuple) => Value::Tuple(tuple.elems.iter().map(|e| self.expr(e)).collect()),
+            Expr::Unary(unary) => match unary.op {
+                UnOp::Neg(_) => match self.expr(&unary.expr) {
+                    Value::Int(p) => Poly::default()
+                        .add(&p, -1)
+                        .map_or_else(|| Value::opaque("overflow"), Value::Int),
+                    _ => Value::opaque("negation of an opaque value"),
+                },
+                UnOp::Deref(_) => {
+                    let pointer = self.expr(&unary.expr);
+                    self.access(&pointer, Direction::Load, expr);
+                    Value::opaque("a value loaded from memory")
+                }
+                _ => {
+                    self.expr(&unary.expr);
+                    Value::opaque("a logical operation")
+                }
+            },
+            Expr::Binary(binary) => self.binary(binary, expr),
+            Expr::Assign(assign) => {
+                let value = self.expr(&assign.right);
+                self.assign(&assign.left, value, Direction::Store, expr);
+                Value::Tuple(Vec::new())
+            }
+            Expr::Call(call) => self.call(call),
+            Expr::MethodCall(call) => self.method(call, expr),
+            Expr::Block(block) => self.block(&block.block),
+            Expr::Unsafe(block) => self.block(&block.block),
+            Expr::If(branch) => {
+                self.expr(&branch.cond);
+                self.block(&branch.then_branch);
+                if let Some((_, other)) = &branch.else_branch {
+                    self.expr(other);
+                }
+                Value::opaque("chosen by a condition")
+            }
+            Expr::Match(m) => {
+                self.expr(&m.expr);
+                for arm in &m.arms {
+                    self.expr(&arm.body);
+                }
+                Value::opaque("chosen by a match")
+            }
+            Expr::ForLoop(for_loop) => {
+                let counter = self.counter(
+                    pattern_names(&for_loop.pat)
+                        .first()
+                        .map_or("i", String::as_str),
+                );
+                let (trips, step) = match &*for_loop.expr {
+                    Expr::Range(range) => {
+                        let start = range.start.as_ref().map(|e| self.expr(e));
+                        let end = range.end.as_ref().map(|e| self.expr(e));
+                        let trips = match (&start, end) {
+                            (Some(Value::Int(s)), Some(Value::Int(e))) => e.add(s, -1),
+                            (None, Some(Value::Int(e))) => Some(e),
+                            _ => None,
+                        };
+                        // The counter is `start + Loop`.
+                        let value = match start {
+                            Some(Value::Int(s)) => s.add(&Poly::sym(Sym::Loop(counter.clone())), 1),
+                            None => Some(Poly::sym(Sym::Loop(counter.clone()))),
+                            _ => None,
+                        };
+                        self.bind(
+                            &for_loop.pat,
+                            value.map_or_else(
+                                || Value::opaque("a loop counter from an opaque start"),
+                                Value::Int,
+                            ),
+                        );
+                        (trips, Some(Poly::constant(1)))
+                    }
+                    other => {
+                        self.expr(other);
+                        self.bind(&for_loop.pat, Value::opaque("an item of an iterator"));
+                        (None, None)
+                    }
+                };
+                self.analysis.loops.push(LoopInfo {
+                    counter: counter.clone(),
+                    trips,
+                    step,
+                });
+                self.in_loop(counter, &for_loop.body, None);
+                Value::Tuple(Vec::new())
+            }
+            Expr::While(while_loop) => {
+                let counter = self.counter("while");
+                let cond = while_loop.cond.clone();
+                self.in_loop(counter, &while_loop.body, Some(&cond));
+                Value::Tuple(Vec::new())
+            }
+            Expr::Loop(lp) => {
+                let counter = self.counter("loop");
+                self.in_loop(counter, &lp.body, None);
+                Value::Tuple(Vec::new())
+            }
+            Expr::Return(ret) => {
+                if let Some(e) = &ret.expr {
+                    self.expr(e);
+                }
+                Value::opaque("returned")
+            }
+            Expr::Closure(_) => Value::opaque("a closure"),
+            Expr::Index(index) => {
+                self.expr(&index.expr);
+                self.expr(&index.index);
+                Value::opaque("an element of an array")
+            }
+            Expr::Field(field) => {
+                self.expr(&field.base);
+                Value::opaque("a field")
+            }
+            Expr::Array(array) => {
+                for e in &array.elems {
+                    self.expr(e);
+                }
+                Value::opaque("an array")
+            }
+            Expr::Macro(mac) => {
+                if mac
+                    .mac
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "shared_array")
+                {
+                    self.analysis.uses_shared_memory = true;
+                }
+                Value::opaque("a macro")
+            }
+            _ => Value::opaque("an expression the analysis does not follow"),
+        }
+    }
+
+    /// A fresh loop counter name.
+    fn counter(&mut self, base: &str) -> String {
+        let mut name = base.to_string();
+        let mut n = 1;
+        while !self.counters.insert(name.clone()) {
+            n += 1;
+            name = format!("{base}{n}");
+        }
+        name
+    }
+
+    /// Evaluates a loop body once, with every variable the body assigns
+    /// made a function of the loop's progress (`start + Loop`), so that an
+    /// index stepped by `k += TILE` or a pointer stepped by `p = p.add(n)`
+    /// stays affine. For a `while c < end` whose body adds `step` to `c`,
+    /// records the trip count.
+    fn in_loop(&mut self, counter: String, body: &Block, cond: Option<&Expr>) {
+        let assigned = assigned_in(body);
+        let progress = Poly::sym(Sym::Loop(counter.clone()));
+        let mut steps = Vec::new();
+        for name in &assigned {
+            let step = step_of(body, name).map(|e| self.quietly(|this| this.expr(&e)));
+            let value = match self.env.get(name).cloned() {
+                Some(Value::Int(start)) => match &step {
+                    // `c += step`: `start + step * Loop`, with Loop the trip.
+                    Some(Value::Int(step)) => step
+                        .mul(&progress)
+                        .and_then(|moved| start.add(&moved, 1))
+                        .map(Value::Int),
+                    _ => start.add(&progress, 1).map(Value::Int),
+                },
+                Some(Value::Ptr(base, Ok(offset))) => match &step {
+                    Some(Value::Int(step)) => {
+                        step.mul(&progress).and_then(|moved| offset.add(&moved, 1))
+                    }
+                    _ => offset.add(&progress, 1),
+                }
+                .map(|o| Value::Ptr(base, Ok(o))),
+                Some(Value::Ptr(base, Err(why))) => Some(Value::Ptr(base, Err(why))),
+                _ => None,
+            }
+            .unwrap_or_else(|| Value::opaque(format!("`{name}` changes in a loop")));
+            if let (Some(Value::Int(start)), Some(Value::Int(step))) = (self.env.get(name), &step) {
+                steps.push((name.clone(), start.clone(), step.clone()));
+            }
+            self.env.insert(name.clone(), value);
+        }
+        if let Some(cond) = cond {
+            self.expr(cond);
+            // `while c < end` with `c += step`: (end - start) / step trips;
+            // kept as `end - start` with the step beside it.
+            let mut info = LoopInfo {
+                counter: counter.clone(),
+                trips: None,
+                step: None,
+            };
+            if let Expr::Binary(binary) = strip(cond) {
+                if let (BinOp::Lt(_), Expr::Path(path)) = (binary.op, strip(&binary.left)) {
+                    let name = path.path.get_ident().map(|i| i.to_string());
+                    if let Some((_, start, step)) =
+                        steps.iter().find(|(n, _, _)| Some(n) == name.as_ref())
+                    {
+                        if let Value::Int(end) = self.quietly(|this| this.expr(&binary.right)) {
+                            info.trips = end.add(start, -1);
+                            info.step = Some(step.clone());
+                        }
+                    }
+                }
+            }
+            self.analysis.loops.push(info);
+        } else if !self.analysis.loops.iter().any(|l| l.counter == counter) {
+            self.analysis.loops.push(LoopInfo {
+                counter: counter.clone(),
+                trips: None,
+                step: None,
+            });
+        }
+        self.loops.push(counter);
+        self.block(body);
+        self.loops.pop();
+        // After the loop, the variables are wherever it left them.
+        for name in assigned {
+            self.env.insert(
+                name.clone(),
+                Value::opaque(format!("`{name}` after a loop")),
+            );
+        }
+    }
+
+    fn binary(&mut self, binary: &syn::ExprBinary, whole: &Expr) -> Value {
+        use BinOp::*;
+        match binary.op {
+            AddAssign(_) | SubAssign(_) | MulAssign(_) | DivAssign(_) | RemAssign(_)
+            | BitXorAssign(_) | BitAndAssign(_) | BitOrAssign(_) | ShlAssign(_) | ShrAssign(_) => {
+                let right = self.expr(&binary.right);
+                let left = self.expr_no_access(&binary.left);
+                let value = match (binary.op, left, right) {
+                    (AddAssign(_), Value::Int(l), Value::Int(r)) => l.add(&r, 1).map(Value::Int),
+                    (SubAssign(_), Value::Int(l), Value::Int(r)) => l.add(&r, -1).map(Value::Int),
+                    (MulAssign(_), Value::Int(l), Value::Int(r)) => l.mul(&r).map(Value::Int),
+                    _ => None,
+                }
+                .unwrap_or_else(|| Value::opaque("updated in place"));
+                self.assign(&binary.left, value, Direction::Update, whole);
+                Value::Tuple(Vec::new())
+            }
+            _ => {
+                let (l, r) = (self.expr(&binary.left), self.expr(&binary.right));
+                let (Value::Int(l), Value::Int(r)) = (l, r) else {
+                    return Value::opaque("arithmetic on an opaque value");
+                };
+                let result = match binary.op {
+                    Add(_) => l.add(&r, 1),
+                    Sub(_) => l.add(&r, -1),
+                    Mul(_) => l.mul(&r),
+                    Shl(_) => r
+                        .as_constant()
+                        .filter(|s| (0..62).contains(s))
+                        .and_then(|s| l.mul(&Poly::constant(1 << s))),
+                    Div(_) | Rem(_) | Shr(_) => {
+                        return Value::opaque("a division, remainder or right shift")
+                    }
+                    _ => return Value::opaque("not arithmetic"),
+                };
+                result.map_or_else(|| Value::opaque("overflow"), Value::Int)
+            }
+        }
+    }
+
+    /// Evaluates a place without counting it as a load (`x` in `x += 1`,
+    /// `*p` in `*p += v`, which [`assign`] records as one update).
+    fn expr_no_access(&mut self, expr: &Expr) -> Value {
+        match strip(expr) {
+            Expr::Unary(syn::ExprUnary {
+                op: UnOp::Deref(_), ..
+            }) => Value::opaque("a value loaded from memory"),
+            other => self.expr(other),
+        }
+    }
+
+    fn assign(&mut self, left: &Expr, value: Value, direction: Direction, whole: &Expr) {
+        match strip(left) {
+            Expr::Path(path) if path.path.get_ident().is_some() => {
+                let name = path.path.get_ident().unwrap().to_string();
+                // A variable the enclosing loop made a counter stays one.
+                let is_counter = matches!(self.env.get(&name), Some(Value::Int(p)) if p.0.keys().any(|m| m.iter().any(|s| matches!(s, Sym::Loop(_)))))
+                    || matches!(self.env.get(&name), Some(Value::Ptr(_, Ok(p))) if p.0.keys().any(|m| m.iter().any(|s| matches!(s, Sym::Loop(_)))));
+                if !is_counter || self.loops.is_empty() {
+                    self.env.insert(name, value);
+                }
+            }
+            Expr::Unary(syn::ExprUnary {
+                op: UnOp::Deref(_),
+                expr,
+                ..
+            }) => {
+                let pointer = self.expr(expr);
+                self.access(&pointer, direction, whole);
+            }
+            other => {
+                self.expr(other);
+            }
+        }
+    }
+
+    fn call(&mut self, call: &syn::ExprCall) -> Value {
+        let name = match &*call.func {
+            Expr::Path(path) => path.path.segments.last().map(|s| s.ident.to_string()),
+            _ => None,
+        }
+        .unwrap_or_default();
+        let args: Vec<Value> = call.args.iter().map(|a| self.expr(a)).collect();
+        let int = |v: &Value| match v {
+            Value::Int(p) => Some(p.clone()),
+            _ => None,
+        };
+        let getter = [
+            ("block_idx_", Sym::Block as fn(Axis) -> Sym),
+            ("thread_idx_", Sym::Thread),
+            ("block_dim_", Sym::BlockDim),
+            ("grid_dim_", Sym::GridDim),
+        ]
+        .into_iter()
+        .find_map(|(prefix, sym)| axis_of(&name, prefix).map(&sym));
+        if let Some(sym) = getter {
+            if let Sym::Block(axis) = sym {
+                self.analysis.block_axes[axis as usize] = true;
+            }
+            return Value::Int(Poly::sym(sym));
+        }
+        let global = |axis: Axis| {
+            Poly::sym(Sym::Block(axis))
+                .mul(&Poly::sym(Sym::BlockDim(axis)))
+                .and_then(|p| p.add(&Poly::sym(Sym::Thread(axis)), 1))
+        };
+        let result = match (name.as_str(), args.as_slice()) {
+            ("index_1d", []) => {
+                self.analysis.block_axes[0] = true;
+                global(Axis::X).map(Value::Int)
+            }
+            ("index_2d", []) => {
+                self.analysis.block_axes[0] = true;
+                self.analysis.block_axes[1] = true;
+                global(Axis::X)
+                    .zip(global(Axis::Y))
+                    .map(|(x, y)| Value::Tuple(vec![Value::Int(x), Value::Int(y)]))
+            }
+            ("at", [r, w, c]) => (|| int(r)?.mul(&int(w)?)?.add(&int(c)?, 1))().map(Value::Int),
+            ("at3", [z, h, y, w, x]) => (|| {
+                int(z)?
+                    .mul(&int(h)?)?
+                    .add(&int(y)?, 1)?
+                    .mul(&int(w)?)?
+                    .add(&int(x)?, 1)
+            })()
+            .map(Value::Int),
+            ("read" | "read_volatile", [pointer]) => {
+                self.access(pointer, Direction::Load, &Expr::Call(call.clone()));
+                Some(Value::opaque("a value loaded from memory"))
+            }
+            ("write" | "write_volatile", [pointer, _]) => {
+                self.access(pointer, Direction::Store, &Expr::Call(call.clone()));
+                Some(Value::Tuple(Vec::new()))
+            }
+            _ => None,
+        };
+        result.unwrap_or_else(|| Value::opaque(format!("the result of `{name}`")))
+    }
+
+    fn method(&mut self, call: &syn::ExprMethodCall, whole: &Expr) -> Value {
+        let receiver = self.expr(&call.receiver);
+        let args: Vec<Value> = call.args.iter().map(|a| self.expr(a)).collect();
+        let method = call.method.to_string();
+        match (method.as_str(), receiver, args.as_slice()) {
+            (
+                "add" | "offset" | "wrapping_add" | "wrapping_offset" | "sub" | "wrapping_sub",
+                Value::Ptr(base, offset),
+                [by],
+            ) => {
+                let sign = if method.ends_with("sub") { -1 } else { 1 };
+                let offset = match (offset, by) {
+                    (Ok(offset), Value::Int(by)) => {
+                        offset.add(by, sign).ok_or_else(|| "overflow".to_string())
+                    }
+                    (Err(why), _) => Err(why),
+                    (_, Value::Opaque(why)) => Err(why.clone()),
+                    _ => Err("an offset that is not an integer".to_string()),
+                };
+                Value::Ptr(base, offset)
+            }
+            ("cast" | "cast_mut" | "cast_const", pointer @ Value::Ptr(..), []) => pointer,
+            ("read" | "read_volatile" | "read_unaligned", pointer @ Value::Ptr(..), []) => {
+                self.access(&pointer, Direction::Load, whole);
+                Value::opaque("a value loaded from memory")
+            }
+            ("write" | "write_volatile" | "write_unaligned", pointer @ Value::Ptr(..), [_]) => {
+                self.access(&pointer, Direction::Store, whole);
+                Value::Tuple(Vec::new())
+            }
+            ("wrapping_add", Value::Int(a), [Value::Int(b)]) => a
+                .add(b, 1)
+                .map_or_else(|| Value::opaque("overflow"), Value::Int),
+            ("wrapping_sub", Value::Int(a), [Value::Int(b)]) => a
+                .add(b, -1)
+                .map_or_else(|| Value::opaque("overflow"), Value::Int),
+            ("wrapping_mul", Value::Int(a), [Value::Int(b)]) => a
+                .mul(b)
+                .map_or_else(|| Value::opaque("overflow"), Value::Int),
+            ("into" | "try_into" | "unwrap", v @ Value::Int(_), []) => v,
+            _ => Value::opaque(format!("the result of `.{method}()`")),
+        }
+    }
+
+    /// Runs `f` without recording accesses.
+    fn quietly<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let was = std::mem::replace(&mut self.recording, false);
+        let out = f(self);
+        self.recording = was;
+        out
+    }
+
+    fn access(&mut self, pointer: &Value, direction: Direction, whole: &Expr) {
+        if !self.recording {
+            return;
+        }
+        let Value::Ptr(base, offset) = pointer else {
+            // Not through a pointer parameter: shared memory, a local.
+            return;
+        };
+        let index = match offset {
+            Ok(offset) if offset.is_affine() => Ok(offset.clone()),
+            Ok(_) => Err("a product of two indices".to_string()),
+            Err(why) => Err(why.clone()),
+        };
+        self.analysis.accesses.push(Found {
+            pointer: base.clone(),
+            direction,
+            index,
+            loops: self.loops.clone(),
+            line: line_of(whole.span()),
+            source: tidy(&whole.to_token_stream().to_string()),
+        });
+    }
+}
+
+/// Token text as written: `*c.add(i)`, not `* c . add (i)`.
+fn tidy(tokens: &str) -> String {
+    let mut out = tokens.to_string();
+    for (from, to) in [
+        (" . ", "."),
+        (" (", "("),
+        ("( ", "("),
+        (" )", ")"),
+        (" ,", ","),
+        (" [", "["),
+        ("[ ", "["),
+        (" ]", "]"),
+    ] {
+        out = out.replace(from, to);
+    }
+    // A dereference (`*` first, or after an operator) loses its space; a
+    // product keeps its spaces.
+    let mut tidy = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(at) = rest.find("* ") {
+        let before = rest[..at].trim_end();
+        let deref =
+            before.is_empty() || before.ends_with(['=', '(', '[', ',', '+', '-', '*', '/', '!']);
+        tidy.push_str(&rest[..at + 1]);
+        if !deref {
+            tidy.push(' ');
+        }
+        rest = &rest[at + 2..];
+    }
+    tidy.push_str(rest);
+    tidy
+}
+
+fn strip(mut expr: &Expr) -> &Expr {
+    loop {
+        match expr {
+            Expr::Paren(inner) => expr = &inner.expr,
+            Expr::Group(inner) => expr = &inner.expr,
+            _ => return expr,
+        }
+    }
+}
+
+fn pattern_names(pat: &Pat) -> Vec<String> {
+    struct Names(Vec<String>);
+    impl<'ast> Visit<'ast> for Names {
+        fn visit_pat_ident(&mut self, node: &'ast syn::PatIdent) {
+            self.0.push(node.ident.to_string());
+        }
+    }
+    let mut names = Names(Vec::new());
+    names.visit_pat(pat);
+    names.0
+}
+
+/// The variables a loop body assigns (`x = ..`, `x += ..`), outside
+/// nested `let`s of the same name.
+fn assigned_in(body: &Block) -> Vec<String> {
+    struct Assigned(Vec<String>);
+    impl<'ast> Visit<'ast> for Assigned {
+        fn visit_expr_assign(&mut self, node: &'ast syn::ExprAssign) {
+            if let Expr::Path(path) = strip(&node.left) {
+                if let Some(ident) = path.path.get_ident() {
+                    let name = ident.to_string();
+                    if !self.0.contains(&name) {
+                        self.0.push(name);
+                    }
+                }
+            }
+            syn::visit::visit_expr_assign(self, node);
+        }
+        fn visit_expr_binary(&mut self, node: &'ast syn::ExprBinary) {
+            let compound = matches!(
+                node.op,
+                BinOp::AddAssign(_)
+                    | BinOp::SubAssign(_)
+                    | BinOp::MulAssign(_)
+                    | BinOp::DivAssign(_)
+                    | BinOp::RemAssign(_)
+                    | BinOp::ShlAssign(_)
+                    | BinOp::ShrAssign(_)
+                    | BinOp::BitAndAssign(_)
+                    | BinOp::BitOrAssign(_)
+                    | BinOp::BitXorAssign(_)
+            );
+            if compound {
+                if let Expr::Path(path) = strip(&node.left) {
+                    if let Some(ident) = path.path.get_ident() {
+                        let name = ident.to_string();
+                        if !self.0.contains(&name) {
+                            self.0.push(name);
+                        }
+                    }
+                }
+            }
+            syn::visit::visit_expr_binary(self, node);
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+    }
+    let mut assigned = Assigned(Vec::new());
+    assigned.visit_block(body);
+    assigned.0
+}
+
+/// The step of `name` in a loop body that only ever does `name += step`
+/// (or `name = name + step`), once; `None` otherwise.
+fn step_of(body: &Block, name: &str) -> Option<Expr> {
+    struct Steps<'n> {
+        name: &'n str,
+        steps: Vec<Expr>,
+        other: bool,
+    }
+    impl<'ast> Visit<'ast> for Steps<'_> {
+        fn visit_expr_binary(&mut self, node: &'ast syn::ExprBinary) {
+            if let Expr::Path(path) = strip(&node.left) {
+                if path.path.is_ident(self.name) {
+                    match node.op {
+                        BinOp::AddAssign(_) => self.steps.push((*node.right).clone()),
+                        op if is_compound(op) => self.other = true,
+                        _ => {}
+                    }
+                }
+            }
+            syn::visit::visit_expr_binary(self, node);
+        }
+        fn visit_expr_assign(&mut self, node: &'ast syn::ExprAssign) {
+            if let Expr::Path(path) = strip(&node.left) {
+                if path.path.is_ident(self.name) {
+                    let is_self =
+                        |e: &Expr| matches!(strip(e), Expr::Path(p) if p.path.is_ident(self.name));
+                    match strip(&node.right) {
+                        // `c = c + step`
+                        Expr::Binary(b) if matches!(b.op, BinOp::Add(_)) && is_self(&b.left) => {
+                            self.steps.push((*b.right).clone())
+                        }
+                        // `p = p.add(step)`, a pointer stepped through memory
+                        Expr::MethodCall(m)
+                            if m.method == "add" && m.args.len() == 1 && is_self(&m.receiver) =>
+                        {
+                            self.steps.push(m.args[0].clone())
+                        }
+                        _ => self.other = true,
+                    }
+                }
+            }
+            syn::visit::visit_expr_assign(self, node);
+        }
+    }
+    let mut steps = Steps {
+        name,
+        steps: Vec::new(),
+        other: false,
+    };
+    steps.visit_block(body);
+    match (steps.other, steps.steps.len()) {
+        (false, 1) => steps.steps.pop(),
+        _ => None,
+    }
+}
+
+fn is_compound(op: BinOp) -> bool {
+    matches!(
+        op,
+        BinOp::AddAssign(_)
+            | BinOp::SubAssign(_)
+            | BinOp::MulAssign(_)
+            | BinOp::DivAssign(_)
+            | BinOp::RemAssign(_)
+            | BinOp::ShlAssign(_)
+            | BinOp::ShrAssign(_)
+            | BinOp::BitAndAssign(_)
+            | BinOp::BitOrAssign(_)
+            | BinOp::BitXorAssign(_)
+    )
+}
+
+/// The schedules `clustered_abi::access::proposals` makes of `analysis` at
+/// compile time (no symbol's value known).
+pub fn proposals(analysis: &Analysis) -> Vec<clustered_abi::access::Proposal> {
+    use clustered_abi::access as abi;
+    fn to_abi(s: &Sym) -> abi::Sym<'_> {
+        match s {
+            Sym::Block(a) => abi::Sym::Block(*a),
+            Sym::Thread(a) => abi::Sym::Thread(*a),
+            Sym::BlockDim(a) => abi::Sym::BlockDim(*a),
+            Sym::GridDim(a) => abi::Sym::GridDim(*a),
+            Sym::Param(p) => abi::Sym::Param(p),
+            Sym::Const(p) => abi::Sym::Const(p, 0),
+            Sym::Loop(l) => abi::Sym::Loop(l),
+        }
+    }
+    let factors: Vec<Vec<Vec<abi::Sym<'_>>>> = analysis
+        .accesses
+        .iter()
+        .map(|a| match &a.index {
+            Ok(p) => p.0.keys().map(|m| m.iter().map(to_abi).collect()).collect(),
+            Err(_) => Vec::new(),
+        })
+        .collect();
+    let terms: Vec<Vec<abi::Term<'_>>> = analysis
+        .accesses
+        .iter()
+        .zip(&factors)
+        .map(|(a, factors)| match &a.index {
+            Ok(p) => {
+                p.0.values()
+                    .zip(factors)
+                    .map(|(c, f)| abi::Term {
+                        coefficient: *c,
+                        factors: f,
+                    })
+                    .collect()
+            }
+            Err(_) => Vec::new(),
+        })
+        .collect();
+    let accesses: Vec<abi::Access<'_>> = analysis
+        .accesses
+        .iter()
+        .zip(&terms)
+        .map(|(a, terms)| abi::Access {
+            pointer: &a.pointer,
+            elem_bytes: 0,
+            direction: a.direction,
+            index: match &a.index {
+                Ok(_) => abi::Index::Affine(terms),
+                Err(why) => abi::Index::Opaque(why),
+            },
+            loops: &[],
+            line: 0,
+            source: "",
+        })
+        .collect();
+    let view = abi::Accesses {
+        parameters: &[],
+        accesses: &accesses,
+        loops: &[],
+        block_axes: analysis.block_axes,
+        uses_shared_memory: analysis.uses_shared_memory,
+    };
+    abi::proposals(&view, &abi::Unknown).collect()
+}
+
+/// `analysis` as a `clustered_abi::access::Accesses<'static>` expression.
+pub fn to_tokens(analysis: &Analysis, abi: &TokenStream) -> TokenStream {
+    let access = quote!(#abi::access);
+    let sym = |s: &Sym| -> TokenStream {
+        let axis = |a: &Axis| match a {
+            Axis::X => quote!(#access::Axis::X),
+            Axis::Y => quote!(#access::Axis::Y),
+            Axis::Z => quote!(#access::Axis::Z),
+        };
+        match s {
+            Sym::Block(a) => {
+                let a = axis(a);
+                quote!(#access::Sym::Block(#a))
+            }
+            Sym::Thread(a) => {
+                let a = axis(a);
+                quote!(#access::Sym::Thread(#a))
+            }
+            Sym::BlockDim(a) => {
+                let a = axis(a);
+                quote!(#access::Sym::BlockDim(#a))
+            }
+            Sym::GridDim(a) => {
+                let a = axis(a);
+                quote!(#access::Sym::GridDim(#a))
+            }
+            Sym::Param(p) => quote!(#access::Sym::Param(#p)),
+            Sym::Loop(l) => quote!(#access::Sym::Loop(#l)),
+            Sym::Const(path) => {
+                let expr: TokenStream = path.parse().unwrap_or_default();
+                quote!(#access::Sym::Const(#path, (#expr) as i64))
+            }
+        }
+    };
+    let terms = |p: &Poly| -> TokenStream {
+        let terms = p.0.iter().map(|(m, c)| {
+            let factors = m.iter().map(sym);
+            quote!(#access::Term { coefficient: #c, factors: &[#(#factors),*] })
+        });
+        quote!(&[#(#terms),*])
+    };
+    let elem_bytes = |pointer: &str| -> TokenStream {
+        match analysis.pointers.iter().find(|(name, _)| name == pointer) {
+            Some((_, ty)) => quote!(::core::mem::size_of::<#ty>() as u32),
+            None => quote!(0),
+        }
+    };
+    let accesses = analysis.accesses.iter().map(|found| {
+        let pointer = &found.pointer;
+        let direction = match found.direction {
+            Direction::Load => quote!(#access::Direction::Load),
+            Direction::Store => quote!(#access::Direction::Store),
+            Direction::Update => quote!(#access::Direction::Update),
+        };
+        let index = match &found.index {
+            Ok(p) => {
+                let t = terms(p);
+                quote!(#access::Index::Affine(#t))
+            }
+            Err(why) => quote!(#access::Index::Opaque(#why)),
+        };
+        let loops = &found.loops;
+        let line = found.line as u32;
+        let source = &found.source;
+        let elem = elem_bytes(pointer);
+        quote! {
+            #access::Access {
+                pointer: #pointer,
+                elem_bytes: #elem,
+                direction: #direction,
+                index: #index,
+                loops: &[#(#loops),*],
+                line: #line,
+                source: #source,
+            }
+        }
+    });
+    let loops = analysis.loops.iter().map(|l| {
+        let counter = &l.counter;
+        let trips = match &l.trips {
+            Some(p) => {
+                let t = terms(p);
+                quote!(Some(#t))
+            }
+            None => quote!(None),
+        };
+        let step = match &l.step {
+            Some(p) => {
+                let t = terms(p);
+                quote!(Some(#t))
+            }
+            None => quote!(None),
+        };
+        quote!(#access::Loop { counter: #counter, trips: #trips, step: #step })
+    });
+    let [x, y, z] = analysis.block_axes;
+    let shared = analysis.uses_shared_memory;
+    let parameters = &analysis.parameters;
+    quote! {
+        #access::Accesses {
+            parameters: &[#(#parameters),*],
+            accesses: &[#(#accesses),*],
+            loops: &[#(#loops),*],
+            block_axes: [#x, #y, #z],
+            uses_shared_memory: #shared,
+        }
+    }
+}
+
+impl std::fmt::Display for Sym {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Sym::Block(a) => write!(f, "b{}", a.name()),
+            Sym::Thread(a) => write!(f, "t{}", a.name()),
+            Sym::BlockDim(a) => write!(f, "bd{}", a.name()),
+            Sym::GridDim(a) => write!(f, "gd{}", a.name()),
+            Sym::Param(p) | Sym::Const(p) | Sym::Loop(p) => f.write_str(p),
+        }
+    }
+}
+
+impl std::fmt::Display for Poly {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("0");
+        }
+        for (i, (m, c)) in self.0.iter().enumerate() {
+            let sign = if *c < 0 {
+                "-"
+            } else if i > 0 {
+                "+"
+            } else {
+                ""
+            };
+            let sep = if i > 0 { " " } else { "" };
+            write!(
+                f,
+                "{sep}{sign}{}",
+                if i > 0 && !sign.is_empty() { " " } else { "" }
+            )?;
+            let magnitude = c.unsigned_abs();
+            let mut parts: Vec<String> = m.iter().map(ToString::to_string).collect();
+            if magnitude != 1 || parts.is_empty() {
+                parts.insert(0, magnitude.to_string());
+            }
+            f.write_str(&parts.join("*"))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn forms(source: &str) -> (Analysis, Vec<String>) {
+        let function: ItemFn = syn::parse_str(source).unwrap();
+        let analysis = analyse(&function);
+        let forms = analysis
+            .accesses
+            .iter()
+            .map(|a| {
+                let index = match &a.index {
+                    Ok(p) => p.to_string(),
+                    Err(why) => format!("opaque: {why}"),
+                };
+                format!("{} {} [{}]", a.direction.name(), a.pointer, index)
+            })
+            .collect();
+        (analysis, forms)
+    }
+
+    #[test]
+    fn a_naive_sgemm_reads_rows_and_columns() {
+        let (analysis, forms) = forms(
+            "unsafe fn sgemm(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
+                let row = block_idx_y() * TILE + thread_idx_y();
+                let col = block_idx_x() * TILE + thread_idx_x();
+                let mut sum = 0.0f32;
+                for k in 0..n {
+                    sum += *a.add(at(row, n, k)) * *b.add((k * n + col) as usize);
+                }
+                *c.add(at(row, n, col)) = sum;
+            }",
+        );
+        assert_eq!(
+            forms,
+            [
+                "load a [by*n*TILE + ty*n + k]",
+                "load b [bx*TILE + tx + n*k]",
+                "store c [bx*TILE + by*n*TILE + tx + ty*n]",
+            ]
+        );
+        assert_eq!(analysis.block_axes, [true, true, false]);
+        assert_eq!(analysis.accesses[0].loops, ["k"]);
+        assert_eq!(analysis.loops[0].trips.as_ref().unwrap().to_string(), "n");
+    }
+
+    #[test]
+    fn stepped_indices_and_pointers_stay_affine() {
+        let (analysis, forms) = forms(
+            "unsafe fn tiled(a: *const f32, c: *mut f32, n: u32) {
+                let mut k0 = 0;
+                let mut p = a.add(block_idx_x() as usize);
+                while k0 < n {
+                    let x = *a.add((k0 + thread_idx_x()) as usize) + *p;
+                    p = p.add(n as usize);
+                    k0 += TILE;
+                }
+            }",
+        );
+        assert_eq!(forms, ["load a [tx + TILE*while]", "load a [bx + n*while]"]);
+        let lp = &analysis.loops[0];
+        assert_eq!(lp.trips.as_ref().unwrap().to_string(), "n");
+        assert_eq!(lp.step.as_ref().unwrap().to_string(), "TILE");
+    }
+
+    #[test]
+    fn gathers_divisions_and_updates_say_what_they_are() {
+        let (_, forms) = forms(
+            "unsafe fn gather(x: *const f32, col: *const u32, y: *mut f32, sum: *mut f32, n: u32) {
+                let i = index_1d();
+                let j = *col.add(i as usize);
+                y.add((i / 2) as usize).write(*x.add(j as usize));
+                *sum.add(0) += 1.0;
+            }",
+        );
+        assert_eq!(
+            forms,
+            [
+                "load col [bx*bdx + tx]",
+                "load x [opaque: a value loaded from memory]",
+                "store y [opaque: a division, remainder or right shift]",
+                "update sum [0]",
+            ]
+        );
+    }
+}
