@@ -7,10 +7,15 @@
 //! a contract that the macro would have refused is refused at launch too.
 //! `no_std` and dependency-free: it builds for nvptx64, the host and the
 //! proc-macro alike.
+//!
+//! [`pool`] is the task pool's protocol: the slot that the host and a
+//! resident block share, and who writes which word in which order.
 #![warn(missing_docs)]
 #![no_std]
 
 use core::fmt;
+
+pub mod pool;
 
 /// How the new kernel's CTAs choose the original CTAs they run.
 #[repr(u32)]

@@ -23,6 +23,7 @@ pub mod jacobi7;
 pub mod kmeans;
 pub mod math;
 pub mod names;
+pub mod pool;
 pub mod property;
 pub mod sgemm;
 pub mod sgemm_naive;
