@@ -1,7 +1,7 @@
 //! A task-pool kernel (CAGTP, issue 15): resident blocks serving mixed task
 //! kinds pushed from the host (`clustered_host::pool::TaskPool`).
 
-use clustered_device::atomic::{fetch_add_u32, load_acquire_system};
+use clustered_device::atomic::{fetch_add_u32, load_acquire_system, store_release_system};
 use clustered_device::cta::Cta;
 use clustered_device::kernel;
 use clustered_device::pool::{serve, Payload, Slot};
@@ -76,6 +76,9 @@ pub struct Wait {
     /// `*const u32` in memory the host writes (mapped, or on the CPU
     /// backend, any host memory).
     pub flag: u64,
+    /// `*mut u32` set to 1 when the task starts (0: none), so that a test
+    /// knows the task holds its block.
+    pub started: u64,
 }
 // SAFETY: as for `Saxpy`.
 unsafe impl Payload for Wait {}
@@ -125,10 +128,13 @@ unsafe fn mark(args: Mark) -> u64 {
 }
 
 /// # Safety
-/// `flag` is a valid `u32`.
+/// `flag` is a valid `u32`, and `started` one or 0.
 #[inline(always)]
 unsafe fn wait(args: Wait) -> u64 {
     if thread_idx_x() == 0 {
+        if args.started != 0 {
+            store_release_system(args.started as *mut u32, 1);
+        }
         while load_acquire_system(args.flag as *const u32) == 0 {
             nanosleep(1024);
         }
