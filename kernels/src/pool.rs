@@ -164,3 +164,11 @@ pub unsafe fn pool_demo(slots: *mut Slot) {
         _ => task.payload()[0] as u64,
     });
 }
+
+/// Does nothing with 16 bytes of arguments: the launch-per-task baseline
+/// of the pool's overhead benchmark (`suite/examples/pool_overhead.rs`).
+///
+/// # Safety
+/// None needed; `unsafe` as every kernel.
+#[kernel]
+pub unsafe fn empty_launch(_first: u64, _second: u64) {}

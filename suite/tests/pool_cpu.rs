@@ -158,7 +158,7 @@ fn mixed_kinds_match_the_reference() {
         pool.push(Task::new(SAXPY, n.div_ceil(THREADS), args))
             .unwrap();
     }
-    for tile in c.iter_mut() {
+    for tile in &mut c {
         let args = Sgemm64 {
             a: a.as_ptr() as u64,
             b: b.as_ptr() as u64,
