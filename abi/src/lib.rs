@@ -8,12 +8,16 @@
 //! [`access`] holds what the macro learns about a kernel's memory accesses.
 //! `no_std` and dependency-free: it builds for nvptx64, the host and the
 //! proc-macro alike.
+//!
+//! [`pool`] is the task pool's protocol: the slot that the host and a
+//! resident block share, and who writes which word in which order.
 #![warn(missing_docs)]
 #![no_std]
 
 use core::fmt;
 
 pub mod access;
+pub mod pool;
 
 /// How the new kernel's CTAs choose the original CTAs they run.
 #[repr(u32)]

@@ -1,4 +1,6 @@
-//! Atomics on global memory at device (GPU) scope, relaxed ordering.
+//! Atomics on global memory at device (GPU) scope, relaxed ordering; and
+//! the system-scope loads and stores (acquire, release) that a task pool's
+//! blocks use on memory shared with the host (`abi::pool`).
 //!
 //! Written as PTX so the instruction is exactly the one named: in particular
 //! [`fetch_inc_wrapping`] (`atom.inc`) is left alone by ptxas, which
@@ -8,7 +10,10 @@
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 #[cfg(not(target_arch = "nvptx64"))]
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{
+    AtomicU32, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 /// On the CPU backend: checks the address against the launch's buffers, does
 /// the atomic, and reports it to the simulator.
@@ -174,5 +179,134 @@ pub unsafe fn fetch_max_u32(address: *mut u32, value: u32) -> u32 {
         traced(address, || {
             AtomicU32::from_ptr(address).fetch_max(value, Relaxed)
         })
+    }
+}
+
+/// On the CPU backend: lets the other simulated threads run after an access
+/// to memory shared with the host (a pool's slots), without checking it
+/// against the launch's buffers: such memory is no launch buffer.
+#[cfg(not(target_arch = "nvptx64"))]
+#[track_caller]
+fn system_access<T>(address: *const T) {
+    crate::cpu::access(
+        crate::cpu::AccessKind::Atomic,
+        address as u64,
+        core::mem::size_of::<T>() as u32,
+        core::panic::Location::caller(),
+    );
+}
+
+/// `ld.acquire.sys.u32`: reads `*address` at system scope, so that what the
+/// host (or another device) wrote before its release store of this word is
+/// visible to this thread's later reads.
+///
+/// # Safety
+/// `address` must point to a valid, 4-byte aligned `u32` (global memory or
+/// mapped host memory).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn load_acquire_system(address: *const u32) -> u32 {
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let value: u32;
+            asm!("ld.acquire.sys.u32 {value}, [{address}];",
+             value = out(reg32) value, address = in(reg64) address, options(nostack));
+            value
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let value = AtomicU32::from_ptr(address.cast_mut()).load(Acquire);
+            system_access(address);
+            value
+        }
+    }
+}
+
+/// `ld.relaxed.sys.u32`: reads `*address` at system scope, never from a line
+/// that L1 kept from an earlier read (a plain `ld` could return the last
+/// task's payload).
+///
+/// # Safety
+/// As [`load_acquire_system`].
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn load_relaxed_system(address: *const u32) -> u32 {
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let value: u32;
+            asm!("ld.relaxed.sys.u32 {value}, [{address}];",
+             value = out(reg32) value, address = in(reg64) address, options(nostack));
+            value
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let value = AtomicU32::from_ptr(address.cast_mut()).load(Relaxed);
+            system_access(address);
+            value
+        }
+    }
+}
+
+/// `st.relaxed.sys.u32`: writes `*address` at system scope (ordered for
+/// others only by a later release).
+///
+/// # Safety
+/// `address` must point to a valid, 4-byte aligned `u32` that this thread
+/// may write.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn store_relaxed_system(address: *mut u32, value: u32) {
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        asm!("st.relaxed.sys.u32 [{address}], {value};",
+         address = in(reg64) address, value = in(reg32) value, options(nostack));
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            AtomicU32::from_ptr(address).store(value, Relaxed);
+            system_access(address);
+        }
+    }
+}
+
+/// `st.relaxed.sys.u64`: as [`store_relaxed_system`], for a `u64`.
+///
+/// # Safety
+/// `address` must point to a valid, 8-byte aligned `u64` that this thread
+/// may write.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn store_relaxed_system_u64(address: *mut u64, value: u64) {
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        asm!("st.relaxed.sys.u64 [{address}], {value};",
+         address = in(reg64) address, value = in(reg64) value, options(nostack));
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            AtomicU64::from_ptr(address).store(value, Relaxed);
+            system_access(address);
+        }
+    }
+}
+
+/// `st.release.sys.u32`: writes `*address` at system scope after every
+/// write that this thread made, or saw ordered before it (through a CTA
+/// barrier), became visible: a reader's acquire load of the value sees them.
+///
+/// # Safety
+/// As [`store_relaxed_system`].
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn store_release_system(address: *mut u32, value: u32) {
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        asm!("st.release.sys.u32 [{address}], {value};",
+         address = in(reg64) address, value = in(reg32) value, options(nostack));
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            AtomicU32::from_ptr(address).store(value, Release);
+            system_access(address);
+        }
     }
 }

@@ -27,6 +27,7 @@ pub mod index;
 pub mod mapping;
 pub mod math;
 pub mod memory;
+pub mod pool;
 pub mod run;
 pub mod schedule;
 pub mod shared;

@@ -140,3 +140,30 @@ pub fn trap() -> ! {
     #[cfg(not(target_arch = "nvptx64"))]
     panic!("the kernel trapped")
 }
+
+/// `nanosleep.u32`: suspends this thread for about `nanoseconds` (at most
+/// about a millisecond; the hardware may wake it earlier or later). A
+/// polling loop backs off with it so that waiting warps leave the SM's
+/// issue slots (and the memory system) to working ones.
+///
+/// On the CPU backend it lets the other simulated threads run, and gives the
+/// host core away: briefly (a yield) for short sleeps, for the time asked
+/// from a microsecond on, so that an idle pool does not spin a core.
+#[inline(always)]
+pub fn nanosleep(nanoseconds: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: sleeping has no memory-safety preconditions.
+    unsafe {
+        core::arch::asm!("nanosleep.u32 {ns};", ns = in(reg32) nanoseconds,
+            options(nomem, nostack, preserves_flags));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        crate::cpu::clock();
+        if nanoseconds >= 1000 {
+            std::thread::sleep(std::time::Duration::from_nanos(nanoseconds as u64));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}

@@ -31,6 +31,7 @@ mod error;
 mod gpu;
 mod launch;
 mod module;
+pub mod pool;
 mod timing;
 mod tools;
 pub mod tuner;

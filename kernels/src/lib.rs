@@ -24,6 +24,7 @@ pub mod kmeans;
 pub mod math;
 pub mod names;
 pub mod ports;
+pub mod pool;
 pub mod property;
 pub mod sgemm;
 pub mod sgemm_naive;

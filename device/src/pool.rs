@@ -1,0 +1,256 @@
+//! The device side of a host-fed task pool (CAGTP): each resident block
+//! serves its own [`Slot`] until the host writes [`EXIT`].
+//!
+//! A pool kernel is an ordinary kernel whose body is one call of [`serve`]:
+//!
+//! ```ignore
+//! #[kernel]
+//! pub unsafe fn my_pool(slots: *mut Slot) {
+//!     serve(slots, KINDS, |task, cta| match task.kind() {
+//!         SAXPY => { saxpy(task.args::<Saxpy>(), cta); 0 }
+//!         _ => 0,
+//!     })
+//! }
+//! ```
+//!
+//! The protocol (who writes which word, with which ordering) is
+//! [`clustered_abi::pool`]'s.
+
+pub use clustered_abi::pool::*;
+
+use crate::atomic::{
+    load_acquire_system, load_relaxed_system, store_relaxed_system, store_relaxed_system_u64,
+    store_release_system,
+};
+use crate::cta::Cta;
+use crate::thread::{
+    block_dim_x, block_dim_y, block_idx_x, nanosleep, sync_threads, thread_idx_x, thread_idx_y,
+    thread_idx_z,
+};
+
+/// The first back-off of an idle block's poll, in nanoseconds.
+pub const MIN_BACKOFF_NS: u32 = 32;
+/// The longest back-off: the most a task that arrives at an idle block
+/// waits for its poll, on top of the PCIe read.
+pub const MAX_BACKOFF_NS: u32 = 1024;
+
+/// Words of the block's mailbox in shared memory: the command the polling
+/// thread saw, then `kind`, `ctas` and the payload.
+const MAILBOX_WORDS: usize = 3 + PAYLOAD_WORDS;
+
+/// Arguments a task may carry: plain data of at most [`PAYLOAD_BYTES`]
+/// bytes, laid out alike on the host and the GPU.
+///
+/// # Safety
+/// `#[repr(C)]` (or a primitive), the same layout on the host and on
+/// `nvptx64`, no references, and every bit pattern valid (pointers travel
+/// as `u64` device addresses).
+pub unsafe trait Payload: Copy + 'static {}
+
+macro_rules! payloads {
+    ($($t:ty),*) => {$(
+        // SAFETY: primitives have the same layout on both sides; any bits are valid.
+        unsafe impl Payload for $t {}
+    )*};
+}
+
+payloads!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, ());
+
+// SAFETY: an array of payloads is laid out element by element on both sides.
+unsafe impl<T: Payload, const N: usize> Payload for [T; N] {}
+
+/// One task as the block's threads see it: its kind, its grid, its
+/// arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Task {
+    kind: u32,
+    ctas: u32,
+    payload: [u32; PAYLOAD_WORDS],
+}
+
+impl Task {
+    /// A task of `kind` over `ctas` CTAs with `args`: what the host writes
+    /// into a slot.
+    pub fn new<P: Payload>(kind: u32, ctas: u32, args: P) -> Task {
+        const { assert!(core::mem::size_of::<P>() <= PAYLOAD_BYTES) };
+        let mut payload = [0u32; PAYLOAD_WORDS];
+        // SAFETY: `P` fits in the payload (checked above) and is plain data.
+        unsafe { core::ptr::write_unaligned(payload.as_mut_ptr().cast::<P>(), args) };
+        Task {
+            kind,
+            ctas,
+            payload,
+        }
+    }
+
+    /// Which body the kernel runs.
+    #[inline(always)]
+    pub fn kind(&self) -> u32 {
+        self.kind
+    }
+
+    /// CTAs of the task's own grid.
+    #[inline(always)]
+    pub fn ctas(&self) -> u32 {
+        self.ctas
+    }
+
+    /// The payload's words.
+    #[inline(always)]
+    pub fn payload(&self) -> &[u32; PAYLOAD_WORDS] {
+        &self.payload
+    }
+
+    /// The arguments, read as `P` (the type the host pushed for this kind).
+    #[inline(always)]
+    pub fn args<P: Payload>(&self) -> P {
+        const { assert!(core::mem::size_of::<P>() <= PAYLOAD_BYTES) };
+        // SAFETY: `P` fits (checked above) and every bit pattern is a `P`.
+        unsafe { core::ptr::read_unaligned(self.payload.as_ptr().cast::<P>()) }
+    }
+}
+
+/// This thread's linear index in its block.
+#[inline(always)]
+fn thread_linear() -> u32 {
+    (thread_idx_z() * block_dim_y() + thread_idx_y()) * block_dim_x() + thread_idx_x()
+}
+
+/// Polls `state` until it is READY or EXIT, backing off with `nanosleep`
+/// from [`MIN_BACKOFF_NS`] to [`MAX_BACKOFF_NS`] while the slot stays idle.
+#[inline(always)]
+unsafe fn wait_for_command(state: *const u32) -> u32 {
+    let mut backoff = MIN_BACKOFF_NS;
+    loop {
+        // SAFETY: `state` is the slot's state word (the caller's promise).
+        let seen = unsafe { load_acquire_system(state) };
+        if seen == READY || seen == EXIT {
+            return seen;
+        }
+        nanosleep(backoff);
+        backoff = if backoff < MAX_BACKOFF_NS / 2 {
+            backoff * 2
+        } else {
+            MAX_BACKOFF_NS
+        };
+    }
+}
+
+/// Serves this block's slot (`slots[block_idx_x]`) until the host writes
+/// EXIT: for each task, runs `body(task, cta)` on every thread of the block
+/// for each CTA `0..task.ctas()` of the task's own grid (one after the
+/// other, a barrier between them, so a body may use shared memory and
+/// `sync_threads`), then publishes FINISHED with `status` and thread 0's
+/// last return value as `result`.
+///
+/// Kinds `kinds..` are not run: the slot finishes with
+/// [`STATUS_UNKNOWN_KIND`] (the host refuses them before; this keeps a
+/// mismatched host from running a wrong body).
+///
+/// The body reads the task's block index from `cta` (`cta.block_idx_x()`),
+/// never from `block_idx_x()`, which is the resident block's.
+///
+/// # Safety
+/// `slots` points to at least `grid_dim_x` slots that the host serves with
+/// the protocol of [`clustered_abi::pool`], and the body is safe to run with
+/// any arguments the host pushes for its kind.
+#[inline(always)]
+pub unsafe fn serve(slots: *mut Slot, kinds: u32, mut body: impl FnMut(&Task, Cta) -> u64) {
+    unsafe {
+        let mailbox = crate::shared_array!(clustered_pool_mailbox: [u32; MAILBOX_WORDS]);
+        let slot = slots.add(block_idx_x() as usize);
+        let words = slot.cast::<u32>();
+        let state = core::ptr::addr_of_mut!((*slot).state);
+        let me = thread_linear();
+        let threads = block_dim_x() * block_dim_y() * crate::thread::block_dim_z();
+        loop {
+            if me == 0 {
+                let command = wait_for_command(state);
+                if command == READY {
+                    // Tells the host's diagnostics that the task started.
+                    store_relaxed_system(state, RUNNING);
+                }
+                mailbox.write(0, command);
+            }
+            sync_threads();
+            if mailbox.read(0) == EXIT {
+                return;
+            }
+            // The acquire above (and the barrier) order these reads after
+            // the host's payload writes; sys scope skips stale L1 lines.
+            let mut w = me;
+            while w < (MAILBOX_WORDS - 1) as u32 {
+                let source = if w < 2 {
+                    1 + w // kind, ctas
+                } else {
+                    PAYLOAD_OFFSET_WORDS as u32 + w - 2
+                };
+                mailbox.write(1 + w, load_relaxed_system(words.add(source as usize)));
+                w += threads;
+            }
+            sync_threads();
+            let mut task = Task {
+                kind: mailbox.read(1),
+                ctas: mailbox.read(2),
+                payload: [0; PAYLOAD_WORDS],
+            };
+            for (i, word) in task.payload.iter_mut().enumerate() {
+                *word = mailbox.read(3 + i as u32);
+            }
+            let mut result = 0;
+            let status = if task.kind >= kinds {
+                STATUS_UNKNOWN_KIND
+            } else if task.ctas == 0 {
+                STATUS_EMPTY_GRID
+            } else {
+                STATUS_OK
+            };
+            let ctas = if status == STATUS_OK { task.ctas } else { 0 };
+            let grid = [ctas, 1, 1];
+            for v in 0..ctas {
+                result = body(&task, Cta::new([v, 0, 0], grid));
+                // Separates CTAs of the task (shared memory reuse), and ends
+                // the last: every thread's writes precede the release below.
+                sync_threads();
+            }
+            if ctas == 0 {
+                sync_threads();
+            }
+            if me == 0 {
+                store_relaxed_system(core::ptr::addr_of_mut!((*slot).status), status);
+                store_relaxed_system_u64(core::ptr::addr_of_mut!((*slot).result), result);
+                store_release_system(state, FINISHED);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Args {
+        x: u64,
+        a: f32,
+        n: u32,
+    }
+    // SAFETY: repr(C) plain data.
+    unsafe impl Payload for Args {}
+
+    #[test]
+    fn arguments_round_trip_through_the_payload() {
+        let args = Args {
+            x: 0xdead_beef_0000_1234,
+            a: 2.5,
+            n: 77,
+        };
+        let task = Task::new(3, 9, args);
+        assert_eq!((task.kind(), task.ctas()), (3, 9));
+        assert_eq!(task.args::<Args>(), args);
+        assert_eq!(task.payload()[0], 0x0000_1234);
+        let full = Task::new(0, 1, [7u32; PAYLOAD_WORDS]);
+        assert_eq!(full.payload(), &[7; PAYLOAD_WORDS]);
+    }
+}

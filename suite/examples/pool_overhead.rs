@@ -1,0 +1,170 @@
+//! Per-task overhead of the task pool (issue 15) against one launch per task
+//! and a CUDA graph of the same launches, on GPU 0:
+//! `cargo run --release --example pool_overhead [tasks]`.
+//!
+//! Every task is empty (kind EMPTY, or the `empty_launch` kernel with 16
+//! bytes of arguments), so what is measured is dispatch alone, as the host
+//! sees it: from the first push (or launch) to the last result (or stream
+//! synchronisation). Rows:
+//!
+//! - `pool independent, P producers, B bytes`: N tasks of B bytes of
+//!   arguments pushed by P threads, all popped. (A slot always carries 64
+//!   bytes: B changes only what the host writes.)
+//! - `pool chain`: each task pushed `after` the previous one: the latency of
+//!   one round trip host -> block -> host per task.
+//! - `launch per task`: N launches of `empty_launch` on one stream, then a
+//!   synchronisation (the stream orders them: a chain too).
+//! - `graph`: the same N launches captured once into a CUDA graph, then
+//!   the graph launched and waited for.
+//!
+//! Without a GPU it prints "no GPU: skipped" and exits 0.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clustered_suite::host::cudarc::driver::{sys, CudaStream, LaunchConfig, PushKernelArg};
+use clustered_suite::host::pool::{PoolConfig, Shutdown, Task, TaskPool, Ticket};
+use clustered_suite::host::{Gpu, Module};
+use kernels::pool::{EMPTY, KINDS};
+
+fn main() {
+    let tasks: u32 = std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(20_000);
+    let gpu = match Gpu::new(0) {
+        Ok(gpu) => gpu,
+        Err(e) => {
+            println!("no GPU: skipped ({e})");
+            return;
+        }
+    };
+    // Every module is loaded before the pool kernel starts (see TaskPool::gpu).
+    let module = gpu
+        .load_module(clustered_suite::PTX)
+        .expect("the suite's PTX loads");
+    let props = gpu.properties();
+    println!(
+        "device: {} ({} SMs); {tasks} empty tasks per row",
+        props.name, props.sm_count
+    );
+    println!("{:<44} {:>12} {:>14}", "row", "total ms", "per task ns");
+    let report = |row: &str, elapsed: Duration| {
+        println!(
+            "{row:<44} {:>12.3} {:>14.1}",
+            elapsed.as_secs_f64() * 1e3,
+            elapsed.as_secs_f64() * 1e9 / tasks as f64
+        );
+    };
+    pool_rows(&gpu, &module, tasks, &report);
+    launch_rows(&gpu, &module, tasks, &report);
+}
+
+fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Duration)) {
+    let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
+    let config = PoolConfig::new(KINDS)
+        .block_threads(128)
+        .timeout(Duration::from_secs(30));
+    let pool = match TaskPool::gpu(gpu, &kernel, config) {
+        Ok(pool) => pool,
+        Err(e) => {
+            println!("the pool did not start: {e}");
+            return;
+        }
+    };
+    println!("pool: {} resident blocks (one slot each)", pool.slots());
+    // Warm up: every block takes a few tasks.
+    run_independent(&pool, pool.slots() * 4, 1, 16);
+    for bytes in [16usize, 32, 64] {
+        for producers in [1u32, 4] {
+            let elapsed = run_independent(&pool, tasks, producers, bytes);
+            report(
+                &format!("pool independent, {producers} producers, {bytes} B"),
+                elapsed,
+            );
+        }
+    }
+    let start = Instant::now();
+    let mut last: Option<Ticket> = None;
+    for i in 0..tasks {
+        let task = Task::new(EMPTY, 1, [i; 4]);
+        let after: Vec<Ticket> = last.into_iter().collect();
+        last = Some(pool.push_after(task, &after).expect("push"));
+    }
+    for _ in 0..tasks {
+        pool.pop_finished().expect("a chain task finishes");
+    }
+    report("pool chain (each after the previous)", start.elapsed());
+    match pool.shutdown(Shutdown::Drain) {
+        Ok(_) => {}
+        Err(e) => println!("shutdown: {e}"),
+    }
+}
+
+/// Pushes `tasks` empty tasks of `bytes` bytes from `producers` threads and
+/// pops them all; returns the time from the first push to the last pop.
+fn run_independent(pool: &TaskPool, tasks: u32, producers: u32, bytes: usize) -> Duration {
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for p in 0..producers {
+            scope.spawn(move || {
+                let share = tasks / producers + u32::from(p < tasks % producers);
+                for i in 0..share {
+                    let task = match bytes {
+                        16 => Task::new(EMPTY, 1, [i; 4]),
+                        32 => Task::new(EMPTY, 1, [i; 8]),
+                        _ => Task::new(EMPTY, 1, [i; 16]),
+                    };
+                    pool.push(task).expect("push");
+                }
+            });
+        }
+        for _ in 0..tasks {
+            pool.pop_finished().expect("an empty task finishes");
+        }
+    });
+    start.elapsed()
+}
+
+fn launch_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Duration)) {
+    let kernel = module
+        .kernel("empty_launch")
+        .expect("empty_launch is in the PTX");
+    let stream: Arc<CudaStream> = gpu.new_stream().expect("a stream");
+    let config = LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (first, second) = (1u64, 2u64);
+    let launch_all = || {
+        for _ in 0..tasks {
+            let mut launch = stream.launch_builder(kernel.function());
+            launch.arg(&first).arg(&second);
+            // SAFETY: the kernel takes two u64 and touches no memory.
+            unsafe { launch.launch(config) }.expect("launch");
+        }
+    };
+    launch_all();
+    stream.synchronize().expect("sync");
+    let start = Instant::now();
+    launch_all();
+    stream.synchronize().expect("sync");
+    report("launch per task (one stream)", start.elapsed());
+
+    stream
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .expect("begin capture");
+    launch_all();
+    let graph = stream
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .expect("end capture")
+        .expect("a graph");
+    graph.upload().expect("upload");
+    graph.launch().expect("graph launch");
+    stream.synchronize().expect("sync");
+    let start = Instant::now();
+    graph.launch().expect("graph launch");
+    stream.synchronize().expect("sync");
+    report("CUDA graph of the launches", start.elapsed());
+}

@@ -1,0 +1,384 @@
+//! The task pool (issue 15) on the CPU backend: the demo pool kernel
+//! (`kernels::pool::pool_demo`), unchanged, served by `TaskPool`'s scheduler
+//! thread. No GPU needed.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use clustered_host::cpu::{run, CpuLaunch, Machine, NoObserver};
+use clustered_host::pool::{
+    Finished, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool, Ticket, EXIT,
+    FINISHED, IDLE, READY, RUNNING, STATUS_OK, STATUS_UNKNOWN_KIND,
+};
+use kernels::pool::{
+    pool_demo, Mark, Saxpy, Sgemm64, Wait, EMPTY, KINDS, MARK, SAXPY, SGEMM64, SGEMM64_CTAS, WAIT,
+};
+
+const THREADS: u32 = 32;
+
+/// A pool of `sms * 2` blocks of 32 threads on a simulated machine.
+fn pool(sms: u32, timeout: Duration) -> TaskPool {
+    let config = PoolConfig::new(KINDS)
+        .blocks(sms * 2)
+        .block_threads(THREADS)
+        .timeout(timeout);
+    TaskPool::cpu(Machine::new(sms), 2, pool_demo, config).expect("the pool starts")
+}
+
+fn mark(runs: &[AtomicU32], index: u32) -> Task {
+    Task::new(
+        MARK,
+        1,
+        Mark {
+            runs: runs.as_ptr() as u64,
+            index,
+        },
+    )
+}
+
+fn wait(flag: &AtomicU32) -> Task {
+    Task::new(
+        WAIT,
+        1,
+        Wait {
+            flag: flag.as_ptr() as u64,
+            started: 0,
+        },
+    )
+}
+
+/// A WAIT task that sets `started` once it holds its block.
+fn wait_started(flag: &AtomicU32, started: &AtomicU32) -> Task {
+    Task::new(
+        WAIT,
+        1,
+        Wait {
+            flag: flag.as_ptr() as u64,
+            started: started.as_ptr() as u64,
+        },
+    )
+}
+
+fn await_one(word: &AtomicU32) {
+    for _ in 0..100_000 {
+        if word.load(Ordering::Acquire) == 1 {
+            return;
+        }
+        thread::sleep(Duration::from_micros(100));
+    }
+    panic!("the task never started");
+}
+
+fn counters(n: usize) -> Vec<AtomicU32> {
+    (0..n).map(|_| AtomicU32::new(0)).collect()
+}
+
+#[test]
+fn every_task_runs_exactly_once_when_four_threads_push() {
+    const PER_PRODUCER: u32 = 150;
+    const PRODUCERS: u32 = 4;
+    let pool = pool(2, Duration::from_secs(60));
+    let runs = counters((PER_PRODUCER * PRODUCERS) as usize);
+    let mut pushed: Vec<(Ticket, u32)> = thread::scope(|scope| {
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let (pool, runs) = (&pool, &runs);
+                scope.spawn(move || {
+                    (0..PER_PRODUCER)
+                        .map(|k| {
+                            let index = p * PER_PRODUCER + k;
+                            (pool.push(mark(runs, index)).unwrap(), index)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        producers
+            .into_iter()
+            .flat_map(|p| p.join().unwrap())
+            .collect()
+    });
+    let mut popped: Vec<Finished> = (0..pushed.len())
+        .map(|_| pool.pop_finished().unwrap())
+        .collect();
+    assert_eq!(pool.unfinished(), 0);
+    assert_eq!(pool.try_pop_finished(), None, "no task comes out twice");
+    assert_eq!(pool.pop_finished(), Err(PoolError::NothingUnfinished));
+    pushed.sort();
+    popped.sort_by_key(|f| f.ticket);
+    for ((ticket, index), done) in pushed.iter().zip(&popped) {
+        assert_eq!(done.ticket, *ticket);
+        assert_eq!(done.kind, MARK);
+        // The body's value is the task's own index: each slot carried its
+        // own payload.
+        assert_eq!(
+            done.outcome,
+            Outcome::Ran {
+                result: *index as u64
+            }
+        );
+    }
+    for (i, count) in runs.iter().enumerate() {
+        assert_eq!(count.load(Ordering::Relaxed), 1, "task {i} ran that often");
+    }
+    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+}
+
+#[test]
+fn mixed_kinds_match_the_reference() {
+    let pool = pool(2, Duration::from_secs(60));
+    // Saxpy over ranges of several sizes, each its own grid of CTAs.
+    let sizes = [1u32, 31, 32, 100, 257];
+    let xs: Vec<Vec<f32>> = sizes
+        .iter()
+        .map(|&n| (0..n).map(|i| i as f32 * 0.5).collect())
+        .collect();
+    let mut ys: Vec<Vec<f32>> = sizes
+        .iter()
+        .map(|&n| (0..n).map(|i| 1.0 + i as f32).collect())
+        .collect();
+    let expected: Vec<Vec<f32>> = xs
+        .iter()
+        .zip(&ys)
+        .map(|(x, y)| x.iter().zip(y).map(|(x, y)| 3.0 * x + y).collect())
+        .collect();
+    // 64x64 SGEMM tiles, each over 4 CTAs of 16 rows.
+    let a: Vec<f32> = (0..64 * 64).map(|i| ((i % 7) as f32) - 3.0).collect();
+    let b: Vec<f32> = (0..64 * 64).map(|i| ((i % 5) as f32) * 0.25).collect();
+    let mut c = vec![vec![0f32; 64 * 64]; 2];
+    for (x, y) in xs.iter().zip(ys.iter_mut()) {
+        let n = x.len() as u32;
+        let args = Saxpy {
+            x: x.as_ptr() as u64,
+            y: y.as_mut_ptr() as u64,
+            a: 3.0,
+            n,
+        };
+        pool.push(Task::new(SAXPY, n.div_ceil(THREADS), args))
+            .unwrap();
+    }
+    for tile in &mut c {
+        let args = Sgemm64 {
+            a: a.as_ptr() as u64,
+            b: b.as_ptr() as u64,
+            c: tile.as_mut_ptr() as u64,
+        };
+        pool.push(Task::new(SGEMM64, SGEMM64_CTAS, args)).unwrap();
+    }
+    pool.push(Task::new(EMPTY, 1, 42u32)).unwrap();
+    let mut empty_result = None;
+    for _ in 0..sizes.len() + c.len() + 1 {
+        let done = pool.pop_finished().unwrap();
+        if done.kind == EMPTY {
+            empty_result = Some(done.outcome);
+        }
+    }
+    assert_eq!(empty_result, Some(Outcome::Ran { result: 42 }));
+    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+    assert_eq!(ys, expected, "saxpy");
+    for tile in &c {
+        for row in 0..64 {
+            for col in 0..64 {
+                let want: f32 = (0..64).map(|k| a[row * 64 + k] * b[k * 64 + col]).sum();
+                assert_eq!(tile[row * 64 + col], want, "sgemm ({row}, {col})");
+            }
+        }
+    }
+}
+
+/// The device side of the protocol, driven by hand (no `TaskPool`): the
+/// states a block writes, the status of an unknown kind, and EXIT.
+#[test]
+fn a_block_walks_the_slot_states() {
+    let slots: Box<[Slot]> = vec![Slot::IDLE; 1].into_boxed_slice();
+    let slot = slots.as_ptr() as *mut Slot;
+    let state = |s: *mut Slot| unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*s).state)) };
+    let address = slot as usize;
+    let engine = thread::spawn(move || {
+        let launch = CpuLaunch {
+            grid: [1, 1, 1],
+            block: [THREADS, 1, 1],
+            dynamic_shared_bytes: 0,
+            resident_blocks: 1,
+        };
+        let body = || unsafe { pool_demo(address as *mut Slot) };
+        run(&Machine::new(1), &launch, &mut NoObserver, &body)
+    });
+    let await_state = |want: u32| {
+        for _ in 0..20_000 {
+            if state(slot).load(Ordering::Acquire) == want {
+                return;
+            }
+            thread::sleep(Duration::from_micros(100));
+        }
+        panic!("the slot never reached state {want}");
+    };
+    // An idle slot stays idle: the block only polls.
+    thread::sleep(Duration::from_millis(20));
+    assert_eq!(state(slot).load(Ordering::Acquire), IDLE);
+    // READY -> RUNNING (a WAIT task holds it there) -> FINISHED.
+    let flag = AtomicU32::new(0);
+    let write = |task: Task| unsafe {
+        (*slot).kind = task.kind();
+        (*slot).ctas = task.ctas();
+        (*slot).payload = *task.payload();
+        state(slot).store(READY, Ordering::Release);
+    };
+    write(wait(&flag));
+    await_state(RUNNING);
+    flag.store(1, Ordering::Release);
+    await_state(FINISHED);
+    assert_eq!(unsafe { ((*slot).status, (*slot).result) }, (STATUS_OK, 1));
+    // An unknown kind comes back refused, its body not run.
+    state(slot).store(IDLE, Ordering::Relaxed);
+    write(Task::new(KINDS + 3, 1, 0u32));
+    await_state(FINISHED);
+    assert_eq!(unsafe { (*slot).status }, STATUS_UNKNOWN_KIND);
+    // EXIT ends the kernel.
+    state(slot).store(EXIT, Ordering::Release);
+    engine
+        .join()
+        .unwrap()
+        .expect("the pool kernel ran to its end");
+    drop(slots);
+}
+
+#[test]
+fn drain_runs_the_queue_and_cancel_drops_it() {
+    for mode in [Shutdown::Drain, Shutdown::Cancel] {
+        // One block: a waiting task holds it while the rest queue up.
+        let config = PoolConfig::new(KINDS)
+            .blocks(1)
+            .block_threads(THREADS)
+            .timeout(Duration::from_secs(60));
+        let pool = TaskPool::cpu(Machine::new(1), 1, pool_demo, config).unwrap();
+        let flag = AtomicU32::new(0);
+        let runs = counters(10);
+        let started = AtomicU32::new(0);
+        let first = pool.push(wait_started(&flag, &started)).unwrap();
+        // Only once it holds the block is it running, not queued.
+        await_one(&started);
+        let queued: Vec<Ticket> = (0..10)
+            .map(|i| pool.push(mark(&runs, i)).unwrap())
+            .collect();
+        let rest = thread::scope(|scope| {
+            scope.spawn(|| {
+                thread::sleep(Duration::from_millis(100));
+                flag.store(1, Ordering::Release);
+            });
+            pool.shutdown(mode).unwrap()
+        });
+        assert_eq!(
+            pool.push(mark(&runs, 0)),
+            Err(PoolError::ShutDown),
+            "{mode:?}"
+        );
+        // Nothing was popped: every task comes back from shutdown, once.
+        assert_eq!(rest.len(), 11, "{mode:?}");
+        let waited = rest.iter().find(|f| f.ticket == first).unwrap();
+        assert_eq!(waited.outcome, Outcome::Ran { result: 1 }, "{mode:?}");
+        for ticket in &queued {
+            let done = rest.iter().find(|f| f.ticket == *ticket).unwrap();
+            match mode {
+                Shutdown::Drain => assert!(matches!(done.outcome, Outcome::Ran { .. })),
+                Shutdown::Cancel => assert_eq!(done.outcome, Outcome::Cancelled),
+            }
+        }
+        let ran: u32 = runs.iter().map(|r| r.load(Ordering::Relaxed)).sum();
+        assert_eq!(ran, if mode == Shutdown::Drain { 10 } else { 0 });
+        assert_eq!(pool.shutdown(mode), Ok(Vec::new()), "a second shutdown");
+    }
+}
+
+#[test]
+fn a_task_that_does_not_return_times_out_and_its_result_is_kept() {
+    let pool = pool(1, Duration::from_millis(200));
+    let (flag, started) = (AtomicU32::new(0), AtomicU32::new(0));
+    let stuck = pool.push(wait_started(&flag, &started)).unwrap();
+    await_one(&started);
+    match pool.pop_finished() {
+        Err(PoolError::Timeout {
+            unfinished,
+            in_slots,
+            ..
+        }) => {
+            assert_eq!(unfinished, 1);
+            assert_eq!(in_slots.len(), 1);
+            assert_eq!(in_slots[0].ticket, stuck);
+            assert_eq!(in_slots[0].state, "RUNNING");
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    // A drain that cannot finish times out too, without hanging.
+    assert!(matches!(
+        pool.shutdown(Shutdown::Drain),
+        Err(PoolError::Timeout { .. })
+    ));
+    flag.store(1, Ordering::Release);
+    // The late result is not lost.
+    let rest = loop {
+        match pool.shutdown(Shutdown::Drain) {
+            Ok(rest) => break rest,
+            Err(PoolError::Timeout { .. }) => continue,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(
+        rest,
+        vec![Finished {
+            ticket: stuck,
+            kind: WAIT,
+            outcome: Outcome::Ran { result: 1 }
+        }]
+    );
+}
+
+#[test]
+fn a_dependent_task_waits_for_its_dependency() {
+    let pool = pool(2, Duration::from_secs(60));
+    let flag = AtomicU32::new(0);
+    let runs = counters(1);
+    let a = pool.push(wait(&flag)).unwrap();
+    let c = pool.push_after(mark(&runs, 0), &[a]).unwrap();
+    // Three idle blocks, yet `c` does not start while `a` runs.
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(pool.try_pop_finished(), None);
+    assert_eq!(runs[0].load(Ordering::Relaxed), 0);
+    assert_eq!(pool.unfinished(), 2);
+    flag.store(1, Ordering::Release);
+    assert_eq!(pool.pop_finished().unwrap().ticket, a);
+    assert_eq!(pool.pop_finished().unwrap().ticket, c);
+    assert_eq!(runs[0].load(Ordering::Relaxed), 1);
+    assert_eq!(
+        pool.push_after(mark(&runs, 0), &[Ticket(99)]),
+        Err(PoolError::UnknownDependency(Ticket(99)))
+    );
+}
+
+#[test]
+fn bad_tasks_and_pools_are_refused() {
+    let pool = pool(1, Duration::from_secs(60));
+    assert_eq!(
+        pool.push(Task::new(KINDS, 1, 0u32)),
+        Err(PoolError::UnknownKind {
+            kind: KINDS,
+            kinds: KINDS
+        })
+    );
+    assert_eq!(
+        pool.push(Task::new(EMPTY, 0, 0u32)),
+        Err(PoolError::EmptyGrid { kind: EMPTY })
+    );
+    assert_eq!(pool.unfinished(), 0);
+    assert_eq!(pool.pop_finished(), Err(PoolError::NothingUnfinished));
+    // 5 blocks on 2 SMs that keep 2 each cannot all be resident.
+    let config = PoolConfig::new(KINDS).blocks(5).block_threads(THREADS);
+    assert_eq!(
+        TaskPool::cpu(Machine::new(2), 2, pool_demo, config).unwrap_err(),
+        PoolError::TooLarge {
+            blocks: 5,
+            resident: 4
+        }
+    );
+}
