@@ -541,13 +541,19 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
         .collect();
     // The outermost loop without a derivable count in a persistent launch
     // is its task loop: it runs the launch's tasks per block.
-    for l in &mut loops {
-        if let Trips::Assumed { trips, why } = &mut l.trips {
-            if l.depth == 0 && context.tasks_per_block > 1.0 {
-                *trips = context.tasks_per_block;
-                *why = "the task loop of a persistent launch: its count comes from atomics; assumed the launch's original CTAs per launched CTA";
-            }
-        }
+    // Only one: the largest such loop (a scheduler may have several loops
+    // at the outer level, one of which runs the tasks).
+    let task_loop = loops
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.depth == 0 && matches!(l.trips, Trips::Assumed { .. }))
+        .max_by_key(|(_, l)| l.blocks.len())
+        .map(|(i, _)| i);
+    if let (Some(i), true) = (task_loop, context.tasks_per_block > 1.0) {
+        loops[i].trips = Trips::Assumed {
+            trips: context.tasks_per_block,
+            why: "the task loop of a persistent launch: its count comes from atomics or the schedule's parameter; assumed the launch's original CTAs per launched CTA",
+        };
     }
     let executions = (0..n)
         .map(|b| {

@@ -17,6 +17,7 @@
 #![allow(missing_docs)] // fields are named for what they hold; see the types' docs
 
 pub mod analysis;
+pub mod bench;
 pub mod device;
 pub mod model;
 pub mod ptx;

@@ -87,6 +87,8 @@ pub struct Prediction {
     pub bound: Bound,
     /// The largest bound over the second largest.
     pub margin: f64,
+    /// CTAs launched.
+    pub launched_blocks: u64,
     /// Resident CTAs and warps per SM.
     pub blocks_per_sm: u32,
     pub warps_per_sm: u32,
@@ -339,6 +341,7 @@ pub fn predict(
         } else {
             f64::INFINITY
         },
+        launched_blocks: blocks,
         blocks_per_sm: per_sm,
         warps_per_sm: per_sm * warps_per_block,
         occupancy_limit: limit,
