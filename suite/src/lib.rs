@@ -9,6 +9,7 @@ pub use clustered_host as host;
 pub use clustered_sim as sim;
 
 pub mod measure;
+pub mod predict;
 pub mod reference;
 pub mod simulate;
 pub mod suite;

@@ -1,0 +1,845 @@
+//! Control flow of one function under one launch: which blocks run, in
+//! which loops, how many times.
+//!
+//! - The CFG's dominators give natural loops (a back edge is a branch to a
+//!   block that dominates it).
+//! - Uniform branches (on parameters and launch dimensions only) are folded
+//!   with the launch's values, so code for other parameter values counts
+//!   zero. Blocks that only trap or panic are cold.
+//! - A loop's trip count comes from its single exiting compare when one side
+//!   is an induction variable (`add r, r, step`) and the other evaluates
+//!   from parameters, constants and launch dimensions, with a representative
+//!   thread (the middle CTA and thread) where a bound depends on the thread.
+//!   Otherwise it is [`Trips::Assumed`], saying why.
+
+use std::collections::HashMap;
+
+use crate::ptx::{Function, Instruction, Module};
+
+/// The launch that the counts are for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchContext {
+    /// Grid (CTAs) as launched.
+    pub grid: [u32; 3],
+    /// Block (threads) as launched.
+    pub block: [u32; 3],
+    /// Scalar parameter values by parameter index (`None` for pointers,
+    /// structs, or values the caller does not know).
+    pub params: Vec<Option<u64>>,
+    /// Original tasks (CTAs of the kernel as written) per launched CTA: 1 for
+    /// a plain launch; more for persistent schedules whose task loop claims
+    /// work with atomics (its trip count is not in the PTX).
+    pub tasks_per_block: f64,
+}
+
+/// A loop's trip count.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Trips {
+    /// From the exit compare and the launch's values.
+    Known(u64),
+    /// Not derivable; the count used and why.
+    Assumed { trips: f64, why: &'static str },
+}
+
+impl Trips {
+    /// The count used.
+    pub fn value(&self) -> f64 {
+        match self {
+            Trips::Known(n) => *n as f64,
+            Trips::Assumed { trips, .. } => *trips,
+        }
+    }
+}
+
+/// A natural loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loop {
+    /// The header block's index and label.
+    pub header: usize,
+    pub label: String,
+    /// Its blocks (header included).
+    pub blocks: Vec<usize>,
+    /// Loops that contain it.
+    pub depth: usize,
+    pub trips: Trips,
+}
+
+/// A function's blocks and how often each runs per thread (per warp: the
+/// same, warps run in lockstep along the hot path).
+#[derive(Clone, Debug)]
+pub struct FlowAnalysis {
+    pub loops: Vec<Loop>,
+    /// Executions of each block (0 for unreachable or cold blocks).
+    pub executions: Vec<f64>,
+}
+
+const SPECIAL: &[&str] = &["%tid", "%ntid", "%ctaid", "%nctaid"];
+
+struct Cfg {
+    successors: Vec<Vec<usize>>,
+    predecessors: Vec<Vec<usize>>,
+}
+
+fn cfg(function: &Function, folded: &HashMap<usize, bool>) -> Cfg {
+    let n = function.blocks.len();
+    let mut successors = vec![Vec::new(); n];
+    for (i, block) in function.blocks.iter().enumerate() {
+        let last = block.instructions.last();
+        let fall = (i + 1 < n).then_some(i + 1);
+        match last.map(|l| (l.op(), l)) {
+            Some(("ret" | "exit" | "trap", _)) => {}
+            Some(("bra", branch)) => {
+                let target = branch
+                    .branch_target()
+                    .and_then(|t| function.block_of_label(t));
+                match (&branch.guard, folded.get(&i)) {
+                    (None, _) => successors[i].extend(target),
+                    (Some(_), Some(true)) => successors[i].extend(target),
+                    (Some(_), Some(false)) => successors[i].extend(fall),
+                    (Some(_), None) => {
+                        successors[i].extend(target);
+                        successors[i].extend(fall);
+                    }
+                }
+            }
+            Some(("brx", _)) => {
+                // An indexed branch: its table's labels are not parsed;
+                // treat it as falling through (rare: switch tables).
+                successors[i].extend(fall);
+            }
+            _ => successors[i].extend(fall),
+        }
+        successors[i].dedup();
+    }
+    let mut predecessors = vec![Vec::new(); n];
+    for (i, s) in successors.iter().enumerate() {
+        for &t in s {
+            predecessors[t].push(i);
+        }
+    }
+    Cfg {
+        successors,
+        predecessors,
+    }
+}
+
+fn reachable(cfg: &Cfg) -> Vec<bool> {
+    let mut seen = vec![false; cfg.successors.len()];
+    let mut stack = vec![0usize];
+    while let Some(b) = stack.pop() {
+        if b >= seen.len() || seen[b] {
+            continue;
+        }
+        seen[b] = true;
+        stack.extend(cfg.successors[b].iter().copied());
+    }
+    seen
+}
+
+/// Immediate dominators (Cooper, Harvey and Kennedy's iterative algorithm
+/// over reverse postorder); `None` for unreachable blocks and the entry.
+fn immediate_dominators(cfg: &Cfg, live: &[bool]) -> Vec<Option<usize>> {
+    let n = cfg.successors.len();
+    let mut order = Vec::new();
+    let mut visited = vec![false; n];
+    // Iterative postorder.
+    let mut stack = vec![(0usize, 0usize)];
+    visited[0] = true;
+    while let Some((b, next)) = stack.pop() {
+        if let Some(&s) = cfg.successors[b].get(next) {
+            stack.push((b, next + 1));
+            if !visited[s] {
+                visited[s] = true;
+                stack.push((s, 0));
+            }
+        } else {
+            order.push(b);
+        }
+    }
+    order.reverse();
+    let mut rank = vec![usize::MAX; n];
+    for (r, &b) in order.iter().enumerate() {
+        rank[b] = r;
+    }
+    let mut idom: Vec<Option<usize>> = vec![None; n];
+    idom[0] = Some(0);
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in order.iter().skip(1) {
+            let mut new: Option<usize> = None;
+            for &p in &cfg.predecessors[b] {
+                if !live[p] || idom[p].is_none() {
+                    continue;
+                }
+                new = Some(match new {
+                    None => p,
+                    Some(mut a) => {
+                        let mut c = p;
+                        while a != c {
+                            while rank[a] > rank[c] {
+                                a = idom[a].unwrap_or(0);
+                            }
+                            while rank[c] > rank[a] {
+                                c = idom[c].unwrap_or(0);
+                            }
+                        }
+                        a
+                    }
+                });
+            }
+            if new.is_some() && idom[b] != new {
+                idom[b] = new;
+                changed = true;
+            }
+        }
+    }
+    idom[0] = None;
+    idom
+}
+
+fn dominates(idom: &[Option<usize>], a: usize, mut b: usize) -> bool {
+    loop {
+        if a == b {
+            return true;
+        }
+        match idom[b] {
+            Some(p) if p != b => b = p,
+            _ => return false,
+        }
+    }
+}
+
+/// Evaluates integer registers and predicates from a function's text.
+struct Evaluator<'a> {
+    function: &'a Function,
+    context: &'a LaunchContext,
+    idom: &'a [Option<usize>],
+    /// Only parameters, constants and launch dimensions: no thread or CTA
+    /// index (for folding branches that every thread takes alike). Also
+    /// only registers with one definition: a loop-carried register has its
+    /// first iteration's value on the first path found, not its value.
+    uniform: bool,
+    definitions: HashMap<&'a str, u32>,
+}
+
+fn definitions(function: &Function) -> HashMap<&str, u32> {
+    let mut counts = HashMap::new();
+    for block in &function.blocks {
+        for i in &block.instructions {
+            if let Some(d) = i.destination() {
+                *counts.entry(d).or_insert(0) += 1;
+            }
+        }
+    }
+    counts
+}
+
+impl Evaluator<'_> {
+    fn foldable(&self, register: &str) -> bool {
+        !self.uniform || self.definitions.get(register).copied().unwrap_or(0) <= 1
+    }
+
+    /// The instruction defining `register` that reaches instruction `index`
+    /// of `block`: in the block before it, else in its dominators.
+    fn reaching_def(&self, register: &str, block: usize, index: usize) -> Option<(usize, usize)> {
+        let mut b = block;
+        let mut end = index;
+        loop {
+            let instructions = &self.function.blocks[b].instructions;
+            for i in (0..end.min(instructions.len())).rev() {
+                if instructions[i].destination() == Some(register) {
+                    return Some((b, i));
+                }
+            }
+            b = self.idom[b]?;
+            end = usize::MAX;
+        }
+    }
+
+    fn operand(&self, operand: &str, block: usize, index: usize, depth: u32) -> Option<i128> {
+        let operand = operand.trim();
+        if let Some(value) = immediate(operand) {
+            return Some(value);
+        }
+        if let Some(special) = SPECIAL.iter().find(|s| operand.starts_with(**s)) {
+            let axis = match operand.rsplit('.').next() {
+                Some("y") => 1,
+                Some("z") => 2,
+                _ => 0,
+            };
+            let (grid, block_dim) = (self.context.grid[axis], self.context.block[axis]);
+            return match *special {
+                "%ntid" => Some(block_dim.into()),
+                "%nctaid" => Some(grid.into()),
+                _ if self.uniform => None,
+                // The representative thread: the middle of the grid.
+                "%ctaid" => Some((grid / 2).into()),
+                _ => Some((block_dim / 2).into()),
+            };
+        }
+        if !operand.starts_with('%') || depth > 24 || !self.foldable(operand) {
+            return None;
+        }
+        let (b, i) = self.reaching_def(operand, block, index)?;
+        self.instruction(&self.function.blocks[b].instructions[i], b, i, depth + 1)
+    }
+
+    fn instruction(
+        &self,
+        inst: &Instruction,
+        block: usize,
+        index: usize,
+        depth: u32,
+    ) -> Option<i128> {
+        if inst.guard.is_some() {
+            return None;
+        }
+        let ops = &inst.operands;
+        let arg = |k: usize| self.operand(ops.get(k)?, block, index, depth);
+        let (bits, signed) = width(&inst.opcode);
+        let wrapped = |v: i128| Some(wrap(v, bits, signed));
+        match inst.op() {
+            "mov" => arg(1).and_then(wrapped),
+            "ld" if inst.has("param") => {
+                let address = ops.get(1)?.trim_matches(|c| c == '[' || c == ']');
+                if address.contains('+') {
+                    return None;
+                }
+                let param = self
+                    .function
+                    .params
+                    .iter()
+                    .position(|p| p.name == address)?;
+                let value = (*self.context.params.get(param)?)?;
+                wrapped(value as i128)
+            }
+            "cvt" | "cvta" if !inst.opcode.contains(".f") => arg(1).and_then(wrapped),
+            "add" => wrapped(arg(1)? + arg(2)?),
+            "sub" => wrapped(arg(1)? - arg(2)?),
+            "neg" => wrapped(-arg(1)?),
+            "mul" if inst.has("wide") => Some(wrap(arg(1)? * arg(2)?, bits * 2, signed)),
+            "mul" if inst.has("hi") => wrapped((arg(1)? * arg(2)?) >> bits),
+            "mul" => wrapped(arg(1)? * arg(2)?),
+            "mad" if inst.has("lo") => wrapped(arg(1)? * arg(2)? + arg(3)?),
+            "shl" => wrapped(arg(1)?.checked_shl(arg(2)?.try_into().ok()?)?),
+            "shr" => wrapped(arg(1)? >> arg(2)?.clamp(0, 127)),
+            "and" => wrapped(arg(1)? & arg(2)?),
+            "or" => wrapped(arg(1)? | arg(2)?),
+            "xor" => wrapped(arg(1)? ^ arg(2)?),
+            "not" => wrapped(!arg(1)?),
+            "min" => wrapped(arg(1)?.min(arg(2)?)),
+            "max" => wrapped(arg(1)?.max(arg(2)?)),
+            "div" if !inst.opcode.contains(".f") => wrapped(arg(1)?.checked_div(arg(2)?)?),
+            "rem" => wrapped(arg(1)?.checked_rem(arg(2)?)?),
+            "selp" => {
+                let p = self.predicate(ops.get(3)?, block, index, depth)?;
+                if p {
+                    arg(1).and_then(wrapped)
+                } else {
+                    arg(2).and_then(wrapped)
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// A predicate register's value reaching instruction `index` of `block`.
+    fn predicate(&self, register: &str, block: usize, index: usize, depth: u32) -> Option<bool> {
+        let register = register.trim();
+        if let Some(v) = immediate(register) {
+            return Some(v != 0);
+        }
+        if depth > 24 || !self.foldable(register) {
+            return None;
+        }
+        let (b, i) = self.reaching_def(register, block, index)?;
+        let inst = &self.function.blocks[b].instructions[i];
+        if inst.guard.is_some() {
+            return None;
+        }
+        let ops = &inst.operands;
+        let p = |k: usize| self.predicate(ops.get(k)?, b, i, depth + 1);
+        match inst.op() {
+            "setp" => {
+                let a = self.operand(ops.get(1)?, b, i, depth + 1)?;
+                let c = self.operand(ops.get(2)?, b, i, depth + 1)?;
+                compare(&inst.opcode, a, c)
+            }
+            "mov" => p(1),
+            "not" => p(1).map(|v| !v),
+            "and" => Some(p(1)? && p(2)?),
+            "or" => Some(p(1)? || p(2)?),
+            "xor" => Some(p(1)? ^ p(2)?),
+            _ => None,
+        }
+    }
+}
+
+fn immediate(operand: &str) -> Option<i128> {
+    if let Some(hex) = operand.strip_prefix("0x") {
+        return i128::from_str_radix(hex, 16).ok();
+    }
+    if let Some(hex) = operand.strip_prefix("-0x") {
+        return i128::from_str_radix(hex, 16).ok().map(|v| -v);
+    }
+    if operand.starts_with("0f") || operand.starts_with("0d") {
+        return None; // floating-point bits: not an integer bound
+    }
+    operand.parse().ok()
+}
+
+/// Bits and signedness of an opcode's type (`u32`, `s64`, `b32`...).
+fn width(opcode: &str) -> (u32, bool) {
+    for part in opcode.split('.').rev() {
+        let (signed, digits) = match part.as_bytes().first() {
+            Some(b's') => (true, &part[1..]),
+            Some(b'u' | b'b') => (false, &part[1..]),
+            _ => continue,
+        };
+        if let Ok(bits) = digits.parse::<u32>() {
+            return (bits, signed);
+        }
+    }
+    (64, false)
+}
+
+fn wrap(value: i128, bits: u32, signed: bool) -> i128 {
+    if bits >= 128 {
+        return value;
+    }
+    let modulus = 1i128 << bits;
+    let v = value.rem_euclid(modulus);
+    if signed && v >= modulus / 2 {
+        v - modulus
+    } else {
+        v
+    }
+}
+
+/// `setp.<cmp>.<type>` of two integers.
+fn compare(opcode: &str, a: i128, b: i128) -> Option<bool> {
+    let (bits, signed) = width(opcode);
+    let (a, b) = (wrap(a, bits, signed), wrap(b, bits, signed));
+    let cmp = opcode.split('.').nth(1)?;
+    Some(match cmp {
+        "eq" => a == b,
+        "ne" => a != b,
+        "lt" | "lo" => a < b,
+        "le" | "ls" => a <= b,
+        "gt" | "hi" => a > b,
+        "ge" | "hs" => a >= b,
+        _ => return None,
+    })
+}
+
+/// Whether a block is cold: it traps or calls a panic.
+fn cold(function: &Function, block: usize) -> bool {
+    function.blocks[block]
+        .instructions
+        .iter()
+        .any(|i| i.op() == "trap" || i.callee().is_some_and(|c| c.contains("panic")))
+}
+
+/// Analyses `function` (of `module`) under `context`.
+pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
+    let n = function.blocks.len();
+    if n == 0 {
+        return FlowAnalysis {
+            loops: Vec::new(),
+            executions: Vec::new(),
+        };
+    }
+    // First pass: dominators of the unfolded CFG, to evaluate predicates.
+    let plain = cfg(function, &HashMap::new());
+    let live = reachable(&plain);
+    let idom = immediate_dominators(&plain, &live);
+    let uniform = Evaluator {
+        function,
+        context,
+        idom: &idom,
+        uniform: true,
+        definitions: definitions(function),
+    };
+    let mut folded = HashMap::new();
+    for (b, block) in function.blocks.iter().enumerate() {
+        if let Some(last) = block.instructions.last() {
+            if let (Some((p, negated)), "bra") = (&last.guard, last.op()) {
+                let index = block.instructions.len() - 1;
+                if let Some(value) = uniform.predicate(p, b, index, 0) {
+                    folded.insert(b, value != *negated);
+                }
+            }
+        }
+    }
+    let graph = cfg(function, &folded);
+    let mut live = reachable(&graph);
+    // Cold blocks, and what only they reach, do not run.
+    for (b, l) in live.iter_mut().enumerate() {
+        if cold(function, b) {
+            *l = false;
+        }
+    }
+    let idom = immediate_dominators(&graph, &live);
+    let representative = Evaluator {
+        function,
+        context,
+        idom: &idom,
+        uniform: false,
+        definitions: HashMap::new(),
+    };
+
+    // Natural loops, merged by header.
+    let mut bodies: Vec<(usize, Vec<bool>)> = Vec::new();
+    for u in 0..n {
+        if !live[u] {
+            continue;
+        }
+        for &h in &graph.successors[u] {
+            if !live[h] || !dominates(&idom, h, u) {
+                continue;
+            }
+            let index = match bodies.iter().position(|(header, _)| *header == h) {
+                Some(i) => i,
+                None => {
+                    let mut body = vec![false; n];
+                    body[h] = true;
+                    bodies.push((h, body));
+                    bodies.len() - 1
+                }
+            };
+            let body = &mut bodies[index].1;
+            let mut stack = vec![u];
+            while let Some(b) = stack.pop() {
+                if body[b] || !live[b] {
+                    continue;
+                }
+                body[b] = true;
+                stack.extend(graph.predecessors[b].iter().copied());
+            }
+        }
+    }
+    let count = |body: &Vec<bool>| body.iter().filter(|&&x| x).count();
+    let mut loops: Vec<Loop> = bodies
+        .iter()
+        .map(|(h, body)| {
+            let depth = bodies
+                .iter()
+                .filter(|(h2, other)| h2 != h && other[*h] && count(other) > count(body))
+                .count();
+            Loop {
+                header: *h,
+                label: function.blocks[*h]
+                    .label
+                    .clone()
+                    .unwrap_or_else(|| format!("block {h}")),
+                blocks: (0..n).filter(|&b| body[b]).collect(),
+                depth,
+                trips: trip_count(&representative, &graph, body, *h),
+            }
+        })
+        .collect();
+    // The outermost loop without a derivable count in a persistent launch
+    // is its task loop: it runs the launch's tasks per block.
+    // Only one: the largest such loop (a scheduler may have several loops
+    // at the outer level, one of which runs the tasks).
+    let task_loop = loops
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.depth == 0 && matches!(l.trips, Trips::Assumed { .. }))
+        .max_by_key(|(_, l)| l.blocks.len())
+        .map(|(i, _)| i);
+    if let (Some(i), true) = (task_loop, context.tasks_per_block > 1.0) {
+        loops[i].trips = Trips::Assumed {
+            trips: context.tasks_per_block,
+            why: "the task loop of a persistent launch: its count comes from atomics or the schedule's parameter; assumed the launch's original CTAs per launched CTA",
+        };
+    }
+    let executions = (0..n)
+        .map(|b| {
+            if !live[b] {
+                return 0.0;
+            }
+            loops
+                .iter()
+                .filter(|l| l.blocks.contains(&b))
+                .map(|l| l.trips.value())
+                .product()
+        })
+        .collect();
+    loops.sort_by_key(|l| l.header);
+    FlowAnalysis { loops, executions }
+}
+
+const UNKNOWN: Trips = Trips::Assumed {
+    trips: 1.0,
+    why: "the exit does not compare an induction variable with a value known from the launch; assumed 1",
+};
+
+fn trip_count(eval: &Evaluator<'_>, graph: &Cfg, body: &[bool], header: usize) -> Trips {
+    let function = eval.function;
+    // Exiting branches: a block of the loop with a successor outside it.
+    let exits: Vec<usize> = (0..body.len())
+        .filter(|&b| body[b] && graph.successors[b].iter().any(|&s| !body[s]))
+        .collect();
+    let exit = match exits[..] {
+        [exit] => exit,
+        [] => {
+            return Trips::Assumed {
+                trips: 1.0,
+                why: "no exit under the launch's values (an agent's or a persistent CTA's loop); assumed 1",
+            }
+        }
+        _ => {
+            return Trips::Assumed {
+                trips: 1.0,
+                why: "more than one exit (a search or a claim loop); assumed 1",
+            }
+        }
+    };
+    let instructions = &function.blocks[exit].instructions;
+    let Some(branch) = instructions.last().filter(|i| i.op() == "bra") else {
+        return UNKNOWN;
+    };
+    let Some((predicate, negated)) = &branch.guard else {
+        return UNKNOWN;
+    };
+    let taken_leaves = branch
+        .branch_target()
+        .and_then(|t| function.block_of_label(t))
+        .is_some_and(|t| !body[t]);
+    let branch_index = instructions.len() - 1;
+    let Some((sb, si)) = eval.reaching_def(predicate, exit, branch_index) else {
+        return UNKNOWN;
+    };
+    let setp = &function.blocks[sb].instructions[si];
+    if setp.op() != "setp" || setp.operands.len() < 3 || setp.opcode.contains(".f") {
+        return UNKNOWN;
+    }
+    // Which side is the induction variable?
+    let in_loop_defs = |register: &str| -> Vec<(usize, usize)> {
+        (0..body.len())
+            .filter(|&b| body[b])
+            .flat_map(|b| {
+                function.blocks[b]
+                    .instructions
+                    .iter()
+                    .enumerate()
+                    .filter(move |(_, i)| i.destination() == Some(register))
+                    .map(move |(i, _)| (b, i))
+            })
+            .collect()
+    };
+    let mut induction = None;
+    let mut bound = None;
+    for (side, operand) in setp.operands[1..3].iter().enumerate() {
+        let defs = if operand.starts_with('%') {
+            in_loop_defs(operand)
+        } else {
+            Vec::new()
+        };
+        match defs[..] {
+            [] => bound = Some((side, eval.operand(operand, sb, si, 0))),
+            [(db, di)] => {
+                let def = &function.blocks[db].instructions[di];
+                let is_step = matches!(def.op(), "add" | "sub")
+                    && def.guard.is_none()
+                    && def.operands.get(1) == Some(operand);
+                if !is_step {
+                    return UNKNOWN;
+                }
+                let Some(step) = def.operands.get(2).and_then(|s| eval.operand(s, db, di, 0))
+                else {
+                    return UNKNOWN;
+                };
+                let step = if def.op() == "sub" { -step } else { step };
+                // The value entering the loop: reaching the header from its
+                // immediate dominator.
+                let Some(entering) = eval.idom[header] else {
+                    return UNKNOWN;
+                };
+                let Some(init) = eval.operand(operand, entering, usize::MAX, 0) else {
+                    return UNKNOWN;
+                };
+                // Compared after the step when the step comes first on the
+                // way to the compare.
+                let after = (db == sb && di < si) || (db != sb && dominates(eval.idom, db, sb));
+                induction = Some((side, init, step, after));
+            }
+            _ => return UNKNOWN,
+        }
+    }
+    let (Some((iv_side, init, step, after)), Some((_, Some(limit)))) = (induction, bound) else {
+        return UNKNOWN;
+    };
+    if step == 0 {
+        return UNKNOWN;
+    }
+    // The loop leaves at the first k where the predicate says so.
+    let leaves = |k: i128| -> Option<bool> {
+        let v = init + step * (k + i128::from(after));
+        let (a, b) = if iv_side == 0 { (v, limit) } else { (limit, v) };
+        let p = compare(&setp.opcode, a, b)? != *negated;
+        Some(p == taken_leaves)
+    };
+    let cmp = setp.opcode.split('.').nth(1).unwrap_or("");
+    let k = if matches!(cmp, "eq" | "ne") {
+        // Leaves at equality (or inequality): solve init + step (k + after) = limit.
+        match leaves(0) {
+            Some(true) => Some(0),
+            Some(false) => {
+                let distance = limit - init - step * i128::from(after);
+                (distance % step == 0 && distance / step >= 0).then(|| distance / step)
+            }
+            None => None,
+        }
+    } else {
+        // Ordered compares: monotone in k; binary search the first exit.
+        // Up to where the variable would wrap around its width.
+        let (bits, _) = width(&setp.opcode);
+        let cap: i128 = ((1i128 << bits.min(64)) / step.abs() - 2).clamp(1, 1 << 34);
+        match (leaves(0), leaves(cap)) {
+            (Some(true), _) => Some(0),
+            (Some(false), Some(true)) => {
+                let (mut lo, mut hi) = (0i128, cap);
+                while hi - lo > 1 {
+                    let mid = (lo + hi) / 2;
+                    if leaves(mid) == Some(true) {
+                        hi = mid;
+                    } else {
+                        lo = mid;
+                    }
+                }
+                Some(hi)
+            }
+            _ => None,
+        }
+    };
+    match k.and_then(|k| u64::try_from(k + 1).ok()) {
+        Some(trips) => Trips::Known(trips),
+        None => Trips::Assumed {
+            trips: 1.0,
+            why: "the exit compare does not terminate for the launch's values; assumed 1",
+        },
+    }
+}
+
+/// Per-thread dynamic instructions of each block of `function`, with the
+/// calls it makes expanded (their own loops analysed without parameters).
+pub fn callees<'m>(module: &'m Module, function: &Function) -> Vec<(&'m Function, usize)> {
+    let mut found = Vec::new();
+    for (b, block) in function.blocks.iter().enumerate() {
+        for i in &block.instructions {
+            if let Some(callee) = i.callee().and_then(|c| module.function(c)) {
+                if !callee.name.contains("panic") {
+                    found.push((callee, b));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ptx::Module;
+
+    fn context(params: Vec<Option<u64>>) -> LaunchContext {
+        LaunchContext {
+            grid: [64, 1, 1],
+            block: [256, 1, 1],
+            params,
+            tasks_per_block: 1.0,
+        }
+    }
+
+    const COUNTED: &str = r#"
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	ld.param.b32 	%r1, [k_param_0];
+	and.b32 	%r5, %r1, -4;
+	mov.b32 	%r2, 0;
+$L__BB0_1:
+	fma.rn.f32 %f2, %f1, %f1, %f2;
+	add.s32 	%r2, %r2, 4;
+	setp.lt.u32 	%p1, %r2, %r5;
+	@%p1 bra 	$L__BB0_1;
+	ret;
+}
+"#;
+
+    #[test]
+    fn trip_count_from_a_parameter() {
+        let module = Module::parse(COUNTED).unwrap();
+        let k = module.function("k").unwrap();
+        let flow = analyse(k, &context(vec![Some(1000)]));
+        assert_eq!(flow.loops.len(), 1);
+        assert_eq!(flow.loops[0].trips, Trips::Known(250));
+        assert_eq!(flow.executions[1], 250.0);
+        // Unknown parameter: assumed, and said so.
+        let flow = analyse(k, &context(vec![None]));
+        assert!(matches!(flow.loops[0].trips, Trips::Assumed { .. }));
+    }
+
+    /// LLVM's rotated, unrolled form: a counter counting down to zero.
+    const DOWN: &str = r#"
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	ld.param.b32 	%r6, [k_param_0];
+	add.s32 	%r14, %r6, -8;
+	shr.u32 	%r15, %r14, 3;
+	add.s32 	%r3, %r15, 1;
+	and.b32 	%r91, %r3, 1073741822;
+$L__BB0_4:
+	fma.rn.f32 %f2, %f1, %f1, %f2;
+	add.s32 	%r91, %r91, -2;
+	setp.eq.b32 	%p4, %r91, 0;
+	@%p4 bra 	$L__BB0_5;
+	bra.uni 	$L__BB0_4;
+$L__BB0_5:
+	ret;
+}
+"#;
+
+    #[test]
+    fn trip_count_of_a_countdown() {
+        let module = Module::parse(DOWN).unwrap();
+        let flow = analyse(module.function("k").unwrap(), &context(vec![Some(8192)]));
+        // ((8192 - 8) >> 3) + 1 = 1024, & ~1 = 1024, by 2: 512.
+        assert_eq!(flow.loops[0].trips, Trips::Known(512));
+    }
+
+    /// A branch on a parameter folds: the other side does not run.
+    const FOLD: &str = r#"
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	ld.param.b32 	%r1, [k_param_0];
+	setp.ne.b32 	%p1, %r1, 2;
+	@%p1 bra 	$L__BB0_2;
+	add.s32 	%r2, %r1, 1;
+	ret;
+$L__BB0_2:
+	add.s32 	%r3, %r1, 2;
+	ret;
+}
+"#;
+
+    #[test]
+    fn uniform_branches_fold() {
+        let module = Module::parse(FOLD).unwrap();
+        let k = module.function("k").unwrap();
+        let flow = analyse(k, &context(vec![Some(2)]));
+        assert_eq!(flow.executions, [1.0, 1.0, 0.0]);
+        let flow = analyse(k, &context(vec![Some(5)]));
+        assert_eq!(flow.executions, [1.0, 0.0, 1.0]);
+        let flow = analyse(k, &context(vec![None]));
+        assert_eq!(flow.executions, [1.0, 1.0, 1.0]);
+    }
+}

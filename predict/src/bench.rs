@@ -1,0 +1,46 @@
+//! The bench's measurements (`bench.json`, written by `cargo run --release
+//! --bin bench`): the validation's ground truth.
+
+use serde::Deserialize;
+
+/// One schedule's measured median.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct Record {
+    pub kernel: String,
+    pub problem: String,
+    pub schedule: String,
+    /// The PTX entry; absent for the nvcc twin (not in the suite's PTX).
+    #[serde(default)]
+    pub entry: Option<String>,
+    pub median_ms: f64,
+}
+
+#[derive(Deserialize)]
+struct BenchFile {
+    device: String,
+    records: Vec<Record>,
+}
+
+/// The device name and records of a bench JSON file's text.
+pub fn records(text: &str) -> Result<(String, Vec<Record>), serde_json::Error> {
+    let file: BenchFile = serde_json::from_str(text)?;
+    Ok((file.device, file.records))
+}
+
+/// The H100 run shipped with the crate (`data/h100-bench.json`, 135
+/// records: 120 schedules and 15 nvcc twins).
+pub const H100_BENCH: &str = include_str!("../data/h100-bench.json");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_run_parses() {
+        let (device, records) = records(H100_BENCH).unwrap();
+        assert!(device.contains("H100"), "{device}");
+        assert_eq!(records.len(), 135);
+        assert_eq!(records.iter().filter(|r| r.entry.is_some()).count(), 120);
+        assert!(records.iter().all(|r| r.median_ms > 0.0));
+    }
+}

@@ -1,0 +1,152 @@
+//! A GPU's figures for the model, as data: one JSON file per device model
+//! (`devices/*.json`), each figure with where it comes from.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ptx::Class;
+
+/// Issue rate and dependent latency of one instruction class.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClassFigures {
+    /// Warp instructions per clock per SM (lanes per clock / 32).
+    pub rate: f64,
+    /// Cycles until a dependent instruction can use the result (global
+    /// loads: 0 here, their latency comes from the cache levels).
+    pub latency: f64,
+}
+
+/// A device model: the limits that set occupancy, issue rates and
+/// latencies per class, cache latencies, bandwidths and overheads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceModel {
+    pub name: String,
+    /// Where each group of figures comes from.
+    pub provenance: BTreeMap<String, String>,
+    pub sm_count: u32,
+    pub clock_ghz: f64,
+    pub schedulers_per_sm: u32,
+    /// Warp instructions one scheduler issues per clock.
+    pub issue_per_scheduler: f64,
+    pub max_warps_per_sm: u32,
+    pub max_blocks_per_sm: u32,
+    pub registers_per_sm: u32,
+    /// Registers are allocated per warp in units of this many.
+    pub register_unit: u32,
+    pub shared_per_sm: u32,
+    pub shared_reserved_per_block: u32,
+    pub shared_unit: u32,
+    /// Keyed by [`Class::name`].
+    pub classes: BTreeMap<String, ClassFigures>,
+    pub latency_l1: f64,
+    pub latency_l2: f64,
+    pub latency_dram: f64,
+    /// Achievable DRAM bandwidth, GB/s (a copy's, not the datasheet's).
+    pub dram_gbps: f64,
+    /// Achievable L2 bandwidth, GB/s.
+    pub l2_gbps: f64,
+    pub launch_overhead_us: f64,
+    /// Fraction of the second-largest bound added to the largest.
+    pub overlap: f64,
+}
+
+/// Why a device file could not be used.
+#[derive(Debug)]
+pub enum DeviceError {
+    /// Not valid JSON, or a field is missing or mistyped.
+    Json(serde_json::Error),
+    /// An instruction class has no figures.
+    MissingClass(&'static str),
+    /// A figure that must be positive is not.
+    NotPositive(&'static str),
+}
+
+impl fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceError::Json(e) => write!(f, "device file: {e}"),
+            DeviceError::MissingClass(c) => write!(
+                f,
+                "device file: no figures for instruction class `{c}`: add \"{c}\": {{ \"rate\": .., \"latency\": .. }} to `classes`"
+            ),
+            DeviceError::NotPositive(what) => {
+                write!(f, "device file: `{what}` must be positive")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DeviceError {}
+
+impl DeviceModel {
+    /// Reads and checks a device file's text.
+    pub fn from_json(text: &str) -> Result<Self, DeviceError> {
+        let model: DeviceModel = serde_json::from_str(text).map_err(DeviceError::Json)?;
+        for class in Class::ALL {
+            match model.classes.get(class.name()) {
+                None => return Err(DeviceError::MissingClass(class.name())),
+                Some(f) if f.rate <= 0.0 => return Err(DeviceError::NotPositive("rate")),
+                Some(_) => {}
+            }
+        }
+        for (value, what) in [
+            (model.clock_ghz, "clock_ghz"),
+            (model.dram_gbps, "dram_gbps"),
+            (model.l2_gbps, "l2_gbps"),
+            (model.issue_per_scheduler, "issue_per_scheduler"),
+            (f64::from(model.sm_count), "sm_count"),
+            (f64::from(model.schedulers_per_sm), "schedulers_per_sm"),
+            (f64::from(model.register_unit), "register_unit"),
+            (f64::from(model.shared_unit), "shared_unit"),
+        ] {
+            if value <= 0.0 || value.is_nan() {
+                return Err(DeviceError::NotPositive(what));
+            }
+        }
+        Ok(model)
+    }
+
+    /// The H100 SXM's file, shipped with the crate.
+    pub fn h100_sxm() -> Self {
+        Self::from_json(include_str!("../devices/h100-sxm.json"))
+            .expect("devices/h100-sxm.json is checked by its test")
+    }
+
+    /// The figures of `class` (checked present by [`DeviceModel::from_json`]).
+    pub fn class(&self, class: Class) -> ClassFigures {
+        self.classes
+            .get(class.name())
+            .copied()
+            .unwrap_or(ClassFigures {
+                rate: 1.0,
+                latency: 4.0,
+            })
+    }
+
+    /// The file's text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_file_is_complete() {
+        let model = DeviceModel::from_json(include_str!("../devices/h100-sxm.json")).unwrap();
+        assert_eq!(model.sm_count, 132);
+        assert_eq!(DeviceModel::from_json(&model.to_json()).unwrap(), model);
+    }
+
+    #[test]
+    fn missing_class_is_named() {
+        let mut model = DeviceModel::h100_sxm();
+        model.classes.remove("sfu");
+        let err = DeviceModel::from_json(&model.to_json()).unwrap_err();
+        assert!(err.to_string().contains("`sfu`"), "{err}");
+    }
+}

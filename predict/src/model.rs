@@ -1,0 +1,430 @@
+//! The time model: per-warp instructions along the hot path, occupancy,
+//! and four bounds combined.
+//!
+//! - **issue**: every warp instruction takes an issue slot of its SM's
+//!   schedulers, and each class its pipe's rate;
+//! - **latency**: a warp's critical path through each block (a list
+//!   schedule over register dependencies, loads at the latency their hit
+//!   rates give), hidden by the warps resident on the SM;
+//! - **dram** and **l2**: bytes moved at the device's achievable bandwidth.
+//!
+//! Time = the largest bound + `overlap` x the second largest + the launch
+//! overhead (memory and compute overlap, but not perfectly).
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::analysis::{analyse, callees, LaunchContext, Loop};
+use crate::device::DeviceModel;
+use crate::ptx::{Class, Function, Module};
+use crate::ptxas::Resources;
+
+/// Bytes moved through L2 and DRAM, and hit rates for load latency.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Traffic {
+    pub l2_bytes: f64,
+    pub dram_bytes: f64,
+    /// Load sectors that hit in L1.
+    pub l1_hit_rate: f64,
+    /// Sectors requested from L2 that hit there.
+    pub l2_hit_rate: f64,
+}
+
+impl Traffic {
+    /// Without a simulation: every byte once through L2 and DRAM.
+    pub fn compulsory(bytes: u64) -> Self {
+        Traffic {
+            l2_bytes: bytes as f64,
+            dram_bytes: bytes as f64,
+            l1_hit_rate: 0.0,
+            l2_hit_rate: 0.0,
+        }
+    }
+}
+
+/// What the model is asked about.
+#[derive(Clone, Debug)]
+pub struct Query<'a> {
+    pub entry: &'a str,
+    pub launch: LaunchContext,
+    pub dynamic_shared_bytes: u32,
+    /// From ptxas; `None` assumes 32 registers and no static shared memory.
+    pub resources: Option<Resources>,
+    pub traffic: Traffic,
+}
+
+/// The resource that bounds a prediction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    Issue,
+    Latency,
+    Dram,
+    L2,
+}
+
+impl fmt::Display for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Bound::Issue => "issue",
+            Bound::Latency => "latency",
+            Bound::Dram => "dram",
+            Bound::L2 => "l2",
+        })
+    }
+}
+
+/// A prediction and its parts.
+#[derive(Clone, Debug)]
+pub struct Prediction {
+    pub entry: String,
+    /// Predicted time, milliseconds.
+    pub ms: f64,
+    /// Each bound, milliseconds.
+    pub issue_ms: f64,
+    pub latency_ms: f64,
+    pub dram_ms: f64,
+    pub l2_ms: f64,
+    pub bound: Bound,
+    /// The largest bound over the second largest.
+    pub margin: f64,
+    /// CTAs launched.
+    pub launched_blocks: u64,
+    /// Resident CTAs and warps per SM.
+    pub blocks_per_sm: u32,
+    pub warps_per_sm: u32,
+    /// What limits the resident CTAs.
+    pub occupancy_limit: &'static str,
+    /// Dynamic warp instructions per warp, by [`Class::ALL`] index.
+    pub per_warp: Vec<f64>,
+    /// Critical-path cycles of one warp.
+    pub warp_latency_cycles: f64,
+    pub loops: Vec<Loop>,
+    /// Registers used (from ptxas, or assumed).
+    pub registers: u32,
+    /// Assumptions made, in words.
+    pub assumptions: Vec<String>,
+}
+
+/// Why no prediction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PredictError {
+    /// The module has no entry of that name.
+    NoEntry(String),
+    /// A CTA cannot be resident on an SM of the device.
+    DoesNotFit { entry: String, why: &'static str },
+    /// The launch has no threads or no CTAs.
+    EmptyLaunch,
+}
+
+impl fmt::Display for PredictError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PredictError::NoEntry(e) => write!(
+                f,
+                "no .entry `{e}` in the PTX: pass a kernel's entry name (the schedule's, for a schedule)"
+            ),
+            PredictError::DoesNotFit { entry, why } => {
+                write!(f, "`{entry}`: one CTA does not fit on an SM ({why})")
+            }
+            PredictError::EmptyLaunch => write!(f, "the launch has no CTAs or no threads"),
+        }
+    }
+}
+
+impl std::error::Error for PredictError {}
+
+/// Resident CTAs per SM and what limits them.
+pub fn occupancy(
+    device: &DeviceModel,
+    block_threads: u32,
+    registers: u32,
+    shared_bytes: u32,
+) -> (u32, &'static str) {
+    let warps = block_threads.div_ceil(32).max(1);
+    let per_warp_regs = (registers * 32).div_ceil(device.register_unit) * device.register_unit;
+    let by_registers = if per_warp_regs == 0 {
+        u32::MAX
+    } else {
+        device.registers_per_sm / (per_warp_regs * warps)
+    };
+    let shared = (shared_bytes + device.shared_reserved_per_block).div_ceil(device.shared_unit)
+        * device.shared_unit;
+    let by_shared = device.shared_per_sm / shared.max(1);
+    [
+        (device.max_blocks_per_sm, "blocks"),
+        (device.max_warps_per_sm / warps, "warps"),
+        (by_registers, "registers"),
+        (by_shared, "shared memory"),
+    ]
+    .into_iter()
+    .min_by_key(|(n, _)| *n)
+    .unwrap_or((0, "blocks"))
+}
+
+/// Per-thread counts and critical path of a function under a launch.
+struct Walk {
+    per_warp: Vec<f64>,
+    latency_cycles: f64,
+    loops: Vec<Loop>,
+}
+
+fn walk(
+    module: &Module,
+    function: &Function,
+    launch: &LaunchContext,
+    device: &DeviceModel,
+    load_latency: f64,
+    depth: u32,
+) -> Walk {
+    let flow = analyse(function, launch);
+    let mut per_warp = vec![0.0; Class::ALL.len()];
+    let mut latency_cycles = 0.0;
+    for (b, block) in function.blocks.iter().enumerate() {
+        let runs = flow.executions.get(b).copied().unwrap_or(0.0);
+        if runs == 0.0 {
+            continue;
+        }
+        for i in &block.instructions {
+            per_warp[i.class.index()] += runs;
+        }
+        latency_cycles += runs * block_latency(block, device, load_latency);
+    }
+    if depth < 4 {
+        for (callee, b) in callees(module, function) {
+            let runs = flow.executions.get(b).copied().unwrap_or(0.0);
+            if runs == 0.0 {
+                continue;
+            }
+            let unknown = LaunchContext {
+                params: Vec::new(),
+                tasks_per_block: 1.0,
+                ..launch.clone()
+            };
+            let inner = walk(module, callee, &unknown, device, load_latency, depth + 1);
+            for (c, n) in per_warp.iter_mut().zip(&inner.per_warp) {
+                *c += runs * n;
+            }
+            latency_cycles += runs * inner.latency_cycles;
+        }
+    }
+    Walk {
+        per_warp,
+        latency_cycles,
+        loops: flow.loops,
+    }
+}
+
+/// Cycles of one block's critical path: in issue order, each instruction
+/// starts when its sources are ready and a cycle after the previous one.
+fn block_latency(block: &crate::ptx::Block, device: &DeviceModel, load_latency: f64) -> f64 {
+    let mut ready: HashMap<&str, f64> = HashMap::new();
+    let (mut issue, mut end) = (0.0f64, 0.0f64);
+    for i in &block.instructions {
+        let sources = i
+            .operands
+            .iter()
+            .skip(usize::from(i.destination().is_some()))
+            .chain(i.guard.iter().map(|(p, _)| p));
+        let mut start = issue + 1.0;
+        for s in sources {
+            for register in s
+                .split(|c: char| !(c.is_alphanumeric() || c == '%' || c == '_'))
+                .filter(|r| r.starts_with('%'))
+            {
+                if let Some(t) = ready.get(register) {
+                    start = start.max(*t);
+                }
+            }
+        }
+        let latency = match i.class {
+            Class::LoadGlobal => load_latency,
+            class => device.class(class).latency,
+        };
+        issue = start;
+        end = end.max(start + latency);
+        if let Some(d) = i.destination() {
+            ready.insert(d, start + latency);
+        }
+    }
+    end
+}
+
+/// Predicts `query` on `device` from `module`'s PTX.
+pub fn predict(
+    module: &Module,
+    query: &Query<'_>,
+    device: &DeviceModel,
+) -> Result<Prediction, PredictError> {
+    let function = module
+        .function(query.entry)
+        .filter(|f| f.is_entry)
+        .ok_or_else(|| PredictError::NoEntry(query.entry.to_string()))?;
+    let launch = &query.launch;
+    let blocks: u64 = launch.grid.iter().map(|&g| u64::from(g)).product();
+    let threads: u32 = launch.block.iter().product();
+    if blocks == 0 || threads == 0 {
+        return Err(PredictError::EmptyLaunch);
+    }
+    let mut assumptions = Vec::new();
+    let resources = query.resources.unwrap_or_else(|| {
+        assumptions.push("no ptxas: assumed 32 registers, no static shared memory".to_string());
+        Resources {
+            registers: 32,
+            ..Resources::default()
+        }
+    });
+    let (per_sm, limit) = occupancy(
+        device,
+        threads,
+        resources.registers,
+        resources.shared_bytes + query.dynamic_shared_bytes,
+    );
+    if per_sm == 0 {
+        return Err(PredictError::DoesNotFit {
+            entry: query.entry.to_string(),
+            why: limit,
+        });
+    }
+    let t = &query.traffic;
+    let load_latency = t.l1_hit_rate * device.latency_l1
+        + (1.0 - t.l1_hit_rate)
+            * (t.l2_hit_rate * device.latency_l2 + (1.0 - t.l2_hit_rate) * device.latency_dram);
+    let walked = walk(module, function, launch, device, load_latency, 0);
+    for l in &walked.loops {
+        if let crate::analysis::Trips::Assumed { trips, why } = &l.trips {
+            assumptions.push(format!(
+                "loop {}: trip count unknown, assumed {trips} ({why})",
+                l.label
+            ));
+        }
+    }
+    let warps_per_block = threads.div_ceil(32);
+    let sms = u64::from(device.sm_count);
+    // The busiest SM: CTAs are spread evenly, whole CTAs at a time.
+    let blocks_per_sm_total = blocks.div_ceil(sms) as f64;
+    let warps_per_sm_total = blocks_per_sm_total * f64::from(warps_per_block);
+    let resident_blocks = (blocks_per_sm_total as u32).min(per_sm).max(1);
+    let resident_warps = f64::from(resident_blocks * warps_per_block);
+    let instructions: f64 = walked.per_warp.iter().sum();
+    let issue_slots = f64::from(device.schedulers_per_sm) * device.issue_per_scheduler;
+    let mut issue_cycles = warps_per_sm_total * instructions / issue_slots;
+    for class in Class::ALL {
+        let pipe = warps_per_sm_total * walked.per_warp[class.index()] / device.class(class).rate;
+        issue_cycles = issue_cycles.max(pipe);
+    }
+    let latency_cycles = warps_per_sm_total * walked.latency_cycles / resident_warps;
+    let cycle_ms = 1.0 / (device.clock_ghz * 1e6);
+    let issue_ms = issue_cycles * cycle_ms;
+    let latency_ms = latency_cycles * cycle_ms;
+    let dram_ms = t.dram_bytes / (device.dram_gbps * 1e6);
+    let l2_ms = t.l2_bytes / (device.l2_gbps * 1e6);
+    let mut bounds = [
+        (issue_ms, Bound::Issue),
+        (latency_ms, Bound::Latency),
+        (dram_ms, Bound::Dram),
+        (l2_ms, Bound::L2),
+    ];
+    bounds.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let (largest, bound) = bounds[0];
+    let second = bounds[1].0;
+    let ms = largest + device.overlap * second + device.launch_overhead_us / 1000.0;
+    Ok(Prediction {
+        entry: query.entry.to_string(),
+        ms,
+        issue_ms,
+        latency_ms,
+        dram_ms,
+        l2_ms,
+        bound,
+        margin: if second > 0.0 {
+            largest / second
+        } else {
+            f64::INFINITY
+        },
+        launched_blocks: blocks,
+        blocks_per_sm: per_sm,
+        warps_per_sm: per_sm * warps_per_block,
+        occupancy_limit: limit,
+        per_warp: walked.per_warp,
+        warp_latency_cycles: walked.latency_cycles,
+        loops: walked.loops,
+        registers: resources.registers,
+        assumptions,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn occupancy_limits() {
+        let d = DeviceModel::h100_sxm();
+        // 256 threads, 32 registers: 8 CTAs = 64 warps.
+        assert_eq!(occupancy(&d, 256, 32, 0), (8, "warps"));
+        // 64 registers: 65536 / (2048 x 8) = 4 CTAs.
+        assert_eq!(occupancy(&d, 256, 64, 0), (4, "registers"));
+        // 100 KB of shared memory: 2 CTAs.
+        assert_eq!(occupancy(&d, 64, 16, 100 * 1024), (2, "shared memory"));
+        // Tiny CTAs: the 32-block limit.
+        assert_eq!(occupancy(&d, 32, 16, 0), (32, "blocks"));
+    }
+
+    const STREAM: &str = r#"
+.visible .entry k(
+	.param .u64 k_param_0,
+	.param .u32 k_param_1
+)
+{
+	ld.param.b32 	%r1, [k_param_1];
+	mov.b32 	%r2, 0;
+$L__BB0_1:
+	ld.global.f32 	%f1, [%rd1];
+	fma.rn.f32 %f2, %f1, %f1, %f2;
+	add.s32 	%r2, %r2, 1;
+	setp.lt.u32 	%p1, %r2, %r1;
+	@%p1 bra 	$L__BB0_1;
+	st.global.f32 	[%rd1], %f2;
+	ret;
+}
+"#;
+
+    #[test]
+    fn more_iterations_take_longer_and_memory_bounds_streams() {
+        let module = Module::parse(STREAM).unwrap();
+        let device = DeviceModel::h100_sxm();
+        let query = |n: u64, bytes: u64| Query {
+            entry: "k",
+            launch: LaunchContext {
+                grid: [132 * 8, 1, 1],
+                block: [256, 1, 1],
+                params: vec![None, Some(n)],
+                tasks_per_block: 1.0,
+            },
+            dynamic_shared_bytes: 0,
+            resources: Some(Resources {
+                registers: 16,
+                ..Resources::default()
+            }),
+            traffic: Traffic::compulsory(bytes),
+        };
+        let short = predict(&module, &query(10, 1 << 20), &device).unwrap();
+        let long = predict(&module, &query(1000, 1 << 20), &device).unwrap();
+        assert!(long.ms > 10.0 * short.ms, "{} vs {}", long.ms, short.ms);
+        assert_eq!(long.per_warp[Class::Fp32.index()], 1000.0);
+        // 8 GB at a few TB/s dwarfs a few instructions per warp.
+        let streaming = predict(&module, &query(1, 8 << 30), &device).unwrap();
+        assert_eq!(streaming.bound, Bound::Dram);
+        assert!(matches!(
+            predict(
+                &module,
+                &Query {
+                    entry: "nope",
+                    ..query(1, 1)
+                },
+                &device
+            ),
+            Err(PredictError::NoEntry(_))
+        ));
+    }
+}

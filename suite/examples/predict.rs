@@ -1,0 +1,298 @@
+//! Predicts every schedule's time on an H100 from the suite's PTX, without a
+//! GPU, and compares with a bench run.
+//!
+//! ```text
+//! cargo run --release --example predict -- KERNEL[,KERNEL...]   # breakdown per schedule
+//! cargo run --release --example predict -- --all --sim          # every kernel, traffic from the simulator
+//!     [--device predict/devices/h100-sxm.json] [--bench FILE] [--fit]
+//! ```
+//!
+//! Per schedule: the launch the host plans, registers and resident CTAs,
+//! warp instructions, each bound (issue, latency, DRAM, L2) in ms, the
+//! prediction, which bound it is and by how much, and the measured median
+//! where the bench has one. With `--all`: MAPE over every record, Spearman's
+//! rank correlation per kernel, for training and held-out kernels apart.
+//! `--fit` searches the overlap fraction on the training kernels only.
+//! Building a workload at benchmark size allocates its buffers (up to 3 GiB
+//! for vector_add): use `--release`.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use clustered_predict::bench::{records, Record, H100_BENCH};
+use clustered_predict::stats::{mape, spearman};
+use clustered_predict::{ptxas, DeviceModel, Module, Prediction};
+use clustered_suite::host::cuda_tool;
+use clustered_suite::predict::{predict_workload, traffic_ratios};
+use clustered_suite::suite::{self, Size};
+
+/// Kernels kept out of any fitting (`--fit`), reported apart.
+const HELD_OUT: &[&str] = &[
+    "sgemm_register",
+    "kmeans_assign",
+    "transpose_wide",
+    "jacobi7_3d",
+    "black_scholes",
+];
+
+struct Row {
+    kernel: &'static str,
+    label: &'static str,
+    entry: &'static str,
+    prediction: Result<Prediction, String>,
+    measured: Option<f64>,
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let mut only = None;
+    let (mut sim, mut fit) = (false, false);
+    let mut device_path = None;
+    let mut bench_path = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--all" => only = None,
+            "--sim" => sim = true,
+            "--fit" => fit = true,
+            "--device" => device_path = Some(args.next().ok_or("--device needs a file")?),
+            "--bench" => bench_path = Some(args.next().ok_or("--bench needs a file")?),
+            other if !other.starts_with("--") => only = Some(other.to_string()),
+            other => return Err(format!("unknown argument `{other}`; usage: predict [KERNEL[,KERNEL...] | --all] [--sim] [--fit] [--device FILE] [--bench FILE]")),
+        }
+    }
+    let mut device = match &device_path {
+        Some(path) => DeviceModel::from_json(
+            &std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?,
+        )
+        .map_err(|e| format!("{path}: {e}"))?,
+        None => DeviceModel::h100_sxm(),
+    };
+    let bench_text = match &bench_path {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?,
+        None => H100_BENCH.to_string(),
+    };
+    let (bench_device, bench) = records(&bench_text).map_err(|e| format!("bench file: {e}"))?;
+    let module = Module::parse(clustered_suite::PTX).map_err(|e| e.to_string())?;
+    let resources = match cuda_tool("ptxas") {
+        Some(path) => {
+            ptxas::resources(&path, clustered_suite::PTX, "sm_90").map_err(|e| e.to_string())?
+        }
+        None => {
+            println!("ptxas not found (pip install nvidia-cuda-nvcc, or set PTXAS): every entry assumed 32 registers");
+            BTreeMap::new()
+        }
+    };
+    println!(
+        "device model: {} ({} SMs, {} GHz, DRAM {} GB/s, L2 {} GB/s, overlap {}); measurements: {bench_device}; traffic: {}",
+        device.name,
+        device.sm_count,
+        device.clock_ghz,
+        device.dram_gbps,
+        device.l2_gbps,
+        device.overlap,
+        if sim { "simulated (8-SM H100 slice, ratios to compulsory bytes)" } else { "compulsory bytes (--sim for the simulator's)" }
+    );
+
+    let mut rows = Vec::new();
+    for (name, build) in suite::select(only.as_deref())? {
+        let ratios = if sim {
+            traffic_ratios(&build(Size::Simulate))
+        } else {
+            BTreeMap::new()
+        };
+        // One benchmark-size workload at a time: they allocate their inputs.
+        let workload = build(Size::Benchmark);
+        for (label, entry, prediction) in
+            predict_workload(&module, &workload, &device, &resources, &ratios)
+        {
+            let measured = measured(&bench, name, label);
+            rows.push(Row {
+                kernel: name,
+                label,
+                entry,
+                prediction,
+                measured,
+            });
+        }
+    }
+    if fit {
+        fit_overlap(&mut device, &mut rows);
+    }
+    print_breakdown(&rows);
+    if only.is_none() || rows.iter().filter(|r| r.measured.is_some()).count() > 3 {
+        print_validation(&rows, &bench);
+    }
+    Ok(())
+}
+
+fn measured(bench: &[Record], kernel: &str, label: &str) -> Option<f64> {
+    bench
+        .iter()
+        .find(|r| r.kernel == kernel && r.schedule == label && r.entry.is_some())
+        .map(|r| r.median_ms)
+}
+
+fn print_breakdown(rows: &[Row]) {
+    println!(
+        "\n{:<18} {:<34} {:>10} {:>4} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7}",
+        "kernel",
+        "schedule",
+        "grid",
+        "regs",
+        "occ",
+        "issue",
+        "latency",
+        "dram",
+        "l2",
+        "predicted",
+        "bound",
+        "measured",
+        "error"
+    );
+    for r in rows {
+        match &r.prediction {
+            Ok(p) => {
+                let error = r.measured.map_or(String::new(), |m| {
+                    format!("{:+.0}%", 100.0 * (p.ms - m) / m)
+                });
+                println!(
+                    "{:<18} {:<34} {:>10} {:>4} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>9} {:>7}",
+                    r.kernel,
+                    r.label,
+                    p.launched_blocks,
+                    p.registers,
+                    format!("{}w", p.warps_per_sm),
+                    p.issue_ms,
+                    p.latency_ms,
+                    p.dram_ms,
+                    p.l2_ms,
+                    p.ms,
+                    format!("{} x{:.1}", p.bound, p.margin.min(99.9)),
+                    r.measured.map_or("-".to_string(), |m| format!("{m:.3}")),
+                    error
+                );
+            }
+            Err(e) => println!("{:<18} {:<34} no prediction: {e}", r.kernel, r.label),
+        }
+    }
+    // The assumptions, once per entry.
+    let mut said = std::collections::BTreeSet::new();
+    for r in rows {
+        if let Ok(p) = &r.prediction {
+            for a in &p.assumptions {
+                if said.insert((r.entry, a.clone())) {
+                    println!("  {}: {a}", r.entry);
+                }
+            }
+        }
+    }
+}
+
+fn pairs<'a>(rows: impl Iterator<Item = &'a Row>) -> Vec<(f64, f64)> {
+    rows.filter_map(|r| Some((r.prediction.as_ref().ok()?.ms, r.measured?)))
+        .collect()
+}
+
+fn print_validation(rows: &[Row], bench: &[Record]) {
+    let suite_records = bench.iter().filter(|r| r.entry.is_some()).count();
+    let predicted = rows
+        .iter()
+        .filter(|r| r.measured.is_some() && r.prediction.is_ok())
+        .count();
+    println!("\nvalidation: {predicted} of {suite_records} suite records predicted (the {} nvcc twins are not in the suite's PTX)", bench.len() - suite_records);
+    println!(
+        "{:<18} {:>9} {:>8} {:>9}  set",
+        "kernel", "schedules", "MAPE", "spearman"
+    );
+    let mut kernels: Vec<&str> = rows.iter().map(|r| r.kernel).collect();
+    kernels.dedup();
+    for k in &kernels {
+        let p = pairs(rows.iter().filter(|r| r.kernel == *k));
+        println!(
+            "{:<18} {:>9} {:>7.1}% {:>9}  {}",
+            k,
+            p.len(),
+            mape(&p).unwrap_or(f64::NAN),
+            spearman(&p).map_or("-".to_string(), |s| format!("{s:.2}")),
+            if HELD_OUT.contains(k) {
+                "held out"
+            } else {
+                "training"
+            }
+        );
+    }
+    for (set, held) in [("training", false), ("held out", true), ("all", true)] {
+        let p = pairs(
+            rows.iter()
+                .filter(|r| set == "all" || HELD_OUT.contains(&r.kernel) == held),
+        );
+        let rho: Vec<f64> = kernels
+            .iter()
+            .filter(|k| set == "all" || HELD_OUT.contains(k) == held)
+            .filter_map(|k| spearman(&pairs(rows.iter().filter(|r| r.kernel == *k))))
+            .collect();
+        println!(
+            "{set:<9}: MAPE {:.1}% over {} records; median per-kernel spearman {}",
+            mape(&p).unwrap_or(f64::NAN),
+            p.len(),
+            median(&rho).map_or("-".to_string(), |m| format!("{m:.2}"))
+        );
+    }
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+/// The overlap fraction that minimises the training kernels' MAPE, applied
+/// to every row (the held-out kernels never inform it).
+fn fit_overlap(device: &mut DeviceModel, rows: &mut [Row]) {
+    let old = device.overlap;
+    let mut best = (f64::INFINITY, old);
+    for step in 0..=20 {
+        let overlap = f64::from(step) * 0.05;
+        let p: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|r| !HELD_OUT.contains(&r.kernel))
+            .filter_map(|r| {
+                Some((
+                    refit(r.prediction.as_ref().ok()?, old, overlap),
+                    r.measured?,
+                ))
+            })
+            .collect();
+        let m = mape(&p).unwrap_or(f64::INFINITY);
+        if m < best.0 {
+            best = (m, overlap);
+        }
+    }
+    println!(
+        "fit: overlap {:.2} minimises the training kernels' MAPE ({:.1}%); put it in the device file to keep it",
+        best.1, best.0
+    );
+    device.overlap = best.1;
+    for r in rows.iter_mut() {
+        if let Ok(p) = &mut r.prediction {
+            p.ms = refit(p, old, best.1);
+        }
+    }
+}
+
+/// A prediction's time under another overlap fraction.
+fn refit(p: &Prediction, old: f64, new: f64) -> f64 {
+    let mut b = [p.issue_ms, p.latency_ms, p.dram_ms, p.l2_ms];
+    b.sort_by(|x, y| y.total_cmp(x));
+    p.ms + (new - old) * b[1]
+}

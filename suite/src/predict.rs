@@ -1,0 +1,165 @@
+//! The static time predictor (`clustered-predict`) applied to the suite:
+//! each schedule's launch as the host would plan it on a named GPU, its
+//! scalars, its ptxas resources, and its memory traffic (from the cache
+//! simulator when asked, else compulsory bytes).
+
+use std::collections::BTreeMap;
+
+use clustered_host::cpu::{CpuLaunch, CpuPlan, Dispatch, Machine};
+use clustered_host::ClusterOptions;
+use clustered_predict::model::occupancy;
+use clustered_predict::ptxas::Resources;
+use clustered_predict::{predict, DeviceModel, LaunchContext, Module, Prediction, Query, Traffic};
+use clustered_sim::DeviceProfile;
+
+use crate::simulate::simulate;
+use crate::suite::{Arg, CpuEntry, Variant, Workload};
+
+/// Memory traffic relative to compulsory bytes, from a simulation at the
+/// simulator's size: applied to the benchmark's compulsory bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TrafficRatio {
+    /// L1-to-L2 bytes / compulsory bytes.
+    pub l2: f64,
+    /// DRAM bytes (reads and write-backs) / compulsory bytes.
+    pub dram: f64,
+    pub l1_hit_rate: f64,
+    pub l2_hit_rate: f64,
+}
+
+impl TrafficRatio {
+    /// The traffic at `compulsory` bytes.
+    pub fn at(&self, compulsory: u64) -> Traffic {
+        Traffic {
+            l2_bytes: self.l2 * compulsory as f64,
+            dram_bytes: self.dram * compulsory as f64,
+            l1_hit_rate: self.l1_hit_rate,
+            l2_hit_rate: self.l2_hit_rate,
+        }
+    }
+}
+
+/// Simulates every schedule of `small` (a workload at [`crate::suite::Size::Simulate`])
+/// on an 8-SM slice of an H100 and returns each entry's traffic ratio.
+pub fn traffic_ratios(small: &Workload) -> BTreeMap<&'static str, TrafficRatio> {
+    let Ok(profile) = DeviceProfile::h100_sxm().scaled(8) else {
+        return BTreeMap::new();
+    };
+    let compulsory = small.compulsory_bytes().max(1) as f64;
+    small
+        .variants
+        .iter()
+        .filter_map(|v| {
+            let s = simulate(small, v, &profile, Dispatch::RoundRobin)
+                .ok()?
+                .stats;
+            let sector = 32.0;
+            let dram = (s.l2_sector_misses + s.dram_write_sectors) as f64 * sector;
+            Some((
+                v.kernel,
+                TrafficRatio {
+                    l2: s.l1_to_l2_sectors as f64 * sector / compulsory,
+                    dram: dram / compulsory,
+                    l1_hit_rate: s.l1_hit_rate(),
+                    l2_hit_rate: if s.l1_to_l2_sectors == 0 {
+                        0.0
+                    } else {
+                        s.l2_sector_hits as f64 / s.l1_to_l2_sectors as f64
+                    },
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The launch a schedule runs on `device` for the workload's original
+/// launch: the plan the host makes (agents and grid-stride loops launch
+/// fewer CTAs), with MAX from the predictor's occupancy.
+pub fn planned_launch(
+    workload: &Workload,
+    variant: &Variant,
+    device: &DeviceModel,
+    resources: Option<Resources>,
+) -> Result<LaunchContext, String> {
+    let shape = workload.shape;
+    let params = workload
+        .args
+        .iter()
+        .map(|a| match *a {
+            Arg::U32(v) => Some(u64::from(v)),
+            _ => None,
+        })
+        .collect();
+    let mut launch = LaunchContext {
+        grid: shape.grid,
+        block: shape.block,
+        params,
+        tasks_per_block: 1.0,
+    };
+    let CpuEntry::Clustered(_, contract) = variant.cpu else {
+        return Ok(launch);
+    };
+    let r = resources.unwrap_or(Resources {
+        registers: 32,
+        ..Resources::default()
+    });
+    let threads = shape.block.iter().product();
+    let (max, _) = occupancy(
+        device,
+        threads,
+        r.registers,
+        r.shared_bytes + shape.dynamic_shared_bytes,
+    );
+    let original = CpuLaunch {
+        grid: shape.grid,
+        block: shape.block,
+        dynamic_shared_bytes: shape.dynamic_shared_bytes,
+        resident_blocks: max.max(1),
+    };
+    let plan = CpuPlan::new(
+        contract,
+        original,
+        &Machine::new(device.sm_count),
+        &ClusterOptions::default(),
+    )
+    .map_err(|e| format!("{}: {e}", variant.kernel))?;
+    launch.grid = plan.launch.grid;
+    // The ClusterLaunch parameter, last, is a struct: unknown to the model.
+    launch.params.push(None);
+    let blocks = |g: [u32; 3]| g.iter().map(|&x| f64::from(x)).product::<f64>();
+    launch.tasks_per_block = blocks(shape.grid) / blocks(plan.launch.grid).max(1.0);
+    Ok(launch)
+}
+
+/// Predicts every schedule of `workload`; `ratios` from [`traffic_ratios`]
+/// (absent: compulsory bytes).
+pub fn predict_workload(
+    module: &Module,
+    workload: &Workload,
+    device: &DeviceModel,
+    resources: &BTreeMap<String, Resources>,
+    ratios: &BTreeMap<&'static str, TrafficRatio>,
+) -> Vec<(&'static str, &'static str, Result<Prediction, String>)> {
+    let compulsory = workload.compulsory_bytes();
+    workload
+        .variants
+        .iter()
+        .map(|v| {
+            let r = resources.get(v.kernel).copied();
+            let result = planned_launch(workload, v, device, r).and_then(|launch| {
+                let traffic = ratios
+                    .get(v.kernel)
+                    .map_or(Traffic::compulsory(compulsory), |t| t.at(compulsory));
+                let query = Query {
+                    entry: v.kernel,
+                    launch,
+                    dynamic_shared_bytes: workload.shape.dynamic_shared_bytes,
+                    resources: r,
+                    traffic,
+                };
+                predict(module, &query, device).map_err(|e| e.to_string())
+            });
+            (v.label, v.kernel, result)
+        })
+        .collect()
+}

@@ -1,0 +1,68 @@
+//! The static predictor on every suite kernel and schedule, without a GPU:
+//! every schedule gets a prediction, every bench record names a schedule the
+//! predictor covers, and the loops whose bound is a parameter are counted.
+//! (Prediction quality against the GPU is reported by `examples/predict`
+//! and docs/PREDICTION.md, not asserted.)
+
+use std::collections::BTreeMap;
+
+use clustered_predict::bench::{records, H100_BENCH};
+use clustered_predict::{ptxas, DeviceModel, Module, Trips};
+use clustered_suite::host::cuda_tool;
+use clustered_suite::predict::predict_workload;
+use clustered_suite::suite::{all, Size};
+
+#[test]
+fn every_schedule_gets_a_prediction_and_every_record_a_schedule() {
+    let module = Module::parse(clustered_suite::PTX).unwrap();
+    let device = DeviceModel::h100_sxm();
+    let resources = cuda_tool("ptxas")
+        .and_then(|path| ptxas::resources(&path, clustered_suite::PTX, "sm_90").ok())
+        .unwrap_or_else(|| {
+            eprintln!("ptxas not found: predicting with assumed registers");
+            BTreeMap::new()
+        });
+    let mut predicted = Vec::new();
+    for workload in all(Size::Test) {
+        for (label, entry, result) in
+            predict_workload(&module, &workload, &device, &resources, &BTreeMap::new())
+        {
+            let p = result.unwrap_or_else(|e| panic!("{} {label}: {e}", workload.name));
+            assert!(p.ms.is_finite() && p.ms > 0.0, "{entry}: {} ms", p.ms);
+            assert!(
+                p.per_warp.iter().sum::<f64>() > 0.0,
+                "{entry}: no instructions"
+            );
+            predicted.push((workload.name, label, entry, p));
+        }
+    }
+    // The bench's records: each suite schedule is one the predictor covers.
+    let (_, bench) = records(H100_BENCH).unwrap();
+    let mut covered = 0;
+    for r in bench.iter().filter(|r| r.entry.is_some()) {
+        assert!(
+            predicted.iter().any(|(k, l, e, _)| *k == r.kernel
+                && *l == r.schedule
+                && Some(*e) == r.entry.as_deref()),
+            "bench record {} / {} ({:?}) has no prediction",
+            r.kernel,
+            r.schedule,
+            r.entry
+        );
+        covered += 1;
+    }
+    assert_eq!(covered, 120);
+    // The naive SGEMM's k loop is bounded by its parameter n: counted, not assumed.
+    let (_, _, _, naive) = predicted
+        .iter()
+        .find(|(k, l, _, _)| *k == "sgemm_naive" && *l == "baseline")
+        .unwrap();
+    assert!(
+        naive
+            .loops
+            .iter()
+            .any(|l| matches!(l.trips, Trips::Known(n) if n > 1)),
+        "{:?}",
+        naive.loops
+    );
+}
