@@ -136,8 +136,16 @@ impl Direction {
 pub enum Index<'a> {
     /// The sum of these terms.
     Affine(&'a [Term<'a>]),
-    /// Not an affine form; why (e.g. "a value loaded from memory").
-    Opaque(&'a str),
+    /// Not an affine form.
+    Opaque {
+        /// Why (e.g. "a value loaded from memory").
+        why: &'a str,
+        /// Which CTA coordinates the address depends on, through any
+        /// chain of locals (an over-approximation).
+        block_axes: [bool; 3],
+        /// Whether it depends on a value loaded from memory.
+        data: bool,
+    },
 }
 
 /// A loop around accesses, as far as the macro can read its bounds.
@@ -269,8 +277,24 @@ pub const LINE_BYTES: i64 = 128;
 /// of one pointer whose offsets differ by a few elements).
 pub fn sharing(access: &Access<'_>, all: &Accesses<'_>, values: &dyn Values) -> [Reuse; 3] {
     let mut reuse = [Reuse::None; 3];
-    let Index::Affine(terms) = access.index else {
-        return reuse;
+    let terms = match access.index {
+        Index::Affine(terms) => terms,
+        // Not affine, but what it depends on is known: the paper's
+        // dependence test (an address without a CTA coordinate is the same
+        // for every CTA along that axis).
+        Index::Opaque {
+            block_axes,
+            data: false,
+            ..
+        } => {
+            for axis in Axis::ALL {
+                if all.block_axes[axis.index()] && !block_axes[axis.index()] {
+                    reuse[axis.index()] = Reuse::All;
+                }
+            }
+            return reuse;
+        }
+        Index::Opaque { data: true, .. } => return reuse,
     };
     for axis in Axis::ALL {
         if !all.block_axes[axis.index()] {
@@ -291,13 +315,32 @@ pub fn sharing(access: &Access<'_>, all: &Accesses<'_>, values: &dyn Values) -> 
             Reuse::All
         } else if halo_along(access, terms, all, axis, values) {
             Reuse::Halo
-        } else if matches!(stride_bytes, Some(s) if s.abs() < LINE_BYTES) {
+        } else if matches!(stride_bytes, Some(s) if s.abs() < LINE_BYTES)
+            || (stride_bytes.is_none() && probably_splits_lines(terms, block))
+        {
             Reuse::Lines
         } else {
             Reuse::None
         };
     }
     reuse
+}
+
+/// Without values: whether neighbours along `block`'s axis probably split
+/// cache lines. They do when the CTA's stride is made of block sizes and
+/// constants only (small) while lanes of a warp are a parameter apart (each
+/// lane on its own row): a naive transpose's stores, whose CTAs along y
+/// write the rest of each other's lines.
+fn probably_splits_lines(terms: &[Term<'_>], block: Sym<'_>) -> bool {
+    let small = |f: &Sym<'_>| matches!(f, Sym::BlockDim(_) | Sym::Const(..)) || *f == block;
+    let stride_small = terms
+        .iter()
+        .filter(|t| t.has(block))
+        .all(|t| t.factors.iter().all(small));
+    let lanes_apart = terms.iter().any(|t| {
+        t.has(Sym::Thread(Axis::X)) && t.factors.iter().any(|f| matches!(f, Sym::Param(_)))
+    });
+    stride_small && lanes_apart
 }
 
 /// `term`'s value with `block` taken out (the CTA stride it contributes).
@@ -376,9 +419,9 @@ fn halo_along(
 
 /// The paper's class of `access`.
 pub fn classify(access: &Access<'_>, all: &Accesses<'_>, values: &dyn Values) -> Class {
-    let Index::Affine(_) = access.index else {
+    if let Index::Opaque { data: true, .. } = access.index {
         return Class::Data;
-    };
+    }
     let reuse = sharing(access, all, values);
     let most = reuse.iter().copied().max().unwrap_or(Reuse::None);
     match access.direction {
@@ -440,8 +483,10 @@ const SHARED_2D: [Proposal; 4] = [
 
 /// Schedules for kernels whose memory is streamed or shared only with the
 /// next CTA: grid-stride loops keep loads in flight across CTAs (won Jacobi
-/// and Black-Scholes on the H100).
-const STREAMING: [Proposal; 2] = [
+/// and Black-Scholes on the H100); redirection changes which SMs the CTAs
+/// land on, which decides the bandwidth of a grid with few CTAs (ATAX's
+/// column pass, 64 CTAs on 132 SMs: 1.70x on the H100).
+const STREAMING: [Proposal; 3] = [
     Proposal {
         binding: Binding::Stride,
         indexing: IndexingKind::RowMajor,
@@ -458,6 +503,14 @@ const STREAMING: [Proposal; 2] = [
         tag: "stride_waves4",
         why: "as `stride`, with four blocks per resident slot: more loads in flight",
     },
+    Proposal {
+        binding: Binding::Redirect,
+        indexing: IndexingKind::RowMajor,
+        tile: (1, 1),
+        waves: None,
+        tag: "redirect",
+        why: "streams of few CTAs: the paper's round-robin redirection places them on other SMs than the hardware's order does",
+    },
 ];
 
 /// At most this many schedules besides the baseline (builds stay fast).
@@ -466,23 +519,32 @@ pub const MAX_PROPOSALS: usize = SHARED_2D.len() + STREAMING.len();
 /// The schedules the analysis proposes for a kernel, best guess first (the
 /// baseline is not among them: it is always measured).
 ///
-/// - Loads shared by every CTA along an axis, or a halo, on a grid of two
-///   or more axes: the rasters and agents of [`SHARED_2D`].
-/// - Anything else that the analysis can read, and a halo: the grid-stride
-///   loops of [`STREAMING`].
+/// - Loads shared by every CTA along an axis, or a halo, or stores whose
+///   neighbours complete each other's cache lines, on a grid of two or more
+///   axes: the rasters and agents of [`SHARED_2D`].
+/// - Anything else that the analysis can read (streams, and a 1-D grid's
+///   broadcast vector), and a halo: the grid-stride loops and redirection
+///   of [`STREAMING`].
 /// - Nothing for a kernel whose every load is opaque (data-related): the
 ///   analysis cannot say, so the tuner keeps the baseline.
 pub fn proposals(all: &Accesses<'_>, values: &dyn Values) -> impl Iterator<Item = Proposal> {
     let mut most = [Reuse::None; 3];
     let mut readable = false;
     for access in all.accesses {
+        let reuse = sharing(access, all, values);
         if access.direction != Direction::Load {
+            // Stores count where neighbours complete each other's lines.
+            for (m, r) in most.iter_mut().zip(reuse) {
+                if r == Reuse::Lines {
+                    *m = (*m).max(Reuse::Halo);
+                }
+            }
             continue;
         }
-        if let Index::Affine(_) = access.index {
+        if !matches!(access.index, Index::Opaque { data: true, .. }) {
             readable = true;
         }
-        for (m, r) in most.iter_mut().zip(sharing(access, all, values)) {
+        for (m, r) in most.iter_mut().zip(reuse) {
             *m = (*m).max(r);
         }
     }
@@ -490,7 +552,7 @@ pub fn proposals(all: &Accesses<'_>, values: &dyn Values) -> impl Iterator<Item 
     let shares = most.iter().any(|r| *r >= Reuse::Halo);
     let halo = most.contains(&Reuse::Halo);
     let two_d = shares && axes >= 2;
-    let stream = readable && (!shares || halo);
+    let stream = readable && (!two_d || halo);
     SHARED_2D
         .into_iter()
         .filter(move |_| two_d)
@@ -695,14 +757,56 @@ mod tests {
             "`n` does not divide x's stride `TILE`"
         );
         assert_eq!(classify(&JACOBI[0], &all, &Unknown), Class::Algorithm);
-        // Shares a halo on a 2-D grid: rasters and agents, and grid-stride.
-        assert_eq!(proposals(&all, &Unknown).count(), 6);
+        // Shares a halo on a 2-D grid: rasters and agents, and streams.
+        assert_eq!(proposals(&all, &Unknown).count(), 7);
+    }
+
+    /// ATAX's row pass: `a[(bx*bdx + tx)*ny + j]`, `x[j]` on a 1-D grid.
+    static ROWS: [Access<'static>; 2] = [
+        load(
+            "a",
+            &[
+                Term {
+                    coefficient: 1,
+                    factors: &[BX, Sym::BlockDim(Axis::X), Sym::Param("ny")],
+                },
+                Term {
+                    coefficient: 1,
+                    factors: &[TX, Sym::Param("ny")],
+                },
+                Term {
+                    coefficient: 1,
+                    factors: &[Sym::Loop("j")],
+                },
+            ],
+        ),
+        load(
+            "x",
+            &[Term {
+                coefficient: 1,
+                factors: &[Sym::Loop("j")],
+            }],
+        ),
+    ];
+
+    #[test]
+    fn a_broadcast_vector_on_a_one_d_grid_gets_the_stream_schedules() {
+        let mut all = kernel(&ROWS);
+        all.block_axes = [true, false, false];
+        assert_eq!(classify(&ROWS[1], &all, &Unknown), Class::Algorithm);
+        let tags: [&str; 3] =
+            core::array::from_fn(|i| proposals(&all, &Unknown).nth(i).unwrap().tag);
+        assert_eq!(tags, ["stride", "stride_waves4", "redirect"]);
     }
 
     #[test]
     fn opaque_loads_are_data_related_and_shared_stores_write_related() {
         let gather = Access {
-            index: Index::Opaque("a value loaded from memory"),
+            index: Index::Opaque {
+                why: "a value loaded from memory",
+                block_axes: [true, false, false],
+                data: true,
+            },
             ..load("x", &[])
         };
         let sum = Access {

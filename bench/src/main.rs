@@ -22,9 +22,12 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
+use clustered_suite::host::autotune::TunePolicy;
 use clustered_suite::host::tuner::{Choice, TuneKey, Tuner};
 use clustered_suite::host::{Error, Gpu, Module};
-use clustered_suite::measure::{copy_bandwidth, measure_with_twin, Measurement};
+use clustered_suite::measure::{
+    copy_bandwidth, measure_with_twin, tune_auto, AutoChoice, Measurement,
+};
 use clustered_suite::sim::format_table;
 use clustered_suite::suite::{self, Class, Size, Workload};
 use report::{speedup_chart_svg, ChartBar, ChartGroup};
@@ -148,6 +151,11 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
     );
     let started = std::time::Instant::now();
     let mut results: Vec<(Workload, Measurement, Choice)> = Vec::new();
+    let mut autos: Vec<AutoRow> = Vec::new();
+    // The automatic choice tunes from a cold cache of its own.
+    std::fs::create_dir_all(&options.out)
+        .map_err(|e| format!("cannot create {}: {e}", options.out.display()))?;
+    let auto_tuner = options.out.join("auto-tuner.json");
     let mut ok = true;
     for (_, build) in suite::select(options.only.as_deref())? {
         let workload = build(Size::Benchmark);
@@ -211,13 +219,38 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
             choice.schedule,
             choice.speedup()
         );
+        let _ = std::fs::remove_file(&auto_tuner);
+        let auto = tune_auto(gpu, &module, &workload, &auto_tuner, TunePolicy::default())
+            .map_err(|e| format!("{}: automatic choice: {e}", workload.name))?;
+        if let Some(row) = auto.and_then(|auto| AutoRow::new(&workload, &measured, auto)) {
+            println!(
+                "{:<16} automatic choice ({} candidates): {} ({:.3}x the baseline, {:.3}x the fastest schedule), tuned in {:.2} s, {} launches; a cached launch {:.1} us",
+                "",
+                row.family.len(),
+                row.pick,
+                row.of_baseline,
+                row.of_best,
+                row.tuning_seconds,
+                row.launches,
+                row.hit_micros
+            );
+            autos.push(row);
+        }
         results.push((workload, measured, choice));
     }
     println!("measured in {:.0} s", started.elapsed().as_secs_f64());
     print_report(&results);
+    print_auto(&autos);
     let roofline = roofline(results.iter().map(|(w, m, _)| (w, m)), copy_gbps);
     print_roofline(&roofline, copy_gbps);
-    write_outputs(&options.out, &p.name, &results, copy_gbps, &roofline)?;
+    write_outputs(
+        &options.out,
+        &p.name,
+        &results,
+        copy_gbps,
+        &roofline,
+        &autos,
+    )?;
     Ok(ok)
 }
 
@@ -368,6 +401,105 @@ struct BenchJson<'a> {
     copy_gbps: f64,
     records: Vec<BenchRecord<'a>>,
     roofline: &'a [Roofline],
+    /// The automatic choice per kernel.
+    auto: &'a [AutoRow],
+}
+
+/// A kernel's automatic choice (`#[clustered(auto)]` + `Gpu::launch_tuned`
+/// from a cold cache) beside the exhaustive run of every schedule.
+#[derive(Serialize)]
+struct AutoRow {
+    kernel: &'static str,
+    family: Vec<&'static str>,
+    pick: &'static str,
+    pick_ms: f32,
+    baseline_ms: f32,
+    best_schedule: &'static str,
+    best_ms: f32,
+    /// Baseline over pick, fastest over pick (both from the exhaustive run).
+    of_baseline: f32,
+    of_best: f32,
+    launches: usize,
+    tuning_seconds: f64,
+    hit_micros: f64,
+}
+
+impl AutoRow {
+    fn new(workload: &Workload, measured: &Measurement, auto: AutoChoice) -> Option<Self> {
+        let timing = |name: &str| {
+            workload
+                .variants
+                .iter()
+                .zip(&measured.timings)
+                .find(|(v, _)| v.kernel == name)
+                .map(|(_, t)| t)
+        };
+        let pick = timing(auto.schedule)?;
+        let baseline = &measured.timings[0];
+        let (best_variant, best) = workload
+            .variants
+            .iter()
+            .zip(&measured.timings)
+            .filter(|(_, t)| t.matches_baseline)
+            .min_by(|a, b| a.1.median_ms.total_cmp(&b.1.median_ms))?;
+        Some(AutoRow {
+            kernel: workload.name,
+            pick: auto.schedule,
+            pick_ms: pick.median_ms,
+            baseline_ms: baseline.median_ms,
+            best_schedule: best_variant.kernel,
+            best_ms: best.median_ms,
+            of_baseline: baseline.median_ms / pick.median_ms,
+            of_best: best.median_ms / pick.median_ms,
+            launches: auto.launches,
+            tuning_seconds: auto.tuning_seconds,
+            hit_micros: auto.hit_micros,
+            family: auto.family,
+        })
+    }
+}
+
+fn print_auto(rows: &[AutoRow]) {
+    println!("
+automatic choice (#[clustered(auto)], tuned from a cold cache) against the exhaustive run, same medians:");
+    let headers = [
+        "kernel",
+        "candidates",
+        "pick",
+        "ms",
+        "x baseline",
+        "fastest of all",
+        "ms",
+        "x fastest",
+        "tuning s",
+        "launches",
+    ];
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.kernel.to_string(),
+                r.family.len().to_string(),
+                r.pick.to_string(),
+                format!("{:.3}", r.pick_ms),
+                format!("{:.3}", r.of_baseline),
+                r.best_schedule.to_string(),
+                format!("{:.3}", r.best_ms),
+                format!("{:.3}", r.of_best),
+                format!("{:.2}", r.tuning_seconds),
+                r.launches.to_string(),
+            ]
+        })
+        .collect();
+    println!("{}", format_table(&headers, &table));
+    let below = rows.iter().filter(|r| r.of_baseline < 0.99).count();
+    let off = rows.iter().filter(|r| r.of_best < 0.98).count();
+    println!(
+        "{} of {} kernels below 0.99x of the baseline; {} more than 2% off the fastest schedule",
+        below,
+        rows.len(),
+        off
+    );
 }
 
 /// A schedule's record has `entry`, `speedup`, `tuned` and
@@ -397,6 +529,7 @@ fn write_outputs(
     results: &[(Workload, Measurement, Choice)],
     copy_gbps: f64,
     roofline: &[Roofline],
+    auto: &[AutoRow],
 ) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let mut records = Vec::new();
@@ -452,6 +585,7 @@ fn write_outputs(
         copy_gbps,
         records,
         roofline,
+        auto,
     })
     .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
     text.push('\n');
@@ -498,6 +632,7 @@ mod tests {
             copy_gbps: 3000.0,
             records: vec![schedule, twin],
             roofline: &[],
+            auto: &[],
         })
         .unwrap();
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -116,7 +116,9 @@ impl Value {
 pub struct Found {
     pub pointer: String,
     pub direction: Direction,
-    pub index: Result<Poly, String>,
+    /// The affine form, or why there is none and what the address depends
+    /// on.
+    pub index: Result<Poly, (String, Deps)>,
     pub loops: Vec<String>,
     pub line: usize,
     pub source: String,
@@ -150,6 +152,8 @@ struct Evaluator {
     /// Whether accesses are recorded (not while reading a loop's step or
     /// bound a second time).
     recording: bool,
+    /// What each variable depends on, for addresses that are not affine.
+    deps: DepTable,
 }
 
 /// Reads `function`'s body.
@@ -198,6 +202,7 @@ pub fn analyse(function: &ItemFn) -> Analysis {
         loops: Vec::new(),
         counters: HashSet::new(),
         recording: true,
+        deps: DepTable::build(&function.block),
     };
     evaluator.block(&function.block);
     evaluator.analysis
@@ -359,7 +364,7 @@ impl Evaluator {
                 },
                 UnOp::Deref(_) => {
                     let pointer = self.expr(&unary.expr);
-                    self.access(&pointer, Direction::Load, expr);
+                    self.access(&pointer, &unary.expr, Direction::Load, expr);
                     Value::opaque("a value loaded from memory")
                 }
                 _ => {
@@ -642,7 +647,7 @@ impl Evaluator {
                 ..
             }) => {
                 let pointer = self.expr(expr);
-                self.access(&pointer, direction, whole);
+                self.access(&pointer, expr, direction, whole);
             }
             other => {
                 self.expr(other);
@@ -702,11 +707,21 @@ impl Evaluator {
             })()
             .map(Value::Int),
             ("read" | "read_volatile", [pointer]) => {
-                self.access(pointer, Direction::Load, &Expr::Call(call.clone()));
+                self.access(
+                    pointer,
+                    &call.args[0],
+                    Direction::Load,
+                    &Expr::Call(call.clone()),
+                );
                 Some(Value::opaque("a value loaded from memory"))
             }
             ("write" | "write_volatile", [pointer, _]) => {
-                self.access(pointer, Direction::Store, &Expr::Call(call.clone()));
+                self.access(
+                    pointer,
+                    &call.args[0],
+                    Direction::Store,
+                    &Expr::Call(call.clone()),
+                );
                 Some(Value::Tuple(Vec::new()))
             }
             _ => None,
@@ -737,11 +752,11 @@ impl Evaluator {
             }
             ("cast" | "cast_mut" | "cast_const", pointer @ Value::Ptr(..), []) => pointer,
             ("read" | "read_volatile" | "read_unaligned", pointer @ Value::Ptr(..), []) => {
-                self.access(&pointer, Direction::Load, whole);
+                self.access(&pointer, &call.receiver, Direction::Load, whole);
                 Value::opaque("a value loaded from memory")
             }
             ("write" | "write_volatile" | "write_unaligned", pointer @ Value::Ptr(..), [_]) => {
-                self.access(&pointer, Direction::Store, whole);
+                self.access(&pointer, &call.receiver, Direction::Store, whole);
                 Value::Tuple(Vec::new())
             }
             ("wrapping_add", Value::Int(a), [Value::Int(b)]) => a
@@ -766,7 +781,9 @@ impl Evaluator {
         out
     }
 
-    fn access(&mut self, pointer: &Value, direction: Direction, whole: &Expr) {
+    /// Records an access through `pointer` (the value of the expression
+    /// `place`), which is all of `whole`'s source.
+    fn access(&mut self, pointer: &Value, place: &Expr, direction: Direction, whole: &Expr) {
         if !self.recording {
             return;
         }
@@ -776,8 +793,8 @@ impl Evaluator {
         };
         let index = match offset {
             Ok(offset) if offset.is_affine() => Ok(offset.clone()),
-            Ok(_) => Err("a product of two indices".to_string()),
-            Err(why) => Err(why.clone()),
+            Ok(_) => Err(("a product of two indices".to_string(), self.deps.of(place))),
+            Err(why) => Err((why.clone(), self.deps.of(place))),
         };
         self.analysis.accesses.push(Found {
             pointer: base.clone(),
@@ -821,6 +838,141 @@ fn tidy(tokens: &str) -> String {
     }
     tidy.push_str(rest);
     tidy
+}
+
+/// What a value depends on: the CTA coordinates it reads, and whether it
+/// reads memory (the paper's dependence analysis of subscripts, for the
+/// addresses that are not affine).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Deps {
+    pub block: [bool; 3],
+    pub data: bool,
+}
+
+impl Deps {
+    fn union(self, other: Deps) -> Deps {
+        Deps {
+            block: [0, 1, 2].map(|i| self.block[i] || other.block[i]),
+            data: self.data || other.data,
+        }
+    }
+}
+
+/// Every local's [`Deps`], flow-insensitively: the union over all its
+/// `let`s and assignments (an over-approximation: more dependences mean
+/// less sharing claimed, never more).
+struct DepTable(HashMap<String, Deps>);
+
+impl DepTable {
+    fn build(body: &Block) -> Self {
+        struct Bindings(Vec<(Vec<String>, Expr)>);
+        impl<'ast> Visit<'ast> for Bindings {
+            fn visit_local(&mut self, node: &'ast syn::Local) {
+                if let Some(init) = &node.init {
+                    self.0
+                        .push((pattern_names(&node.pat), (*init.expr).clone()));
+                }
+                syn::visit::visit_local(self, node);
+            }
+            fn visit_expr_assign(&mut self, node: &'ast syn::ExprAssign) {
+                if let Expr::Path(path) = strip(&node.left) {
+                    if let Some(ident) = path.path.get_ident() {
+                        self.0
+                            .push((vec![ident.to_string()], (*node.right).clone()));
+                    }
+                }
+                syn::visit::visit_expr_assign(self, node);
+            }
+            fn visit_expr_binary(&mut self, node: &'ast syn::ExprBinary) {
+                if is_compound(node.op) {
+                    if let Expr::Path(path) = strip(&node.left) {
+                        if let Some(ident) = path.path.get_ident() {
+                            self.0
+                                .push((vec![ident.to_string()], (*node.right).clone()));
+                        }
+                    }
+                }
+                syn::visit::visit_expr_binary(self, node);
+            }
+            fn visit_expr_for_loop(&mut self, node: &'ast syn::ExprForLoop) {
+                self.0
+                    .push((pattern_names(&node.pat), (*node.expr).clone()));
+                syn::visit::visit_expr_for_loop(self, node);
+            }
+        }
+        let mut bindings = Bindings(Vec::new());
+        bindings.visit_block(body);
+        let mut table = DepTable(HashMap::new());
+        // To a fixpoint: each pass can only add dependences.
+        for _ in 0..16 {
+            let mut changed = false;
+            for (names, expr) in &bindings.0 {
+                let deps = table.of(expr);
+                for name in names {
+                    let entry = table.0.entry(name.clone()).or_default();
+                    let joined = entry.union(deps);
+                    changed |= joined != *entry;
+                    *entry = joined;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        table
+    }
+
+    /// What `expr` depends on.
+    fn of(&self, expr: &Expr) -> Deps {
+        struct Walk<'t>(&'t DepTable, Deps);
+        impl<'ast> Visit<'ast> for Walk<'_> {
+            fn visit_expr_path(&mut self, node: &'ast syn::ExprPath) {
+                if let Some(ident) = node.path.get_ident() {
+                    if let Some(deps) = self.0 .0.get(&ident.to_string()) {
+                        self.1 = self.1.union(*deps);
+                    }
+                }
+            }
+            fn visit_expr_call(&mut self, node: &'ast syn::ExprCall) {
+                if let Expr::Path(path) = &*node.func {
+                    let name = path
+                        .path
+                        .segments
+                        .last()
+                        .map(|s| s.ident.to_string())
+                        .unwrap_or_default();
+                    if let Some(axis) = axis_of(&name, "block_idx_") {
+                        self.1.block[axis.index()] = true;
+                    }
+                    match name.as_str() {
+                        "index_1d" => self.1.block[0] = true,
+                        "index_2d" => {
+                            self.1.block[0] = true;
+                            self.1.block[1] = true;
+                        }
+                        "read" | "read_volatile" => self.1.data = true,
+                        _ => {}
+                    }
+                }
+                syn::visit::visit_expr_call(self, node);
+            }
+            fn visit_expr_method_call(&mut self, node: &'ast syn::ExprMethodCall) {
+                if node.method.to_string().starts_with("read") {
+                    self.1.data = true;
+                }
+                syn::visit::visit_expr_method_call(self, node);
+            }
+            fn visit_expr_unary(&mut self, node: &'ast syn::ExprUnary) {
+                if matches!(node.op, UnOp::Deref(_)) {
+                    self.1.data = true;
+                }
+                syn::visit::visit_expr_unary(self, node);
+            }
+        }
+        let mut walk = Walk(self, Deps::default());
+        walk.visit_expr(expr);
+        walk.1
+    }
 }
 
 fn strip(mut expr: &Expr) -> &Expr {
@@ -1016,7 +1168,11 @@ pub fn proposals(analysis: &Analysis) -> Vec<clustered_abi::access::Proposal> {
             direction: a.direction,
             index: match &a.index {
                 Ok(_) => abi::Index::Affine(terms),
-                Err(why) => abi::Index::Opaque(why),
+                Err((why, deps)) => abi::Index::Opaque {
+                    why,
+                    block_axes: deps.block,
+                    data: deps.data,
+                },
             },
             loops: &[],
             line: 0,
@@ -1092,7 +1248,11 @@ pub fn to_tokens(analysis: &Analysis, abi: &TokenStream) -> TokenStream {
                 let t = terms(p);
                 quote!(#access::Index::Affine(#t))
             }
-            Err(why) => quote!(#access::Index::Opaque(#why)),
+            Err((why, deps)) => {
+                let [x, y, z] = deps.block;
+                let data = deps.data;
+                quote!(#access::Index::Opaque { why: #why, block_axes: [#x, #y, #z], data: #data })
+            }
         };
         let loops = &found.loops;
         let line = found.line as u32;
@@ -1197,7 +1357,9 @@ mod tests {
             .map(|a| {
                 let index = match &a.index {
                     Ok(p) => p.to_string(),
-                    Err(why) => format!("opaque: {why}"),
+                    Err((why, deps)) => {
+                        format!("opaque: {why}{}", if deps.data { " (data)" } else { "" })
+                    }
                 };
                 format!("{} {} [{}]", a.direction.name(), a.pointer, index)
             })
@@ -1264,7 +1426,7 @@ mod tests {
             forms,
             [
                 "load col [bx*bdx + tx]",
-                "load x [opaque: a value loaded from memory]",
+                "load x [opaque: a value loaded from memory (data)]",
                 "store y [opaque: a division, remainder or right shift]",
                 "update sum [0]",
             ]

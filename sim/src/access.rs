@@ -355,17 +355,34 @@ fn names_loop(access: &Access<'_>, counter: &str) -> bool {
         Index::Affine(terms) => terms
             .iter()
             .any(|t| t.factors.contains(&Sym::Loop(counter))),
-        Index::Opaque(_) => false,
+        Index::Opaque { .. } => false,
     }
 }
 
 /// The form as text: `by*n*TILE + ty*n + k`.
 pub fn form(access: &Access<'_>) -> String {
-    let Index::Affine(terms) = access.index else {
-        let Index::Opaque(why) = access.index else {
-            unreachable!()
-        };
-        return format!("not affine: {why}");
+    let terms = match access.index {
+        Index::Affine(terms) => terms,
+        Index::Opaque {
+            why,
+            block_axes,
+            data,
+        } => {
+            let on: Vec<&str> = Axis::ALL
+                .iter()
+                .filter(|a| block_axes[a.index()])
+                .map(|a| a.name())
+                .collect();
+            return format!(
+                "not affine ({why}); depends on {}{}",
+                if on.is_empty() {
+                    "no CTA coordinate".to_string()
+                } else {
+                    format!("b{}", on.join(", b"))
+                },
+                if data { " and memory" } else { "" }
+            );
+        }
     };
     if terms.is_empty() {
         return "0".into();

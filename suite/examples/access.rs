@@ -97,7 +97,11 @@ struct Report {
     accesses: Vec<AccessRow>,
     predicted: Rates,
     simulated: Option<Rates>,
+    /// What the analysis proposes with this launch's values.
     proposals: Vec<ProposalRow>,
+    /// What `#[clustered(auto)]` generated at compile time (no values
+    /// known), the baseline first: the tuned launch's candidates.
+    auto_family: Vec<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -238,6 +242,10 @@ fn report(
                 why: p.why,
             })
             .collect(),
+        auto_family: baseline
+            .auto_family
+            .map(|family| family())
+            .unwrap_or_default(),
     }))
 }
 
@@ -305,6 +313,10 @@ fn print(report: &Report) {
     for p in &report.proposals {
         println!("proposes {}: {}", p.schedule, p.why);
     }
+    println!(
+        "#[clustered(auto)] built (compile time): {}",
+        report.auto_family.join(", ")
+    );
 }
 
 fn run(options: &Options) -> Result<(), String> {

@@ -3,7 +3,8 @@
 //! launch of each schedule per round, so drift in clocks or temperature hits
 //! every schedule alike) with CUDA events.
 
-use clustered_host::tuner::median;
+use clustered_host::autotune::{TunePolicy, TunedLaunches};
+use clustered_host::tuner::{median, Tuner};
 use clustered_host::{ClusterOptions, Error, Gpu, GpuTimer, Module};
 
 use crate::suite::{DeviceBuffer, GpuEntry, GpuTarget, Workload};
@@ -201,4 +202,70 @@ pub fn copy_bandwidth(gpu: &Gpu, module: &Module) -> Result<f64, Error> {
     }
     let bytes = 2.0 * f64::from(n) * 4.0;
     Ok(bytes / (f64::from(median(&samples)) * 1e-3) / 1e9)
+}
+
+/// What the automatic choice did for one workload: its tuned launch over
+/// the kernel's family (`<kernel>::AUTO`), from a cold cache.
+#[derive(Clone, Debug)]
+pub struct AutoChoice {
+    /// The entry it launched on the workload's buffers.
+    pub schedule: &'static str,
+    /// The family's entries (the baseline first).
+    pub family: Vec<&'static str>,
+    /// Launches the tuning took: each candidate once to warm up and once
+    /// per round, then the winner on the caller's buffers.
+    pub launches: usize,
+    /// Wall-clock seconds of that first (tuning) launch, synchronised.
+    pub tuning_seconds: f64,
+    /// Wall-clock microseconds of a later launch of the same key (a cache
+    /// hit), synchronised: the plain launch plus the lookup.
+    pub hit_micros: f64,
+}
+
+/// Runs `workload`'s tuned launch once cold (it measures the family and
+/// records its choice in a tuner file at `tuner`, which must not exist yet)
+/// and once warm, on fresh copies of its buffers.
+pub fn tune_auto(
+    gpu: &Gpu,
+    module: &Module,
+    workload: &Workload,
+    tuner: &std::path::Path,
+    policy: TunePolicy,
+) -> Result<Option<AutoChoice>, Error> {
+    let baseline = &workload.variants[0];
+    let (Some(tuned), Some(family)) = (baseline.tuned, baseline.auto_family) else {
+        return Ok(None);
+    };
+    let family = family();
+    let mut buffers: Vec<DeviceBuffer> = workload
+        .buffers
+        .iter()
+        .map(|b| b.upload(gpu))
+        .collect::<Result<_, _>>()?;
+    let options = ClusterOptions::default();
+    let target = GpuTarget {
+        gpu,
+        module,
+        original: workload.shape,
+        options: &options,
+    };
+    let rounds = policy.rounds.max(1);
+    let launches = TunedLaunches::new(Tuner::open(tuner)?, policy);
+    gpu.synchronize()?;
+    let started = std::time::Instant::now();
+    let first = tuned(&target, &launches, &mut buffers, &workload.args)?;
+    gpu.synchronize()?;
+    let tuning_seconds = started.elapsed().as_secs_f64();
+    let started = std::time::Instant::now();
+    let again = tuned(&target, &launches, &mut buffers, &workload.args)?;
+    gpu.synchronize()?;
+    let hit_micros = started.elapsed().as_secs_f64() * 1e6;
+    debug_assert!(!again.measured && again.schedule == first.schedule);
+    Ok(Some(AutoChoice {
+        schedule: first.schedule,
+        launches: family.len() * (1 + rounds) + 1,
+        family,
+        tuning_seconds,
+        hit_micros,
+    }))
 }

@@ -180,9 +180,11 @@ impl stencil {
                 pointer: "input",
                 elem_bytes: ::core::mem::size_of::<f32>() as u32,
                 direction: ::clustered_device::abi::access::Direction::Load,
-                index: ::clustered_device::abi::access::Index::Opaque(
-                    "the result of `at`",
-                ),
+                index: ::clustered_device::abi::access::Index::Opaque {
+                    why: "the result of `at`",
+                    block_axes: [true, true, false],
+                    data: false,
+                },
                 loops: &[],
                 line: 15u32,
                 source: "*input.add(at(x - 1, y))",
@@ -191,9 +193,11 @@ impl stencil {
                 pointer: "input",
                 elem_bytes: ::core::mem::size_of::<f32>() as u32,
                 direction: ::clustered_device::abi::access::Direction::Load,
-                index: ::clustered_device::abi::access::Index::Opaque(
-                    "the result of `at`",
-                ),
+                index: ::clustered_device::abi::access::Index::Opaque {
+                    why: "the result of `at`",
+                    block_axes: [true, true, false],
+                    data: false,
+                },
                 loops: &[],
                 line: 16u32,
                 source: "*input.add(at(x + 1, y))",
@@ -202,9 +206,11 @@ impl stencil {
                 pointer: "input",
                 elem_bytes: ::core::mem::size_of::<f32>() as u32,
                 direction: ::clustered_device::abi::access::Direction::Load,
-                index: ::clustered_device::abi::access::Index::Opaque(
-                    "the result of `at`",
-                ),
+                index: ::clustered_device::abi::access::Index::Opaque {
+                    why: "the result of `at`",
+                    block_axes: [true, true, false],
+                    data: false,
+                },
                 loops: &[],
                 line: 17u32,
                 source: "*input.add(at(x, y - 1))",
@@ -213,9 +219,11 @@ impl stencil {
                 pointer: "input",
                 elem_bytes: ::core::mem::size_of::<f32>() as u32,
                 direction: ::clustered_device::abi::access::Direction::Load,
-                index: ::clustered_device::abi::access::Index::Opaque(
-                    "the result of `at`",
-                ),
+                index: ::clustered_device::abi::access::Index::Opaque {
+                    why: "the result of `at`",
+                    block_axes: [true, true, false],
+                    data: false,
+                },
                 loops: &[],
                 line: 18u32,
                 source: "*input.add(at(x, y + 1))",
@@ -224,9 +232,11 @@ impl stencil {
                 pointer: "output",
                 elem_bytes: ::core::mem::size_of::<f32>() as u32,
                 direction: ::clustered_device::abi::access::Direction::Store,
-                index: ::clustered_device::abi::access::Index::Opaque(
-                    "the result of `at`",
-                ),
+                index: ::clustered_device::abi::access::Index::Opaque {
+                    why: "the result of `at`",
+                    block_axes: [true, true, false],
+                    data: false,
+                },
                 loops: &[],
                 line: 19u32,
                 source: "*output.add(at(x, y)) = 0.25 * sum",

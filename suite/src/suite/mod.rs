@@ -352,6 +352,9 @@ pub struct Variant {
     pub tuned: Option<TunedEntry>,
     /// For the baseline: what the access analysis read in its body.
     pub accesses: Option<&'static Accesses<'static>>,
+    /// For the baseline: the entry names of its automatic family
+    /// (`<kernel>::AUTO`, the baseline first).
+    pub auto_family: Option<fn() -> Vec<&'static str>>,
 }
 
 /// Checks a workload's outputs (the baseline's) against a CPU reference.
@@ -475,6 +478,7 @@ macro_rules! auto_variant {
                     twin: None,
                     tuned: None,
                     accesses: None,
+                    auto_family: None,
                 });
             }
         }
@@ -503,6 +507,7 @@ macro_rules! variants {
                     $crate::suite::launch_tuned!(m::$baseline::AUTO, target, launches, buffers, args, $args)
                 }),
                 accesses: Some(&m::$baseline::ACCESSES),
+                auto_family: Some(|| m::$baseline::AUTO.iter().map(|e| e.name()).collect()),
             },
             $($crate::suite::Variant {
                 label: $label,
@@ -524,18 +529,20 @@ macro_rules! variants {
                 twin: None,
                 tuned: None,
                 accesses: None,
+                auto_family: None,
             },)*
         ];
-        // At most `clustered_device::abi::access::MAX_PROPOSALS` (6).
+        // At most `clustered_device::abi::access::MAX_PROPOSALS` (7).
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 1);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 2);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 3);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 4);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 5);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 6);
+        $crate::suite::auto_variant!(variants, m::$baseline, $args, 7);
         variants
     }};
 }
-const _: () = assert!(clustered_device::abi::access::MAX_PROPOSALS == 6);
+const _: () = assert!(clustered_device::abi::access::MAX_PROPOSALS == 7);
 
 pub(crate) use {auto_variant, call_kernel, launch_gpu, launch_tuned, variants};
