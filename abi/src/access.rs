@@ -467,7 +467,7 @@ const fn raster(g: u32, tag: &'static str) -> Proposal {
 /// y of 4, 8 and 32 grid columns (the widths that won on the H100:
 /// docs/BENCHMARKS.md) and agents over 4x4 tiles (the register-blocked
 /// SGEMM's winner).
-const SHARED_2D: [Proposal; 4] = [
+pub const SHARED_2D: [Proposal; 4] = [
     raster(4, "raster_y4"),
     raster(8, "raster_y8"),
     raster(32, "raster_y32"),
@@ -486,7 +486,7 @@ const SHARED_2D: [Proposal; 4] = [
 /// and Black-Scholes on the H100); redirection changes which SMs the CTAs
 /// land on, which decides the bandwidth of a grid with few CTAs (ATAX's
 /// column pass, 64 CTAs on 132 SMs: 1.70x on the H100).
-const STREAMING: [Proposal; 3] = [
+pub const STREAMING: [Proposal; 3] = [
     Proposal {
         binding: Binding::Stride,
         indexing: IndexingKind::RowMajor,

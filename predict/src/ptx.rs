@@ -22,8 +22,9 @@ pub enum Class {
     /// Special functions (`ex2`, `lg2`, `sin`, `rsqrt`, `rcp.approx`...).
     Sfu,
     /// IEEE division, square root and reciprocal, and integer division or
-    /// remainder: ptxas expands each into a short sequence (counted as
-    /// [`crate::device::DeviceModel::expansion`] instructions).
+    /// remainder: ptxas expands each into a short sequence (its rate and
+    /// latency, the `expanded` entry of [`crate::device::DeviceModel::classes`],
+    /// are those of the whole sequence).
     Expanded,
     /// Loads from global memory (any cache operator).
     LoadGlobal,
