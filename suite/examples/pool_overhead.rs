@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clustered_suite::host::cudarc::driver::{sys, CudaStream, LaunchConfig, PushKernelArg};
-use clustered_suite::host::pool::{PoolConfig, Shutdown, Task, TaskPool, Ticket};
+use clustered_suite::host::pool::{PoolConfig, PoolError, Shutdown, Task, TaskPool, Ticket};
 use clustered_suite::host::{Gpu, Module};
 use kernels::pool::{EMPTY, KINDS};
 
@@ -119,8 +119,15 @@ fn run_independent(pool: &TaskPool, tasks: u32, producers: u32, bytes: usize) ->
                 }
             });
         }
-        for _ in 0..tasks {
-            pool.pop_finished().expect("an empty task finishes");
+        // The producers may not have pushed yet: nothing unfinished then
+        // means "not yet", not "never".
+        let mut popped = 0;
+        while popped < tasks {
+            match pool.pop_finished() {
+                Ok(_) => popped += 1,
+                Err(PoolError::NothingUnfinished) => std::thread::yield_now(),
+                Err(e) => panic!("an empty task finishes: {e}"),
+            }
         }
     });
     start.elapsed()
