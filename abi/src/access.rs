@@ -1,5 +1,5 @@
 //! What `#[clustered]` learns about a kernel's global memory accesses, and
-//! what that says about its locality (the paper's front half, section 4 of
+//! what that says about its locality (the paper's front half, section 10 of
 //! docs/DESIGN.md).
 //!
 //! The macro reads each load and store through a pointer parameter (or a
