@@ -17,7 +17,7 @@ rm -rf "$stage" && mkdir -p "$stage/tests"
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.gpu/' >> .git/info/exclude; }
 
 cargo build --release -p clustered-suite -p clustered-bench --examples --bins
-cp target/release/examples/locality target/release/examples/pool_overhead target/release/bench "$stage/"
+cp target/release/examples/locality target/release/examples/pool_overhead target/release/examples/pool_workloads target/release/bench "$stage/"
 # The nvcc twins of the baselines (PTX, JIT-compiled there like the Rust PTX).
 scripts/build-twins.sh > /dev/null && cp target/twins/suite.ptx "$stage/twins.ptx"
 cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
@@ -44,6 +44,9 @@ for t in tests/*; do run "$t" --test-threads=1; done
 run ./locality --gpu-size simulate --gpu-runs 3 --out "$out/locality"
 # The task pool's per-task overhead against launches and a CUDA graph.
 run ./pool_overhead 20000 > "$out/pool_overhead.txt"; cat "$out/pool_overhead.txt"
+# Batched 64x64 SGEMM and a k-means graph on the pool against launches,
+# checked against the CPU reference.
+run ./pool_workloads > "$out/pool_workloads.txt"; cat "$out/pool_workloads.txt"
 if command -v compute-sanitizer >/dev/null; then
   # Every suite kernel in every schedule (small sizes), the early-exit kernel
   # in every schedule, and the exactly-once tests, under each tool; each

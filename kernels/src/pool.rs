@@ -4,8 +4,11 @@
 use clustered_device::atomic::{fetch_add_u32, load_acquire_system, store_release_system};
 use clustered_device::cta::Cta;
 use clustered_device::kernel;
+use clustered_device::math::fma;
 use clustered_device::pool::{serve, Payload, Slot};
-use clustered_device::thread::{block_dim_x, nanosleep, thread_idx_x};
+use clustered_device::thread::{
+    block_dim_x, block_idx_x, grid_dim_x, nanosleep, sync_threads, thread_idx_x,
+};
 
 /// `y[i] = a * x[i] + y[i]` over [`Saxpy`]'s range, one element per thread
 /// of each of the task's CTAs.
@@ -21,11 +24,24 @@ pub const MARK: u32 = 3;
 /// Waits until `*flag != 0` ([`Wait`]): a task that does not finish until
 /// the host lets it (the timeout tests).
 pub const WAIT: u32 = 4;
+/// One k-means assignment step over a chunk of 2-D points
+/// ([`KmeansAssign`]): labels, and per CTA of [`KMEANS_SUB`] points the
+/// partial sums and counts of each cluster. One CTA per `KMEANS_SUB` points.
+pub const KMEANS_ASSIGN: u32 = 5;
+/// The k-means update ([`KmeansUpdate`]): reduces every partial into new
+/// centroids. One CTA.
+pub const KMEANS_UPDATE: u32 = 6;
 /// Kinds `pool_demo` serves: `0..KINDS`.
-pub const KINDS: u32 = 5;
+pub const KINDS: u32 = 7;
 
 /// CTAs of an [`SGEMM64`] task.
 pub const SGEMM64_CTAS: u32 = 4;
+
+/// Points per CTA of a k-means assignment, and so per partial: the
+/// granularity of the partial sums is fixed by the data, not by the block
+/// size or the task size, so that the pool, the launches and the CPU
+/// reference sum in the same order (bitwise comparable results).
+pub const KMEANS_SUB: u32 = 256;
 
 /// [`SAXPY`]'s arguments (device addresses as `u64`).
 #[repr(C)]
@@ -83,6 +99,47 @@ pub struct Wait {
 // SAFETY: as for `Saxpy`.
 unsafe impl Payload for Wait {}
 
+/// [`KMEANS_ASSIGN`]'s arguments. The task's CTA `b` covers points
+/// `first + b * KMEANS_SUB ..` (at most `KMEANS_SUB`, none at or past `n`)
+/// and writes partial `first / KMEANS_SUB + b`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct KmeansAssign {
+    /// `*const f32`: `n` points as `(x, y)` pairs.
+    pub points: u64,
+    /// `*const f32`: `k` centroids as `(x, y)` pairs.
+    pub centroids: u64,
+    /// `*mut u32`: `n` labels.
+    pub labels: u64,
+    /// `*mut f32`: `(sum x, sum y, count)` per partial and cluster,
+    /// `[partial][cluster][3]`.
+    pub partials: u64,
+    /// The task's first point: a multiple of [`KMEANS_SUB`].
+    pub first: u32,
+    /// Points in all.
+    pub n: u32,
+    /// Clusters.
+    pub k: u32,
+}
+// SAFETY: as for `Saxpy`.
+unsafe impl Payload for KmeansAssign {}
+
+/// [`KMEANS_UPDATE`]'s arguments.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct KmeansUpdate {
+    /// `*const f32`: `subs` partials as [`KmeansAssign::partials`].
+    pub partials: u64,
+    /// `*mut f32`: `k` centroids as `(x, y)` pairs.
+    pub centroids: u64,
+    /// Partials: `ceil(n / KMEANS_SUB)`.
+    pub subs: u32,
+    /// Clusters.
+    pub k: u32,
+}
+// SAFETY: as for `Saxpy`.
+unsafe impl Payload for KmeansUpdate {}
+
 /// # Safety
 /// `x` and `y` hold `n` elements.
 #[inline(always)]
@@ -115,6 +172,108 @@ unsafe fn sgemm64(args: Sgemm64, cta: Cta) {
         *c.add((row * 64 + col) as usize) = sum;
         o += block_dim_x();
     }
+}
+
+/// The index of the centroid nearest to point `i`: squared distance as
+/// `fma(dy, dy, fma(dx, dx, 0))` (the suite's `kmeans_assign` order for two
+/// features), the first of equal minima, starting from `f32::MAX` and 0.
+///
+/// # Safety
+/// `points` holds point `i`, `centroids` `k` centroids.
+#[inline(always)]
+unsafe fn nearest(points: *const f32, centroids: *const f32, i: u32, k: u32) -> u32 {
+    let (x, y) = (*points.add(2 * i as usize), *points.add(2 * i as usize + 1));
+    let mut best = 0u32;
+    let mut best_distance = f32::MAX;
+    for c in 0..k {
+        let dx = x - *centroids.add(2 * c as usize);
+        let dy = y - *centroids.add(2 * c as usize + 1);
+        let distance = fma(dy, dy, fma(dx, dx, 0.0));
+        if distance < best_distance {
+            best_distance = distance;
+            best = c;
+        }
+    }
+    best
+}
+
+/// One CTA of a k-means assignment: labels its points (one per thread,
+/// strided), then, after a barrier, one thread per cluster sums that
+/// cluster's points in point order into the CTA's partial. Sequential sums
+/// over a fixed [`KMEANS_SUB`] points keep the order independent of block
+/// size and schedule.
+///
+/// Every thread of the block must call it (it has a barrier).
+///
+/// # Safety
+/// The arguments are valid as [`KmeansAssign`] documents; the CTA's partial
+/// exists.
+#[inline(always)]
+unsafe fn kmeans_assign(args: KmeansAssign, cta: Cta) {
+    let points = args.points as *const f32;
+    let labels = args.labels as *mut u32;
+    let sub = args.first / KMEANS_SUB + cta.block_idx_x();
+    let start = sub * KMEANS_SUB;
+    let end = if args.n - start.min(args.n) < KMEANS_SUB {
+        args.n
+    } else {
+        start + KMEANS_SUB
+    };
+    let mut i = start + thread_idx_x();
+    while i < end {
+        *labels.add(i as usize) = nearest(points, args.centroids as *const f32, i, args.k);
+        i += block_dim_x();
+    }
+    // The labels of the CTA's other threads are read below.
+    sync_threads();
+    let partial = (args.partials as *mut f32).add(3 * (sub * args.k) as usize);
+    let mut c = thread_idx_x();
+    while c < args.k {
+        let (mut sum_x, mut sum_y, mut count) = (0.0f32, 0.0f32, 0.0f32);
+        for p in start..end {
+            if *labels.add(p as usize) == c {
+                sum_x += *points.add(2 * p as usize);
+                sum_y += *points.add(2 * p as usize + 1);
+                count += 1.0;
+            }
+        }
+        *partial.add(3 * c as usize) = sum_x;
+        *partial.add(3 * c as usize + 1) = sum_y;
+        *partial.add(3 * c as usize + 2) = count;
+        c += block_dim_x();
+    }
+}
+
+/// The k-means update: one thread per cluster sums its partials in partial
+/// order and divides; a cluster without points keeps its centroid.
+///
+/// # Safety
+/// The arguments are valid as [`KmeansUpdate`] documents.
+#[inline(always)]
+unsafe fn kmeans_update(args: KmeansUpdate) {
+    let (partials, centroids) = (args.partials as *const f32, args.centroids as *mut f32);
+    let mut c = thread_idx_x();
+    while c < args.k {
+        let (mut sum_x, mut sum_y, mut count) = (0.0f32, 0.0f32, 0.0f32);
+        for s in 0..args.subs {
+            let partial = partials.add(3 * (s * args.k + c) as usize);
+            sum_x += *partial;
+            sum_y += *partial.add(1);
+            count += *partial.add(2);
+        }
+        if count > 0.0 {
+            *centroids.add(2 * c as usize) = sum_x / count;
+            *centroids.add(2 * c as usize + 1) = sum_y / count;
+        }
+        c += block_dim_x();
+    }
+}
+
+/// The CTA of an ordinary launch's block: the launch bodies below run the
+/// pool's bodies with the hardware's block index.
+#[inline(always)]
+fn launch_cta() -> Cta {
+    Cta::new([block_idx_x(), 0, 0], [grid_dim_x(), 1, 1])
 }
 
 /// # Safety
@@ -159,6 +318,14 @@ pub unsafe fn pool_demo(slots: *mut Slot) {
             sgemm64(task.args(), cta);
             0
         }
+        KMEANS_ASSIGN => {
+            kmeans_assign(task.args(), cta);
+            0
+        }
+        KMEANS_UPDATE => {
+            kmeans_update(task.args());
+            0
+        }
         MARK => mark(task.args()),
         WAIT => wait(task.args()),
         _ => task.payload()[0] as u64,
@@ -172,3 +339,85 @@ pub unsafe fn pool_demo(slots: *mut Slot) {
 /// None needed; `unsafe` as every kernel.
 #[kernel]
 pub unsafe fn empty_launch(_first: u64, _second: u64) {}
+
+/// One 64x64 `C = A * B` per launch, grid [`SGEMM64_CTAS`] blocks: the
+/// launch-per-matrix baseline of `suite/examples/pool_workloads.rs`, the
+/// same body (and so the same arithmetic) as an [`SGEMM64`] task.
+///
+/// # Safety
+/// `a`, `b` and `c` hold 64x64 elements each.
+#[kernel]
+pub unsafe fn sgemm64_launch(a: *const f32, b: *const f32, c: *mut f32) {
+    let args = Sgemm64 {
+        a: a as u64,
+        b: b as u64,
+        c: c as u64,
+    };
+    sgemm64(args, launch_cta());
+}
+
+/// `count` independent 64x64 products in one launch, grid
+/// `SGEMM64_CTAS * count` blocks: block `b` is CTA `b % 4` of matrix
+/// `b / 4` (matrix `m` at offset `m * 4096` of `a`, `b` and `c`). The
+/// batched baseline of `suite/examples/pool_workloads.rs`, the
+/// [`SGEMM64`] body again.
+///
+/// # Safety
+/// `a`, `b` and `c` hold `count` 64x64 matrices each.
+#[kernel]
+pub unsafe fn sgemm64_batched(a: *const f32, b: *const f32, c: *mut f32, count: u32) {
+    let matrix = block_idx_x() / SGEMM64_CTAS;
+    if matrix < count {
+        let offset = matrix as usize * 64 * 64;
+        let args = Sgemm64 {
+            a: a.add(offset) as u64,
+            b: b.add(offset) as u64,
+            c: c.add(offset) as u64,
+        };
+        let cta = Cta::new([block_idx_x() % SGEMM64_CTAS, 0, 0], [SGEMM64_CTAS, 1, 1]);
+        sgemm64(args, cta);
+    }
+}
+
+/// A k-means assignment over all `n` points in one launch, grid
+/// `ceil(n / KMEANS_SUB)` blocks: the [`KMEANS_ASSIGN`] body with block `b`
+/// as CTA `b` of a task starting at point 0.
+///
+/// # Safety
+/// As [`KmeansAssign`] documents, with `ceil(n / KMEANS_SUB)` partials.
+#[kernel]
+pub unsafe fn kmeans_assign_launch(
+    points: *const f32,
+    centroids: *const f32,
+    labels: *mut u32,
+    partials: *mut f32,
+    n: u32,
+    k: u32,
+) {
+    let args = KmeansAssign {
+        points: points as u64,
+        centroids: centroids as u64,
+        labels: labels as u64,
+        partials: partials as u64,
+        first: 0,
+        n,
+        k,
+    };
+    kmeans_assign(args, launch_cta());
+}
+
+/// The k-means update in one launch of one block: the [`KMEANS_UPDATE`]
+/// body.
+///
+/// # Safety
+/// As [`KmeansUpdate`] documents.
+#[kernel]
+pub unsafe fn kmeans_update_launch(partials: *const f32, centroids: *mut f32, subs: u32, k: u32) {
+    let args = KmeansUpdate {
+        partials: partials as u64,
+        centroids: centroids as u64,
+        subs,
+        k,
+    };
+    kmeans_update(args);
+}

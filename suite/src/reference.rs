@@ -130,6 +130,61 @@ pub fn kmeans_assign(points: &[f32], centroids: &[f32], nfeatures: usize) -> Vec
         .collect()
 }
 
+/// The task pool's 64x64 product (`kernels::pool`'s `SGEMM64` task,
+/// `sgemm64_launch`, `sgemm64_batched`): `sum = sum + A[row][k] * B[k][col]`
+/// with a separate `*` and `+` (that body calls no `fma`), `k` in order.
+/// Bitwise comparable.
+pub fn sgemm64(a: &[f32], b: &[f32]) -> Vec<f32> {
+    assert_eq!((a.len(), b.len()), (64 * 64, 64 * 64));
+    (0..64 * 64)
+        .map(|i| {
+            let (row, col) = (i / 64, i % 64);
+            (0..64).fold(0.0f32, |sum, k| sum + a[row * 64 + k] * b[k * 64 + col])
+        })
+        .collect()
+}
+
+/// One iteration of the task pool's k-means (`kernels::pool`'s
+/// `KMEANS_ASSIGN` over every point, then `KMEANS_UPDATE`) on 2-D points
+/// (`(x, y)` pairs): the labels as [`kmeans_assign`] computes them, then per
+/// run of [`KMEANS_SUB`](kernels::pool::KMEANS_SUB) points and per cluster
+/// `(sum x, sum y, count)` in point order, then per cluster those partials
+/// summed in partial order and divided (a cluster without points keeps its
+/// centroid). Updates `centroids` in place and returns the labels.
+/// Bitwise comparable.
+pub fn kmeans_pool_iteration(points: &[f32], centroids: &mut [f32]) -> Vec<u32> {
+    let sub = kernels::pool::KMEANS_SUB as usize;
+    let k = centroids.len() / 2;
+    let labels = kmeans_assign(points, centroids, 2);
+    let partials: Vec<Vec<[f32; 3]>> = labels
+        .chunks(sub)
+        .zip(points.chunks(2 * sub))
+        .map(|(labels, points)| {
+            let mut partial = vec![[0.0f32; 3]; k];
+            for (&label, point) in labels.iter().zip(points.chunks_exact(2)) {
+                let sums = &mut partial[label as usize];
+                sums[0] += point[0];
+                sums[1] += point[1];
+                sums[2] += 1.0;
+            }
+            partial
+        })
+        .collect();
+    for (c, centroid) in centroids.chunks_exact_mut(2).enumerate() {
+        let mut sums = [0.0f32; 3];
+        for partial in &partials {
+            for (sum, part) in sums.iter_mut().zip(partial[c]) {
+                *sum += part;
+            }
+        }
+        if sums[2] > 0.0 {
+            centroid[0] = sums[0] / sums[2];
+            centroid[1] = sums[1] / sums[2];
+        }
+    }
+    labels
+}
+
 /// `syrk`: `C[i][j] = fma(alpha, sum, beta * C[i][j])` with
 /// `sum = fma(A[i][k], A[j][k], sum)` over `k` in order, for all `i, j < n`;
 /// `A` is `n x m`. Updates `c` in place. Bitwise comparable.

@@ -11,8 +11,11 @@ use clustered_host::pool::{
     Finished, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool, Ticket, EXIT,
     FINISHED, IDLE, READY, RUNNING, STATUS_OK, STATUS_UNKNOWN_KIND,
 };
+use clustered_suite::reference;
 use kernels::pool::{
-    pool_demo, Mark, Saxpy, Sgemm64, Wait, EMPTY, KINDS, MARK, SAXPY, SGEMM64, SGEMM64_CTAS, WAIT,
+    kmeans_assign_launch, kmeans_update_launch, pool_demo, sgemm64_batched, sgemm64_launch,
+    KmeansAssign, KmeansUpdate, Mark, Saxpy, Sgemm64, Wait, EMPTY, KINDS, KMEANS_ASSIGN,
+    KMEANS_SUB, KMEANS_UPDATE, MARK, SAXPY, SGEMM64, SGEMM64_CTAS, WAIT,
 };
 
 const THREADS: u32 = 32;
@@ -381,4 +384,176 @@ fn bad_tasks_and_pools_are_refused() {
             resident: 4
         }
     );
+}
+
+/// The workloads of `suite/examples/pool_workloads.rs` at small sizes:
+/// SGEMM64 tasks and two iterations of the k-means graph (assigns after the
+/// previous update, the update after every assign), bit for bit against
+/// the CPU reference.
+#[test]
+fn sgemm64_tasks_and_a_kmeans_graph_match_the_reference() {
+    let pool = pool(2, Duration::from_secs(60));
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    // Three products, each its own A, B and C.
+    let inputs: Vec<(Vec<f32>, Vec<f32>)> = (0..3)
+        .map(|m| {
+            let a = (0..64 * 64).map(|i| ((i * 7 + m) % 13) as f32 * 0.3 - 1.7);
+            let b = (0..64 * 64).map(|i| ((i * 5 + m) % 11) as f32 * 0.1 - 0.45);
+            (a.collect(), b.collect())
+        })
+        .collect();
+    let mut c = vec![vec![f32::NAN; 64 * 64]; inputs.len()];
+    for ((a, b), c) in inputs.iter().zip(&mut c) {
+        let args = Sgemm64 {
+            a: a.as_ptr() as u64,
+            b: b.as_ptr() as u64,
+            c: c.as_mut_ptr() as u64,
+        };
+        pool.push(Task::new(SGEMM64, SGEMM64_CTAS, args)).unwrap();
+    }
+    // k-means: 1100 points (the last CTA partial), 5 clusters, chunks of
+    // 512 points (2 CTAs; the last task 1 CTA of 76 points).
+    let (n, k, chunk) = (1100u32, 5u32, 512u32);
+    let points: Vec<f32> = (0..2 * n)
+        .map(|i| ((i * 37 + i / 2 * 11) % 101) as f32 * 0.05)
+        .collect();
+    let initial = points[..2 * k as usize].to_vec();
+    let mut centroids = initial.clone();
+    let mut labels = vec![u32::MAX; n as usize];
+    let subs = n.div_ceil(KMEANS_SUB);
+    let mut partials = vec![0f32; (subs * k * 3) as usize];
+    let mut after = Vec::new();
+    for _ in 0..2 {
+        let assigns: Vec<Ticket> = (0..n)
+            .step_by(chunk as usize)
+            .map(|first| {
+                let args = KmeansAssign {
+                    points: points.as_ptr() as u64,
+                    centroids: centroids.as_ptr() as u64,
+                    labels: labels.as_mut_ptr() as u64,
+                    partials: partials.as_mut_ptr() as u64,
+                    first,
+                    n,
+                    k,
+                };
+                let ctas = chunk.min(n - first).div_ceil(KMEANS_SUB);
+                pool.push_after(Task::new(KMEANS_ASSIGN, ctas, args), &after)
+                    .unwrap()
+            })
+            .collect();
+        let args = KmeansUpdate {
+            partials: partials.as_ptr() as u64,
+            centroids: centroids.as_mut_ptr() as u64,
+            subs,
+            k,
+        };
+        after = vec![pool
+            .push_after(Task::new(KMEANS_UPDATE, 1, args), &assigns)
+            .unwrap()];
+    }
+    let tasks = inputs.len() + 2 * (n.div_ceil(chunk) as usize + 1);
+    for _ in 0..tasks {
+        let done = pool.pop_finished().unwrap();
+        assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
+    }
+    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+    for ((a, b), c) in inputs.iter().zip(&c) {
+        assert_eq!(bits(c), bits(&reference::sgemm64(a, b)), "sgemm64");
+    }
+    let mut want = initial;
+    let mut want_labels = Vec::new();
+    for _ in 0..2 {
+        want_labels = reference::kmeans_pool_iteration(&points, &mut want);
+    }
+    assert_ne!(
+        bits(&want),
+        bits(&points[..2 * k as usize]),
+        "the centroids moved"
+    );
+    assert_eq!(bits(&centroids), bits(&want), "centroids");
+    assert_eq!(labels, want_labels, "labels");
+}
+
+/// The launch baselines of `suite/examples/pool_workloads.rs` (the same
+/// bodies under the hardware's block index) on the CPU backend: a product
+/// per launch, a batched launch, and two k-means iterations as launches.
+#[test]
+fn the_launch_baselines_match_the_reference() {
+    let launch = |blocks: u32, body: &(dyn Fn() + Sync)| {
+        let launch = CpuLaunch {
+            grid: [blocks, 1, 1],
+            block: [THREADS, 1, 1],
+            dynamic_shared_bytes: 0,
+            resident_blocks: 2,
+        };
+        run(&Machine::new(2), &launch, &mut NoObserver, body).expect("the launch runs");
+    };
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let a: Vec<f32> = (0..2 * 64 * 64)
+        .map(|i| ((i * 7) % 13) as f32 * 0.3 - 1.7)
+        .collect();
+    let b: Vec<f32> = (0..2 * 64 * 64)
+        .map(|i| ((i * 5) % 11) as f32 * 0.1 - 0.45)
+        .collect();
+    let want: Vec<f32> = (0..2)
+        .flat_map(|m| {
+            let at = m * 64 * 64..(m + 1) * 64 * 64;
+            reference::sgemm64(&a[at.clone()], &b[at])
+        })
+        .collect();
+    let mut one = vec![f32::NAN; 64 * 64];
+    let (pa, pb, pc) = (
+        a.as_ptr() as usize,
+        b.as_ptr() as usize,
+        one.as_mut_ptr() as usize,
+    );
+    // SAFETY: three 64x64 matrices.
+    launch(SGEMM64_CTAS, &|| unsafe {
+        sgemm64_launch(pa as *const f32, pb as *const f32, pc as *mut f32)
+    });
+    assert_eq!(bits(&one), bits(&want[..64 * 64]), "sgemm64_launch");
+    let mut batched = vec![f32::NAN; 2 * 64 * 64];
+    let pc = batched.as_mut_ptr() as usize;
+    // SAFETY: two 64x64 matrices each.
+    launch(2 * SGEMM64_CTAS, &|| unsafe {
+        sgemm64_batched(pa as *const f32, pb as *const f32, pc as *mut f32, 2)
+    });
+    assert_eq!(bits(&batched), bits(&want), "sgemm64_batched");
+
+    let (n, k) = (700u32, 3u32);
+    let points: Vec<f32> = (0..2 * n)
+        .map(|i| ((i * 29 + i / 2 * 3) % 89) as f32 * 0.1)
+        .collect();
+    let mut centroids = points[..2 * k as usize].to_vec();
+    let mut want = centroids.clone();
+    let mut labels = vec![u32::MAX; n as usize];
+    let subs = n.div_ceil(KMEANS_SUB);
+    let mut partials = vec![0f32; (subs * k * 3) as usize];
+    let (pp, pcen, pl, ppart) = (
+        points.as_ptr() as usize,
+        centroids.as_mut_ptr() as usize,
+        labels.as_mut_ptr() as usize,
+        partials.as_mut_ptr() as usize,
+    );
+    let mut want_labels = Vec::new();
+    for _ in 0..2 {
+        // SAFETY: n points, k centroids, n labels, one partial per block.
+        launch(subs, &|| unsafe {
+            kmeans_assign_launch(
+                pp as *const f32,
+                pcen as *const f32,
+                pl as *mut u32,
+                ppart as *mut f32,
+                n,
+                k,
+            )
+        });
+        // SAFETY: `subs` partials of k clusters, k centroids.
+        launch(1, &|| unsafe {
+            kmeans_update_launch(ppart as *const f32, pcen as *mut f32, subs, k)
+        });
+        want_labels = reference::kmeans_pool_iteration(&points, &mut want);
+    }
+    assert_eq!(bits(&centroids), bits(&want), "centroids");
+    assert_eq!(labels, want_labels, "labels");
 }
