@@ -63,21 +63,29 @@ pub fn index_2d() -> (u32, u32) {
     )
 }
 
-/// `bar.sync 0`: waits until every thread of the block arrives, and makes
-/// their shared and global memory writes visible to each other.
+/// `barrier.sync 0`: waits until every thread of the block arrives, and
+/// makes their shared and global memory writes visible to each other.
 ///
 /// Like `__syncthreads`, it must be reached by all threads of the block or by
-/// none (threads that have returned do not count). `bar.sync` is `.aligned`:
-/// on the CPU backend every waiting thread must be at this same call site,
-/// else the run fails with `CpuError::BarrierDivergence`.
+/// none (threads that have returned do not count), from one call site: on
+/// the CPU backend every waiting thread must be at this same call site, else
+/// the run fails with `CpuError::BarrierDivergence`.
+///
+/// Not `.aligned` (`bar.sync` is): LLVM may duplicate a call into the
+/// branches before it (tail duplication; Rodinia's hotspot and pathfinder
+/// got a copy for the threads that computed and one for those that did not),
+/// and an aligned barrier reached by one warp at two instructions hangs the
+/// block. ptxas emits the same `BAR.SYNC` where the warp is provably
+/// converged, and reconverges it first where not.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync_threads() {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: a barrier has no memory-safety preconditions; reaching it
-    // non-uniformly is a hang, not undefined behaviour in Rust's sense.
+    // non-uniformly is a hang, not undefined behaviour in Rust's sense. No
+    // `nomem`: memory accesses must not move across it.
     unsafe {
-        nvptx::_syncthreads()
+        core::arch::asm!("barrier.sync 0;", options(nostack, preserves_flags))
     }
     #[cfg(not(target_arch = "nvptx64"))]
     crate::cpu::barrier(

@@ -106,7 +106,15 @@ pub fn measure_with_twin(
     let mut matches = Vec::new();
     let mut first_ms = 0.0;
     let timer = GpuTimer::new(gpu.stream())?;
+    let labels: Vec<&str> = workload
+        .variants
+        .iter()
+        .map(|v| v.label)
+        .chain(has_twin.then_some("nvcc twin"))
+        .collect();
     for (index, launcher) in launchers.iter().enumerate() {
+        // Progress on stderr: a launch that never returns names itself.
+        eprintln!("{}: checking {}", workload.name, labels[index]);
         // The first launcher runs on the buffers as uploaded above.
         for &i in outputs.iter().filter(|_| index > 0) {
             buffers[i].reset(gpu, &workload.buffers[i])?;
@@ -130,11 +138,23 @@ pub fn measure_with_twin(
         }
     }
     let baseline_outputs = baseline_outputs.expect("a workload has a baseline");
+    if workload.cpu_check {
+        eprintln!(
+            "{}: checking the baseline against the CPU reference",
+            workload.name
+        );
+    }
     let baseline_check = workload
         .cpu_check
         .then(|| (workload.check)(workload, &baseline_outputs));
 
     let runs = runs.unwrap_or_else(|| runs_for(first_ms));
+    eprintln!(
+        "{}: timing {} rounds of {} launches",
+        workload.name,
+        runs,
+        launchers.len()
+    );
     let mut samples = vec![Vec::with_capacity(runs); launchers.len()];
     for _ in 0..runs {
         for (launcher, samples) in launchers.iter().zip(&mut samples) {
@@ -144,12 +164,8 @@ pub fn measure_with_twin(
             samples.push(timer.elapsed_ms()?);
         }
     }
-    let labels = workload
-        .variants
-        .iter()
-        .map(|v| v.label)
-        .chain(has_twin.then_some("nvcc twin"));
     let mut timings: Vec<Timing> = labels
+        .into_iter()
         .zip(samples)
         .zip(matches)
         .map(|((label, samples_ms), matches_baseline)| Timing {
@@ -253,6 +269,11 @@ pub fn tune_auto(
     let launches = TunedLaunches::new(Tuner::open(tuner)?, policy);
     gpu.synchronize()?;
     let started = std::time::Instant::now();
+    eprintln!(
+        "{}: tuning its {} automatic candidates",
+        workload.name,
+        family.len()
+    );
     let first = tuned(&target, &launches, &mut buffers, &workload.args)?;
     gpu.synchronize()?;
     let tuning_seconds = started.elapsed().as_secs_f64();

@@ -67,3 +67,43 @@ fn a_barrier_the_macro_did_not_write_is_named() {
     assert_eq!(problems[0].kind, ProblemKind::UnrewrittenBarrier);
     assert_eq!(problems[0].entry, "ragged_sum_agents");
 }
+
+/// `sync_threads()` is the non-aligned `barrier.sync 0`: LLVM duplicated the
+/// call into both branches of an `if` in Rodinia's hotspot and pathfinder,
+/// and with the aligned `bar.sync 0` the warps that split there hung on the
+/// H100. No entry may have an aligned CTA barrier outside the scheduler's
+/// own (tagged `// clustered:`).
+#[test]
+fn no_entry_waits_at_an_aligned_barrier_of_its_own() {
+    let ptx = clustered_suite::PTX;
+    let aligned: Vec<&str> = ptx
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.contains("// clustered:"))
+        .filter(|l| {
+            // Past a guard such as `@%p1 `.
+            let op = match l.strip_prefix('@') {
+                Some(guarded) => guarded
+                    .split_once(char::is_whitespace)
+                    .map_or("", |(_, op)| op),
+                None => l,
+            };
+            [
+                "bar.sync",
+                "bar.red",
+                "barrier.sync.aligned",
+                "barrier.red.aligned",
+            ]
+            .iter()
+            .any(|aligned| op.trim_start().starts_with(aligned))
+        })
+        .collect();
+    assert!(
+        ptx.contains("barrier.sync 0;"),
+        "sync_threads emits barrier.sync 0"
+    );
+    assert!(
+        aligned.is_empty(),
+        "aligned barriers in the suite's PTX: {aligned:?}"
+    );
+}

@@ -235,7 +235,7 @@ impl fmt::Display for ThreadAt {
 /// Which barrier instruction a thread waits at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BarrierKind {
-    /// `bar.sync 0` ([`sync_threads`](crate::thread::sync_threads)): every
+    /// `barrier.sync 0` ([`sync_threads`](crate::thread::sync_threads)): every
     /// thread of the CTA at one call site.
     Sync,
     /// `barrier.cta.red.and.pred 0`
