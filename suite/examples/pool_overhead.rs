@@ -32,17 +32,9 @@ fn main() {
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(20_000);
-    let gpu = match Gpu::new(0) {
-        Ok(gpu) => gpu,
-        Err(e) => {
-            println!("no GPU: skipped ({e})");
-            return;
-        }
+    let Some((gpu, module)) = clustered_suite::gpu_or_skip() else {
+        return;
     };
-    // Every module is loaded before the pool kernel starts (see TaskPool::gpu).
-    let module = gpu
-        .load_module(clustered_suite::PTX)
-        .expect("the suite's PTX loads");
     let props = gpu.properties();
     println!(
         "device: {} ({} SMs); {tasks} empty tasks per row",

@@ -57,17 +57,9 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let matrices: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(10_000);
     let reps: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(5).max(1);
-    let gpu = match Gpu::new(0) {
-        Ok(gpu) => gpu,
-        Err(e) => {
-            println!("no GPU: skipped ({e})");
-            return;
-        }
+    let Some((gpu, module)) = clustered_suite::gpu_or_skip() else {
+        return;
     };
-    // Every module is loaded before the pool kernel starts (see TaskPool::gpu).
-    let module = gpu
-        .load_module(clustered_suite::PTX)
-        .expect("the suite's PTX loads");
     let props = gpu.properties();
     println!(
         "device: {} ({} SMs); medians of {reps} runs after a warm-up, {THREADS} threads per block",
