@@ -13,6 +13,14 @@
 //! }
 //! ```
 //!
+//! `task_pool!` writes that body from ordinary kernels (see [`TaskKernel`]):
+//!
+//! ```ignore
+//! task_pool!(pub unsafe fn my_pool = [saxpy, sgemm64]);
+//! // host: the kind comes from the arguments' type
+//! pool.push(my_pool::task(ctas, saxpy_args { x, y, a: 2.0, n }))?;
+//! ```
+//!
 //! The protocol (who writes which word, with which ordering) is
 //! [`clustered_abi::pool`]'s.
 
@@ -58,6 +66,69 @@ payloads!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, ());
 
 // SAFETY: an array of payloads is laid out element by element on both sides.
 unsafe impl<T: Payload, const N: usize> Payload for [T; N] {}
+
+/// A kernel that a generated pool (`task_pool!`) can run as a task: what
+/// `#[kernel]` and `#[clustered]` implement for every kernel whose
+/// parameters are raw pointers and numbers (`u8`..`u64`, `i8`..`i64`,
+/// `f32`, `f64`) of at most [`PAYLOAD_BYTES`] bytes in all.
+///
+/// # Safety
+/// `Args` is the kernel's parameters in order, pointers as `u64` device
+/// addresses, and `run_task` runs the kernel's body for one CTA of a task
+/// (implemented by the macros only).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a pool task",
+    label = "not a kernel whose parameters are pointers and numbers of at most 64 bytes in all",
+    note = "`#[kernel]` and `#[clustered]` make a kernel a task when all its parameters are raw pointers or `u8`..`u64`, `i8`..`i64`, `f32`, `f64`, and they fit in the 64-byte payload"
+)]
+pub unsafe trait TaskKernel {
+    /// The kernel's parameters as a task's payload (`<kernel>_args`).
+    type Args: TaskArgs<Kernel = Self>;
+    /// Runs the kernel's body for the task's CTA `cta`: its block-index
+    /// reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with `args`; every thread of the block
+    /// calls it (the body may wait at barriers).
+    unsafe fn run_task(args: Self::Args, cta: Cta);
+}
+
+/// The payload of one kernel's tasks (`<kernel>_args`): names the kernel,
+/// so that a pool finds the kind from the arguments' type.
+pub trait TaskArgs: Payload {
+    /// The kernel these are the parameters of.
+    type Kernel: TaskKernel<Args = Self>;
+}
+
+/// A generated pool serves kernel `K` as kind `KIND`: `task_pool!`
+/// implements it for each kernel in its list.
+#[diagnostic::on_unimplemented(
+    message = "the pool `{Self}` does not serve the kernel `{K}`",
+    label = "arguments of a kernel that is not in this pool's `task_pool!` list",
+    note = "add the kernel to the list of `task_pool!(.. fn {Self} = [..])`"
+)]
+pub trait Serves<K: TaskKernel> {
+    /// The kind of `K`'s tasks: its index in the pool's list.
+    const KIND: u32;
+
+    /// A task of kind [`Self::KIND`] over `ctas` CTAs with `args`.
+    #[inline(always)]
+    fn task(ctas: u32, args: K::Args) -> Task {
+        Task::new(Self::KIND, ctas, args)
+    }
+
+    /// Runs CTA `cta` of `task`, a task of kind [`Self::KIND`]: the
+    /// generated pool's dispatch.
+    ///
+    /// # Safety
+    /// As for [`TaskKernel::run_task`] with `task`'s arguments.
+    #[doc(hidden)]
+    #[inline(always)]
+    unsafe fn __run(task: &Task, cta: Cta) {
+        // SAFETY: the caller's promise.
+        unsafe { K::run_task(task.args(), cta) }
+    }
+}
 
 /// One task as the block's threads see it: its kind, its grid, its
 /// arguments.

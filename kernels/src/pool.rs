@@ -3,12 +3,12 @@
 
 use clustered_device::atomic::{fetch_add_u32, load_acquire_system, store_release_system};
 use clustered_device::cta::Cta;
-use clustered_device::kernel;
 use clustered_device::math::fma;
 use clustered_device::pool::{serve, Payload, Slot};
 use clustered_device::thread::{
     block_dim_x, block_idx_x, grid_dim_x, nanosleep, sync_threads, thread_idx_x,
 };
+use clustered_device::{kernel, task_pool};
 
 /// `y[i] = a * x[i] + y[i]` over [`Saxpy`]'s range, one element per thread
 /// of each of the task's CTAs.
@@ -420,4 +420,20 @@ pub unsafe fn kmeans_update_launch(partials: *const f32, centroids: *mut f32, su
         k,
     };
     kmeans_update(args);
+}
+
+task_pool! {
+    /// The demo pool written by `task_pool!` from ordinary kernels: kind 0
+    /// runs [`vector_add`](fn@crate::vector::vector_add) (a `#[clustered]`
+    /// kernel, one element per thread of each CTA), kind 1
+    /// [`ragged_sum`](fn@crate::early_exit::ragged_sum) (early `return`s
+    /// before six barriers over shared memory), kind 2
+    /// [`accumulate`](fn@crate::vector::accumulate) (`c[i] += a[i]`: a task
+    /// run twice would show). Push tasks with
+    /// `pool_generated::task(ctas, vector_add_args { .. })`.
+    pub unsafe fn pool_generated = [
+        crate::vector::vector_add,
+        crate::early_exit::ragged_sum,
+        crate::vector::accumulate,
+    ];
 }

@@ -6,6 +6,12 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Error, ItemFn, ReturnType, Type};
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand_kernel(attr, item, true)
+}
+
+/// `#[kernel]`, with the pool-task items (`crate::task`) where `tasks` and
+/// the parameters allow (a pool kernel of `task_pool!` is none).
+pub fn expand_kernel(attr: TokenStream, item: TokenStream, tasks: bool) -> TokenStream {
     let mut function = match parse_function(item, "#[kernel]", "pub unsafe fn name(args) { .. }") {
         Ok(function) => function,
         Err(tokens) => return tokens,
@@ -32,7 +38,8 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let accesses = crate::access::analyse(&function);
     let registry = crate::registry::registry(&function, &[], &accesses, &[]);
     let warnings = crate::lint::wrapping_index(&function);
-    quote!(#entry #registry #warnings)
+    let task = tasks.then(|| crate::task::task_support(&function));
+    quote!(#entry #registry #task #warnings)
 }
 
 /// What `#[kernel]` together with `#[clustered]` is told.

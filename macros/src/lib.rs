@@ -18,6 +18,7 @@ mod registry;
 mod runtime;
 #[cfg(test)]
 mod snapshots;
+mod task;
 mod trace;
 
 use proc_macro::TokenStream;
@@ -59,6 +60,32 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn clustered(attr: TokenStream, item: TokenStream) -> TokenStream {
     clustered::expand(attr.into(), item.into()).into()
+}
+
+/// A task pool kernel from ordinary kernels (issue 15): resident blocks
+/// serve tasks the host pushes (`clustered_host::pool::TaskPool`), kind `k`
+/// running the `k`-th kernel of the list.
+///
+/// ```ignore
+/// task_pool!(pub unsafe fn my_pool = [saxpy, sgemm64]);
+/// // host
+/// let pool = TaskPool::cpu(machine, 2, my_pool, PoolConfig::new(my_pool::KINDS))?;
+/// pool.push(my_pool::task(ctas, saxpy_args { x, y, a: 2.0, n }))?;
+/// ```
+///
+/// Each listed kernel is a `#[kernel]` or `#[clustered]` function whose
+/// parameters are raw pointers and numbers of at most 64 bytes in all: for
+/// those the attributes emit `<kernel>_args` (the payload, pointers as `u64`)
+/// and `<kernel>::run_task(args, cta)` (the body reading its block index from
+/// the task's CTA). The pool is a `#[kernel]` `my_pool(slots: *mut Slot)`;
+/// `my_pool::task` takes the kind from the arguments' type, so a kernel not
+/// in the list is a compile error, never a wrong kind.
+///
+/// A function-like macro, not an attribute: the pool has no body to write,
+/// only a name and a list.
+#[proc_macro]
+pub fn task_pool(input: TokenStream) -> TokenStream {
+    task::expand_pool(input.into()).into()
 }
 
 /// The PTX that `clustered_builder` built for a kernels crate, by its package

@@ -22,8 +22,17 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Error, FnArg, Ident, ItemFn, Pat, Type};
 
-/// Names of the registry's own items, which a schedule cannot take.
-const RESERVED: &[&str] = &["KERNEL", "SCHEDULES", "schedule", "ACCESSES", "AUTO"];
+/// Names of the registry's own items, which a schedule cannot take: the
+/// handle's, its pool task's (`crate::task::RUN_TASK`) and, on a pool
+/// kernel, `task_pool!`'s (`crate::task::POOL_ITEMS`).
+const RESERVED: &[&str] = &[
+    "KERNEL",
+    "SCHEDULES",
+    "schedule",
+    "ACCESSES",
+    "AUTO",
+    crate::task::RUN_TASK,
+];
 
 /// How a parameter is passed.
 enum Kind<'a> {
@@ -59,7 +68,11 @@ pub fn registry(
 ) -> TokenStream {
     let mut errors = Vec::new();
     for (name, _) in schedules {
-        if RESERVED.iter().any(|reserved| name == reserved) {
+        if RESERVED
+            .iter()
+            .chain(crate::task::POOL_ITEMS)
+            .any(|reserved| name == reserved)
+        {
             errors.push(Error::new(
                 name.span(),
                 format!("`{name}` names an item of the kernel's typed handle (`{}::{name}`); give the schedule another `name`", function.sig.ident),
@@ -184,8 +197,9 @@ pub fn registry(
     );
     let host = quote!(#[cfg(not(target_arch = "nvptx64"))]);
     let accesses_tokens = crate::access::to_tokens(accesses, &quote!(#device::abi));
+    // The handle type exists on the GPU too: a pool task's items
+    // (`crate::task`) are implemented on it.
     quote! {
-        #host
         #[doc = #doc]
         #[allow(non_camel_case_types)]
         #vis struct #kernel {}

@@ -1,22 +1,27 @@
 //! The task pool (issue 15) on the CPU backend: the demo pool kernel
-//! (`kernels::pool::pool_demo`), unchanged, served by `TaskPool`'s scheduler
-//! thread. No GPU needed.
+//! (`kernels::pool::pool_demo`), unchanged, and the pool that `task_pool!`
+//! writes from ordinary kernels (`kernels::pool::pool_generated`), served by
+//! `TaskPool`'s scheduler thread. No GPU needed.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use clustered_host::cpu::{run, CpuLaunch, Machine, NoObserver};
+use clustered_host::cpu::{launch_entry, run, CpuLaunch, Machine, NoObserver};
 use clustered_host::pool::{
     Finished, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool, Ticket, EXIT,
     FINISHED, IDLE, READY, RUNNING, STATUS_OK, STATUS_UNKNOWN_KIND,
 };
+use clustered_host::ClusterOptions;
 use clustered_suite::reference;
+use kernels::early_exit::{ragged_sum, ragged_sum_args};
+use kernels::pool::pool_generated;
 use kernels::pool::{
     kmeans_assign_launch, kmeans_update_launch, pool_demo, sgemm64_batched, sgemm64_launch,
     KmeansAssign, KmeansUpdate, Mark, Saxpy, Sgemm64, Wait, EMPTY, KINDS, KMEANS_ASSIGN,
     KMEANS_SUB, KMEANS_UPDATE, MARK, SAXPY, SGEMM64, SGEMM64_CTAS, WAIT,
 };
+use kernels::vector::{accumulate, accumulate_args, vector_add, vector_add_args};
 
 const THREADS: u32 = 32;
 
@@ -556,4 +561,165 @@ fn the_launch_baselines_match_the_reference() {
     }
     assert_eq!(bits(&centroids), bits(&want), "centroids");
     assert_eq!(labels, want_labels, "labels");
+}
+
+/// A pool written by `task_pool!` (`kernels::pool::pool_generated`) serves
+/// ordinary kernels: each task's output is bit for bit what a plain launch
+/// of the same kernel writes on the CPU backend. `vector_add` runs over
+/// several CTAs (its `index_1d` reads the task's CTA), `ragged_sum` returns
+/// early in some threads before barriers over shared memory (and adds its
+/// block index), and `accumulate` (`c += a`) would show a task run twice.
+#[test]
+fn a_generated_pool_runs_ordinary_kernels_as_their_launches_do() {
+    let machine = Machine::new(2);
+    let config = PoolConfig::new(pool_generated::KINDS)
+        .blocks(4)
+        .block_threads(THREADS)
+        .timeout(Duration::from_secs(60));
+    let pool = TaskPool::cpu(machine.clone(), 2, pool_generated, config).expect("the pool starts");
+    let launch = |ctas: u32| CpuLaunch {
+        grid: [ctas, 1, 1],
+        block: [THREADS, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 2,
+    };
+    let ctas = |n: u32| n.div_ceil(THREADS);
+
+    // vector_add: n = 1000 (32 CTAs, the last partial).
+    let n = 1000u32;
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 3.0).collect();
+    let b: Vec<f32> = (0..n).map(|i| (i % 17) as f32 * 1.5).collect();
+    let mut sum_task = vec![f32::NAN; n as usize];
+    let mut sum_launch = vec![f32::NAN; n as usize];
+    // ragged_sum: 200 elements (7 CTAs), CTA 2 ragged.
+    let m = 200u32;
+    let input: Vec<u32> = (0..m).map(|i| i * 2654435761u32 % 1000).collect();
+    let mut ragged_task = vec![u32::MAX; m as usize];
+    let mut ragged_launch = vec![u32::MAX; m as usize];
+    // accumulate: c += a, three times over one buffer, in order.
+    let mut acc_task: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut acc_launch = acc_task.clone();
+
+    let first = pool
+        .push(pool_generated::task(
+            ctas(n),
+            vector_add_args {
+                a: a.as_ptr() as u64,
+                b: b.as_ptr() as u64,
+                c: sum_task.as_mut_ptr() as u64,
+                n,
+            },
+        ))
+        .unwrap();
+    let second = pool
+        .push(pool_generated::task(
+            ctas(m),
+            ragged_sum_args {
+                input: input.as_ptr() as u64,
+                output: ragged_task.as_mut_ptr() as u64,
+                n: m,
+                ragged: 2,
+            },
+        ))
+        .unwrap();
+    let accumulate_task = pool_generated::task(
+        ctas(n),
+        accumulate_args {
+            a: a.as_ptr() as u64,
+            c: acc_task.as_mut_ptr() as u64,
+            n,
+        },
+    );
+    assert_eq!(
+        accumulate_task.kind(),
+        2,
+        "the kind is the place in the list"
+    );
+    let mut last = pool.push(accumulate_task).unwrap();
+    for _ in 0..2 {
+        last = pool.push_after(accumulate_task, &[last]).unwrap();
+    }
+    let mut finished: Vec<Finished> = (0..5).map(|_| pool.pop_finished().unwrap()).collect();
+    assert_eq!(pool.pop_finished(), Err(PoolError::NothingUnfinished));
+    finished.sort_by_key(|f| f.ticket);
+    assert_eq!(finished[0].ticket, first);
+    assert_eq!(finished[1].ticket, second);
+    assert_eq!(
+        finished.iter().map(|f| f.kind).collect::<Vec<_>>(),
+        [0, 1, 2, 2, 2]
+    );
+    assert!(finished
+        .iter()
+        .all(|f| f.outcome == Outcome::Ran { result: 0 }));
+    pool.shutdown(Shutdown::Drain).unwrap();
+
+    let options = ClusterOptions::default();
+    // SAFETY: each kernel's buffers hold its `n` elements.
+    unsafe {
+        launch_entry(
+            vector_add::KERNEL,
+            &machine,
+            launch(ctas(n)),
+            &options,
+            &mut NoObserver,
+            (&a, &b, &mut sum_launch, n),
+        )
+        .unwrap();
+        launch_entry(
+            ragged_sum::KERNEL,
+            &machine,
+            launch(ctas(m)),
+            &options,
+            &mut NoObserver,
+            (&input, &mut ragged_launch, m, 2),
+        )
+        .unwrap();
+        for _ in 0..3 {
+            launch_entry(
+                accumulate::KERNEL,
+                &machine,
+                launch(ctas(n)),
+                &options,
+                &mut NoObserver,
+                (&a, &mut acc_launch, n),
+            )
+            .unwrap();
+        }
+    }
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&sum_task), bits(&sum_launch));
+    assert!(sum_task.iter().all(|x| !x.is_nan()), "every CTA ran");
+    assert_eq!(ragged_task, ragged_launch);
+    // The ragged CTA's upper half returned at once: left as it was.
+    assert_eq!(
+        ragged_task[2 * THREADS as usize + THREADS as usize / 2],
+        u32::MAX
+    );
+    assert_ne!(ragged_task[2 * THREADS as usize], u32::MAX);
+    assert_eq!(bits(&acc_task), bits(&acc_launch));
+}
+
+/// A kind past the generated pool's list (the host told it serves more)
+/// comes back as `Outcome::UnknownKind`, nothing run.
+#[test]
+fn a_generated_pool_refuses_a_kind_past_its_list() {
+    let config = PoolConfig::new(pool_generated::KINDS + 1)
+        .blocks(2)
+        .block_threads(THREADS)
+        .timeout(Duration::from_secs(60));
+    let pool = TaskPool::cpu(Machine::new(1), 2, pool_generated, config).unwrap();
+    let ticket = pool
+        .push(Task::new(pool_generated::KINDS, 1, 0u32))
+        .unwrap();
+    let done = pool.pop_finished().unwrap();
+    assert_eq!((done.ticket, done.outcome), (ticket, Outcome::UnknownKind));
+    assert_eq!(
+        pool_generated::TASKS,
+        [
+            "crate::vector::vector_add",
+            "crate::early_exit::ragged_sum",
+            "crate::vector::accumulate"
+        ]
+    );
+    pool.shutdown(Shutdown::Drain).unwrap();
 }

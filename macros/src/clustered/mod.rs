@@ -1,8 +1,8 @@
 //! `#[clustered(...)]`: parse every schedule on the function, check them,
 //! then emit the baseline kernel and one kernel per schedule.
 
-mod analyse;
-mod expand;
+pub(crate) mod analyse;
+pub(crate) mod expand;
 mod parse;
 
 use proc_macro2::{Span, TokenStream};
@@ -114,10 +114,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let baseline = crate::kernel::traced_entry_point(&function);
     let registry = crate::registry::registry(&function, &registered, &accesses, &auto);
     let warnings = crate::lint::wrapping_index(&function);
+    let task = crate::task::task_support(&function);
     quote! {
         #baseline
         #(#kernels)*
         #registry
+        #task
         #warnings
     }
 }

@@ -77,7 +77,6 @@ pub unsafe fn row_sums_redirect(
         width,
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`row_sums`](fn@row_sums): `row_sums::KERNEL` (the kernel as written) and its schedules `row_sums::row_sums_redirect`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<row_sums as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct row_sums {}
@@ -269,5 +268,61 @@ impl row_sums {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`row_sums`](fn@row_sums) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, row_sums_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct row_sums_args {
+    /// `a: *const f32`, as a device address.
+    pub a: u64,
+    /// `sums: *mut f32`, as a device address.
+    pub sums: u64,
+    /// `width: u32`.
+    pub width: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for row_sums_args {}
+impl ::clustered_device::pool::TaskArgs for row_sums_args {
+    type Kernel = row_sums;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < row_sums_args > () <=
+    ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `row_sums` do not fit in a task's payload"
+);
+impl row_sums {
+    /// Runs the body of [`row_sums`](fn@row_sums) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(__args: row_sums_args, __cta: ::clustered_device::cta::Cta) {
+        let a: *const f32 = __args.a as *const f32;
+        let sums: *mut f32 = __args.sums as *mut f32;
+        let width: u32 = __args.width;
+        {
+            let row = a.add((__cta.virtual_index_1d(index_1d) * width) as usize);
+            let mut sum = 0.0;
+            for x in 0..width as usize {
+                sum += ::clustered_device::memory::load(row.add(x));
+            }
+            {
+                let __value = sum;
+                ::clustered_device::memory::store(
+                    sums.add(__cta.virtual_index_1d(index_1d) as usize),
+                    __value,
+                )
+            };
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for row_sums {
+    type Args = row_sums_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: row_sums_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { row_sums::run_task(__args, __cta) }
     }
 }

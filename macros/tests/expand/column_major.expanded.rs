@@ -92,7 +92,6 @@ pub unsafe fn stencil_columns(
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`stencil`](fn@stencil): `stencil::KERNEL` (the kernel as written) and its schedules `stencil::stencil_columns`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<stencil as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct stencil {}
@@ -261,5 +260,70 @@ impl stencil {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`stencil`](fn@stencil) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, stencil_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct stencil_args {
+    /// `input: *const f32`, as a device address.
+    pub input: u64,
+    /// `output: *mut f32`, as a device address.
+    pub output: u64,
+    /// `width: u32`.
+    pub width: u32,
+    /// `height: u32`.
+    pub height: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for stencil_args {}
+impl ::clustered_device::pool::TaskArgs for stencil_args {
+    type Kernel = stencil;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < stencil_args > () <=
+    ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `stencil` do not fit in a task's payload"
+);
+impl stencil {
+    /// Runs the body of [`stencil`](fn@stencil) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(__args: stencil_args, __cta: ::clustered_device::cta::Cta) {
+        let input: *const f32 = __args.input as *const f32;
+        let output: *mut f32 = __args.output as *mut f32;
+        let width: u32 = __args.width;
+        let height: u32 = __args.height;
+        {
+            let (x, y) = __cta.virtual_index_2d(index_2d);
+            let _ = (
+                thread_idx_x(),
+                thread_idx_y(),
+                __cta.virtual_grid_dim_x(grid_dim_x),
+            );
+            if x == 0 || y == 0 || x + 1 >= width || y + 1 >= height {
+                return;
+            }
+            let at = |x: u32, y: u32| (y * width + x) as usize;
+            let sum = ::clustered_device::memory::load(input.add(at(x - 1, y)))
+                + ::clustered_device::memory::load(input.add(at(x + 1, y)))
+                + ::clustered_device::memory::load(input.add(at(x, y - 1)))
+                + ::clustered_device::memory::load(input.add(at(x, y + 1)));
+            {
+                let __value = 0.25 * sum;
+                ::clustered_device::memory::store(output.add(at(x, y)), __value)
+            };
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for stencil {
+    type Args = stencil_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: stencil_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { stencil::run_task(__args, __cta) }
     }
 }

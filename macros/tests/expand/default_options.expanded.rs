@@ -73,7 +73,6 @@ pub unsafe fn fill_clustered(
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`fill`](fn@fill): `fill::KERNEL` (the kernel as written) and its schedules `fill::fill_clustered`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<fill as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct fill {}
@@ -203,5 +202,55 @@ impl fill {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`fill`](fn@fill) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, fill_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct fill_args {
+    /// `x: *mut u32`, as a device address.
+    pub x: u64,
+    /// `value: u32`.
+    pub value: u32,
+    /// `n: u32`.
+    pub n: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for fill_args {}
+impl ::clustered_device::pool::TaskArgs for fill_args {
+    type Kernel = fill;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < fill_args > () <= ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `fill` do not fit in a task's payload"
+);
+impl fill {
+    /// Runs the body of [`fill`](fn@fill) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(__args: fill_args, __cta: ::clustered_device::cta::Cta) {
+        let x: *mut u32 = __args.x as *mut u32;
+        let value: u32 = __args.value;
+        let n: u32 = __args.n;
+        {
+            let i = __cta.virtual_index_1d(index_1d);
+            if i < n {
+                {
+                    let __value = value;
+                    ::clustered_device::memory::store(x.add(i as usize), __value)
+                };
+            }
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for fill {
+    type Args = fill_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: fill_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { fill::run_task(__args, __cta) }
     }
 }

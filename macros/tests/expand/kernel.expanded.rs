@@ -20,7 +20,6 @@ pub unsafe fn saxpy(a: f32, x: *const f32, y: *mut f32, n: u32) {
         };
     }
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`saxpy`](fn@saxpy): `saxpy::KERNEL` (the kernel as written). Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<saxpy as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct saxpy {}
@@ -198,5 +197,59 @@ impl saxpy {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`saxpy`](fn@saxpy) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, saxpy_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct saxpy_args {
+    /// `a: f32`.
+    pub a: f32,
+    /// `x: *const f32`, as a device address.
+    pub x: u64,
+    /// `y: *mut f32`, as a device address.
+    pub y: u64,
+    /// `n: u32`.
+    pub n: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for saxpy_args {}
+impl ::clustered_device::pool::TaskArgs for saxpy_args {
+    type Kernel = saxpy;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < saxpy_args > () <= ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `saxpy` do not fit in a task's payload"
+);
+impl saxpy {
+    /// Runs the body of [`saxpy`](fn@saxpy) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(__args: saxpy_args, __cta: ::clustered_device::cta::Cta) {
+        let a: f32 = __args.a;
+        let x: *const f32 = __args.x as *const f32;
+        let y: *mut f32 = __args.y as *mut f32;
+        let n: u32 = __args.n;
+        {
+            let i = __cta.virtual_index_1d(index_1d);
+            if i < n {
+                {
+                    let __value = a * ::clustered_device::memory::load(x.add(i as usize))
+                        + ::clustered_device::memory::load(y.add(i as usize));
+                    ::clustered_device::memory::store(y.add(i as usize), __value)
+                };
+            }
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for saxpy {
+    type Args = saxpy_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: saxpy_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { saxpy::run_task(__args, __cta) }
     }
 }

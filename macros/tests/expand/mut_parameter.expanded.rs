@@ -76,7 +76,6 @@ pub unsafe fn countdown_tiles(
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`countdown`](fn@countdown): `countdown::KERNEL` (the kernel as written) and its schedules `countdown::countdown_tiles`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<countdown as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct countdown {}
@@ -210,5 +209,54 @@ impl countdown {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`countdown`](fn@countdown) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, countdown_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct countdown_args {
+    /// `out: *mut u32`, as a device address.
+    pub out: u64,
+    /// `n: u32`.
+    pub n: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for countdown_args {}
+impl ::clustered_device::pool::TaskArgs for countdown_args {
+    type Kernel = countdown;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < countdown_args > () <=
+    ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `countdown` do not fit in a task's payload"
+);
+impl countdown {
+    /// Runs the body of [`countdown`](fn@countdown) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(__args: countdown_args, __cta: ::clustered_device::cta::Cta) {
+        let out: *mut u32 = __args.out as *mut u32;
+        let mut n: u32 = __args.n;
+        {
+            let i = __cta.virtual_index_1d(index_1d);
+            while n > i {
+                n -= 1;
+            }
+            {
+                let __value = n;
+                ::clustered_device::memory::store(out.add(i as usize), __value)
+            };
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for countdown {
+    type Args = countdown_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: countdown_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { countdown::run_task(__args, __cta) }
     }
 }

@@ -138,7 +138,6 @@ pub unsafe fn shift_agents(
         |_: u32, __cta: ::clustered_device::cta::Cta| touch(__cta, v, to_cta, n),
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`shift`](fn@shift): `shift::KERNEL` (the kernel as written) and its schedules `shift::shift_redirect`, `shift::shift_agents`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<shift as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct shift {}
@@ -286,6 +285,60 @@ impl shift {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`shift`](fn@shift) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, shift_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct shift_args {
+    /// `v: *mut u32`, as a device address.
+    pub v: u64,
+    /// `to_cta: u32`.
+    pub to_cta: u32,
+    /// `n: u32`.
+    pub n: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for shift_args {}
+impl ::clustered_device::pool::TaskArgs for shift_args {
+    type Kernel = shift;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < shift_args > () <= ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `shift` do not fit in a task's payload"
+);
+impl shift {
+    /// Runs the body of [`shift`](fn@shift) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(__args: shift_args, __cta: ::clustered_device::cta::Cta) {
+        let v: *mut u32 = __args.v as *mut u32;
+        let to_cta: u32 = __args.to_cta;
+        let n: u32 = __args.n;
+        {
+            let i = __cta.virtual_index_1d(index_1d);
+            if i < n {
+                {
+                    let __value = to_cta;
+                    let __address = v.add(i as usize);
+                    ::clustered_device::memory::store(
+                        __address,
+                        ::clustered_device::memory::load(__address) + __value,
+                    )
+                };
+            }
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for shift {
+    type Args = shift_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: shift_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { shift::run_task(__args, __cta) }
     }
 }
 pub unsafe fn touch(next: clustered_device::cta::Cta, v: *mut u32, to_cta: u32, n: u32) {

@@ -78,7 +78,6 @@ pub unsafe fn copy_prefetch(
         |_: u32, __cta: ::clustered_device::cta::Cta| warm_rows(__cta, x, y, n),
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`copy`](fn@copy): `copy::KERNEL` (the kernel as written) and its schedules `copy::copy_prefetch`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<copy as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct copy {}
@@ -242,5 +241,55 @@ impl copy {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`copy`](fn@copy) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, copy_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct copy_args {
+    /// `x: *const f32`, as a device address.
+    pub x: u64,
+    /// `y: *mut f32`, as a device address.
+    pub y: u64,
+    /// `n: u32`.
+    pub n: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for copy_args {}
+impl ::clustered_device::pool::TaskArgs for copy_args {
+    type Kernel = copy;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < copy_args > () <= ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `copy` do not fit in a task's payload"
+);
+impl copy {
+    /// Runs the body of [`copy`](fn@copy) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(__args: copy_args, __cta: ::clustered_device::cta::Cta) {
+        let x: *const f32 = __args.x as *const f32;
+        let y: *mut f32 = __args.y as *mut f32;
+        let n: u32 = __args.n;
+        {
+            let i = __cta.virtual_index_1d(index_1d);
+            if i < n {
+                {
+                    let __value = ::clustered_device::memory::load(x.add(i as usize));
+                    ::clustered_device::memory::store(y.add(i as usize), __value)
+                };
+            }
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for copy {
+    type Args = copy_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: copy_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { copy::run_task(__args, __cta) }
     }
 }

@@ -247,7 +247,6 @@ pub unsafe fn block_sums_redirect(
         sums,
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`block_sums`](fn@block_sums): `block_sums::KERNEL` (the kernel as written) and its schedules `block_sums::block_sums_raster`, `block_sums::block_sums_agents`, `block_sums::block_sums_redirect`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<block_sums as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct block_sums {}
@@ -437,5 +436,79 @@ impl block_sums {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`block_sums`](fn@block_sums) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, block_sums_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct block_sums_args {
+    /// `x: *const f32`, as a device address.
+    pub x: u64,
+    /// `sums: *mut f32`, as a device address.
+    pub sums: u64,
+}
+unsafe impl ::clustered_device::pool::Payload for block_sums_args {}
+impl ::clustered_device::pool::TaskArgs for block_sums_args {
+    type Kernel = block_sums;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < block_sums_args > () <=
+    ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `block_sums` do not fit in a task's payload"
+);
+impl block_sums {
+    /// Runs the body of [`block_sums`](fn@block_sums) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(
+        __args: block_sums_args,
+        __cta: ::clustered_device::cta::Cta,
+    ) {
+        let x: *const f32 = __args.x as *const f32;
+        let sums: *mut f32 = __args.sums as *mut f32;
+        {
+            let partial = shared_array!(partial_block_sums_run_task : [f32; 256]);
+            let t = thread_idx_x();
+            partial
+                .write(
+                    t,
+                    ::clustered_device::memory::load(
+                        x
+                            .add(
+                                (__cta.virtual_block_idx_x(block_idx_x) * 256 + t) as usize,
+                            ),
+                    ),
+                );
+            sync_threads();
+            let mut stride = 128;
+            while stride > 0 {
+                if t < stride {
+                    partial.write(t, partial.read(t) + partial.read(t + stride));
+                }
+                sync_threads();
+                stride /= 2;
+            }
+            if t == 0 {
+                {
+                    let __value = partial.read(0);
+                    ::clustered_device::memory::store(
+                        sums.add(__cta.virtual_block_idx_x(block_idx_x) as usize),
+                        __value,
+                    )
+                };
+            }
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for block_sums {
+    type Args = block_sums_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: block_sums_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { block_sums::run_task(__args, __cta) }
     }
 }

@@ -261,7 +261,6 @@ pub unsafe fn sgemm_auto_agents_tile4(
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`sgemm`](fn@sgemm): `sgemm::KERNEL` (the kernel as written) and its schedules `sgemm::sgemm_raster`, `sgemm::sgemm_auto_raster_y4`, `sgemm::sgemm_auto_raster_y32`, `sgemm::sgemm_auto_agents_tile4`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<sgemm as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct sgemm {}
@@ -588,5 +587,63 @@ impl sgemm {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`sgemm`](fn@sgemm) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, sgemm_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct sgemm_args {
+    /// `a: *const f32`, as a device address.
+    pub a: u64,
+    /// `b: *const f32`, as a device address.
+    pub b: u64,
+    /// `c: *mut f32`, as a device address.
+    pub c: u64,
+    /// `n: u32`.
+    pub n: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for sgemm_args {}
+impl ::clustered_device::pool::TaskArgs for sgemm_args {
+    type Kernel = sgemm;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < sgemm_args > () <= ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `sgemm` do not fit in a task's payload"
+);
+impl sgemm {
+    /// Runs the body of [`sgemm`](fn@sgemm) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(__args: sgemm_args, __cta: ::clustered_device::cta::Cta) {
+        let a: *const f32 = __args.a as *const f32;
+        let b: *const f32 = __args.b as *const f32;
+        let c: *mut f32 = __args.c as *mut f32;
+        let n: u32 = __args.n;
+        {
+            let row = __cta.virtual_block_idx_y(block_idx_y) * TILE + thread_idx_y();
+            let col = __cta.virtual_block_idx_x(block_idx_x) * TILE + thread_idx_x();
+            let mut sum = 0.0;
+            for k in 0..n {
+                sum
+                    += ::clustered_device::memory::load(a.add(at(row, n, k)))
+                        * ::clustered_device::memory::load(b.add(at(k, n, col)));
+            }
+            {
+                let __value = sum;
+                ::clustered_device::memory::store(c.add(at(row, n, col)), __value)
+            };
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for sgemm {
+    type Args = sgemm_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: sgemm_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { sgemm::run_task(__args, __cta) }
     }
 }

@@ -130,7 +130,6 @@ pub unsafe fn sgemm_tiled_raster(
         n,
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`sgemm_tiled`](fn@sgemm_tiled): `sgemm_tiled::KERNEL` (the kernel as written) and its schedules `sgemm_tiled::sgemm_tiled_raster`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<sgemm_tiled as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct sgemm_tiled {}
@@ -449,6 +448,100 @@ impl sgemm_tiled {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`sgemm_tiled`](fn@sgemm_tiled) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, sgemm_tiled_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct sgemm_tiled_args {
+    /// `a: *const f32`, as a device address.
+    pub a: u64,
+    /// `b: *const f32`, as a device address.
+    pub b: u64,
+    /// `c: *mut f32`, as a device address.
+    pub c: u64,
+    /// `n: u32`.
+    pub n: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for sgemm_tiled_args {}
+impl ::clustered_device::pool::TaskArgs for sgemm_tiled_args {
+    type Kernel = sgemm_tiled;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < sgemm_tiled_args > () <=
+    ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `sgemm_tiled` do not fit in a task's payload"
+);
+impl sgemm_tiled {
+    /// Runs the body of [`sgemm_tiled`](fn@sgemm_tiled) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(
+        __args: sgemm_tiled_args,
+        __cta: ::clustered_device::cta::Cta,
+    ) {
+        let a: *const f32 = __args.a as *const f32;
+        let b: *const f32 = __args.b as *const f32;
+        let c: *mut f32 = __args.c as *mut f32;
+        let n: u32 = __args.n;
+        {
+            let tile_a = shared_array!(
+                tile_a_sgemm_tiled_run_task : [f32; (TILE * TILE) as usize]
+            );
+            let tile_b = shared_array!(
+                tile_b_sgemm_tiled_run_task : [f32; (TILE * TILE) as usize]
+            );
+            let (tx, ty) = (thread_idx_x(), thread_idx_y());
+            let row = __cta.virtual_block_idx_y(block_idx_y) * TILE + ty;
+            let col = __cta.virtual_block_idx_x(block_idx_x) * TILE + tx;
+            let mut sum = 0.0f32;
+            let mut k0 = 0;
+            while k0 < n {
+                tile_a
+                    .write(
+                        ty * TILE + tx,
+                        ::clustered_device::memory::load(
+                            a.add((row * n + k0 + tx) as usize),
+                        ),
+                    );
+                tile_b
+                    .write(
+                        ty * TILE + tx,
+                        ::clustered_device::memory::load(
+                            b.add(((k0 + ty) * n + col) as usize),
+                        ),
+                    );
+                sync_threads();
+                for k in 0..TILE {
+                    sum = fma(
+                        tile_a.read(ty * TILE + k),
+                        tile_b.read(k * TILE + tx),
+                        sum,
+                    );
+                }
+                sync_threads();
+                k0 += TILE;
+            }
+            {
+                let __value = sum;
+                ::clustered_device::memory::store(
+                    c.add((row * n + col) as usize),
+                    __value,
+                )
+            };
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for sgemm_tiled {
+    type Args = sgemm_tiled_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: sgemm_tiled_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { sgemm_tiled::run_task(__args, __cta) }
     }
 }
 const _: () = {

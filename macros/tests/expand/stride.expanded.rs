@@ -80,7 +80,6 @@ pub unsafe fn blur_stride(
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`blur`](fn@blur): `blur::KERNEL` (the kernel as written) and its schedules `blur::blur_stride`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<blur as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct blur {}
@@ -288,5 +287,59 @@ impl blur {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`blur`](fn@blur) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, blur_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct blur_args {
+    /// `input: *const f32`, as a device address.
+    pub input: u64,
+    /// `output: *mut f32`, as a device address.
+    pub output: u64,
+    /// `width: u32`.
+    pub width: u32,
+    /// `height: u32`.
+    pub height: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for blur_args {}
+impl ::clustered_device::pool::TaskArgs for blur_args {
+    type Kernel = blur;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < blur_args > () <= ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `blur` do not fit in a task's payload"
+);
+impl blur {
+    /// Runs the body of [`blur`](fn@blur) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(__args: blur_args, __cta: ::clustered_device::cta::Cta) {
+        let input: *const f32 = __args.input as *const f32;
+        let output: *mut f32 = __args.output as *mut f32;
+        let width: u32 = __args.width;
+        let height: u32 = __args.height;
+        {
+            let (x, y) = __cta.virtual_index_2d(index_2d);
+            if x < width && y < height {
+                let at = (y * width + x) as usize;
+                {
+                    let __value = 0.5 * ::clustered_device::memory::load(input.add(at));
+                    ::clustered_device::memory::store(output.add(at), __value)
+                };
+            }
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for blur {
+    type Args = blur_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: blur_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { blur::run_task(__args, __cta) }
     }
 }

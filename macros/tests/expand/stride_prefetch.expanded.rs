@@ -87,7 +87,6 @@ pub unsafe fn scale_stride(
         ),
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`scale`](fn@scale): `scale::KERNEL` (the kernel as written) and its schedules `scale::scale_stride`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<scale as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct scale {}
@@ -251,5 +250,56 @@ impl scale {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`scale`](fn@scale) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, scale_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct scale_args {
+    /// `input: *const f32`, as a device address.
+    pub input: u64,
+    /// `output: *mut f32`, as a device address.
+    pub output: u64,
+    /// `n: u32`.
+    pub n: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for scale_args {}
+impl ::clustered_device::pool::TaskArgs for scale_args {
+    type Kernel = scale;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < scale_args > () <= ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `scale` do not fit in a task's payload"
+);
+impl scale {
+    /// Runs the body of [`scale`](fn@scale) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(__args: scale_args, __cta: ::clustered_device::cta::Cta) {
+        let input: *const f32 = __args.input as *const f32;
+        let output: *mut f32 = __args.output as *mut f32;
+        let n: u32 = __args.n;
+        {
+            let i = __cta.virtual_index_1d(index_1d);
+            if i < n {
+                {
+                    let __value = 2.0
+                        * ::clustered_device::memory::load(input.add(i as usize));
+                    ::clustered_device::memory::store(output.add(i as usize), __value)
+                };
+            }
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for scale {
+    type Args = scale_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: scale_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { scale::run_task(__args, __cta) }
     }
 }

@@ -85,7 +85,6 @@ pub unsafe fn dot_rows_stride(
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`dot_rows`](fn@dot_rows): `dot_rows::KERNEL` (the kernel as written) and its schedules `dot_rows::dot_rows_stride`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<dot_rows as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct dot_rows {}
@@ -301,5 +300,66 @@ impl dot_rows {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`dot_rows`](fn@dot_rows) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, dot_rows_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct dot_rows_args {
+    /// `a: *const f32`, as a device address.
+    pub a: u64,
+    /// `b: *const f32`, as a device address.
+    pub b: u64,
+    /// `out: *mut f32`, as a device address.
+    pub out: u64,
+    /// `n: u32`.
+    pub n: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for dot_rows_args {}
+impl ::clustered_device::pool::TaskArgs for dot_rows_args {
+    type Kernel = dot_rows;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < dot_rows_args > () <=
+    ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `dot_rows` do not fit in a task's payload"
+);
+impl dot_rows {
+    /// Runs the body of [`dot_rows`](fn@dot_rows) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(__args: dot_rows_args, __cta: ::clustered_device::cta::Cta) {
+        let a: *const f32 = __args.a as *const f32;
+        let b: *const f32 = __args.b as *const f32;
+        let out: *mut f32 = __args.out as *mut f32;
+        let n: u32 = __args.n;
+        {
+            let row = __cta.virtual_index_1d(index_1d);
+            let (mut a_k, mut b_k) = (a.add((row * n) as usize), b);
+            let mut sum = 0.0;
+            for _ in 0..n {
+                sum
+                    += ::clustered_device::memory::load(a_k)
+                        * ::clustered_device::memory::load(b_k);
+                a_k = a_k.add(1);
+                b_k = b_k.add(1);
+            }
+            {
+                let __value = sum;
+                ::clustered_device::memory::store(out.add(row as usize), __value)
+            };
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for dot_rows {
+    type Args = dot_rows_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: dot_rows_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { dot_rows::run_task(__args, __cta) }
     }
 }

@@ -80,7 +80,6 @@ pub unsafe fn vector_add_agents(
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`vector_add`](fn@vector_add): `vector_add::KERNEL` (the kernel as written) and its schedules `vector_add::vector_add_agents`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<vector_add as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct vector_add {}
@@ -285,5 +284,64 @@ impl vector_add {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`vector_add`](fn@vector_add) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, vector_add_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct vector_add_args {
+    /// `a: *const f32`, as a device address.
+    pub a: u64,
+    /// `b: *const f32`, as a device address.
+    pub b: u64,
+    /// `c: *mut f32`, as a device address.
+    pub c: u64,
+    /// `n: u32`.
+    pub n: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for vector_add_args {}
+impl ::clustered_device::pool::TaskArgs for vector_add_args {
+    type Kernel = vector_add;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < vector_add_args > () <=
+    ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `vector_add` do not fit in a task's payload"
+);
+impl vector_add {
+    /// Runs the body of [`vector_add`](fn@vector_add) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(
+        __args: vector_add_args,
+        __cta: ::clustered_device::cta::Cta,
+    ) {
+        let a: *const f32 = __args.a as *const f32;
+        let b: *const f32 = __args.b as *const f32;
+        let c: *mut f32 = __args.c as *mut f32;
+        let n: u32 = __args.n;
+        {
+            let i = __cta.virtual_index_1d(index_1d);
+            if i < n {
+                let i = i as usize;
+                {
+                    let __value = ::clustered_device::memory::load(a.add(i))
+                        + ::clustered_device::memory::load(b.add(i));
+                    ::clustered_device::memory::store(c.add(i), __value)
+                };
+            }
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for vector_add {
+    type Args = vector_add_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: vector_add_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { vector_add::run_task(__args, __cta) }
     }
 }

@@ -78,7 +78,6 @@ pub unsafe fn scale_redirect(
         n,
     );
 }
-#[cfg(not(target_arch = "nvptx64"))]
 /// Typed entry points of the kernel [`scale`](fn@scale): `scale::KERNEL` (the kernel as written) and its schedules `scale::scale_redirect`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<scale as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct scale {}
@@ -208,5 +207,60 @@ impl scale {
         ::clustered_device::entry::UnknownSchedule,
     > {
         ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`scale`](fn@scale) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, scale_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct scale_args {
+    /// `x: *mut f32`, as a device address.
+    pub x: u64,
+    /// `s: f32`.
+    pub s: f32,
+    /// `n: u32`.
+    pub n: u32,
+}
+unsafe impl ::clustered_device::pool::Payload for scale_args {}
+impl ::clustered_device::pool::TaskArgs for scale_args {
+    type Kernel = scale;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < scale_args > () <= ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `scale` do not fit in a task's payload"
+);
+impl scale {
+    /// Runs the body of [`scale`](fn@scale) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(__args: scale_args, __cta: ::clustered_device::cta::Cta) {
+        let x: *mut f32 = __args.x as *mut f32;
+        let s: f32 = __args.s;
+        let n: u32 = __args.n;
+        {
+            let i = __cta.virtual_block_idx_x(block_idx_x) * block_dim_x()
+                + thread_idx_x();
+            if i < n {
+                {
+                    let __value = s;
+                    let __address = x.add(i as usize);
+                    ::clustered_device::memory::store(
+                        __address,
+                        ::clustered_device::memory::load(__address) * __value,
+                    )
+                };
+            }
+        }
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for scale {
+    type Args = scale_args;
+    #[inline(always)]
+    unsafe fn run_task(__args: scale_args, __cta: ::clustered_device::cta::Cta) {
+        unsafe { scale::run_task(__args, __cta) }
     }
 }

@@ -1,0 +1,27 @@
+use clustered_device::kernel;
+use clustered_device::shared_array;
+use clustered_device::task_pool;
+use clustered_device::thread::{block_idx_x, sync_threads, thread_idx_x};
+
+/// Scales one element per thread: `block_idx_x` becomes the task's CTA.
+#[kernel]
+pub unsafe fn scale(x: *mut f32, a: f32, n: u32) {
+    let i = block_idx_x() * 32 + thread_idx_x();
+    if i < n {
+        *x.add(i as usize) *= a;
+    }
+}
+
+/// Returns early before a barrier: the task protocol ends its CTA.
+#[kernel]
+pub unsafe fn halves(out: *mut u32) {
+    let seen = shared_array!(seen: [u32; 32]);
+    if thread_idx_x() >= 16 {
+        return;
+    }
+    seen.write(thread_idx_x(), block_idx_x());
+    sync_threads();
+    *out.add(thread_idx_x() as usize) = seen.read(15 - thread_idx_x());
+}
+
+task_pool!(pub unsafe fn small_pool = [scale, halves]);
