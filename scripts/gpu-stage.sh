@@ -78,6 +78,26 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 RUN
 chmod +x "$stage/bench.sh"
 
+cat > "$stage/bench-each.sh" <<'RUN'
+#!/usr/bin/env bash
+# The benchmark one kernel per process (all of the suite's, or those named),
+# each under a time limit, appending to OUT/bench.txt as it goes: a call to a
+# device machine with a 10-minute limit returns what finished, and a kernel
+# that hangs costs LIMIT seconds, not the run.
+#   .gpu/bench-each.sh OUT [KERNEL...]     (LIMIT=240 by default)
+cd "$(dirname "$0")"
+out=${1:-/tmp/gpu-out}; shift || true; mkdir -p "$out/bench"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+kernels=("$@"); [ ${#kernels[@]} -gt 0 ] || mapfile -t kernels < <(./bench --list)
+for k in "${kernels[@]}"; do
+  mkdir -p "$out/bench/$k"
+  timeout "${LIMIT:-240}" ./bench --only "$k" --out "$out/bench/$k" --tuner "$out/bench/$k/tuner.json" \
+    --twins twins.ptx >> "$out/bench.txt" 2> "$out/bench/$k.err"
+  echo "bench $k: exit $?"
+done
+RUN
+chmod +x "$stage/bench-each.sh"
+
 cat > "$stage/ncu-locality.sh" <<'RUN'
 #!/usr/bin/env bash
 # Profiles every schedule at the simulator's sizes with ncu (L1->L2 sectors,

@@ -12,7 +12,7 @@
 //!
 //! ```text
 //! cargo run --release --bin bench [-- --only KERNEL[,KERNEL...] --out target/bench
-//!     --twins target/twins/suite.ptx --tuner PATH]
+//!     --twins target/twins/suite.ptx --tuner PATH --list]
 //! ```
 
 mod report;
@@ -37,6 +37,8 @@ struct Options {
     out: PathBuf,
     twins: Option<PathBuf>,
     tuner: PathBuf,
+    /// Print the suite's kernels, one per line, and stop.
+    list: bool,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -48,6 +50,7 @@ fn parse_options() -> Result<Options, String> {
             .map(PathBuf::from)
             .find(|p| p.exists()),
         tuner: Tuner::default_path(),
+        list: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -57,9 +60,10 @@ fn parse_options() -> Result<Options, String> {
             "--out" => options.out = value()?.into(),
             "--twins" => options.twins = Some(value()?.into()),
             "--tuner" => options.tuner = value()?.into(),
+            "--list" => options.list = true,
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`; usage: bench [--only KERNEL[,KERNEL...]] [--out DIR] [--twins PTX] [--tuner FILE]"
+                    "unknown argument `{other}`; usage: bench [--only KERNEL[,KERNEL...]] [--out DIR] [--twins PTX] [--tuner FILE] [--list]"
                 ))
             }
         }
@@ -75,6 +79,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if options.list {
+        for (name, _) in suite::select(None).unwrap_or_default() {
+            println!("{name}");
+        }
+        return ExitCode::SUCCESS;
+    }
     // A misspelt `--only` is an error before anything runs.
     if let Err(message) = suite::select(options.only.as_deref()) {
         eprintln!("error: {message}");
