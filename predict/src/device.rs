@@ -43,6 +43,9 @@ pub struct DeviceModel {
     pub latency_l1: f64,
     pub latency_l2: f64,
     pub latency_dram: f64,
+    /// Bytes of loads one SM keeps in flight beyond L1 (Little's law: DRAM
+    /// bandwidth x DRAM latency / SMs); bounds memory-level parallelism.
+    pub load_bytes_in_flight_per_sm: f64,
     /// Achievable DRAM bandwidth, GB/s (a copy's, not the datasheet's).
     pub dram_gbps: f64,
     /// Achievable L2 bandwidth, GB/s.
@@ -95,6 +98,10 @@ impl DeviceModel {
             (model.clock_ghz, "clock_ghz"),
             (model.dram_gbps, "dram_gbps"),
             (model.l2_gbps, "l2_gbps"),
+            (
+                model.load_bytes_in_flight_per_sm,
+                "load_bytes_in_flight_per_sm",
+            ),
             (model.issue_per_scheduler, "issue_per_scheduler"),
             (f64::from(model.sm_count), "sm_count"),
             (f64::from(model.schedulers_per_sm), "schedulers_per_sm"),
