@@ -33,6 +33,9 @@ pub struct LaunchContext {
     /// a plain launch; more for persistent schedules whose task loop claims
     /// work with atomics (its trip count is not in the PTX).
     pub tasks_per_block: f64,
+    /// Tasks a persistent CTA takes per claim (the agents' chunk): 1 for
+    /// one task per claim or a plain launch.
+    pub tasks_per_claim: f64,
 }
 
 /// A loop's trip count.
@@ -553,10 +556,44 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
         .max_by_key(|(_, l)| l.blocks.len())
         .map(|(i, _)| i);
     if let (Some(i), true) = (task_loop, context.tasks_per_block > 1.0) {
-        loops[i].trips = Trips::Assumed {
-            trips: context.tasks_per_block,
-            why: "the task loop of a persistent launch: its count comes from atomics or the schedule's parameter; assumed the launch's original CTAs per launched CTA",
-        };
+        // Claims of several tasks: the chunk loop inside the task loop (an
+        // uncounted loop directly in it) runs the chunk's tasks, and the
+        // claim code around it (atomics, the scheduler's barriers, the
+        // steal loops) runs once per claim, not once per task.
+        let chunk = context.tasks_per_claim.clamp(1.0, context.tasks_per_block);
+        let outer = loops[i].blocks.clone();
+        let chunk_loop = (chunk > 1.0)
+            .then(|| {
+                loops
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| {
+                        l.depth == loops[i].depth + 1
+                            && outer.contains(&l.header)
+                            && matches!(l.trips, Trips::Assumed { .. })
+                    })
+                    .max_by_key(|(_, l)| l.blocks.len())
+                    .map(|(j, _)| j)
+            })
+            .flatten();
+        match chunk_loop {
+            Some(j) => {
+                loops[i].trips = Trips::Assumed {
+                    trips: context.tasks_per_block / chunk,
+                    why: "the claim loop of a persistent launch: its count comes from atomics; assumed the launch's original CTAs per launched CTA over the tasks per claim",
+                };
+                loops[j].trips = Trips::Assumed {
+                    trips: chunk,
+                    why: "the tasks of one claim: assumed the schedule's chunk",
+                };
+            }
+            None => {
+                loops[i].trips = Trips::Assumed {
+                    trips: context.tasks_per_block,
+                    why: "the task loop of a persistent launch: its count comes from atomics or the schedule's parameter; assumed the launch's original CTAs per launched CTA",
+                };
+            }
+        }
     }
     let executions = (0..n)
         .map(|b| {
@@ -789,6 +826,7 @@ mod tests {
             block: [256, 1, 1],
             params,
             tasks_per_block: 1.0,
+            tasks_per_claim: 1.0,
         }
     }
 
@@ -936,6 +974,53 @@ $L__BB0_11:
         assert_eq!(flow.executions[1], 0.0);
         let flow = analyse(k, &context(vec![Some(2051)]));
         assert_eq!(flow.loops[0].trips, Trips::Known(3));
+    }
+
+    /// A persistent CTA's claim loop: an atomic claims a chunk, the chunk
+    /// loop (its count from shared memory) runs the tasks.
+    const CLAIMS: &str = r#"
+.visible .entry k(
+	.param .u64 k_param_0,
+	.param .u32 k_param_1
+)
+{
+	ld.param.b64 	%rd1, [k_param_0];
+	ld.param.b32 	%r1, [k_param_1];
+$L__BB0_7:
+	atom.relaxed.gpu.global.inc.u32 %r2, [%rd1], %r1;
+	bar.sync 1;
+	ld.shared.u32 %r151, [%r9];
+	setp.ge.u32 	%p1, %r2, %r1;
+	@%p1 bra 	$L__BB0_36;
+	max.u32 	%r157, %r151, 1;
+$L__BB0_28:
+	fma.rn.f32 %f2, %f1, %f1, %f2;
+	add.s32 	%r157, %r157, -1;
+	setp.eq.b32 	%p42, %r157, 0;
+	@%p42 bra 	$L__BB0_7;
+	bra.uni 	$L__BB0_28;
+$L__BB0_36:
+	ret;
+}
+"#;
+
+    #[test]
+    fn claim_code_runs_once_per_chunk() {
+        let module = Module::parse(CLAIMS).unwrap();
+        let k = module.function("k").unwrap();
+        let mut launch = context(vec![None, None]);
+        launch.tasks_per_block = 64.0;
+        launch.tasks_per_claim = 8.0;
+        let flow = analyse(k, &launch);
+        // Blocks: entry, claim, chunk-loop preheader, chunk body, latch, exit.
+        let claim = k.block_of_label("$L__BB0_7").unwrap();
+        let body = k.block_of_label("$L__BB0_28").unwrap();
+        assert_eq!(flow.executions[claim], 8.0);
+        assert_eq!(flow.executions[body], 64.0);
+        // One task per claim: the claim code runs per task.
+        launch.tasks_per_claim = 1.0;
+        let flow = analyse(k, &launch);
+        assert_eq!(flow.executions[claim], 64.0);
     }
 
     /// A branch on a parameter folds: the other side does not run.

@@ -198,6 +198,7 @@ fn walk(
             let unknown = LaunchContext {
                 params: Vec::new(),
                 tasks_per_block: 1.0,
+                tasks_per_claim: 1.0,
                 ..launch.clone()
             };
             let inner = walk(module, callee, &unknown, device, load_latency, depth + 1);
@@ -441,6 +442,7 @@ mod tests {
                 block: [256, 1, 1],
                 params: Vec::new(),
                 tasks_per_block: 1.0,
+                tasks_per_claim: 1.0,
             },
             dynamic_shared_bytes: 0,
             resources: None,
@@ -489,6 +491,7 @@ $L__BB0_1:
                 block: [256, 1, 1],
                 params: vec![None, Some(n)],
                 tasks_per_block: 1.0,
+                tasks_per_claim: 1.0,
             },
             dynamic_shared_bytes: 0,
             resources: Some(Resources {

@@ -95,6 +95,7 @@ pub fn planned_launch(
         block: shape.block,
         params,
         tasks_per_block: 1.0,
+        tasks_per_claim: 1.0,
     };
     let CpuEntry::Clustered(_, contract) = variant.cpu else {
         return Ok(launch);
@@ -128,6 +129,7 @@ pub fn planned_launch(
     launch.params.push(None);
     let blocks = |g: [u32; 3]| g.iter().map(|&x| f64::from(x)).product::<f64>();
     launch.tasks_per_block = blocks(shape.grid) / blocks(plan.launch.grid).max(1.0);
+    launch.tasks_per_claim = f64::from(contract.chunk.max(1));
     Ok(launch)
 }
 
