@@ -22,6 +22,9 @@ use crate::ptxas::Resources;
 /// Bytes moved through L2 and DRAM, and hit rates for load latency.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Traffic {
+    /// Sectors each warp-wide global load looks up in L1 (its distinct
+    /// sectors: 4 for a coalesced 4-byte load, 32 for a strided one).
+    pub l1_sectors_per_load: f64,
     pub l2_bytes: f64,
     pub dram_bytes: f64,
     /// Load sectors that hit in L1.
@@ -34,6 +37,7 @@ impl Traffic {
     /// Without a simulation: every byte once through L2 and DRAM.
     pub fn compulsory(bytes: u64) -> Self {
         Traffic {
+            l1_sectors_per_load: 4.0,
             l2_bytes: bytes as f64,
             dram_bytes: bytes as f64,
             l1_hit_rate: 0.0,
@@ -60,6 +64,7 @@ pub enum Bound {
     Latency,
     Dram,
     L2,
+    L1,
 }
 
 impl fmt::Display for Bound {
@@ -69,6 +74,7 @@ impl fmt::Display for Bound {
             Bound::Latency => "latency",
             Bound::Dram => "dram",
             Bound::L2 => "l2",
+            Bound::L1 => "l1",
         })
     }
 }
@@ -84,6 +90,9 @@ pub struct Prediction {
     pub latency_ms: f64,
     pub dram_ms: f64,
     pub l2_ms: f64,
+    /// The busiest SM's L1 sector lookups (warp loads x sectors each) at
+    /// its L1 rate.
+    pub l1_ms: f64,
     pub bound: Bound,
     /// The largest bound over the second largest.
     pub margin: f64,
@@ -344,11 +353,19 @@ pub fn predict(
     let latency_ms = latency_cycles * cycle_ms;
     let dram_ms = t.dram_bytes / (device.dram_gbps * 1e6);
     let l2_ms = t.l2_bytes / (device.l2_gbps * 1e6);
+    // L1: the busiest SM's sector lookups at its L1 rate (an uncoalesced
+    // load looks up one sector per lane, however well it hits).
+    let l1_bytes = warps_per_sm_total
+        * walked.per_warp[Class::LoadGlobal.index()]
+        * t.l1_sectors_per_load
+        * 32.0;
+    let l1_ms = l1_bytes / device.l1_bytes_per_clock_per_sm * cycle_ms;
     let mut bounds = [
         (issue_ms, Bound::Issue),
         (latency_ms, Bound::Latency),
         (dram_ms, Bound::Dram),
         (l2_ms, Bound::L2),
+        (l1_ms, Bound::L1),
     ];
     bounds.sort_by(|a, b| b.0.total_cmp(&a.0));
     let (largest, bound) = bounds[0];
@@ -361,6 +378,7 @@ pub fn predict(
         latency_ms,
         dram_ms,
         l2_ms,
+        l1_ms,
         bound,
         margin: if second > 0.0 {
             largest / second
@@ -459,6 +477,42 @@ mod tests {
             "{p:?}"
         );
         assert!(p.latency_ms > p.dram_ms);
+    }
+
+    #[test]
+    fn strided_loads_are_bound_by_l1_lookups() {
+        let module = Module::parse(INTERLEAVED).unwrap();
+        let device = DeviceModel::h100_sxm();
+        let query = |l1_sectors_per_load: f64| Query {
+            entry: "k",
+            launch: LaunchContext {
+                grid: [132 * 64, 1, 1],
+                block: [256, 1, 1],
+                params: Vec::new(),
+                tasks_per_block: 1.0,
+                tasks_per_claim: 1.0,
+            },
+            dynamic_shared_bytes: 0,
+            resources: None,
+            traffic: Traffic {
+                l1_sectors_per_load,
+                l2_bytes: 1e6,
+                dram_bytes: 1e6,
+                l1_hit_rate: 0.9,
+                l2_hit_rate: 0.9,
+            },
+        };
+        // 32 sectors per warp load that hit in L1: lookups, not bytes moved.
+        let strided = predict(&module, &query(32.0), &device).unwrap();
+        assert_eq!(strided.bound, Bound::L1);
+        // 64 CTAs of 8 warps per SM, 8 loads each, 32 sectors of 32 bytes.
+        let expected = (64.0 * 8.0 * 8.0 * 32.0 * 32.0) / 128.0 / (device.clock_ghz * 1e6);
+        assert!(
+            (strided.l1_ms - expected).abs() < 1e-6 * expected,
+            "{strided:?}"
+        );
+        let coalesced = predict(&module, &query(4.0), &device).unwrap();
+        assert_ne!(coalesced.bound, Bound::L1);
     }
 
     const STREAM: &str = r#"

@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Per schedule: the launch the host plans, registers and resident CTAs,
-//! warp instructions, each bound (issue, latency, DRAM, L2) in ms, the
+//! warp instructions, each bound (issue, latency, DRAM, L2, L1) in ms, the
 //! prediction, which bound it is and by how much, and the measured median
 //! where the bench has one. With `--all`: MAPE over every record, Spearman's
 //! rank correlation per kernel, for training and held-out kernels apart.
@@ -155,7 +155,7 @@ fn measured(bench: &[Record], kernel: &str, label: &str) -> Option<f64> {
 
 fn print_breakdown(rows: &[Row]) {
     println!(
-        "\n{:<18} {:<34} {:>10} {:>4} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7}",
+        "\n{:<18} {:<34} {:>10} {:>4} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7}",
         "kernel",
         "schedule",
         "grid",
@@ -165,6 +165,7 @@ fn print_breakdown(rows: &[Row]) {
         "latency",
         "dram",
         "l2",
+        "l1",
         "predicted",
         "bound",
         "measured",
@@ -177,7 +178,7 @@ fn print_breakdown(rows: &[Row]) {
                     format!("{:+.0}%", 100.0 * (p.ms - m) / m)
                 });
                 println!(
-                    "{:<18} {:<34} {:>10} {:>4} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>9} {:>7}",
+                    "{:<18} {:<34} {:>10} {:>4} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>9} {:>7}",
                     r.kernel,
                     r.label,
                     p.launched_blocks,
@@ -187,6 +188,7 @@ fn print_breakdown(rows: &[Row]) {
                     p.latency_ms,
                     p.dram_ms,
                     p.l2_ms,
+                    p.l1_ms,
                     p.ms,
                     format!("{} x{:.1}", p.bound, p.margin.min(99.9)),
                     r.measured
@@ -313,7 +315,7 @@ fn fit_overlap(device: &mut DeviceModel, rows: &mut [Row]) {
 
 /// A prediction's time under another overlap fraction.
 fn refit(p: &Prediction, old: f64, new: f64) -> f64 {
-    let mut b = [p.issue_ms, p.latency_ms, p.dram_ms, p.l2_ms];
+    let mut b = [p.issue_ms, p.latency_ms, p.dram_ms, p.l2_ms, p.l1_ms];
     b.sort_by(|x, y| y.total_cmp(x));
     p.ms + (new - old) * b[1]
 }

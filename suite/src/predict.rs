@@ -19,6 +19,10 @@ use crate::suite::{Arg, CpuEntry, Variant, Workload};
 /// simulator's size: applied to the benchmark's compulsory bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TrafficRatio {
+    /// L1 sector lookups per warp memory instruction (loads, stores and
+    /// atomics count in the denominator: an underestimate where stores are
+    /// many): how coalesced the loads are, independent of the size.
+    pub l1_sectors_per_load: f64,
     /// L1-to-L2 bytes / compulsory bytes.
     pub l2: f64,
     /// DRAM bytes (reads and write-backs) / compulsory bytes.
@@ -31,6 +35,7 @@ impl TrafficRatio {
     /// The traffic at `compulsory` bytes.
     pub fn at(&self, compulsory: u64) -> Traffic {
         Traffic {
+            l1_sectors_per_load: self.l1_sectors_per_load,
             l2_bytes: self.l2 * compulsory as f64,
             dram_bytes: self.dram * compulsory as f64,
             l1_hit_rate: self.l1_hit_rate,
@@ -58,6 +63,11 @@ pub fn traffic_ratios(small: &Workload) -> BTreeMap<&'static str, TrafficRatio> 
             Some((
                 v.kernel,
                 TrafficRatio {
+                    l1_sectors_per_load: if s.instructions == 0 {
+                        4.0
+                    } else {
+                        s.l1_sector_lookups as f64 / s.instructions as f64
+                    },
                     l2: s.l1_to_l2_sectors as f64 * sector / compulsory,
                     dram: dram / compulsory,
                     l1_hit_rate: s.l1_hit_rate(),
