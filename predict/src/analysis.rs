@@ -36,6 +36,10 @@ pub struct LaunchContext {
     /// Tasks a persistent CTA takes per claim (the agents' chunk): 1 for
     /// one task per claim or a plain launch.
     pub tasks_per_claim: f64,
+    /// A schedule whose CTAs loop over tasks (agents, persistent,
+    /// grid-stride): its outermost uncounted loop is the task loop, even
+    /// with one task or fewer per CTA.
+    pub persistent: bool,
 }
 
 /// A loop's trip count.
@@ -555,12 +559,17 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
         .filter(|(_, l)| l.depth == 0 && matches!(l.trips, Trips::Assumed { .. }))
         .max_by_key(|(_, l)| l.blocks.len())
         .map(|(i, _)| i);
-    if let (Some(i), true) = (task_loop, context.tasks_per_block > 1.0) {
+    if let (Some(i), true) = (
+        task_loop,
+        context.persistent || context.tasks_per_block > 1.0,
+    ) {
+        // With fewer tasks than CTAs, the busiest CTA runs one.
+        let tasks = context.tasks_per_block.max(1.0);
         // Claims of several tasks: the chunk loop inside the task loop (an
         // uncounted loop directly in it) runs the chunk's tasks, and the
         // claim code around it (atomics, the scheduler's barriers, the
         // steal loops) runs once per claim, not once per task.
-        let chunk = context.tasks_per_claim.clamp(1.0, context.tasks_per_block);
+        let chunk = context.tasks_per_claim.clamp(1.0, tasks);
         let outer = loops[i].blocks.clone();
         let chunk_loop = (chunk > 1.0)
             .then(|| {
@@ -579,7 +588,7 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
         match chunk_loop {
             Some(j) => {
                 loops[i].trips = Trips::Assumed {
-                    trips: context.tasks_per_block / chunk,
+                    trips: tasks / chunk,
                     why: "the claim loop of a persistent launch: its count comes from atomics; assumed the launch's original CTAs per launched CTA over the tasks per claim",
                 };
                 loops[j].trips = Trips::Assumed {
@@ -589,7 +598,7 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
             }
             None => {
                 loops[i].trips = Trips::Assumed {
-                    trips: context.tasks_per_block,
+                    trips: tasks,
                     why: "the task loop of a persistent launch: its count comes from atomics or the schedule's parameter; assumed the launch's original CTAs per launched CTA",
                 };
             }
@@ -827,6 +836,7 @@ mod tests {
             params,
             tasks_per_block: 1.0,
             tasks_per_claim: 1.0,
+            persistent: false,
         }
     }
 
@@ -1021,6 +1031,16 @@ $L__BB0_36:
         launch.tasks_per_claim = 1.0;
         let flow = analyse(k, &launch);
         assert_eq!(flow.executions[claim], 64.0);
+        // Fewer tasks than CTAs: still the task loop (said so), run once.
+        launch.tasks_per_block = 0.5;
+        launch.persistent = true;
+        let flow = analyse(k, &launch);
+        let task = flow.loops.iter().find(|l| l.header == claim).unwrap();
+        assert!(
+            matches!(task.trips, Trips::Assumed { trips, why } if trips == 1.0 && why.contains("task loop")),
+            "{:?}",
+            task.trips
+        );
     }
 
     /// A branch on a parameter folds: the other side does not run.

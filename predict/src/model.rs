@@ -208,6 +208,7 @@ fn walk(
                 params: Vec::new(),
                 tasks_per_block: 1.0,
                 tasks_per_claim: 1.0,
+                persistent: false,
                 ..launch.clone()
             };
             let inner = walk(module, callee, &unknown, device, load_latency, depth + 1);
@@ -461,6 +462,7 @@ mod tests {
                 params: Vec::new(),
                 tasks_per_block: 1.0,
                 tasks_per_claim: 1.0,
+                persistent: false,
             },
             dynamic_shared_bytes: 0,
             resources: None,
@@ -491,6 +493,7 @@ mod tests {
                 params: Vec::new(),
                 tasks_per_block: 1.0,
                 tasks_per_claim: 1.0,
+                persistent: false,
             },
             dynamic_shared_bytes: 0,
             resources: None,
@@ -546,6 +549,7 @@ $L__BB0_1:
                 params: vec![None, Some(n)],
                 tasks_per_block: 1.0,
                 tasks_per_claim: 1.0,
+                persistent: false,
             },
             dynamic_shared_bytes: 0,
             resources: Some(Resources {

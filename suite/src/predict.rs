@@ -106,6 +106,7 @@ pub fn planned_launch(
         params,
         tasks_per_block: 1.0,
         tasks_per_claim: 1.0,
+        persistent: false,
     };
     let CpuEntry::Clustered(_, contract) = variant.cpu else {
         return Ok(launch);
@@ -140,6 +141,7 @@ pub fn planned_launch(
     let blocks = |g: [u32; 3]| g.iter().map(|&x| f64::from(x)).product::<f64>();
     launch.tasks_per_block = blocks(shape.grid) / blocks(plan.launch.grid).max(1.0);
     launch.tasks_per_claim = f64::from(contract.chunk.max(1));
+    launch.persistent = contract.binding >= 2; // Agents, Persistent, Stride (abi::Binding)
     Ok(launch)
 }
 
