@@ -6,7 +6,8 @@
 //! - **latency**: a warp's critical path through each block (a list
 //!   schedule over register dependencies, loads at the latency their hit
 //!   rates give), hidden by the warps resident on the SM;
-//! - **dram** and **l2**: bytes moved at the device's achievable bandwidth.
+//! - **dram** and **l2**: bytes moved at the device's achievable bandwidth;
+//! - **l1**: the sectors the warps' global loads look up, at the L1's rate.
 //!
 //! Time = the largest bound + `overlap` x the second largest + the launch
 //! overhead (memory and compute overlap, but not perfectly).
