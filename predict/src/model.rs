@@ -1,5 +1,5 @@
 //! The time model: per-warp instructions along the hot path, occupancy,
-//! and four bounds combined.
+//! and five bounds combined.
 //!
 //! - **issue**: every warp instruction takes an issue slot of its SM's
 //!   schedulers, and each class its pipe's rate;
