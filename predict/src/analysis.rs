@@ -10,6 +10,9 @@
 //!   is an induction variable (`add r, r, step`) and the other evaluates
 //!   from parameters, constants and launch dimensions, with a representative
 //!   thread (the middle CTA and thread) where a bound depends on the thread.
+//!   The variable may be stepped through a copy (`add x, y, 8` with
+//!   `mov y, x` in the loop), and a remainder loop whose counter enters at
+//!   its exit value runs zero times (LLVM's rotated form guards it).
 //!   Otherwise it is [`Trips::Assumed`], saying why.
 
 use std::collections::HashMap;
@@ -30,6 +33,13 @@ pub struct LaunchContext {
     /// a plain launch; more for persistent schedules whose task loop claims
     /// work with atomics (its trip count is not in the PTX).
     pub tasks_per_block: f64,
+    /// Tasks a persistent CTA takes per claim (the agents' chunk): 1 for
+    /// one task per claim or a plain launch.
+    pub tasks_per_claim: f64,
+    /// A schedule whose CTAs loop over tasks (agents, persistent,
+    /// grid-stride): its outermost uncounted loop is the task loop, even
+    /// with one task or fewer per CTA.
+    pub persistent: bool,
 }
 
 /// A loop's trip count.
@@ -549,11 +559,50 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
         .filter(|(_, l)| l.depth == 0 && matches!(l.trips, Trips::Assumed { .. }))
         .max_by_key(|(_, l)| l.blocks.len())
         .map(|(i, _)| i);
-    if let (Some(i), true) = (task_loop, context.tasks_per_block > 1.0) {
-        loops[i].trips = Trips::Assumed {
-            trips: context.tasks_per_block,
-            why: "the task loop of a persistent launch: its count comes from atomics or the schedule's parameter; assumed the launch's original CTAs per launched CTA",
-        };
+    if let (Some(i), true) = (
+        task_loop,
+        context.persistent || context.tasks_per_block > 1.0,
+    ) {
+        // With fewer tasks than CTAs, the busiest CTA runs one.
+        let tasks = context.tasks_per_block.max(1.0);
+        // Claims of several tasks: the chunk loop inside the task loop (an
+        // uncounted loop directly in it) runs the chunk's tasks, and the
+        // claim code around it (atomics, the scheduler's barriers, the
+        // steal loops) runs once per claim, not once per task.
+        let chunk = context.tasks_per_claim.clamp(1.0, tasks);
+        let outer = loops[i].blocks.clone();
+        let chunk_loop = (chunk > 1.0)
+            .then(|| {
+                loops
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| {
+                        l.depth == loops[i].depth + 1
+                            && outer.contains(&l.header)
+                            && matches!(l.trips, Trips::Assumed { .. })
+                    })
+                    .max_by_key(|(_, l)| l.blocks.len())
+                    .map(|(j, _)| j)
+            })
+            .flatten();
+        match chunk_loop {
+            Some(j) => {
+                loops[i].trips = Trips::Assumed {
+                    trips: tasks / chunk,
+                    why: "the claim loop of a persistent launch: its count comes from atomics; assumed the launch's original CTAs per launched CTA over the tasks per claim",
+                };
+                loops[j].trips = Trips::Assumed {
+                    trips: chunk,
+                    why: "the tasks of one claim: assumed the schedule's chunk",
+                };
+            }
+            None => {
+                loops[i].trips = Trips::Assumed {
+                    trips: tasks,
+                    why: "the task loop of a persistent launch: its count comes from atomics or the schedule's parameter; assumed the launch's original CTAs per launched CTA",
+                };
+            }
+        }
     }
     let executions = (0..n)
         .map(|b| {
@@ -642,23 +691,50 @@ fn trip_count(eval: &Evaluator<'_>, graph: &Cfg, body: &[bool], header: usize) -
             [] => bound = Some((side, eval.operand(operand, sb, si, 0))),
             [(db, di)] => {
                 let def = &function.blocks[db].instructions[di];
-                let is_step = matches!(def.op(), "add" | "sub")
-                    && def.guard.is_none()
-                    && def.operands.get(1) == Some(operand);
-                if !is_step {
+                if !matches!(def.op(), "add" | "sub") || def.guard.is_some() {
                     return UNKNOWN;
                 }
+                let Some(source) = def.operands.get(1) else {
+                    return UNKNOWN;
+                };
+                // The register stepped: the variable itself, or a copy of
+                // it (`add x, y, 8` ... `mov y, x`: LLVM keeps the
+                // incremented value and the carried one in two registers).
+                let copied = if source == operand {
+                    None
+                } else {
+                    let copies = in_loop_defs(source);
+                    let all_copies = !copies.is_empty()
+                        && copies.iter().all(|&(cb, ci)| {
+                            let c = &function.blocks[cb].instructions[ci];
+                            c.op() == "mov"
+                                && c.guard.is_none()
+                                && c.operands.get(1) == Some(operand)
+                        });
+                    if !all_copies {
+                        return UNKNOWN;
+                    }
+                    // Does the copy come before the step in an iteration?
+                    let (cb, ci) = copies[0];
+                    let first = (cb == db && ci < di) || (cb != db && dominates(eval.idom, cb, db));
+                    Some(first)
+                };
                 let Some(step) = def.operands.get(2).and_then(|s| eval.operand(s, db, di, 0))
                 else {
                     return UNKNOWN;
                 };
                 let step = if def.op() == "sub" { -step } else { step };
                 // The value entering the loop: reaching the header from its
-                // immediate dominator.
+                // immediate dominator. Through a copy made after the step,
+                // the first iteration steps the copy's entering value.
                 let Some(entering) = eval.idom[header] else {
                     return UNKNOWN;
                 };
-                let Some(init) = eval.operand(operand, entering, usize::MAX, 0) else {
+                let carried = match copied {
+                    Some(false) => source.as_str(),
+                    _ => operand.as_str(),
+                };
+                let Some(init) = eval.operand(carried, entering, usize::MAX, 0) else {
                     return UNKNOWN;
                 };
                 // Compared after the step when the step comes first on the
@@ -689,7 +765,15 @@ fn trip_count(eval: &Evaluator<'_>, graph: &Cfg, body: &[bool], header: usize) -
             Some(true) => Some(0),
             Some(false) => {
                 let distance = limit - init - step * i128::from(after);
-                (distance % step == 0 && distance / step >= 0).then(|| distance / step)
+                match (distance % step == 0, distance / step) {
+                    (true, k) if k >= 0 => Some(k),
+                    // The counter enters at its exit value (a remainder
+                    // loop `n % 8` with n a multiple of 8): LLVM's rotated
+                    // form guards the loop with the same compare before
+                    // it, so it does not run.
+                    (true, -1) if after => return Trips::Known(0),
+                    _ => None,
+                }
             }
             None => None,
         }
@@ -751,6 +835,8 @@ mod tests {
             block: [256, 1, 1],
             params,
             tasks_per_block: 1.0,
+            tasks_per_claim: 1.0,
+            persistent: false,
         }
     }
 
@@ -812,6 +898,149 @@ $L__BB0_5:
         let flow = analyse(module.function("k").unwrap(), &context(vec![Some(8192)]));
         // ((8192 - 8) >> 3) + 1 = 1024, & ~1 = 1024, by 2: 512.
         assert_eq!(flow.loops[0].trips, Trips::Known(512));
+    }
+
+    /// sgemm_register's k loop: the incremented value in a second register,
+    /// copied back to the carried one at the latch (`add x, y, 8` then
+    /// `mov y, x`).
+    const COPY_AFTER: &str = r#"
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	ld.param.b32 	%r12, [k_param_0];
+	mov.b32 	%r810, 0;
+$L__BB0_2:
+	fma.rn.f32 %f2, %f1, %f1, %f2;
+	add.s32 	%r11, %r810, 8;
+	setp.lt.u32 	%p2, %r11, %r12;
+	mov.b32 	%r810, %r11;
+	@%p2 bra 	$L__BB0_2;
+	ret;
+}
+"#;
+
+    /// kmeans_assign's cluster loop: the carried value copied first, the
+    /// step on the copy, the compare in a latch laid out before the header.
+    const COPY_BEFORE: &str = r#"
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	ld.param.b32 	%r9, [k_param_0];
+	mov.b32 	%r117, 0;
+	bra.uni 	$L__BB0_3;
+$L__BB0_15:
+	add.s32 	%r117, %r6, 1;
+	setp.eq.b32 	%p11, %r117, %r9;
+	@%p11 bra 	$L__BB0_7;
+$L__BB0_3:
+	mov.b32 	%r6, %r117;
+	fma.rn.f32 %f2, %f1, %f1, %f2;
+	bra.uni 	$L__BB0_15;
+$L__BB0_7:
+	ret;
+}
+"#;
+
+    #[test]
+    fn trip_count_through_a_copy() {
+        let module = Module::parse(COPY_AFTER).unwrap();
+        let flow = analyse(module.function("k").unwrap(), &context(vec![Some(4096)]));
+        assert_eq!(flow.loops[0].trips, Trips::Known(512));
+        let module = Module::parse(COPY_BEFORE).unwrap();
+        let flow = analyse(module.function("k").unwrap(), &context(vec![Some(100)]));
+        assert_eq!(flow.loops.len(), 1);
+        assert_eq!(flow.loops[0].trips, Trips::Known(100));
+    }
+
+    /// The remainder loop of an unrolled-by-8 loop: `n & 7` counted down
+    /// to zero, behind LLVM's guard; with n a multiple of 8 it does not run.
+    const REMAINDER: &str = r#"
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	ld.param.b32 	%r9, [k_param_0];
+	and.b32 	%r97, %r9, 7;
+	setp.eq.b32 	%p7, %r97, 0;
+	@%p7 bra 	$L__BB0_11;
+$L__BB0_10:
+	fma.rn.f32 %f2, %f1, %f1, %f2;
+	add.s32 	%r97, %r97, -1;
+	setp.ne.b32 	%p8, %r97, 0;
+	@%p8 bra 	$L__BB0_10;
+$L__BB0_11:
+	ret;
+}
+"#;
+
+    #[test]
+    fn a_remainder_loop_entered_at_its_exit_value_runs_zero_times() {
+        let module = Module::parse(REMAINDER).unwrap();
+        let k = module.function("k").unwrap();
+        let flow = analyse(k, &context(vec![Some(2048)]));
+        assert_eq!(flow.loops[0].trips, Trips::Known(0));
+        assert_eq!(flow.executions[1], 0.0);
+        let flow = analyse(k, &context(vec![Some(2051)]));
+        assert_eq!(flow.loops[0].trips, Trips::Known(3));
+    }
+
+    /// A persistent CTA's claim loop: an atomic claims a chunk, the chunk
+    /// loop (its count from shared memory) runs the tasks.
+    const CLAIMS: &str = r#"
+.visible .entry k(
+	.param .u64 k_param_0,
+	.param .u32 k_param_1
+)
+{
+	ld.param.b64 	%rd1, [k_param_0];
+	ld.param.b32 	%r1, [k_param_1];
+$L__BB0_7:
+	atom.relaxed.gpu.global.inc.u32 %r2, [%rd1], %r1;
+	bar.sync 1;
+	ld.shared.u32 %r151, [%r9];
+	setp.ge.u32 	%p1, %r2, %r1;
+	@%p1 bra 	$L__BB0_36;
+	max.u32 	%r157, %r151, 1;
+$L__BB0_28:
+	fma.rn.f32 %f2, %f1, %f1, %f2;
+	add.s32 	%r157, %r157, -1;
+	setp.eq.b32 	%p42, %r157, 0;
+	@%p42 bra 	$L__BB0_7;
+	bra.uni 	$L__BB0_28;
+$L__BB0_36:
+	ret;
+}
+"#;
+
+    #[test]
+    fn claim_code_runs_once_per_chunk() {
+        let module = Module::parse(CLAIMS).unwrap();
+        let k = module.function("k").unwrap();
+        let mut launch = context(vec![None, None]);
+        launch.tasks_per_block = 64.0;
+        launch.tasks_per_claim = 8.0;
+        let flow = analyse(k, &launch);
+        // Blocks: entry, claim, chunk-loop preheader, chunk body, latch, exit.
+        let claim = k.block_of_label("$L__BB0_7").unwrap();
+        let body = k.block_of_label("$L__BB0_28").unwrap();
+        assert_eq!(flow.executions[claim], 8.0);
+        assert_eq!(flow.executions[body], 64.0);
+        // One task per claim: the claim code runs per task.
+        launch.tasks_per_claim = 1.0;
+        let flow = analyse(k, &launch);
+        assert_eq!(flow.executions[claim], 64.0);
+        // Fewer tasks than CTAs: still the task loop (said so), run once.
+        launch.tasks_per_block = 0.5;
+        launch.persistent = true;
+        let flow = analyse(k, &launch);
+        let task = flow.loops.iter().find(|l| l.header == claim).unwrap();
+        assert!(
+            matches!(task.trips, Trips::Assumed { trips, why } if trips == 1.0 && why.contains("task loop")),
+            "{:?}",
+            task.trips
+        );
     }
 
     /// A branch on a parameter folds: the other side does not run.

@@ -31,6 +31,20 @@ pub fn records(text: &str) -> Result<(String, Vec<Record>), serde_json::Error> {
 /// records: 120 schedules and 15 nvcc twins).
 pub const H100_BENCH: &str = include_str!("../data/h100-bench.json");
 
+/// A newer H100 run of 7 kernels (2026-11-25), with the `*_auto_*`
+/// schedules of `#[clustered(auto)]`: one bench file per kernel
+/// (`data/h100-2026-11-25/bench-<kernel>.json`), a second validation set
+/// that no figure or choice of the model was made on.
+pub const H100_2026_11_25: &[&str] = &[
+    include_str!("../data/h100-2026-11-25/bench-sgemm_naive.json"),
+    include_str!("../data/h100-2026-11-25/bench-sgemm_naive_small.json"),
+    include_str!("../data/h100-2026-11-25/bench-sgemm_register.json"),
+    include_str!("../data/h100-2026-11-25/bench-sgemm_tiled.json"),
+    include_str!("../data/h100-2026-11-25/bench-syrk.json"),
+    include_str!("../data/h100-2026-11-25/bench-transpose.json"),
+    include_str!("../data/h100-2026-11-25/bench-transpose_wide.json"),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,5 +56,16 @@ mod tests {
         assert_eq!(records.len(), 135);
         assert_eq!(records.iter().filter(|r| r.entry.is_some()).count(), 120);
         assert!(records.iter().all(|r| r.median_ms > 0.0));
+    }
+
+    #[test]
+    fn newer_run_parses() {
+        let mut suite = 0;
+        for text in H100_2026_11_25 {
+            let (device, records) = records(text).unwrap();
+            assert!(device.contains("H100"), "{device}");
+            suite += records.iter().filter(|r| r.entry.is_some()).count();
+        }
+        assert_eq!(suite, 80);
     }
 }

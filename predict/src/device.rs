@@ -43,8 +43,13 @@ pub struct DeviceModel {
     pub latency_l1: f64,
     pub latency_l2: f64,
     pub latency_dram: f64,
+    /// Bytes of loads one SM keeps in flight beyond L1 (Little's law: DRAM
+    /// bandwidth x DRAM latency / SMs); bounds memory-level parallelism.
+    pub load_bytes_in_flight_per_sm: f64,
     /// Achievable DRAM bandwidth, GB/s (a copy's, not the datasheet's).
     pub dram_gbps: f64,
+    /// L1 bytes (sectors of 32 looked up) per clock per SM.
+    pub l1_bytes_per_clock_per_sm: f64,
     /// Achievable L2 bandwidth, GB/s.
     pub l2_gbps: f64,
     pub launch_overhead_us: f64,
@@ -95,6 +100,11 @@ impl DeviceModel {
             (model.clock_ghz, "clock_ghz"),
             (model.dram_gbps, "dram_gbps"),
             (model.l2_gbps, "l2_gbps"),
+            (model.l1_bytes_per_clock_per_sm, "l1_bytes_per_clock_per_sm"),
+            (
+                model.load_bytes_in_flight_per_sm,
+                "load_bytes_in_flight_per_sm",
+            ),
             (model.issue_per_scheduler, "issue_per_scheduler"),
             (f64::from(model.sm_count), "sm_count"),
             (f64::from(model.schedulers_per_sm), "schedulers_per_sm"),

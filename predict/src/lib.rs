@@ -5,7 +5,7 @@
 //! - [`analysis`]: loops, their trip counts from the launch's values, and
 //!   which blocks run;
 //! - [`model`]: occupancy (from ptxas's registers and shared memory) and the
-//!   issue, latency, DRAM and L2 bounds, combined;
+//!   issue, latency, DRAM, L2 and L1 bounds, combined;
 //! - [`device`]: the per-GPU figures, read from `devices/*.json`;
 //! - [`ptxas`]: registers and shared memory from `ptxas -v`;
 //! - [`stats`]: MAPE and Spearman's rank correlation for validation.

@@ -1,12 +1,13 @@
 //! The time model: per-warp instructions along the hot path, occupancy,
-//! and four bounds combined.
+//! and five bounds combined.
 //!
 //! - **issue**: every warp instruction takes an issue slot of its SM's
 //!   schedulers, and each class its pipe's rate;
 //! - **latency**: a warp's critical path through each block (a list
 //!   schedule over register dependencies, loads at the latency their hit
 //!   rates give), hidden by the warps resident on the SM;
-//! - **dram** and **l2**: bytes moved at the device's achievable bandwidth.
+//! - **dram** and **l2**: bytes moved at the device's achievable bandwidth;
+//! - **l1**: the sectors the warps' global loads look up, at the L1's rate.
 //!
 //! Time = the largest bound + `overlap` x the second largest + the launch
 //! overhead (memory and compute overlap, but not perfectly).
@@ -22,6 +23,9 @@ use crate::ptxas::Resources;
 /// Bytes moved through L2 and DRAM, and hit rates for load latency.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Traffic {
+    /// Sectors each warp-wide global load looks up in L1 (its distinct
+    /// sectors: 4 for a coalesced 4-byte load, 32 for a strided one).
+    pub l1_sectors_per_load: f64,
     pub l2_bytes: f64,
     pub dram_bytes: f64,
     /// Load sectors that hit in L1.
@@ -34,6 +38,7 @@ impl Traffic {
     /// Without a simulation: every byte once through L2 and DRAM.
     pub fn compulsory(bytes: u64) -> Self {
         Traffic {
+            l1_sectors_per_load: 4.0,
             l2_bytes: bytes as f64,
             dram_bytes: bytes as f64,
             l1_hit_rate: 0.0,
@@ -60,6 +65,7 @@ pub enum Bound {
     Latency,
     Dram,
     L2,
+    L1,
 }
 
 impl fmt::Display for Bound {
@@ -69,6 +75,7 @@ impl fmt::Display for Bound {
             Bound::Latency => "latency",
             Bound::Dram => "dram",
             Bound::L2 => "l2",
+            Bound::L1 => "l1",
         })
     }
 }
@@ -84,6 +91,9 @@ pub struct Prediction {
     pub latency_ms: f64,
     pub dram_ms: f64,
     pub l2_ms: f64,
+    /// The busiest SM's L1 sector lookups (warp loads x sectors each) at
+    /// its L1 rate.
+    pub l1_ms: f64,
     pub bound: Bound,
     /// The largest bound over the second largest.
     pub margin: f64,
@@ -198,6 +208,8 @@ fn walk(
             let unknown = LaunchContext {
                 params: Vec::new(),
                 tasks_per_block: 1.0,
+                tasks_per_claim: 1.0,
+                persistent: false,
                 ..launch.clone()
             };
             let inner = walk(module, callee, &unknown, device, load_latency, depth + 1);
@@ -214,18 +226,24 @@ fn walk(
     }
 }
 
-/// Cycles of one block's critical path: in issue order, each instruction
-/// starts when its sources are ready and a cycle after the previous one.
+/// Cycles of one block's critical path through its register dependencies:
+/// each instruction starts when its sources are ready and not before its
+/// issue slot (one a cycle, in text order). Not in-order stalls: ptxas
+/// schedules independent loads ahead of the arithmetic that uses them, so
+/// the loads of an unrolled body are in flight together (memory-level
+/// parallelism) and the block pays one load latency, not one per load.
+/// Barriers are fences: nothing after one starts before it.
 fn block_latency(block: &crate::ptx::Block, device: &DeviceModel, load_latency: f64) -> f64 {
     let mut ready: HashMap<&str, f64> = HashMap::new();
-    let (mut issue, mut end) = (0.0f64, 0.0f64);
+    let (mut slot, mut fence, mut end) = (0.0f64, 0.0f64, 0.0f64);
     for i in &block.instructions {
         let sources = i
             .operands
             .iter()
             .skip(usize::from(i.destination().is_some()))
             .chain(i.guard.iter().map(|(p, _)| p));
-        let mut start = issue + 1.0;
+        slot += 1.0;
+        let mut start = slot.max(fence);
         for s in sources {
             for register in s
                 .split(|c: char| !(c.is_alphanumeric() || c == '%' || c == '_'))
@@ -240,7 +258,11 @@ fn block_latency(block: &crate::ptx::Block, device: &DeviceModel, load_latency: 
             Class::LoadGlobal => load_latency,
             class => device.class(class).latency,
         };
-        issue = start;
+        if i.class == Class::Barrier {
+            // Everything before the barrier completes, then it releases.
+            start = start.max(end);
+            fence = start + latency;
+        }
         end = end.max(start + latency);
         if let Some(d) = i.destination() {
             ready.insert(d, start + latency);
@@ -312,17 +334,40 @@ pub fn predict(
         let pipe = warps_per_sm_total * walked.per_warp[class.index()] / device.class(class).rate;
         issue_cycles = issue_cycles.max(pipe);
     }
-    let latency_cycles = warps_per_sm_total * walked.latency_cycles / resident_warps;
+    // Latency: each warp's critical path, hidden by the resident warps,
+    // but no faster than the SM's loads in flight allow (Little's law: the
+    // bytes that leave L1 on the busiest SM, each for the L2/DRAM latency,
+    // over the bytes one SM keeps in flight). With every SM busy that is
+    // the DRAM bound again (the figure is DRAM bandwidth x latency / SMs),
+    // so it only counts where some SMs are idle.
+    let path_cycles = warps_per_sm_total * walked.latency_cycles / resident_warps;
+    let latency_cycles = if blocks < sms {
+        let beyond_l1 =
+            t.l2_hit_rate * device.latency_l2 + (1.0 - t.l2_hit_rate) * device.latency_dram;
+        let bytes_per_sm = t.l2_bytes * blocks_per_sm_total / blocks as f64;
+        let in_flight_cycles = bytes_per_sm * beyond_l1 / device.load_bytes_in_flight_per_sm;
+        path_cycles.max(in_flight_cycles)
+    } else {
+        path_cycles
+    };
     let cycle_ms = 1.0 / (device.clock_ghz * 1e6);
     let issue_ms = issue_cycles * cycle_ms;
     let latency_ms = latency_cycles * cycle_ms;
     let dram_ms = t.dram_bytes / (device.dram_gbps * 1e6);
     let l2_ms = t.l2_bytes / (device.l2_gbps * 1e6);
+    // L1: the busiest SM's sector lookups at its L1 rate (an uncoalesced
+    // load looks up one sector per lane, however well it hits).
+    let l1_bytes = warps_per_sm_total
+        * walked.per_warp[Class::LoadGlobal.index()]
+        * t.l1_sectors_per_load
+        * 32.0;
+    let l1_ms = l1_bytes / device.l1_bytes_per_clock_per_sm * cycle_ms;
     let mut bounds = [
         (issue_ms, Bound::Issue),
         (latency_ms, Bound::Latency),
         (dram_ms, Bound::Dram),
         (l2_ms, Bound::L2),
+        (l1_ms, Bound::L1),
     ];
     bounds.sort_by(|a, b| b.0.total_cmp(&a.0));
     let (largest, bound) = bounds[0];
@@ -335,6 +380,7 @@ pub fn predict(
         latency_ms,
         dram_ms,
         l2_ms,
+        l1_ms,
         bound,
         margin: if second > 0.0 {
             largest / second
@@ -370,6 +416,109 @@ mod tests {
         assert_eq!(occupancy(&d, 32, 16, 0), (32, "blocks"));
     }
 
+    /// atax_columns' unrolled body as LLVM writes it: load, load, FMA,
+    /// eight times; the loads do not depend on the FMA chain.
+    const INTERLEAVED: &str = r#"
+.visible .entry k()
+{
+	ld.global.f32 	%f1, [%rd1];
+	ld.global.f32 	%f2, [%rd2];
+	fma.rn.f32 %f3, %f1, %f2, %f0;
+	ld.global.f32 	%f4, [%rd1+4];
+	ld.global.f32 	%f5, [%rd2+4];
+	fma.rn.f32 %f6, %f4, %f5, %f3;
+	ld.global.f32 	%f7, [%rd1+8];
+	ld.global.f32 	%f8, [%rd2+8];
+	fma.rn.f32 %f9, %f7, %f8, %f6;
+	ld.global.f32 	%f10, [%rd1+12];
+	ld.global.f32 	%f11, [%rd2+12];
+	fma.rn.f32 %f12, %f10, %f11, %f9;
+	st.global.f32 	[%rd3], %f12;
+	ret;
+}
+"#;
+
+    #[test]
+    fn independent_loads_overlap() {
+        let module = Module::parse(INTERLEAVED).unwrap();
+        let device = DeviceModel::h100_sxm();
+        let block = &module.function("k").unwrap().blocks[0];
+        let cycles = block_latency(block, &device, 500.0);
+        // One load latency and the FMA chain, not four load latencies.
+        assert!(cycles < 600.0, "{cycles}");
+        assert!(cycles >= 500.0 + 4.0 * device.class(Class::Fp32).latency);
+    }
+
+    #[test]
+    fn few_busy_sms_are_bound_by_loads_in_flight() {
+        let module = Module::parse(INTERLEAVED).unwrap();
+        let device = DeviceModel::h100_sxm();
+        // 64 CTAs moving 1 GB: 64 SMs busy, each with 16 MB to fetch at
+        // 5330 bytes in flight per DRAM latency.
+        let query = Query {
+            entry: "k",
+            launch: LaunchContext {
+                grid: [64, 1, 1],
+                block: [256, 1, 1],
+                params: Vec::new(),
+                tasks_per_block: 1.0,
+                tasks_per_claim: 1.0,
+                persistent: false,
+            },
+            dynamic_shared_bytes: 0,
+            resources: None,
+            traffic: Traffic::compulsory(1 << 30),
+        };
+        let p = predict(&module, &query, &device).unwrap();
+        assert_eq!(p.bound, Bound::Latency);
+        let per_sm = f64::from(1u32 << 30) / 64.0;
+        let expected = per_sm * device.latency_dram
+            / device.load_bytes_in_flight_per_sm
+            / (device.clock_ghz * 1e6);
+        assert!(
+            (p.latency_ms - expected).abs() < 1e-9 * expected.max(1.0),
+            "{p:?}"
+        );
+        assert!(p.latency_ms > p.dram_ms);
+    }
+
+    #[test]
+    fn strided_loads_are_bound_by_l1_lookups() {
+        let module = Module::parse(INTERLEAVED).unwrap();
+        let device = DeviceModel::h100_sxm();
+        let query = |l1_sectors_per_load: f64| Query {
+            entry: "k",
+            launch: LaunchContext {
+                grid: [132 * 64, 1, 1],
+                block: [256, 1, 1],
+                params: Vec::new(),
+                tasks_per_block: 1.0,
+                tasks_per_claim: 1.0,
+                persistent: false,
+            },
+            dynamic_shared_bytes: 0,
+            resources: None,
+            traffic: Traffic {
+                l1_sectors_per_load,
+                l2_bytes: 1e6,
+                dram_bytes: 1e6,
+                l1_hit_rate: 0.9,
+                l2_hit_rate: 0.9,
+            },
+        };
+        // 32 sectors per warp load that hit in L1: lookups, not bytes moved.
+        let strided = predict(&module, &query(32.0), &device).unwrap();
+        assert_eq!(strided.bound, Bound::L1);
+        // 64 CTAs of 8 warps per SM, 8 loads each, 32 sectors of 32 bytes.
+        let expected = (64.0 * 8.0 * 8.0 * 32.0 * 32.0) / 128.0 / (device.clock_ghz * 1e6);
+        assert!(
+            (strided.l1_ms - expected).abs() < 1e-6 * expected,
+            "{strided:?}"
+        );
+        let coalesced = predict(&module, &query(4.0), &device).unwrap();
+        assert_ne!(coalesced.bound, Bound::L1);
+    }
+
     const STREAM: &str = r#"
 .visible .entry k(
 	.param .u64 k_param_0,
@@ -400,6 +549,8 @@ $L__BB0_1:
                 block: [256, 1, 1],
                 params: vec![None, Some(n)],
                 tasks_per_block: 1.0,
+                tasks_per_claim: 1.0,
+                persistent: false,
             },
             dynamic_shared_bytes: 0,
             resources: Some(Resources {

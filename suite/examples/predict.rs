@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Per schedule: the launch the host plans, registers and resident CTAs,
-//! warp instructions, each bound (issue, latency, DRAM, L2) in ms, the
+//! warp instructions, each bound (issue, latency, DRAM, L2, L1) in ms, the
 //! prediction, which bound it is and by how much, and the measured median
 //! where the bench has one. With `--all`: MAPE over every record, Spearman's
 //! rank correlation per kernel, for training and held-out kernels apart.
@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use clustered_predict::bench::{records, Record, H100_BENCH};
+use clustered_predict::bench::{records, Record, H100_2026_11_25, H100_BENCH};
 use clustered_predict::stats::{mape, spearman};
 use clustered_predict::{ptxas, DeviceModel, Module, Prediction};
 use clustered_suite::host::cuda_tool;
@@ -41,6 +41,8 @@ struct Row {
     entry: &'static str,
     prediction: Result<Prediction, String>,
     measured: Option<f64>,
+    /// In the newer 7-kernel run (`bench::H100_2026_11_25`).
+    newer: Option<f64>,
 }
 
 fn main() -> ExitCode {
@@ -82,6 +84,10 @@ fn run() -> Result<(), String> {
         None => H100_BENCH.to_string(),
     };
     let (bench_device, bench) = records(&bench_text).map_err(|e| format!("bench file: {e}"))?;
+    let mut newer_bench = Vec::new();
+    for text in H100_2026_11_25 {
+        newer_bench.extend(records(text).map_err(|e| format!("newer bench: {e}"))?.1);
+    }
     let module = Module::parse(clustered_suite::PTX).map_err(|e| e.to_string())?;
     let resources = match cuda_tool("ptxas") {
         Some(path) => {
@@ -115,13 +121,14 @@ fn run() -> Result<(), String> {
         for (label, entry, prediction) in
             predict_workload(&module, &workload, &device, &resources, &ratios)
         {
-            let measured = measured(&bench, name, label);
+            let measured_here = measured(&bench, name, label);
             rows.push(Row {
                 kernel: name,
                 label,
                 entry,
                 prediction,
-                measured,
+                measured: measured_here,
+                newer: measured(&newer_bench, name, label),
             });
         }
     }
@@ -130,7 +137,11 @@ fn run() -> Result<(), String> {
     }
     print_breakdown(&rows);
     if only.is_none() || rows.iter().filter(|r| r.measured.is_some()).count() > 3 {
-        print_validation(&rows, &bench);
+        print_validation(&rows, &bench, |r| r.measured);
+    }
+    if only.is_none() || rows.iter().filter(|r| r.newer.is_some()).count() > 3 {
+        println!("\nthe newer H100 run (predict/data/h100-2026-11-25, 7 kernels with the auto schedules): held out from every choice");
+        print_validation(&rows, &newer_bench, |r| r.newer);
     }
     Ok(())
 }
@@ -144,7 +155,7 @@ fn measured(bench: &[Record], kernel: &str, label: &str) -> Option<f64> {
 
 fn print_breakdown(rows: &[Row]) {
     println!(
-        "\n{:<18} {:<34} {:>10} {:>4} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7}",
+        "\n{:<18} {:<34} {:>10} {:>4} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7}",
         "kernel",
         "schedule",
         "grid",
@@ -154,6 +165,7 @@ fn print_breakdown(rows: &[Row]) {
         "latency",
         "dram",
         "l2",
+        "l1",
         "predicted",
         "bound",
         "measured",
@@ -162,11 +174,11 @@ fn print_breakdown(rows: &[Row]) {
     for r in rows {
         match &r.prediction {
             Ok(p) => {
-                let error = r.measured.map_or(String::new(), |m| {
+                let error = r.measured.or(r.newer).map_or(String::new(), |m| {
                     format!("{:+.0}%", 100.0 * (p.ms - m) / m)
                 });
                 println!(
-                    "{:<18} {:<34} {:>10} {:>4} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>9} {:>7}",
+                    "{:<18} {:<34} {:>10} {:>4} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>9} {:>7}",
                     r.kernel,
                     r.label,
                     p.launched_blocks,
@@ -176,9 +188,12 @@ fn print_breakdown(rows: &[Row]) {
                     p.latency_ms,
                     p.dram_ms,
                     p.l2_ms,
+                    p.l1_ms,
                     p.ms,
                     format!("{} x{:.1}", p.bound, p.margin.min(99.9)),
-                    r.measured.map_or("-".to_string(), |m| format!("{m:.3}")),
+                    r.measured
+                        .or(r.newer)
+                        .map_or("-".to_string(), |m| format!("{m:.3}")),
                     error
                 );
             }
@@ -198,26 +213,33 @@ fn print_breakdown(rows: &[Row]) {
     }
 }
 
-fn pairs<'a>(rows: impl Iterator<Item = &'a Row>) -> Vec<(f64, f64)> {
-    rows.filter_map(|r| Some((r.prediction.as_ref().ok()?.ms, r.measured?)))
+fn pairs<'a>(
+    rows: impl Iterator<Item = &'a Row>,
+    measured: impl Fn(&Row) -> Option<f64>,
+) -> Vec<(f64, f64)> {
+    rows.filter_map(|r| Some((r.prediction.as_ref().ok()?.ms, measured(r)?)))
         .collect()
 }
 
-fn print_validation(rows: &[Row], bench: &[Record]) {
+fn print_validation(rows: &[Row], bench: &[Record], measured: impl Fn(&Row) -> Option<f64>) {
     let suite_records = bench.iter().filter(|r| r.entry.is_some()).count();
     let predicted = rows
         .iter()
-        .filter(|r| r.measured.is_some() && r.prediction.is_ok())
+        .filter(|r| measured(r).is_some() && r.prediction.is_ok())
         .count();
     println!("\nvalidation: {predicted} of {suite_records} suite records predicted (the {} nvcc twins are not in the suite's PTX)", bench.len() - suite_records);
     println!(
         "{:<18} {:>9} {:>8} {:>9}  set",
         "kernel", "schedules", "MAPE", "spearman"
     );
-    let mut kernels: Vec<&str> = rows.iter().map(|r| r.kernel).collect();
+    let mut kernels: Vec<&str> = rows
+        .iter()
+        .filter(|r| measured(r).is_some())
+        .map(|r| r.kernel)
+        .collect();
     kernels.dedup();
     for k in &kernels {
-        let p = pairs(rows.iter().filter(|r| r.kernel == *k));
+        let p = pairs(rows.iter().filter(|r| r.kernel == *k), &measured);
         println!(
             "{:<18} {:>9} {:>7.1}% {:>9}  {}",
             k,
@@ -235,11 +257,12 @@ fn print_validation(rows: &[Row], bench: &[Record]) {
         let p = pairs(
             rows.iter()
                 .filter(|r| set == "all" || HELD_OUT.contains(&r.kernel) == held),
+            &measured,
         );
         let rho: Vec<f64> = kernels
             .iter()
             .filter(|k| set == "all" || HELD_OUT.contains(k) == held)
-            .filter_map(|k| spearman(&pairs(rows.iter().filter(|r| r.kernel == *k))))
+            .filter_map(|k| spearman(&pairs(rows.iter().filter(|r| r.kernel == *k), &measured)))
             .collect();
         println!(
             "{set:<9}: MAPE {:.1}% over {} records; median per-kernel spearman {}",
@@ -292,7 +315,7 @@ fn fit_overlap(device: &mut DeviceModel, rows: &mut [Row]) {
 
 /// A prediction's time under another overlap fraction.
 fn refit(p: &Prediction, old: f64, new: f64) -> f64 {
-    let mut b = [p.issue_ms, p.latency_ms, p.dram_ms, p.l2_ms];
+    let mut b = [p.issue_ms, p.latency_ms, p.dram_ms, p.l2_ms, p.l1_ms];
     b.sort_by(|x, y| y.total_cmp(x));
     p.ms + (new - old) * b[1]
 }

@@ -19,6 +19,10 @@ use crate::suite::{Arg, CpuEntry, Variant, Workload};
 /// simulator's size: applied to the benchmark's compulsory bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TrafficRatio {
+    /// L1 sector lookups per warp memory instruction (loads, stores and
+    /// atomics count in the denominator: an underestimate where stores are
+    /// many): how coalesced the loads are, independent of the size.
+    pub l1_sectors_per_load: f64,
     /// L1-to-L2 bytes / compulsory bytes.
     pub l2: f64,
     /// DRAM bytes (reads and write-backs) / compulsory bytes.
@@ -31,6 +35,7 @@ impl TrafficRatio {
     /// The traffic at `compulsory` bytes.
     pub fn at(&self, compulsory: u64) -> Traffic {
         Traffic {
+            l1_sectors_per_load: self.l1_sectors_per_load,
             l2_bytes: self.l2 * compulsory as f64,
             dram_bytes: self.dram * compulsory as f64,
             l1_hit_rate: self.l1_hit_rate,
@@ -58,6 +63,11 @@ pub fn traffic_ratios(small: &Workload) -> BTreeMap<&'static str, TrafficRatio> 
             Some((
                 v.kernel,
                 TrafficRatio {
+                    l1_sectors_per_load: if s.instructions == 0 {
+                        4.0
+                    } else {
+                        s.l1_sector_lookups as f64 / s.instructions as f64
+                    },
                     l2: s.l1_to_l2_sectors as f64 * sector / compulsory,
                     dram: dram / compulsory,
                     l1_hit_rate: s.l1_hit_rate(),
@@ -95,6 +105,8 @@ pub fn planned_launch(
         block: shape.block,
         params,
         tasks_per_block: 1.0,
+        tasks_per_claim: 1.0,
+        persistent: false,
     };
     let CpuEntry::Clustered(_, contract) = variant.cpu else {
         return Ok(launch);
@@ -128,6 +140,8 @@ pub fn planned_launch(
     launch.params.push(None);
     let blocks = |g: [u32; 3]| g.iter().map(|&x| f64::from(x)).product::<f64>();
     launch.tasks_per_block = blocks(shape.grid) / blocks(plan.launch.grid).max(1.0);
+    launch.tasks_per_claim = f64::from(contract.chunk.max(1));
+    launch.persistent = contract.binding >= 2; // Agents, Persistent, Stride (abi::Binding)
     Ok(launch)
 }
 

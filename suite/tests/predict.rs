@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use clustered_predict::bench::{records, H100_BENCH};
+use clustered_predict::bench::{records, H100_2026_11_25, H100_BENCH};
 use clustered_predict::{ptxas, DeviceModel, Module, Trips};
 use clustered_suite::host::cuda_tool;
 use clustered_suite::predict::predict_workload;
@@ -36,8 +36,12 @@ fn every_schedule_gets_a_prediction_and_every_record_a_schedule() {
             predicted.push((workload.name, label, entry, p));
         }
     }
-    // The bench's records: each suite schedule is one the predictor covers.
-    let (_, bench) = records(H100_BENCH).unwrap();
+    // The bench's records: each suite schedule is one the predictor covers,
+    // in the shipped run and in the newer 7-kernel run (auto schedules).
+    let (_, mut bench) = records(H100_BENCH).unwrap();
+    for text in H100_2026_11_25 {
+        bench.extend(records(text).unwrap().1);
+    }
     let mut covered = 0;
     for r in bench.iter().filter(|r| r.entry.is_some()) {
         assert!(
@@ -51,7 +55,7 @@ fn every_schedule_gets_a_prediction_and_every_record_a_schedule() {
         );
         covered += 1;
     }
-    assert_eq!(covered, 120);
+    assert_eq!(covered, 120 + 80);
     // The naive SGEMM's k loop is bounded by its parameter n: counted, not assumed.
     let (_, _, _, naive) = predicted
         .iter()
@@ -65,4 +69,24 @@ fn every_schedule_gets_a_prediction_and_every_record_a_schedule() {
         "{:?}",
         naive.loops
     );
+    // The loops that ran once before issue 16's fixes: the k loops of the
+    // register-tiled SGEMM (a copy of the induction variable) and of
+    // kmeans_assign (its cluster loop), and syrk's and atax_rows' inner
+    // products are all counted now.
+    for (kernel, label) in [
+        ("sgemm_register", "baseline"),
+        ("kmeans_assign", "baseline"),
+        ("syrk", "baseline"),
+        ("atax_rows", "baseline"),
+    ] {
+        let (_, _, entry, p) = predicted
+            .iter()
+            .find(|(k, l, _, _)| *k == kernel && *l == label)
+            .unwrap();
+        assert!(
+            p.loops.iter().all(|l| matches!(l.trips, Trips::Known(_))),
+            "{entry}: {:?}",
+            p.loops
+        );
+    }
 }
