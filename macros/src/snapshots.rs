@@ -29,17 +29,19 @@ fn ours(attr: &Attribute) -> Option<&'static str> {
         .find(|name| crate::kernel::is_attribute(attr, name))
 }
 
+/// Is `mac` a call of the macro `name` (by its last path segment)?
+fn is_macro(mac: &syn::ItemMacro, name: &str) -> bool {
+    mac.mac
+        .path
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == name)
+}
+
 /// `entry_point! { fn }` as `#[entry_point] fn`, which prettyplease formats.
 fn readable_entry_point(item: Item) -> Result<Item, String> {
     match item {
-        Item::Macro(mac)
-            if mac
-                .mac
-                .path
-                .segments
-                .last()
-                .is_some_and(|s| s.ident == "entry_point") =>
-        {
+        Item::Macro(mac) if is_macro(&mac, "entry_point") => {
             let mut function: syn::ItemFn = syn::parse2(mac.mac.tokens)
                 .map_err(|e| format!("entry_point! does not hold a function: {e}"))?;
             function.attrs.insert(0, syn::parse_quote!(#[entry_point]));
@@ -58,14 +60,7 @@ fn expand_file(source: &str) -> Result<String, String> {
         let mut function = match item {
             Item::Fn(function) => function,
             // `task_pool!(..)` at item level: expanded like an attribute.
-            Item::Macro(mac)
-                if mac
-                    .mac
-                    .path
-                    .segments
-                    .last()
-                    .is_some_and(|s| s.ident == "task_pool") =>
-            {
+            Item::Macro(mac) if is_macro(&mac, "task_pool") => {
                 let output = crate::task::expand_pool(mac.mac.tokens);
                 let output: syn::File = syn::parse2(output)
                     .map_err(|e| format!("task_pool! does not expand to items: {e}"))?;
