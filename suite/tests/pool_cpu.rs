@@ -593,7 +593,7 @@ fn a_generated_pool_runs_ordinary_kernels_as_their_launches_do() {
     let mut sum_launch = vec![f32::NAN; n as usize];
     // ragged_sum: 200 elements (7 CTAs), CTA 2 ragged.
     let m = 200u32;
-    let input: Vec<u32> = (0..m).map(|i| i * 2654435761u32 % 1000).collect();
+    let input: Vec<u32> = (0..m).map(|i| i.wrapping_mul(2654435761) % 1000).collect();
     let mut ragged_task = vec![u32::MAX; m as usize];
     let mut ragged_launch = vec![u32::MAX; m as usize];
     // accumulate: c += a, three times over one buffer, in order.
