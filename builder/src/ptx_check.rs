@@ -21,6 +21,13 @@
 //!   scheduler's, since nothing separates one task's shared data from the
 //!   next task's.
 //!
+//! And in every function of the module, clustered or not: no CTA barrier is
+//! `.aligned` (`bar.sync`, what `core::arch::nvptx::_syncthreads` emits)
+//! unless the runtime tagged it. LLVM may copy a barrier call into both arms
+//! of a branch, and an aligned barrier that one warp reaches at two
+//! instructions never releases (Rodinia's hotspot hung so on the H100);
+//! `sync_threads()` is the non-aligned `barrier.sync 0`.
+//!
 //! Each problem names the entry point, the function and the PTX line, and
 //! says what to change in the source.
 
@@ -58,6 +65,8 @@ pub enum ProblemKind {
     UnrewrittenBarrier,
     /// Shared memory in a persistent schedule whose tasks are not separated.
     UnseparatedSharedMemory,
+    /// An `.aligned` CTA barrier that the runtime did not write (any kernel).
+    AlignedBarrier,
 }
 
 impl fmt::Display for Problem {
@@ -97,6 +106,14 @@ impl fmt::Display for Problem {
                  between them a fast warp overwrites shared data that a slow one still reads. \
                  Declare the `shared_array!` (or call `sync_threads()`) in the kernel body so the \
                  macro separates the tasks, or use `binding = reorder` or `redirect`"
+            ),
+            ProblemKind::AlignedBarrier => write!(
+                f,
+                "`{function}` waits at an aligned barrier (`{line}`): the compiler may copy a \
+                 barrier into both arms of a branch, and a warp that splits across the copies \
+                 never gets past it (the kernel hangs). Call `clustered::thread::sync_threads()` \
+                 (`barrier.sync 0`, not aligned) instead of `core::arch::nvptx::_syncthreads()` \
+                 or `bar.sync` in inline PTX"
             ),
         }
     }
@@ -248,16 +265,29 @@ fn reachable<'a>(module: &Module<'a>, name: &'a str) -> BTreeSet<&'a str> {
 /// Is this a CTA-wide barrier instruction (`bar.sync`, `barrier.red`, ...),
 /// not a warp's (`bar.warp.sync`) or a cluster's?
 fn is_cta_barrier(code: &str) -> bool {
+    let mnemonic = mnemonic(code);
+    (mnemonic.starts_with("bar.") || mnemonic.starts_with("barrier."))
+        && !mnemonic.starts_with("bar.warp")
+        && !mnemonic.contains(".cluster")
+}
+
+/// Is this a CTA barrier that every thread of a warp must reach at the same
+/// instruction: `bar.*` (always aligned) or `barrier.*.aligned`?
+fn is_aligned_cta_barrier(code: &str) -> bool {
+    is_cta_barrier(code) && {
+        let mnemonic = mnemonic(code);
+        mnemonic.starts_with("bar.") || mnemonic.contains(".aligned")
+    }
+}
+
+/// The instruction's mnemonic, past a guard (`@%p1 bar.sync 0;`).
+fn mnemonic(code: &str) -> &str {
     let op = code.trim_start().trim_start_matches(['@', '!']);
-    // A predicated instruction: `@%p1 bar.sync 0;`.
     let op = op
         .split_once(char::is_whitespace)
         .filter(|(guard, _)| guard.starts_with('%'))
         .map_or(op, |(_, rest)| rest.trim_start());
-    let mnemonic = op.split_whitespace().next().unwrap_or("");
-    (mnemonic.starts_with("bar.") || mnemonic.starts_with("barrier."))
-        && !mnemonic.starts_with("bar.warp")
-        && !mnemonic.contains(".cluster")
+    op.split_whitespace().next().unwrap_or("")
 }
 
 /// Does `code` name `symbol` as a whole word?
@@ -329,6 +359,23 @@ pub fn check(ptx: &str) -> Vec<Problem> {
                     .any(|s| mentions(code, s))
             {
                 report(function, line, ProblemKind::UnseparatedSharedMemory);
+            }
+        }
+    }
+    let mut functions: Vec<_> = module.functions.iter().collect();
+    functions.sort_by_key(|(name, _)| *name);
+    for (name, function) in functions {
+        for line in &function.lines {
+            let tagged = [SCHEDULER_TAG, TASK_TAG, SEPARATE_TAG]
+                .iter()
+                .any(|tag| line.contains(tag));
+            if !tagged && is_aligned_cta_barrier(code(line)) {
+                problems.push(Problem {
+                    entry: name.to_string(),
+                    function: name.to_string(),
+                    line: line.to_string(),
+                    kind: ProblemKind::AlignedBarrier,
+                });
             }
         }
     }
@@ -404,13 +451,13 @@ mod tests {
             vec![]
         );
 
-        let helper_barrier = entry("k_agents", &format!("{task}\n\t@%p1 bar.sync 0;"));
+        let helper_barrier = entry("k_agents", &format!("{task}\n\t@%p1 barrier.sync 0;"));
         let problems = check(&format!("{}{helper_barrier}", contract("k_agents", 2)));
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].kind, ProblemKind::UnrewrittenBarrier);
 
         // Without a task barrier, any barrier means hidden sharing.
-        let hidden = entry("k_stride", "bar.sync 0;\n\tbar.warp.sync -1;");
+        let hidden = entry("k_stride", "barrier.sync 0;\n\tbar.warp.sync -1;");
         let problems = check(&format!("{}{hidden}", contract("k_stride", 4)));
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].kind, ProblemKind::UnseparatedSharedMemory);
@@ -419,7 +466,7 @@ mod tests {
         // own barriers, a helper's included, are reached by every thread.
         let separated = entry(
             "k_stride",
-            "bar.sync 0;\n\tbar.sync 2; // clustered:separate",
+            "barrier.sync 0;\n\tbar.sync 2; // clustered:separate",
         );
         assert_eq!(
             check(&format!("{}{separated}", contract("k_stride", 4))),
@@ -427,11 +474,40 @@ mod tests {
         );
 
         // Reorder and redirect run one task per block: barriers are the body's.
-        let reorder = entry("k_reorder", "bar.sync 0;");
+        let reorder = entry("k_reorder", "barrier.sync 0;");
         assert_eq!(
             check(&format!("{}{reorder}", contract("k_reorder", 0))),
             vec![]
         );
+    }
+
+    #[test]
+    fn aligned_barriers_are_named_in_any_kernel() {
+        // A baseline (no contract) and a helper it calls: both named.
+        let helper = ".func h()\n{\n\tbar.sync 0;\n\tret;\n}\n";
+        let ptx = format!(
+            "{helper}{}",
+            entry(
+                "k",
+                "barrier.sync 0;\n\t@%p1 barrier.sync.aligned 0;\n\tbar.warp.sync -1;\n\tcall.uni h, ();"
+            )
+        );
+        let problems = check(&ptx);
+        let named: Vec<(&str, &str)> = problems
+            .iter()
+            .map(|p| (p.function.as_str(), p.line.as_str()))
+            .collect();
+        assert_eq!(
+            named,
+            [("h", "bar.sync 0;"), ("k", "@%p1 barrier.sync.aligned 0;")]
+        );
+        assert!(problems
+            .iter()
+            .all(|p| p.kind == ProblemKind::AlignedBarrier));
+        assert!(problems[0].to_string().contains("sync_threads()"));
+        // The runtime's own, tagged, pass.
+        let tagged = entry("k", "bar.sync 1; // clustered:scheduler");
+        assert_eq!(check(&tagged), vec![]);
     }
 
     #[test]
