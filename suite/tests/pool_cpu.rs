@@ -569,9 +569,18 @@ fn the_launch_baselines_match_the_reference() {
 /// several CTAs (its `index_1d` reads the task's CTA), `ragged_sum` returns
 /// early in some threads before barriers over shared memory (and adds its
 /// block index), and `accumulate` (`c += a`) would show a task run twice.
+///
+/// Also under shuffled thread orders with the race detector on: the task
+/// barrier protocol of `ragged_sum` must hold whichever thread runs first.
 #[test]
 fn a_generated_pool_runs_ordinary_kernels_as_their_launches_do() {
-    let machine = Machine::new(2);
+    generated_pool_matches_launches(Machine::new(2));
+    for seed in [1, 7, 42] {
+        generated_pool_matches_launches(Machine::new(2).interleave(seed).check_races(true));
+    }
+}
+
+fn generated_pool_matches_launches(machine: Machine) {
     let config = PoolConfig::new(pool_generated::KINDS)
         .blocks(4)
         .block_threads(THREADS)
