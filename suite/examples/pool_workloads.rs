@@ -123,46 +123,62 @@ fn main() {
 
     println!();
     println!("batched SGEMM: {matrices} independent 64x64 products");
-    println!(
-        "{:<40} {:>10} {:>14} {:>21}",
-        "row", "total ms", "per matrix us", "speed-up vs 1/matrix"
-    );
-    let gemm_row = |row: &str, time: Duration| {
-        println!(
-            "{row:<40} {:>10.3} {:>14.3} {:>20.2}x",
-            time.as_secs_f64() * 1e3,
-            time.as_secs_f64() * 1e6 / matrices as f64,
-            launch_one.as_secs_f64() / time.as_secs_f64()
-        );
+    let gemm_table = Table {
+        per: "per matrix us",
+        units: matrices,
+        speedup: "speed-up vs 1/matrix",
+        baseline: launch_one,
     };
+    gemm_table.header();
     for (producers, time) in &gemm_pool {
-        gemm_row(&format!("pool SGEMM64 tasks, {producers} producers"), *time);
+        gemm_table.row(&format!("pool SGEMM64 tasks, {producers} producers"), *time);
     }
-    gemm_row("launch per matrix (grid 4, one stream)", launch_one);
-    gemm_row("one batched launch (grid 4 * matrices)", launch_batched);
+    gemm_table.row("launch per matrix (grid 4, one stream)", launch_one);
+    gemm_table.row("one batched launch (grid 4 * matrices)", launch_batched);
 
     println!();
     println!("k-means: {POINTS} 2-D points, {CLUSTERS} clusters, {ITERATIONS} iterations");
-    println!(
-        "{:<40} {:>10} {:>14} {:>21}",
-        "row", "total ms", "per iter us", "speed-up vs launches"
-    );
-    let kmeans_row = |row: &str, time: Duration| {
-        println!(
-            "{row:<40} {:>10.3} {:>14.3} {:>20.2}x",
-            time.as_secs_f64() * 1e3,
-            time.as_secs_f64() * 1e6 / ITERATIONS as f64,
-            kmeans_launch.as_secs_f64() / time.as_secs_f64()
-        );
+    let kmeans_table = Table {
+        per: "per iter us",
+        units: ITERATIONS as usize,
+        speedup: "speed-up vs launches",
+        baseline: kmeans_launch,
     };
+    kmeans_table.header();
     for (chunk, time) in &kmeans_pool {
         let tasks = POINTS.div_ceil(*chunk);
-        kmeans_row(
+        kmeans_table.row(
             &format!("pool DAG, {tasks} assigns of {chunk} + 1 update"),
             *time,
         );
     }
-    kmeans_row("launches (assign + update, one stream)", kmeans_launch);
+    kmeans_table.row("launches (assign + update, one stream)", kmeans_launch);
+}
+
+/// A table of timed rows: total, per unit of work, speed-up over a baseline.
+struct Table {
+    per: &'static str,
+    units: usize,
+    speedup: &'static str,
+    baseline: Duration,
+}
+
+impl Table {
+    fn header(&self) {
+        println!(
+            "{:<40} {:>10} {:>14} {:>21}",
+            "row", "total ms", self.per, self.speedup
+        );
+    }
+
+    fn row(&self, row: &str, time: Duration) {
+        println!(
+            "{row:<40} {:>10.3} {:>14.3} {:>20.2}x",
+            time.as_secs_f64() * 1e3,
+            time.as_secs_f64() * 1e6 / self.units as f64,
+            self.baseline.as_secs_f64() / time.as_secs_f64()
+        );
+    }
 }
 
 /// Runs `run` once to warm up, then `reps` times; the median time.
