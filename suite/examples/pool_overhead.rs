@@ -32,7 +32,7 @@ fn main() {
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(20_000);
-    let Some((gpu, module)) = clustered_suite::gpu_or_skip() else {
+    let Some((gpu, module)) = clustered_suite::gpu_or_skip().expect("the suite's PTX loads") else {
         return;
     };
     let props = gpu.properties();

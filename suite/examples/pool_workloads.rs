@@ -57,7 +57,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let matrices: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(10_000);
     let reps: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(5).max(1);
-    let Some((gpu, module)) = clustered_suite::gpu_or_skip() else {
+    let Some((gpu, module)) = clustered_suite::gpu_or_skip().expect("the suite's PTX loads") else {
         return;
     };
     let props = gpu.properties();

@@ -17,23 +17,19 @@ pub mod suite;
 /// The suite's PTX (`.target sm_90`).
 pub const PTX: &str = clustered::include_ptx!("kernels");
 
-/// The GPU and the suite's module for a GPU example, or `None` after
-/// printing "no GPU: skipped (why)": examples exit 0 without a GPU. The
-/// module is loaded here, before any pool kernel starts (a module loaded
-/// while a kernel never exits can deadlock the context: `TaskPool::gpu`).
-pub fn gpu_or_skip() -> Option<(host::Gpu, host::Module)> {
+/// The GPU and the suite's module for a GPU example, `Ok(None)` after
+/// printing "no GPU: skipped (why)" (examples exit 0 without a GPU), or the
+/// error when there is a GPU and the PTX does not load on it. The module is
+/// loaded here, before any pool kernel starts (a module loaded while a kernel
+/// never exits can deadlock the context: `TaskPool::gpu`).
+pub fn gpu_or_skip() -> Result<Option<(host::Gpu, host::Module)>, host::Error> {
     let gpu = match host::Gpu::new(0) {
         Ok(gpu) => gpu,
         Err(e) => {
             println!("no GPU: skipped ({e})");
-            return None;
+            return Ok(None);
         }
     };
-    match gpu.load_module(PTX) {
-        Ok(module) => Some((gpu, module)),
-        Err(e) => {
-            println!("the suite's PTX does not load on this GPU: {e}");
-            None
-        }
-    }
+    let module = gpu.load_module(PTX)?;
+    Ok(Some((gpu, module)))
 }
