@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use proc_macro2::TokenStream;
-use quote::{quote, ToTokens};
+use quote::{format_ident, quote, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
 use syn::{BinOp, Block, Expr, FnArg, ItemFn, Lit, Pat, Stmt, Type, UnOp};
@@ -1187,6 +1187,114 @@ pub fn proposals(analysis: &Analysis) -> Vec<clustered_abi::access::Proposal> {
         uses_shared_memory: analysis.uses_shared_memory,
     };
     abi::proposals(&view, &abi::Unknown).collect()
+}
+
+/// The hook of `prefetch = auto`: `unsafe fn hook(next: Cta, <the kernel's
+/// parameters>)` that prefetches into L2, for each load the abi calls
+/// [`prefetchable`](clustered_abi::access::prefetchable), the address this
+/// thread will load in task `next`. One prefetch per pointer and positional
+/// part (the terms in block and thread indices): the `n`, `s`, `e`, `w`
+/// loads of a stencil differ from `c` by a halo that the neighbouring CTAs'
+/// prefetches bring. The address is computed in wrapping 64-bit arithmetic
+/// and not guarded: a prefetch is a hint, and one outside every allocation
+/// neither faults nor is reported by compute-sanitizer (probed on an H100,
+/// docs/DESIGN.md section 10); the CPU backend does not bounds-check it.
+///
+/// `Err` says why there is nothing to prefetch.
+pub fn prefetch_hook(
+    analysis: &Analysis,
+    hook: &syn::Ident,
+    names: &[syn::Ident],
+    types: &[Type],
+) -> Result<TokenStream, String> {
+    let device = crate::runtime::runtime_path();
+    let next = syn::Ident::new("__next", proc_macro2::Span::mixed_site());
+    let positional = |m: &Vec<Sym>| {
+        m.iter()
+            .any(|s| matches!(s, Sym::Block(_) | Sym::Thread(_)))
+    };
+    let mut seen: Vec<(&str, Vec<&Vec<Sym>>)> = Vec::new();
+    let mut prefetches = Vec::new();
+    for found in &analysis.accesses {
+        let Ok(poly) = &found.index else { continue };
+        let moves = poly
+            .0
+            .keys()
+            .any(|m| m.iter().any(|s| matches!(s, Sym::Block(_))));
+        let in_loop = poly
+            .0
+            .keys()
+            .any(|m| m.iter().any(|s| matches!(s, Sym::Loop(_))));
+        if found.direction != Direction::Load || !moves || in_loop {
+            continue;
+        }
+        let key = (
+            found.pointer.as_str(),
+            poly.0.keys().filter(|m| positional(m)).collect(),
+        );
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let terms = poly.0.iter().map(|(monomial, coefficient)| {
+            let factors = monomial.iter().map(|sym| {
+                let axis = |a: &Axis| a.name();
+                match sym {
+                    Sym::Block(a) => {
+                        let get = format_ident!("block_idx_{}", axis(a));
+                        quote!((#next.#get() as i64))
+                    }
+                    Sym::GridDim(a) => {
+                        let get = format_ident!("grid_dim_{}", axis(a));
+                        quote!((#next.#get() as i64))
+                    }
+                    Sym::Thread(a) => {
+                        let get = format_ident!("thread_idx_{}", axis(a));
+                        quote!((#device::thread::#get() as i64))
+                    }
+                    Sym::BlockDim(a) => {
+                        let get = format_ident!("block_dim_{}", axis(a));
+                        quote!((#device::thread::#get() as i64))
+                    }
+                    Sym::Param(p) => {
+                        let p = format_ident!("{}", p);
+                        quote!((#p as i64))
+                    }
+                    Sym::Const(path) => {
+                        let path: TokenStream = path.parse().unwrap_or_default();
+                        quote!(((#path) as i64))
+                    }
+                    Sym::Loop(_) => unreachable!("loads in loops are skipped above"),
+                }
+            });
+            let mut factors = factors.collect::<Vec<_>>().into_iter();
+            let first = match (*coefficient, factors.next()) {
+                (1, Some(first)) => first,
+                (c, Some(first)) => quote!(#c.wrapping_mul(#first)),
+                (c, None) => quote!(#c),
+            };
+            quote!(#first #(.wrapping_mul(#factors))*)
+        });
+        let mut terms = terms.collect::<Vec<_>>().into_iter();
+        let first = terms.next().unwrap_or_else(|| quote!(0i64));
+        let pointer = format_ident!("{}", found.pointer);
+        prefetches.push(quote! {
+            #device::memory::prefetch_l2(
+                #pointer.wrapping_offset(#first #(.wrapping_add(#terms))* as isize) as *const _,
+            );
+        });
+    }
+    if prefetches.is_empty() {
+        return Err("no load's address moves with the CTA outside a loop as an affine form the analysis can read".into());
+    }
+    Ok(quote! {
+        #[doc(hidden)]
+        #[inline(always)]
+        #[allow(unused_variables, non_snake_case, clippy::too_many_arguments, clippy::identity_op)]
+        unsafe fn #hook(#next: #device::cta::Cta, #(#names: #types),*) {
+            #(#prefetches)*
+        }
+    })
 }
 
 /// `analysis` as a `clustered_abi::access::Accesses<'static>` expression.

@@ -103,10 +103,13 @@ pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut
     let binding = schedule.binding.name();
     for violation in options.violations() {
         let at = |message: String| match violation.option() {
-            ScheduleOption::Prefetch => match &schedule.prefetch {
-                Some(prefetch) => Error::new_spanned(prefetch, message),
-                None => Error::new(schedule.span, message),
-            },
+            ScheduleOption::Prefetch => Error::new(
+                schedule
+                    .prefetch
+                    .as_ref()
+                    .map_or(schedule.span, |p| p.span()),
+                message,
+            ),
             option => {
                 let span = match option {
                     ScheduleOption::Active => schedule.active,

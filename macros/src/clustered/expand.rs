@@ -7,7 +7,7 @@ use quote::{format_ident, quote};
 use syn::{Ident, ItemFn};
 
 use super::analyse::{BodyFacts, Parameters};
-use super::parse::{Binding, Indexing, Schedule};
+use super::parse::{Binding, Indexing, Prefetch, Schedule};
 
 /// The task function's CTA parameter, which the rewritten body reads.
 ///
@@ -18,6 +18,12 @@ use super::parse::{Binding, Indexing, Schedule};
 /// shadowing nor shadowed.
 pub fn cta() -> Ident {
     generated("__cta")
+}
+
+/// The hook that `prefetch = auto` calls (`access::prefetch_hook`), one per
+/// kernel.
+pub fn generated_prefetch_hook(kernel: &Ident) -> Ident {
+    format_ident!("__{}_prefetch_next", kernel, span = kernel.span())
 }
 
 /// A local or parameter of the expansion, invisible to the user's code.
@@ -104,7 +110,10 @@ pub fn schedule(
     let define_to_cta = needs_to_cta.then(|| quote!(let #to_cta = #to_cta_closure;));
     let run_task = call_with_cta(&task);
     let prefetch = match &schedule.prefetch {
-        Some(hook) => call_with_cta(hook),
+        Some(Prefetch::Hook(hook)) => call_with_cta(hook),
+        Some(Prefetch::Generated(_)) => {
+            call_with_cta(&generated_prefetch_hook(&function.sig.ident))
+        }
         None => quote!(|_: u32, _: #device::cta::Cta| {}),
     };
     // A persistent body that shares memory or waits at barriers ends each

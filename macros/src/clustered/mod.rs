@@ -108,6 +108,23 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         ));
     }
 
+    // One generated prefetch hook serves every schedule that asks for it.
+    let generated_prefetch = schedules.iter().find_map(|s| match &s.prefetch {
+        Some(parse::Prefetch::Generated(span)) => Some(*span),
+        _ => None,
+    });
+    let prefetch_hook = generated_prefetch.and_then(|span| {
+        let hook = expand::generated_prefetch_hook(original);
+        crate::access::prefetch_hook(&accesses, &hook, &parameters.names, &parameters.types)
+            .map_err(|why| {
+                errors.push(Error::new(
+                    span,
+                    format!("`prefetch = auto` has nothing to prefetch: {why}; write a hook (`prefetch = path::to::hook`) or remove it"),
+                ))
+            })
+            .ok()
+    });
+
     if let Some(errors) = report(errors, &function) {
         return errors;
     }
@@ -119,6 +136,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         #baseline
         #(#kernels)*
         #registry
+        #prefetch_hook
         #task
         #warnings
     }

@@ -8,6 +8,7 @@
 //!     indexing = tile(4, 2),          // row_major | column_major | tile(W, H) | custom(path)
 //!     bypass(a, b),                   // pointer parameters whose loads skip L1
 //!     prefetch = path::to::hook,      // agents, persistent, stride: called with the next task's CTA
+//!     prefetch = auto,                // ... or a hook the macro writes from the body's loads
 //!     prefetch_distance = 2,          // stride: the hook gets the task this many ahead (default 1)
 //!     chunk = 8,                      // agents: tasks claimed at a time (default 1)
 //!     active = 4,                     // agents: default ACTIVE agents per SM
@@ -41,6 +42,25 @@ pub enum Indexing {
     Custom(Path),
 }
 
+/// What a persistent schedule runs before each task for the next one.
+#[derive(Clone, Debug)]
+pub enum Prefetch {
+    /// `prefetch = path::to::hook`: the user's function.
+    Hook(Path),
+    /// `prefetch = auto` (or a proposal of `#[clustered(auto)]`): the macro
+    /// writes the hook from the loads' affine forms (`access::prefetch_hook`).
+    Generated(Span),
+}
+
+impl Prefetch {
+    pub fn span(&self) -> Span {
+        match self {
+            Prefetch::Hook(path) => path.span(),
+            Prefetch::Generated(span) => *span,
+        }
+    }
+}
+
 /// One `#[clustered(...)]`: one new kernel.
 #[derive(Clone, Debug)]
 pub struct Schedule {
@@ -50,7 +70,7 @@ pub struct Schedule {
     pub binding: Binding,
     pub indexing: Indexing,
     pub bypass: Vec<Ident>,
-    pub prefetch: Option<Path>,
+    pub prefetch: Option<Prefetch>,
     pub chunk: Option<(u32, Span)>,
     pub active: Option<(u32, Span)>,
     pub waves: Option<(u32, Span)>,
@@ -76,7 +96,7 @@ impl Schedule {
                 IndexingKind::RowMajor | IndexingKind::Custom => Indexing::RowMajor,
             },
             bypass: Vec::new(),
-            prefetch: None,
+            prefetch: proposal.prefetch.then_some(Prefetch::Generated(span)),
             chunk: None,
             active: None,
             waves: proposal.waves.map(|w| (w, span)),
@@ -117,8 +137,10 @@ impl Schedule {
             && self.binding == other.binding
             && self.bypass.is_empty()
             && other.bypass.is_empty()
-            && self.prefetch.is_none()
-            && other.prefetch.is_none()
+            && match (&self.prefetch, &other.prefetch) {
+                (None, None) | (Some(Prefetch::Generated(_)), Some(Prefetch::Generated(_))) => true,
+                _ => false,
+            }
             && value(&self.chunk) == value(&other.chunk)
             && value(&self.active) == value(&other.active)
             && value(&self.waves) == value(&other.waves)
@@ -229,10 +251,15 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
             "prefetch" => {
                 let value: Expr = meta.value()?.parse()?;
                 match value {
-                    Expr::Path(ExprPath { path, qself: None, .. }) => schedule.prefetch = Some(path),
+                    Expr::Path(ExprPath { path, qself: None, .. }) if path.is_ident("auto") => {
+                        schedule.prefetch = Some(Prefetch::Generated(path.span()));
+                    }
+                    Expr::Path(ExprPath { path, qself: None, .. }) => {
+                        schedule.prefetch = Some(Prefetch::Hook(path));
+                    }
                     other => errors.push(Error::new_spanned(
                         other,
-                        "`prefetch` takes the path of a function `unsafe fn(next: Cta, <the kernel's parameters>)`, e.g. `prefetch = prefetch_rows`",
+                        "`prefetch` takes `auto` or the path of a function `unsafe fn(next: Cta, <the kernel's parameters>)`, e.g. `prefetch = prefetch_rows`",
                     )),
                 }
             }

@@ -532,7 +532,7 @@ macro_rules! variants {
                 auto_family: None,
             },)*
         ];
-        // At most `clustered_device::abi::access::MAX_PROPOSALS` (7).
+        // At most `clustered_device::abi::access::MAX_PROPOSALS` (8).
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 1);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 2);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 3);
@@ -540,9 +540,10 @@ macro_rules! variants {
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 5);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 6);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 7);
+        $crate::suite::auto_variant!(variants, m::$baseline, $args, 8);
         variants
     }};
 }
-const _: () = assert!(clustered_device::abi::access::MAX_PROPOSALS == 7);
+const _: () = assert!(clustered_device::abi::access::MAX_PROPOSALS == 8);
 
 pub(crate) use {auto_variant, call_kernel, launch_gpu, launch_tuned, variants};
