@@ -446,9 +446,6 @@ pub struct Proposal {
     pub tile: (u32, u32),
     /// `waves` of a stride schedule.
     pub waves: Option<u32>,
-    /// Whether the schedule prefetches the next task's loads into L2 with a
-    /// hook the macro writes from the loads' affine forms (`prefetch = auto`).
-    pub prefetch: bool,
     /// A name suffix: `<kernel>_auto_<tag>`.
     pub tag: &'static str,
     /// Why.
@@ -461,7 +458,6 @@ const fn raster(g: u32, tag: &'static str) -> Proposal {
         indexing: IndexingKind::ColumnTile,
         tile: (g, 1),
         waves: None,
-        prefetch: false,
         tag,
         why: "CTAs share data across the grid: a raster along y keeps the CTAs that share it in L2 together (won all four raster kernels on the H100)",
     }
@@ -480,7 +476,6 @@ pub const SHARED_2D: [Proposal; 4] = [
         indexing: IndexingKind::Tile,
         tile: (4, 4),
         waves: None,
-        prefetch: false,
         tag: "agents_tile4",
         why: "CTAs share data within 4x4 tiles of the grid: agents run a tile on one SM, through its L1",
     },
@@ -491,13 +486,12 @@ pub const SHARED_2D: [Proposal; 4] = [
 /// and Black-Scholes on the H100); redirection changes which SMs the CTAs
 /// land on, which decides the bandwidth of a grid with few CTAs (ATAX's
 /// column pass, 64 CTAs on 132 SMs: 1.70x on the H100).
-pub const STREAMING: [Proposal; 4] = [
+pub const STREAMING: [Proposal; 3] = [
     Proposal {
         binding: Binding::Stride,
         indexing: IndexingKind::RowMajor,
         tile: (1, 1),
         waves: None,
-        prefetch: false,
         tag: "stride",
         why: "little reuse between CTAs: a grid-stride loop over resident CTAs streams with fewer launches and keeps the next CTA's loads close",
     },
@@ -506,25 +500,14 @@ pub const STREAMING: [Proposal; 4] = [
         indexing: IndexingKind::RowMajor,
         tile: (1, 1),
         waves: Some(4),
-        prefetch: false,
         tag: "stride_waves4",
         why: "as `stride`, with four blocks per resident slot: more loads in flight",
-    },
-    Proposal {
-        binding: Binding::Stride,
-        indexing: IndexingKind::RowMajor,
-        tile: (1, 1),
-        waves: None,
-        prefetch: true,
-        tag: "stride_prefetch",
-        why: "as `stride`, prefetching the next task's loads into L2 while this one runs (Jacobi's winner on the H100, with a hand-written hook)",
     },
     Proposal {
         binding: Binding::Redirect,
         indexing: IndexingKind::RowMajor,
         tile: (1, 1),
         waves: None,
-        prefetch: false,
         tag: "redirect",
         why: "streams of few CTAs: the paper's round-robin redirection places them on other SMs than the hardware's order does",
     },
@@ -541,8 +524,7 @@ pub const MAX_PROPOSALS: usize = SHARED_2D.len() + STREAMING.len();
 ///   axes: the rasters and agents of [`SHARED_2D`].
 /// - Anything else that the analysis can read (streams, and a 1-D grid's
 ///   broadcast vector), and a halo: the grid-stride loops and redirection
-///   of [`STREAMING`]; the prefetching loop only where a load is
-///   [`prefetchable`].
+///   of [`STREAMING`].
 /// - Nothing for a kernel whose every load is opaque (data-related): the
 ///   analysis cannot say, so the tuner keeps the baseline.
 pub fn proposals(all: &Accesses<'_>, values: &dyn Values) -> impl Iterator<Item = Proposal> {
@@ -571,27 +553,10 @@ pub fn proposals(all: &Accesses<'_>, values: &dyn Values) -> impl Iterator<Item 
     let halo = most.contains(&Reuse::Halo);
     let two_d = shares && axes >= 2;
     let stream = readable && (!two_d || halo);
-    let prefetchable = all.accesses.iter().any(prefetchable);
-    SHARED_2D.into_iter().filter(move |_| two_d).chain(
-        STREAMING
-            .into_iter()
-            .filter(move |p| stream && (prefetchable || !p.prefetch)),
-    )
-}
-
-/// Whether `access` is a load whose address the macro can compute for the
-/// next task before running it: affine, moving with the CTA, in no loop.
-pub fn prefetchable(access: &Access<'_>) -> bool {
-    let Index::Affine(terms) = access.index else {
-        return false;
-    };
-    access.direction == Direction::Load
-        && terms
-            .iter()
-            .any(|t| t.factors.iter().any(|f| matches!(f, Sym::Block(_))))
-        && !terms
-            .iter()
-            .any(|t| t.factors.iter().any(|f| matches!(f, Sym::Loop(_))))
+    SHARED_2D
+        .into_iter()
+        .filter(move |_| two_d)
+        .chain(STREAMING.into_iter().filter(move |_| stream))
 }
 
 #[cfg(test)]
@@ -792,14 +757,8 @@ mod tests {
             "`n` does not divide x's stride `TILE`"
         );
         assert_eq!(classify(&JACOBI[0], &all, &Unknown), Class::Algorithm);
-        // Shares a halo on a 2-D grid: rasters and agents, and streams,
-        // one of them prefetching (the loads move with the CTA, no loop).
-        assert_eq!(proposals(&all, &Unknown).count(), 8);
-        assert!(JACOBI.iter().all(prefetchable));
-        assert!(proposals(&all, &Unknown)
-            .filter(|p| p.prefetch)
-            .map(|p| p.tag)
-            .eq(["stride_prefetch"]));
+        // Shares a halo on a 2-D grid: rasters and agents, and streams.
+        assert_eq!(proposals(&all, &Unknown).count(), 7);
     }
 
     /// ATAX's row pass: `a[(bx*bdx + tx)*ny + j]`, `x[j]` on a 1-D grid.
@@ -838,9 +797,6 @@ mod tests {
         let tags: [&str; 3] =
             core::array::from_fn(|i| proposals(&all, &Unknown).nth(i).unwrap().tag);
         assert_eq!(tags, ["stride", "stride_waves4", "redirect"]);
-        // Every load is in the loop: no hook can prefetch the next task's.
-        assert!(!ROWS.iter().any(prefetchable));
-        assert_eq!(proposals(&all, &Unknown).count(), 3);
     }
 
     #[test]

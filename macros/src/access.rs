@@ -1190,15 +1190,16 @@ pub fn proposals(analysis: &Analysis) -> Vec<clustered_abi::access::Proposal> {
 }
 
 /// The hook of `prefetch = auto`: `unsafe fn hook(next: Cta, <the kernel's
-/// parameters>)` that prefetches into L2, for each load the abi calls
-/// [`prefetchable`](clustered_abi::access::prefetchable), the address this
+/// parameters>)` that prefetches into L2, for each load whose form is
+/// affine, contains a block index and no loop counter, the address this
 /// thread will load in task `next`. One prefetch per pointer and positional
 /// part (the terms in block and thread indices): the `n`, `s`, `e`, `w`
 /// loads of a stencil differ from `c` by a halo that the neighbouring CTAs'
 /// prefetches bring. The address is computed in wrapping 64-bit arithmetic
 /// and not guarded: a prefetch is a hint, and one outside every allocation
 /// neither faults nor is reported by compute-sanitizer (probed on an H100,
-/// docs/DESIGN.md section 10); the CPU backend does not bounds-check it.
+/// docs/DESIGN.md section 10), but is slow; the CPU backend does not
+/// bounds-check it.
 ///
 /// `Err` says why there is nothing to prefetch.
 pub fn prefetch_hook(

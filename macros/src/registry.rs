@@ -241,8 +241,9 @@ pub fn registry(
             /// global load and store with its affine form
             /// (`clustered::access`).
             pub const ACCESSES: #device::abi::access::Accesses<'static> = #accesses_tokens;
-            /// The automatic family: the baseline, then the schedules that
-            /// `#[clustered(auto)]` proposed (just the baseline without it).
+            /// The automatic family: the baseline, the schedules that
+            /// `#[clustered(auto)]` proposed, then those written beside it
+            /// (just the baseline without it).
             pub const AUTO: &'static [#entry::Entry<Self>] = &[Self::KERNEL #(, Self::#auto)*];
             /// Every schedule of the kernel, in the order of its attributes.
             pub const SCHEDULES: &'static [#entry::Entry<Self>] = &[#(#listed),*];

@@ -45,7 +45,8 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         .map(|(args, span)| parse::parse_schedule(args, span, &mut errors))
         .collect();
     let accesses = crate::access::analyse(&function);
-    let (schedules, auto) = with_proposals(parsed, &accesses, &function.sig.ident, &mut errors);
+    let has_auto = parsed.iter().any(|s| s.auto);
+    let (schedules, mut auto) = with_proposals(parsed, &accesses, &function.sig.ident, &mut errors);
 
     let original = &function.sig.ident;
     let returns_early = analyse::returns_early(&function.block);
@@ -106,6 +107,17 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             &facts,
             &parameters,
         ));
+    }
+
+    // Schedules written beside `#[clustered(auto)]` are candidates too: the
+    // user wrote them because they may win (Jacobi's hand-written prefetch
+    // hook did, and no proposal can know it).
+    if has_auto {
+        for name in &names {
+            if !auto.contains(name) {
+                auto.push(name.clone());
+            }
+        }
     }
 
     // One generated prefetch hook serves every schedule that asks for it.

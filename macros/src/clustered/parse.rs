@@ -96,7 +96,7 @@ impl Schedule {
                 IndexingKind::RowMajor | IndexingKind::Custom => Indexing::RowMajor,
             },
             bypass: Vec::new(),
-            prefetch: proposal.prefetch.then_some(Prefetch::Generated(span)),
+            prefetch: None,
             chunk: None,
             active: None,
             waves: proposal.waves.map(|w| (w, span)),

@@ -85,6 +85,65 @@ pub unsafe fn sgemm_raster(
 #[doc(hidden)]
 #[inline(always)]
 #[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
+unsafe fn __sgemm_persistent_task(
+    __cta: ::clustered_device::cta::Cta,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    n: u32,
+) {
+    ::clustered_device::trace::begin_task(&__cta);
+    {
+        let row = __cta.virtual_block_idx_y(block_idx_y) * TILE + thread_idx_y();
+        let col = __cta.virtual_block_idx_x(block_idx_x) * TILE + thread_idx_x();
+        let mut sum = 0.0;
+        for k in 0..n {
+            sum
+                += ::clustered_device::memory::load(a.add(at(row, n, k)))
+                    * ::clustered_device::memory::load(b.add(at(k, n, col)));
+        }
+        {
+            let __value = sum;
+            ::clustered_device::memory::store(c.add(at(row, n, col)), __value)
+        };
+    }
+}
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_contract_sgemm_persistent: ::clustered_device::abi::KernelContract = ::clustered_device::abi::KernelContract::new(
+    ::clustered_device::abi::Binding::Persistent,
+    ::clustered_device::abi::indexing_kind::ROW_MAJOR,
+    [0u32, 0u32],
+    4u32,
+    0u32,
+);
+#[entry_point]
+/// Clustered `sgemm`: `binding = persistent`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sgemm_persistent(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    n: u32,
+    __launch: ::clustered_device::abi::ClusterLaunch,
+) {
+    ::clustered_device::run::agents(
+        &__launch,
+        4u32,
+        |_: u32, __cta: ::clustered_device::cta::Cta| __sgemm_persistent_task(
+            __cta,
+            a,
+            b,
+            c,
+            n,
+        ),
+        |_: u32, _: ::clustered_device::cta::Cta| {},
+    );
+}
+#[doc(hidden)]
+#[inline(always)]
+#[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
 unsafe fn __sgemm_auto_raster_y4_task(
     __cta: ::clustered_device::cta::Cta,
     a: *const f32,
@@ -261,7 +320,7 @@ pub unsafe fn sgemm_auto_agents_tile4(
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
-/// Typed entry points of the kernel [`sgemm`](fn@sgemm): `sgemm::KERNEL` (the kernel as written) and its schedules `sgemm::sgemm_raster`, `sgemm::sgemm_auto_raster_y4`, `sgemm::sgemm_auto_raster_y32`, `sgemm::sgemm_auto_agents_tile4`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<sgemm as KernelFn>::Args`, one per parameter.
+/// Typed entry points of the kernel [`sgemm`](fn@sgemm): `sgemm::KERNEL` (the kernel as written) and its schedules `sgemm::sgemm_raster`, `sgemm::sgemm_persistent`, `sgemm::sgemm_auto_raster_y4`, `sgemm::sgemm_auto_raster_y32`, `sgemm::sgemm_auto_agents_tile4`. Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<sgemm as KernelFn>::Args`, one per parameter.
 #[allow(non_camel_case_types)]
 pub struct sgemm {}
 #[cfg(not(target_arch = "nvptx64"))]
@@ -342,6 +401,23 @@ impl sgemm {
             ::clustered_device::entry::Entry::__new(
                 "sgemm_raster",
                 ::core::option::Option::Some(&__clustered_contract_sgemm_raster),
+                cpu,
+            )
+        }
+    };
+    /// The schedule `sgemm_persistent` of [`sgemm`](fn@sgemm).
+    pub const sgemm_persistent: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <sgemm as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { sgemm_persistent(raw.0, raw.1, raw.2, raw.3, launch) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "sgemm_persistent",
+                ::core::option::Option::Some(&__clustered_contract_sgemm_persistent),
                 cpu,
             )
         }
@@ -442,7 +518,7 @@ impl sgemm {
                     ],
                 ),
                 loops: &["k"],
-                line: 16u32,
+                line: 18u32,
                 source: "*a.add(at(row, n, k))",
             },
             ::clustered_device::abi::access::Access {
@@ -481,7 +557,7 @@ impl sgemm {
                     ],
                 ),
                 loops: &["k"],
-                line: 16u32,
+                line: 18u32,
                 source: "*b.add(at(k, n, col))",
             },
             ::clustered_device::abi::access::Access {
@@ -535,7 +611,7 @@ impl sgemm {
                     ],
                 ),
                 loops: &[],
-                line: 18u32,
+                line: 20u32,
                 source: "*c.add(at(row, n, col)) = sum",
             },
         ],
@@ -563,18 +639,21 @@ impl sgemm {
         block_axes: [true, true, false],
         uses_shared_memory: false,
     };
-    /// The automatic family: the baseline, then the schedules that
-    /// `#[clustered(auto)]` proposed (just the baseline without it).
+    /// The automatic family: the baseline, the schedules that
+    /// `#[clustered(auto)]` proposed, then those written beside it
+    /// (just the baseline without it).
     pub const AUTO: &'static [::clustered_device::entry::Entry<Self>] = &[
         Self::KERNEL,
         Self::sgemm_auto_raster_y4,
         Self::sgemm_raster,
         Self::sgemm_auto_raster_y32,
         Self::sgemm_auto_agents_tile4,
+        Self::sgemm_persistent,
     ];
     /// Every schedule of the kernel, in the order of its attributes.
     pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[
         Self::sgemm_raster,
+        Self::sgemm_persistent,
         Self::sgemm_auto_raster_y4,
         Self::sgemm_auto_raster_y32,
         Self::sgemm_auto_agents_tile4,

@@ -550,8 +550,9 @@ impl stencil {
         block_axes: [true, true, false],
         uses_shared_memory: false,
     };
-    /// The automatic family: the baseline, then the schedules that
-    /// `#[clustered(auto)]` proposed (just the baseline without it).
+    /// The automatic family: the baseline, the schedules that
+    /// `#[clustered(auto)]` proposed, then those written beside it
+    /// (just the baseline without it).
     pub const AUTO: &'static [::clustered_device::entry::Entry<Self>] = &[Self::KERNEL];
     /// Every schedule of the kernel, in the order of its attributes.
     pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[

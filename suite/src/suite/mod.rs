@@ -347,8 +347,8 @@ pub struct Variant {
     /// `<kernel>_twin` of the twins' module, same parameters).
     pub twin: Option<GpuEntry>,
     /// For the baseline: the tuned launch over the kernel's automatic
-    /// family (`<kernel>::AUTO`: the baseline and what
-    /// `#[clustered(auto)]` proposed).
+    /// family (`<kernel>::AUTO`: the baseline, what `#[clustered(auto)]`
+    /// proposed and the schedules written beside it).
     pub tuned: Option<TunedEntry>,
     /// For the baseline: what the access analysis read in its body.
     pub accesses: Option<&'static Accesses<'static>>,
@@ -532,7 +532,7 @@ macro_rules! variants {
                 auto_family: None,
             },)*
         ];
-        // At most `clustered_device::abi::access::MAX_PROPOSALS` (8).
+        // At most `clustered_device::abi::access::MAX_PROPOSALS` (7).
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 1);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 2);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 3);
@@ -540,10 +540,9 @@ macro_rules! variants {
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 5);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 6);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 7);
-        $crate::suite::auto_variant!(variants, m::$baseline, $args, 8);
         variants
     }};
 }
-const _: () = assert!(clustered_device::abi::access::MAX_PROPOSALS == 8);
+const _: () = assert!(clustered_device::abi::access::MAX_PROPOSALS == 7);
 
 pub(crate) use {auto_variant, call_kernel, launch_gpu, launch_tuned, variants};
