@@ -9,7 +9,8 @@
 # run-all.sh runs every test binary, the locality example, and compute-sanitizer
 # memcheck, racecheck and synccheck (every suite kernel in every schedule, small
 # sizes) when present;
-# ncu-locality.sh profiles every schedule at the simulator's sizes with ncu.
+# ncu-locality.sh profiles every schedule at the simulator's sizes with ncu;
+# ncu-access.sh each baseline, for the static report (scripts/access-vs-ncu.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage=.gpu
@@ -112,6 +113,32 @@ ncu --csv --page raw --print-units base \
 echo "ncu: exit $?, $(grep -c '^"' "$out/ncu-locality.csv") csv lines"
 RUN
 chmod +x "$stage/ncu-locality.sh"
+
+# Each suite kernel's baseline entry, for ncu's kernel filter (the static
+# report names them: the first of the automatic family).
+target/release/examples/access --size simulate --out "$stage/access" > /dev/null
+python3 -c '
+import json, sys
+print(" ".join(r["kernel"] + ":" + r["auto_family"][0] for r in json.load(open(sys.argv[1]))))
+' "$stage/access/access.json" > "$stage/baselines.txt"
+
+cat > "$stage/ncu-access.sh" <<'RUN'
+#!/usr/bin/env bash
+# Each suite kernel's baseline at the simulator's sizes under ncu: L1 and L2
+# hit rates and global-load sectors per request, for the static report
+# (compare here: scripts/access-vs-ncu.py ACCESS_JSON OUT/ncu-access.csv).
+cd "$(dirname "$0")"
+out=${1:-/tmp/gpu-out}; mkdir -p "$out"
+m=l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,lts__t_sectors_srcunit_tex_op_read.sum,dram__sectors_read.sum
+for pair in $(cat baselines.txt); do
+  k=${pair%%:*}; base=${pair#*:}
+  echo "### $k $base" >> "$out/ncu-access.csv"
+  ncu --csv --page raw --print-units base -k "regex:^${base}\$" -c 1 --metrics $m \
+    ./locality --only $k --gpu-size simulate --gpu-runs 1 --sms 132 --out /tmp/ncu-access-$k 2>>"$out/ncu-access.err" | grep '^"' >> "$out/ncu-access.csv"
+  echo "ncu $k: exit ${PIPESTATUS[0]}"
+done
+RUN
+chmod +x "$stage/ncu-access.sh"
 
 cat > "$stage/ncu-bench.sh" <<'RUN'
 #!/usr/bin/env bash
