@@ -10,7 +10,7 @@ use std::time::Duration;
 use clustered_host::cpu::{launch_entry, run, CpuLaunch, Machine, NoObserver};
 use clustered_host::pool::{
     Finished, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool, Ticket, EXIT,
-    FINISHED, IDLE, READY, RUNNING, STATUS_OK, STATUS_UNKNOWN_KIND,
+    FINISHED, IDLE, READY, RING_ENTRIES, RUNNING, STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 use clustered_host::ClusterOptions;
 use clustered_suite::reference;
@@ -18,8 +18,9 @@ use kernels::early_exit::{ragged_sum, ragged_sum_args};
 use kernels::pool::pool_generated;
 use kernels::pool::{
     kmeans_assign_launch, kmeans_update_launch, pool_demo, sgemm64_batched, sgemm64_launch,
-    KmeansAssign, KmeansUpdate, Mark, Saxpy, Sgemm64, Wait, EMPTY, KINDS, KMEANS_ASSIGN,
-    KMEANS_SUB, KMEANS_UPDATE, MARK, SAXPY, SGEMM64, SGEMM64_CTAS, WAIT,
+    KmeansAssign, KmeansUpdate, Mark, Order, Saxpy, Sgemm64, Step, Wait, EMPTY, KINDS,
+    KMEANS_ASSIGN, KMEANS_SUB, KMEANS_UPDATE, MARK, ORDER, SAXPY, SGEMM64, SGEMM64_CTAS, STEP,
+    WAIT,
 };
 use kernels::vector::{accumulate, accumulate_args, vector_add, vector_add_args};
 
@@ -196,13 +197,17 @@ fn mixed_kinds_match_the_reference() {
 }
 
 /// The device side of the protocol, driven by hand (no `TaskPool`): the
-/// states a block writes, the status of an unknown kind, and EXIT.
+/// states a block writes, the status of an unknown kind, the ring served in
+/// order (a task behind a running one starts without the host, entries wrap
+/// around), and EXIT seen only in the entry the block reads next.
 #[test]
-fn a_block_walks_the_slot_states() {
-    let slots: Box<[Slot]> = vec![Slot::IDLE; 1].into_boxed_slice();
-    let slot = slots.as_ptr() as *mut Slot;
-    let state = |s: *mut Slot| unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*s).state)) };
-    let address = slot as usize;
+fn a_block_walks_its_ring_in_order() {
+    let slots: Box<[Slot]> = vec![Slot::IDLE; RING_ENTRIES].into_boxed_slice();
+    let ring = slots.as_ptr() as *mut Slot;
+    let entry = |e: usize| ring.wrapping_add(e % RING_ENTRIES);
+    let state =
+        |e: usize| unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*entry(e)).state)) };
+    let address = ring as usize;
     let engine = thread::spawn(move || {
         let launch = CpuLaunch {
             grid: [1, 1, 1],
@@ -213,38 +218,65 @@ fn a_block_walks_the_slot_states() {
         let body = || unsafe { pool_demo(address as *mut Slot) };
         run(&Machine::new(1), &launch, &mut NoObserver, &body)
     });
-    let await_state = |want: u32| {
+    let await_state = |e: usize, want: u32| {
         for _ in 0..20_000 {
-            if state(slot).load(Ordering::Acquire) == want {
+            if state(e).load(Ordering::Acquire) == want {
                 return;
             }
             thread::sleep(Duration::from_micros(100));
         }
-        panic!("the slot never reached state {want}");
+        panic!("entry {e} never reached state {want}");
     };
-    // An idle slot stays idle: the block only polls.
+    let write = |e: usize, task: Task| unsafe {
+        (*entry(e)).kind = task.kind();
+        (*entry(e)).ctas = task.ctas();
+        (*entry(e)).payload = *task.payload();
+        state(e).store(READY, Ordering::Release);
+    };
+    let collect = |e: usize| unsafe {
+        let answer = ((*entry(e)).status, (*entry(e)).result);
+        state(e).store(IDLE, Ordering::Relaxed);
+        answer
+    };
+    // An idle ring stays idle: the block only polls.
     thread::sleep(Duration::from_millis(20));
-    assert_eq!(state(slot).load(Ordering::Acquire), IDLE);
-    // READY -> RUNNING (a WAIT task holds it there) -> FINISHED.
-    let flag = AtomicU32::new(0);
-    let write = |task: Task| unsafe {
-        (*slot).kind = task.kind();
-        (*slot).ctas = task.ctas();
-        (*slot).payload = *task.payload();
-        state(slot).store(READY, Ordering::Release);
-    };
-    write(wait(&flag));
-    await_state(RUNNING);
-    flag.store(1, Ordering::Release);
-    await_state(FINISHED);
-    assert_eq!(unsafe { ((*slot).status, (*slot).result) }, (STATUS_OK, 1));
-    // An unknown kind comes back refused, its body not run.
-    state(slot).store(IDLE, Ordering::Relaxed);
-    write(Task::new(KINDS + 3, 1, 0u32));
-    await_state(FINISHED);
-    assert_eq!(unsafe { (*slot).status }, STATUS_UNKNOWN_KIND);
-    // EXIT ends the kernel.
-    state(slot).store(EXIT, Ordering::Release);
+    assert!((0..RING_ENTRIES).all(|e| state(e).load(Ordering::Acquire) == IDLE));
+    // Entry 0: READY -> RUNNING (a WAIT task holds it there) -> FINISHED.
+    // Entry 1, written while entry 0 runs, waits behind it; entry 2 is
+    // refused (unknown kind) once entry 1 ran.
+    let (first, second) = (AtomicU32::new(0), AtomicU32::new(0));
+    let (first_started, second_started) = (AtomicU32::new(0), AtomicU32::new(0));
+    write(0, wait_started(&first, &first_started));
+    await_state(0, RUNNING);
+    write(1, wait_started(&second, &second_started));
+    write(2, Task::new(KINDS + 3, 1, 0u32));
+    thread::sleep(Duration::from_millis(20));
+    assert_eq!(second_started.load(Ordering::Acquire), 0, "entry 1 ran early");
+    assert_eq!(state(1).load(Ordering::Acquire), READY);
+    first.store(1, Ordering::Release);
+    // Entry 1 starts without the host touching the ring again.
+    await_one(&second_started);
+    assert_eq!(state(0).load(Ordering::Acquire), FINISHED);
+    assert_eq!(collect(0), (STATUS_OK, 1));
+    second.store(1, Ordering::Release);
+    await_state(2, FINISHED);
+    assert_eq!(collect(1), (STATUS_OK, 1));
+    assert_eq!(collect(2).0, STATUS_UNKNOWN_KIND);
+    // Entries 3.. and around the end of the ring: each EMPTY task returns
+    // its payload, in order.
+    for e in 3..RING_ENTRIES + 3 {
+        write(e, Task::new(EMPTY, 1, e as u32));
+        await_state(e, FINISHED);
+        assert_eq!(collect(e), (STATUS_OK, e as u64));
+    }
+    // EXIT in an entry the block does not read next is not seen: the block
+    // polls entry 3 (= RING_ENTRIES + 3) only.
+    state(RING_ENTRIES + 4).store(EXIT, Ordering::Release);
+    thread::sleep(Duration::from_millis(20));
+    assert!(!engine.is_finished(), "the block left at an EXIT it must not read");
+    state(RING_ENTRIES + 4).store(IDLE, Ordering::Relaxed);
+    // EXIT in the entry it reads next ends the kernel.
+    state(RING_ENTRIES + 3).store(EXIT, Ordering::Release);
     engine
         .join()
         .unwrap()
@@ -255,9 +287,11 @@ fn a_block_walks_the_slot_states() {
 #[test]
 fn drain_runs_the_queue_and_cancel_drops_it() {
     for mode in [Shutdown::Drain, Shutdown::Cancel] {
-        // One block: a waiting task holds it while the rest queue up.
+        // One block: a waiting task holds it while the rest queue up. Depth
+        // 1 keeps them all on the host, where Cancel can drop them.
         let config = PoolConfig::new(KINDS)
             .blocks(1)
+            .depth(1)
             .block_threads(THREADS)
             .timeout(Duration::from_secs(60));
         let pool = TaskPool::cpu(Machine::new(1), 1, pool_demo, config).unwrap();
