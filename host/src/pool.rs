@@ -497,8 +497,15 @@ impl Shared {
     }
 
     fn timeout(&self, state: &State, waited: Duration) -> PoolError {
-        let in_slots = self
-            .tickets
+        PoolError::Timeout {
+            waited,
+            unfinished: state.unfinished,
+            in_slots: self.in_rings(),
+        }
+    }
+
+    fn in_rings(&self) -> Vec<InSlot> {
+        self.tickets
             .iter()
             .enumerate()
             .filter_map(|(i, held)| match held.load(Ordering::Relaxed) {
@@ -510,12 +517,7 @@ impl Shared {
                     state: state_name(self.slots.state(i).load(Ordering::Acquire)),
                 }),
             })
-            .collect();
-        PoolError::Timeout {
-            waited,
-            unfinished: state.unfinished,
-            in_slots,
-        }
+            .collect()
     }
 }
 
@@ -692,6 +694,14 @@ impl TaskPool {
     /// Tasks pushed and not finished yet (queued, blocked or in a ring).
     pub fn unfinished(&self) -> usize {
         self.shared.lock().unfinished
+    }
+
+    /// The tasks in the blocks' rings now (dispatched, not yet collected),
+    /// in block and entry order, with each entry's state: what a timeout
+    /// names, for diagnostics and tests. A snapshot: the scheduler and the
+    /// blocks move on while it is read.
+    pub fn in_rings(&self) -> Vec<InSlot> {
+        self.shared.in_rings()
     }
 
     /// A finished task, if one is waiting; never blocks.
