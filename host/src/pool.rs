@@ -556,7 +556,8 @@ impl TaskPool {
             ));
         }
         let blocks = config.plan(resident_per_sm, machine.sm_count())?;
-        let raw = Box::into_raw(vec![Slot::IDLE; blocks as usize * RING_ENTRIES].into_boxed_slice());
+        let raw =
+            Box::into_raw(vec![Slot::IDLE; blocks as usize * RING_ENTRIES].into_boxed_slice());
         let host = raw.cast::<Slot>();
         let shared = Self::shared(&config, blocks, host, Memory::Cpu(raw));
         let launch = CpuLaunch {
@@ -825,8 +826,7 @@ fn schedule(shared: &Shared, mut device: Option<gpu::Running>) {
             }
         }
         let mut ended = false;
-        if progressed || device_end.is_some() || shared.news.load(Ordering::Acquire) != seen_news
-        {
+        if progressed || device_end.is_some() || shared.news.load(Ordering::Acquire) != seen_news {
             let mut state = shared.lock();
             seen_news = shared.news.load(Ordering::Relaxed);
             std::mem::swap(&mut state.inbox, &mut incoming);
@@ -975,8 +975,11 @@ enum Place {
 /// An unfinished task in the scheduler's bookkeeping.
 struct Node {
     task: Task,
-    /// Its unfinished dependencies.
+    /// Its dependencies that were unfinished when it was pushed (some may
+    /// have finished since: no longer in `Dispatch::nodes`).
     deps: Vec<Ticket>,
+    /// How many of `deps` have not finished yet.
+    waiting: usize,
     /// Unfinished tasks pushed after it.
     dependents: Vec<Ticket>,
     place: Place,
@@ -1079,6 +1082,7 @@ impl Dispatch {
             ticket,
             Node {
                 task,
+                waiting: after.len(),
                 deps: after,
                 dependents: Vec::new(),
                 place,
@@ -1096,12 +1100,17 @@ impl Dispatch {
     /// a follower yet.
     fn ride_target(&self, ticket: Ticket) -> Option<u32> {
         let node = self.nodes.get(&ticket)?;
-        if node.place != Place::Blocked {
+        // More unfinished dependencies than a ring holds are rarely all in
+        // one; not looking spares a task after thousands of others a scan
+        // of its list at each one's end.
+        if node.place != Place::Blocked || node.waiting > RING_ENTRIES {
             return None;
         }
         let mut target = None;
         for dep in &node.deps {
-            let dep = self.nodes.get(dep)?;
+            let Some(dep) = self.nodes.get(dep) else {
+                continue; // finished
+            };
             if dep.followed {
                 return None;
             }
@@ -1189,13 +1198,14 @@ impl Dispatch {
             let Some(waiting) = self.nodes.get_mut(&dependent) else {
                 continue;
             };
-            waiting.deps.retain(|&t| t != ticket);
+            waiting.waiting -= 1;
             if waiting.place != Place::Blocked {
                 // A rider keeps its ring: it waits there for room, which
                 // comes no later than its dependencies' end.
                 continue;
             }
-            if waiting.deps.is_empty() {
+            if waiting.waiting == 0 {
+                waiting.deps = Vec::new();
                 waiting.place = Place::Ready;
                 self.ready.push_back(dependent);
             } else {
@@ -1444,5 +1454,284 @@ mod gpu {
                 }),
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The scheduler's bookkeeping without threads: the test plays the
+    //! device, writing FINISHED into the slots by hand.
+
+    use super::*;
+
+    /// `blocks` rings in a buffer of idle slots, and their tickets.
+    struct Rings {
+        _memory: Box<[Slot]>,
+        slots: Slots,
+        tickets: Box<[AtomicU64]>,
+    }
+
+    impl Rings {
+        fn new(blocks: usize) -> Rings {
+            let mut memory = vec![Slot::IDLE; blocks * RING_ENTRIES].into_boxed_slice();
+            let slots = Slots {
+                host: memory.as_mut_ptr(),
+                blocks,
+            };
+            Rings {
+                _memory: memory,
+                slots,
+                tickets: (0..blocks * RING_ENTRIES)
+                    .map(|_| AtomicU64::new(0))
+                    .collect(),
+            }
+        }
+
+        /// Each block's tickets in ring order, oldest first.
+        fn held(&self, d: &Dispatch) -> Vec<Vec<u64>> {
+            d.rings
+                .iter()
+                .map(|r| {
+                    (r.tail..r.head)
+                        .map(|i| r.held[(i % RING_ENTRIES as u64) as usize].0 .0)
+                        .collect()
+                })
+                .collect()
+        }
+
+        /// The device finishes the oldest task of block `b` with `result`.
+        fn finish(&self, d: &Dispatch, b: usize, result: u64) {
+            self.finish_nth(d, b, 0, result);
+        }
+
+        /// The device finishes the `nth` oldest task of block `b`.
+        fn finish_nth(&self, d: &Dispatch, b: usize, nth: u64, result: u64) {
+            let ring = &d.rings[b];
+            assert!(ring.tail + nth < ring.head, "block {b} has no task {nth}");
+            let slot = b * RING_ENTRIES + ((ring.tail + nth) % RING_ENTRIES as u64) as usize;
+            let state = self.slots.state(slot);
+            assert_eq!(state.load(Ordering::Relaxed), READY);
+            // SAFETY: the test owns the buffer and plays the device.
+            unsafe {
+                (*self.slots.host.add(slot)).status = STATUS_OK;
+                (*self.slots.host.add(slot)).result = result;
+            }
+            state.store(FINISHED, Ordering::Release);
+        }
+
+        fn collect(&self, d: &mut Dispatch) -> Vec<u64> {
+            let mut out = Vec::new();
+            d.collect(&self.slots, &self.tickets, &mut out);
+            for f in &out {
+                d.finish(f.ticket);
+            }
+            out.iter().map(|f| f.ticket.0).collect()
+        }
+    }
+
+    fn push(d: &mut Dispatch, ticket: u64, after: &[u64]) {
+        d.intake(Queued {
+            ticket: Ticket(ticket),
+            task: Task::new(0, 1, ticket as u32),
+            after: after.iter().map(|&t| Ticket(t)).collect(),
+        });
+    }
+
+    #[test]
+    fn the_ready_queue_fills_the_rings_level_by_level() {
+        let rings = Rings::new(3);
+        let mut d = Dispatch::new(3, 4);
+        for t in 0..8 {
+            push(&mut d, t, &[]);
+        }
+        assert_eq!(d.dispatch(&rings.slots, &rings.tickets), 8);
+        let held = rings.held(&d);
+        // Tickets 0..3 on three different blocks, then 3..6, then the rest.
+        let mut firsts: Vec<u64> = held.iter().map(|h| h[0]).collect();
+        firsts.sort();
+        assert_eq!(firsts, [0, 1, 2]);
+        let mut sizes: Vec<usize> = held.iter().map(Vec::len).collect();
+        sizes.sort();
+        assert_eq!(sizes, [2, 3, 3]);
+        // Each ring in ticket order; the depth caps it.
+        for h in &held {
+            assert!(h.windows(2).all(|w| w[0] < w[1]), "{held:?}");
+        }
+        for t in 8..20 {
+            push(&mut d, t, &[]);
+        }
+        d.dispatch(&rings.slots, &rings.tickets);
+        assert!(rings.held(&d).iter().all(|h| h.len() == 4));
+        assert_eq!(d.ready.len(), 8);
+        // A block that finishes two gets the next two.
+        let b = 1;
+        rings.finish(&d, b, 0);
+        rings.finish_nth(&d, b, 1, 0);
+        assert_eq!(rings.collect(&mut d).len(), 2);
+        assert_eq!(d.dispatch(&rings.slots, &rings.tickets), 2);
+        assert_eq!(rings.held(&d)[b][2..], [12, 13]);
+        // The tickets a timeout names follow the rings.
+        let named = rings
+            .tickets
+            .iter()
+            .filter(|t| t.load(Ordering::Relaxed) != 0)
+            .count();
+        assert_eq!(named, 12);
+    }
+
+    #[test]
+    fn a_chain_binds_to_its_head_s_ring_and_waits_there_for_room() {
+        let rings = Rings::new(4);
+        let mut d = Dispatch::new(4, 4);
+        // Pushed before anything was dispatched: the head is ready, the
+        // rest blocked until the head has a ring.
+        push(&mut d, 0, &[]);
+        for t in 1..10 {
+            push(&mut d, t, &[t - 1]);
+        }
+        assert_eq!(d.dispatch(&rings.slots, &rings.tickets), 1);
+        // The head's ring is known only now: the next dispatch pass puts
+        // the riders behind it, up to the depth.
+        assert_eq!(d.riding, 9);
+        d.dispatch(&rings.slots, &rings.tickets);
+        let held = rings.held(&d);
+        let b = held.iter().position(|h| !h.is_empty()).unwrap();
+        assert_eq!(held[b], [0, 1, 2, 3]);
+        assert!(held.iter().enumerate().all(|(i, h)| i == b || h.is_empty()));
+        // A step pushed now rides behind the last one too.
+        push(&mut d, 10, &[9]);
+        assert_eq!(d.riding, 7);
+        // Room comes as the block finishes: the riders take it in order,
+        // before anything in the ready queue.
+        push(&mut d, 11, &[]);
+        rings.finish(&d, b, 0);
+        assert_eq!(rings.collect(&mut d), [0]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        assert_eq!(rings.held(&d)[b], [1, 2, 3, 4]);
+        assert!(rings.held(&d).iter().any(|h| h == &[11]));
+    }
+
+    #[test]
+    fn only_the_first_dependent_rides_and_two_rings_do_not_mix() {
+        let rings = Rings::new(4);
+        let mut d = Dispatch::new(4, 8);
+        push(&mut d, 0, &[]);
+        push(&mut d, 1, &[]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        let held = rings.held(&d);
+        let b0 = held.iter().position(|h| h == &[0]).unwrap();
+        let b1 = held.iter().position(|h| h == &[1]).unwrap();
+        // A fan-out of 0: only 2 rides.
+        push(&mut d, 2, &[0]);
+        push(&mut d, 3, &[0]);
+        push(&mut d, 4, &[0]);
+        // After tasks in two rings: blocked on the host.
+        push(&mut d, 5, &[0, 1]);
+        // 6 rides behind 1; 7 (after 6 and 1) does not, as 1 has its
+        // follower.
+        push(&mut d, 6, &[1]);
+        push(&mut d, 7, &[6, 1]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        let held = rings.held(&d);
+        assert_eq!(held[b0], [0, 2]);
+        assert_eq!(held[b1], [1, 6]);
+        assert_eq!(d.riding, 0);
+        assert_eq!(
+            d.nodes[&Ticket(7)].place,
+            Place::Blocked,
+            "1 has a follower"
+        );
+        // 0 finishes: 3 and 4 are ready and go to idle blocks first; 5 still
+        // waits for 1.
+        rings.finish(&d, b0, 0);
+        assert_eq!(rings.collect(&mut d), [0]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        let held = rings.held(&d);
+        assert_eq!(held[b0], [2]);
+        let others: Vec<&Vec<u64>> = held
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != b0 && i != b1)
+            .map(|(_, h)| h)
+            .collect();
+        let mut spread: Vec<u64> = others.iter().flat_map(|h| h.iter().copied()).collect();
+        spread.sort();
+        assert_eq!(spread, [3, 4]);
+        assert!(others.iter().all(|h| h.len() == 1));
+        assert_eq!(d.nodes[&Ticket(5)].place, Place::Blocked);
+        // 1 finishes: 5 (after 0 and 1) is ready; 7 now waits only on 6,
+        // which has no follower: it rides behind 6.
+        rings.finish(&d, b1, 0);
+        assert_eq!(rings.collect(&mut d), [1]);
+        assert_eq!(d.nodes[&Ticket(7)].place, Place::Riding(b1 as u32));
+        assert_eq!(d.nodes[&Ticket(5)].place, Place::Ready);
+    }
+
+    #[test]
+    fn exit_goes_into_the_entry_each_block_reads_next() {
+        let rings = Rings::new(2);
+        let mut d = Dispatch::new(2, 8);
+        for t in 0..11 {
+            push(&mut d, t, &[]);
+        }
+        d.dispatch(&rings.slots, &rings.tickets);
+        for b in 0..2 {
+            while !rings.held(&d)[b].is_empty() {
+                rings.finish(&d, b, 0);
+                rings.collect(&mut d);
+            }
+        }
+        assert!(d.is_empty());
+        d.exit(&rings.slots);
+        let states: Vec<u32> = (0..2 * RING_ENTRIES)
+            .map(|i| rings.slots.state(i).load(Ordering::Relaxed))
+            .collect();
+        // Block 0 ran 6 tasks (entries 0..6), block 1 ran 5, or the other
+        // way round: EXIT sits right after each one's last.
+        let next: Vec<usize> = d.rings.iter().map(|r| r.head as usize).collect();
+        for (i, &s) in states.iter().enumerate() {
+            let (b, e) = (i / RING_ENTRIES, i % RING_ENTRIES);
+            let want = if e == next[b] % RING_ENTRIES {
+                EXIT
+            } else {
+                IDLE
+            };
+            assert_eq!(s, want, "block {b} entry {e}: {states:?}");
+        }
+        assert_eq!(next.iter().sum::<usize>(), 11);
+    }
+
+    #[test]
+    fn cancel_keeps_the_tasks_in_rings() {
+        let rings = Rings::new(1);
+        let mut d = Dispatch::new(1, 2);
+        push(&mut d, 0, &[]);
+        push(&mut d, 1, &[]);
+        push(&mut d, 2, &[]);
+        push(&mut d, 3, &[1]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        assert_eq!(rings.held(&d)[0], [0, 1]);
+        let mut out = Vec::new();
+        d.cancel(&mut out);
+        let mut cancelled: Vec<u64> = out.iter().map(|f| f.ticket.0).collect();
+        cancelled.sort();
+        assert_eq!(cancelled, [2, 3]);
+        assert!(out.iter().all(|f| f.outcome == Outcome::Cancelled));
+        assert_eq!(d.dispatch(&rings.slots, &rings.tickets), 0);
+        rings.finish(&d, 0, 5);
+        rings.finish_nth(&d, 0, 1, 0);
+        assert_eq!(rings.collect(&mut d), [0, 1]);
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn a_depth_outside_the_ring_is_refused() {
+        for depth in [0, RING_ENTRIES as u32 + 1] {
+            assert!(matches!(
+                PoolConfig::new(1).depth(depth).plan(1, 1),
+                Err(PoolError::Config(_))
+            ));
+        }
+        assert_eq!(PoolConfig::new(1).depth(1).plan(1, 1), Ok(1));
     }
 }

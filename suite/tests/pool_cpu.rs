@@ -251,7 +251,11 @@ fn a_block_walks_its_ring_in_order() {
     write(1, wait_started(&second, &second_started));
     write(2, Task::new(KINDS + 3, 1, 0u32));
     thread::sleep(Duration::from_millis(20));
-    assert_eq!(second_started.load(Ordering::Acquire), 0, "entry 1 ran early");
+    assert_eq!(
+        second_started.load(Ordering::Acquire),
+        0,
+        "entry 1 ran early"
+    );
     assert_eq!(state(1).load(Ordering::Acquire), READY);
     first.store(1, Ordering::Release);
     // Entry 1 starts without the host touching the ring again.
@@ -273,7 +277,10 @@ fn a_block_walks_its_ring_in_order() {
     // polls entry 3 (= RING_ENTRIES + 3) only.
     state(RING_ENTRIES + 4).store(EXIT, Ordering::Release);
     thread::sleep(Duration::from_millis(20));
-    assert!(!engine.is_finished(), "the block left at an EXIT it must not read");
+    assert!(
+        !engine.is_finished(),
+        "the block left at an EXIT it must not read"
+    );
     state(RING_ENTRIES + 4).store(IDLE, Ordering::Relaxed);
     // EXIT in the entry it reads next ends the kernel.
     state(RING_ENTRIES + 3).store(EXIT, Ordering::Release);
@@ -816,8 +823,8 @@ fn await_in_rings(pool: &TaskPool, count: usize) -> Vec<(u32, Ticket, &'static s
     panic!("the rings never held {count} tasks: {:?}", in_rings(pool));
 }
 
-/// Idle blocks get work first: four WAIT tasks on four blocks all start (a
-/// second one in a ring would wait behind the first forever), and eight
+/// Idle blocks get work first: four WAIT tasks pushed one after the other
+/// all start (a second one in a ring would wait behind the first), and eight
 /// tasks pushed while they hold the blocks go two into each ring, where each
 /// block runs its ring in the order the host filled it.
 #[test]
@@ -827,13 +834,16 @@ fn idle_blocks_get_work_first_and_each_ring_runs_in_order() {
     assert_eq!(pool.depth(), RING_ENTRIES as u32);
     let flag = AtomicU32::new(0);
     let started = counters(4);
+    // One at a time, each after the previous holds its block: the scheduler
+    // must choose an idle block for each.
     let waits: Vec<Ticket> = started
         .iter()
-        .map(|s| pool.push(wait_started(&flag, s)).unwrap())
+        .map(|s| {
+            let ticket = pool.push(wait_started(&flag, s)).unwrap();
+            await_one(s);
+            ticket
+        })
         .collect();
-    for s in &started {
-        await_one(s);
-    }
     let held = await_in_rings(&pool, 4);
     let mut blocks: Vec<u32> = held.iter().map(|&(b, _, _)| b).collect();
     blocks.sort();
@@ -865,7 +875,10 @@ fn idle_blocks_get_work_first_and_each_ring_runs_in_order() {
         };
         let ran = order[i].load(Ordering::Relaxed);
         let last = &mut last_run[block as usize];
-        assert!(last.is_none_or(|l| l < ran), "block {block} ran task {i} out of order");
+        assert!(
+            last.is_none_or(|l| l < ran),
+            "block {block} ran task {i} out of order"
+        );
         *last = Some(ran);
     }
     assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
@@ -897,7 +910,10 @@ fn a_chain_runs_in_one_ring_each_step_after_the_previous() {
     let block = held[0].0;
     assert_eq!(held[0].1, head);
     assert!(held.iter().all(|&(b, _, _)| b == block), "{held:?}");
-    assert_eq!(&held[1..].iter().map(|h| h.1).collect::<Vec<_>>(), &steps[..RING_ENTRIES - 1]);
+    assert_eq!(
+        &held[1..].iter().map(|h| h.1).collect::<Vec<_>>(),
+        &steps[..RING_ENTRIES - 1]
+    );
     flag.store(1, Ordering::Release);
     let mut done: Vec<Finished> = (0..=STEPS).map(|_| pool.pop_finished().unwrap()).collect();
     done.sort_by_key(|f| f.ticket);
@@ -908,7 +924,12 @@ fn a_chain_runs_in_one_ring_each_step_after_the_previous() {
             panic!("{f:?}");
         };
         assert_eq!(result >> 32, block as u64, "step {i} left the ring");
-        assert_eq!(result & 0xffff_ffff, i as u64, "step {i} ran before step {}", i as i64 - 1);
+        assert_eq!(
+            result & 0xffff_ffff,
+            i as u64,
+            "step {i} ran before step {}",
+            i as i64 - 1
+        );
         assert_eq!(seen[i].load(Ordering::Relaxed), i as u32);
     }
     assert!(
@@ -963,11 +984,17 @@ fn only_the_first_dependent_of_a_task_rides_behind_it() {
     let counter = AtomicU32::new(0);
     let order = counters(3);
     let fan: Vec<Ticket> = (0..3)
-        .map(|i| pool.push_after(order_task(&counter, &order, i), &[head]).unwrap())
+        .map(|i| {
+            pool.push_after(order_task(&counter, &order, i), &[head])
+                .unwrap()
+        })
         .collect();
     let held = await_in_rings(&pool, 2);
     assert_eq!((held[0].1, held[0].2), (head, "RUNNING"));
-    assert_eq!((held[1].0, held[1].1, held[1].2), (held[0].0, fan[0], "READY"));
+    assert_eq!(
+        (held[1].0, held[1].1, held[1].2),
+        (held[0].0, fan[0], "READY")
+    );
     // The others stay on the host while the head runs.
     thread::sleep(Duration::from_millis(20));
     assert_eq!(in_rings(&pool).len(), 2);
@@ -1038,7 +1065,11 @@ fn shutdown_with_rings_partly_full_loses_nothing() {
                 other => panic!("{mode:?}: {other:?}"),
             }
         }
-        let want = if mode == Shutdown::Drain { marks } else { in_ring };
+        let want = if mode == Shutdown::Drain {
+            marks
+        } else {
+            in_ring
+        };
         assert_eq!(ran, want, "{mode:?}");
     }
 }
@@ -1102,7 +1133,15 @@ fn exit_is_written_only_into_idle_entries() {
             pool.shutdown(mode).unwrap()
         });
         assert_eq!(rest.len(), 54, "{mode:?}");
-        assert_eq!(SPY_EXITS.load(Ordering::Relaxed), 4, "{mode:?}: each block left once");
-        assert_eq!(SPY_BAD.load(Ordering::Relaxed), 0, "{mode:?}: a ring was not idle at EXIT");
+        assert_eq!(
+            SPY_EXITS.load(Ordering::Relaxed),
+            4,
+            "{mode:?}: each block left once"
+        );
+        assert_eq!(
+            SPY_BAD.load(Ordering::Relaxed),
+            0,
+            "{mode:?}: a ring was not idle at EXIT"
+        );
     }
 }
