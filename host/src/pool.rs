@@ -13,7 +13,7 @@
 //! - Each resident block owns a ring of [`RING_ENTRIES`] [`Slot`]s in
 //!   page-locked host memory that the GPU reads through its mapping (on the
 //!   CPU backend, plain host memory) and serves them in order; the protocol
-//!   is [`clustered_abi::pool`]'s (version 2).
+//!   is [`clustered_device::pool`]'s (version 2, defined in `clustered_abi::pool`).
 //! - One scheduler thread moves pushed tasks into the rings and finished
 //!   ones into the output queue, in batches: one lock per pass for all the
 //!   pushes and finishes it saw. It fills the rings level by level (every
@@ -1233,10 +1233,10 @@ impl Dispatch {
                 }
             }
         }
-        if self.ready.is_empty() {
+        let blocks = self.rings.len();
+        if self.ready.is_empty() || self.in_flight == blocks * self.depth as usize {
             return sent;
         }
-        let blocks = self.rings.len();
         for level in &mut self.levels {
             level.clear();
         }
