@@ -390,7 +390,8 @@ fn a_dependent_task_waits_for_its_dependency() {
     let runs = counters(1);
     let a = pool.push(wait(&flag)).unwrap();
     let c = pool.push_after(mark(&runs, 0), &[a]).unwrap();
-    // Three idle blocks, yet `c` does not start while `a` runs.
+    // Three idle blocks, yet `c` does not start while `a` runs (it waits
+    // behind `a` in `a`'s ring).
     thread::sleep(Duration::from_millis(100));
     assert_eq!(pool.try_pop_finished(), None);
     assert_eq!(runs[0].load(Ordering::Relaxed), 0);
