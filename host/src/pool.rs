@@ -257,6 +257,8 @@ impl PoolConfig {
     /// [`Shutdown::Cancel`] can still drop them and an idle block can still
     /// take them (a task in a ring waits for the tasks before it, however
     /// long they run). 1 is the protocol of version 1: one task per block.
+    /// Use 1 also for tasks that wait on other tasks (not on the host): one
+    /// queued behind the waiting task in its ring could never run.
     pub fn depth(mut self, depth: u32) -> Self {
         self.depth = depth;
         self
