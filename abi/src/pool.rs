@@ -1,10 +1,31 @@
-//! The task pool's protocol (CAGTP, issue 15): one [`Slot`] per resident
-//! block, in page-locked host memory that the GPU reads through its mapping.
+//! The task pool's protocol (CAGTP, issue 15), version 2: each resident
+//! block owns a ring of [`RING_ENTRIES`] [`Slot`]s in page-locked host
+//! memory that the GPU reads through its mapping. Block `b`'s ring is
+//! `slots[b * RING_ENTRIES .. (b + 1) * RING_ENTRIES]`.
 //!
 //! Defined once, here, so the host, the device runtime and the CPU backend
 //! agree on every offset. Bump [`POOL_ABI_VERSION`] on any change.
 //!
-//! # States and who writes them
+//! # The ring
+//!
+//! A block serves its entries in order, `r % RING_ENTRIES` for
+//! `r = 0, 1, 2, ...`: it waits for entry `r` to be READY (or EXIT), runs
+//! it, publishes FINISHED, and moves on to entry `r + 1` at once. The host
+//! fills a ring in the same order and collects FINISHED entries in that
+//! order, so while a block runs one task the host can already have put the
+//! next ones behind it: a block with queued work never waits for a round
+//! trip through the host (version 1 had one slot per block, and a block
+//! idled from its FINISHED until the host's next READY reached it).
+//! An entry is reused only after the host collected it (back to IDLE), so
+//! at most `RING_ENTRIES` tasks of a block are in flight.
+//!
+//! Because a block runs its ring in order with a CTA barrier between tasks,
+//! a task put behind another task in the *same* ring sees that task's
+//! writes (same block: every CTA of the earlier task ran on these threads,
+//! and the barrier orders their writes before the next task's reads) without
+//! the host in between: the host uses that for dependencies.
+//!
+//! # States and who writes them (per entry)
 //!
 //! ```text
 //!   host: payload, kind, ctas        device: RUNNING (optional, informative)
@@ -14,28 +35,40 @@
 //!   IDLE ◄───────────────────────────────────────── FINISHED
 //!         host: acquire load of FINISHED, reads status/result, stores IDLE
 //!
-//!   host, from IDLE only: EXIT (release) ──► the block leaves its loop
+//!   host, into the entry the block reads next, when it is IDLE and no
+//!   task of the block is in flight: EXIT (release) ──► the block leaves
 //! ```
 //!
-//! - The **host** owns a slot in [`IDLE`] and [`FINISHED`]: it writes
+//! - The **host** owns an entry in [`IDLE`] and [`FINISHED`]: it writes
 //!   `kind`, `ctas` and `payload` with plain stores, then `state = READY`
 //!   with a release store, so the payload is visible before the flag.
 //!   It reads `status` and `result` only after an acquire load saw
-//!   `FINISHED`, then stores `IDLE` (no other party reads it: relaxed).
-//! - The **device** owns a slot in [`READY`] and [`RUNNING`]: one thread of
-//!   the block polls `state` with `ld.acquire.sys` and `nanosleep` back-off;
-//!   after it saw `READY`, the block reads the payload (`ld.relaxed.sys`, so
-//!   no stale L1 line of the previous task is used), may store `RUNNING`
-//!   (relaxed: it only tells the host's timeout diagnostics that the task
-//!   started), runs the task's CTAs, meets at a CTA barrier, and the polling
-//!   thread stores `status`, `result` and then `state = FINISHED` with
-//!   `st.release.sys`: the barrier orders every thread's writes of the task
-//!   before the release, which makes them visible to the host's acquire.
-//! - [`EXIT`] is written by the host only into a slot it owns (IDLE), so a
-//!   block never misses a task: it leaves its loop when it reads EXIT.
+//!   `FINISHED`, then stores `IDLE` (no other party reads it until the host
+//!   itself publishes the entry again: relaxed).
+//! - The **device** owns an entry in [`READY`] and [`RUNNING`]: one thread
+//!   of the block polls `state` of the entry it serves next with
+//!   `ld.acquire.sys` and `nanosleep` back-off; after it saw `READY`, the
+//!   block reads the payload (`ld.relaxed.sys`, so no stale L1 line of an
+//!   earlier task is used), may store `RUNNING` (relaxed: it only tells the
+//!   host's timeout diagnostics that the task started), runs the task's
+//!   CTAs, meets at a CTA barrier, and the polling thread stores `status`,
+//!   `result` and then `state = FINISHED` with `st.release.sys`: the barrier
+//!   orders every thread's writes of the task before the release, which
+//!   makes them visible to the host's acquire.
+//! - [`EXIT`] is written by the host only into an entry it owns (IDLE), and
+//!   only into the entry the block reads next, once every task of the ring
+//!   was collected: a block never skips a task, and never waits on an entry
+//!   the host will not write. The host cannot take back a READY entry (it
+//!   belongs to the device), so a task in a ring always runs.
 
-/// The version of the pool protocol (the slot layout and the states).
-pub const POOL_ABI_VERSION: u32 = 1;
+/// The version of the pool protocol (the slot layout, the ring and the
+/// states). 2: a ring of [`RING_ENTRIES`] slots per block (1: one slot).
+pub const POOL_ABI_VERSION: u32 = 2;
+
+/// Entries in each block's ring. A power of two (the device wraps with a
+/// mask); 8 covers a host round trip (a few microseconds) with tasks of
+/// well under a microsecond queued behind the running one.
+pub const RING_ENTRIES: usize = 8;
 
 /// The host owns the slot; no task in it.
 pub const IDLE: u32 = 0;
@@ -66,8 +99,9 @@ pub const SLOT_WORDS: usize = 32;
 /// Where the payload starts, in words.
 pub const PAYLOAD_OFFSET_WORDS: usize = 8;
 
-/// One resident block's mailbox. 128 bytes and 128-byte aligned: one slot
-/// per cache line (and PCIe read), so blocks and the host never share one.
+/// One entry of a resident block's ring. 128 bytes and 128-byte aligned:
+/// one entry per cache line (and PCIe read), so blocks, entries and the
+/// host never share one.
 #[repr(C, align(128))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slot {
@@ -134,4 +168,5 @@ const _: () = {
     assert!(core::mem::offset_of!(Slot, result) == 16);
     assert!(core::mem::offset_of!(Slot, payload) == PAYLOAD_OFFSET_WORDS * 4);
     assert!(PAYLOAD_OFFSET_WORDS + PAYLOAD_WORDS <= SLOT_WORDS);
+    assert!(RING_ENTRIES.is_power_of_two());
 };

@@ -1,11 +1,12 @@
 //! The device side of a host-fed task pool (CAGTP): each resident block
-//! serves its own [`Slot`] until the host writes [`EXIT`].
+//! serves its own ring of [`RING_ENTRIES`] [`Slot`]s, in order, until the
+//! host writes [`EXIT`].
 //!
 //! A pool kernel is an ordinary kernel whose body is one call of [`serve`]:
 //!
 //! ```ignore
 //! #[kernel]
-//! pub unsafe fn my_pool(slots: *mut Slot) {
+//! pub unsafe fn my_pool(slots: *mut Slot) { // grid_dim_x rings of RING_ENTRIES
 //!     serve(slots, KINDS, |task, cta| match task.kind() {
 //!         SAXPY => { saxpy(task.args::<Saxpy>(), cta); 0 }
 //!         _ => 0,
@@ -188,7 +189,8 @@ fn thread_linear() -> u32 {
 }
 
 /// Polls `state` until it is READY or EXIT, backing off with `nanosleep`
-/// from [`MIN_BACKOFF_NS`] to [`MAX_BACKOFF_NS`] while the slot stays idle.
+/// from [`MIN_BACKOFF_NS`] to [`MAX_BACKOFF_NS`] while the entry stays
+/// idle (an entry already READY costs one read: no sleep).
 #[inline(always)]
 unsafe fn wait_for_command(state: *const u32) -> u32 {
     let mut backoff = MIN_BACKOFF_NS;
@@ -207,34 +209,48 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
     }
 }
 
-/// Serves this block's slot (`slots[block_idx_x]`) until the host writes
-/// EXIT: for each task, runs `body(task, cta)` on every thread of the block
-/// for each CTA `0..task.ctas()` of the task's own grid (one after the
-/// other, a barrier between them, so a body may use shared memory and
+/// Serves this block's ring (`slots[block_idx_x * RING_ENTRIES ..]`) until
+/// the host writes EXIT: entries `r % RING_ENTRIES` for `r = 0, 1, ...`, in
+/// order. For each task, runs `body(task, cta)` on every thread of the
+/// block for each CTA `0..task.ctas()` of the task's own grid (one after
+/// the other, a barrier between them, so a body may use shared memory and
 /// `sync_threads`), then publishes FINISHED with `status` and thread 0's
-/// last return value as `result`.
+/// last return value as `result`, and goes on to the next entry at once.
 ///
-/// Kinds `kinds..` are not run: the slot finishes with
+/// Kinds `kinds..` are not run: the entry finishes with
 /// [`STATUS_UNKNOWN_KIND`] (the host refuses them before; this keeps a
 /// mismatched host from running a wrong body).
 ///
 /// The body reads the task's block index from `cta` (`cta.block_idx_x()`),
 /// never from `block_idx_x()`, which is the resident block's.
 ///
+/// A task that follows another in the same ring sees its writes: both ran
+/// on this block's threads, and the barrier that ends a task orders all of
+/// its writes (global, shared or mapped memory) before anything the next
+/// task does. No `threadfence` is needed for that: no other block wrote
+/// them (the host puts a task behind its dependencies in one ring only when
+/// all of them are in that ring; a dependency that ran elsewhere reached
+/// the host first, whose READY release orders it before this block's
+/// acquire).
+///
 /// # Safety
-/// `slots` points to at least `grid_dim_x` slots that the host serves with
-/// the protocol of [`clustered_abi::pool`], and the body is safe to run with
-/// any arguments the host pushes for its kind.
+/// `slots` points to at least `grid_dim_x * RING_ENTRIES` slots that the
+/// host serves with the protocol of [`clustered_abi::pool`], and the body
+/// is safe to run with any arguments the host pushes for its kind.
 #[inline(always)]
 pub unsafe fn serve(slots: *mut Slot, kinds: u32, mut body: impl FnMut(&Task, Cta) -> u64) {
     unsafe {
         let mailbox = crate::shared_array!(clustered_pool_mailbox: [u32; MAILBOX_WORDS]);
-        let slot = slots.add(block_idx_x() as usize);
-        let words = slot.cast::<u32>();
-        let state = core::ptr::addr_of_mut!((*slot).state);
+        let ring = slots.add(block_idx_x() as usize * RING_ENTRIES);
         let me = thread_linear();
         let threads = block_dim_x() * block_dim_y() * crate::thread::block_dim_z();
+        // The entry served next: the same on every thread of the block.
+        let mut next = 0usize;
         loop {
+            let slot = ring.add(next);
+            let words = slot.cast::<u32>();
+            let state = core::ptr::addr_of_mut!((*slot).state);
+            next = (next + 1) & (RING_ENTRIES - 1);
             if me == 0 {
                 let command = wait_for_command(state);
                 if command == READY {
@@ -281,7 +297,8 @@ pub unsafe fn serve(slots: *mut Slot, kinds: u32, mut body: impl FnMut(&Task, Ct
             for v in 0..ctas {
                 result = body(&task, Cta::new([v, 0, 0], grid));
                 // Separates CTAs of the task (shared memory reuse), and ends
-                // the last: every thread's writes precede the release below.
+                // the last: every thread's writes precede the release below
+                // and the next task in the ring.
                 sync_threads();
             }
             if ctas == 0 {

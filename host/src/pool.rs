@@ -10,31 +10,51 @@
 //! pool.shutdown(Shutdown::Drain)?;
 //! ```
 //!
-//! - Each resident block owns one [`Slot`] in page-locked host memory that
-//!   the GPU reads through its mapping (on the CPU backend, plain host
-//!   memory); the protocol is [`clustered_device::pool`]'s.
-//! - One scheduler thread moves tasks from the input queue into idle slots
-//!   and finished ones into the output queue. Any number of threads may
-//!   push and pop (`TaskPool` is `Send + Sync`).
+//! - Each resident block owns a ring of [`RING_ENTRIES`] [`Slot`]s in
+//!   page-locked host memory that the GPU reads through its mapping (on the
+//!   CPU backend, plain host memory) and serves them in order; the protocol
+//!   is [`clustered_device::pool`]'s (version 2, defined in `clustered_abi::pool`).
+//! - One scheduler thread moves pushed tasks into the rings and finished
+//!   ones into the output queue, in batches: one lock per pass for all the
+//!   pushes and finishes it saw. It fills the rings level by level (every
+//!   block with nothing in flight gets a task before any gets a second), up
+//!   to [`PoolConfig::depth`] tasks per block, so a block finds its next
+//!   task already there when it finishes one. While tasks are in flight it
+//!   polls without sleeping for [`PoolConfig::spin`], then sleeps 50 us
+//!   between polls. Any number of threads may push and pop (`TaskPool` is
+//!   `Send + Sync`); pushes wake only the scheduler, and poppers are woken
+//!   only when something finished.
+//! - A task pushed after tasks that are all in one block's ring (or finished)
+//!   goes into that ring behind them, without waiting for them to come back
+//!   to the host: the block runs its ring in order with a barrier between
+//!   tasks, so it sees their writes. A task rides behind at most one such
+//!   follower per dependency (the first pushed): a chain runs in one ring
+//!   with no host round trip per task, while the other dependents of a task
+//!   (a fan-out) wait for it to finish and then spread over idle blocks.
+//!   Any other dependent task waits on the host until its dependencies
+//!   finished, as before.
 //! - Every pushed task comes out of [`TaskPool::pop_finished`] exactly once,
 //!   as run, refused by the kernel, or cancelled: none is lost, and
-//!   [`TaskPool::shutdown`] hands back those not popped yet.
+//!   [`TaskPool::shutdown`] hands back those not popped yet. A task in a
+//!   ring belongs to the device until it finished, so [`Shutdown::Cancel`]
+//!   cancels only tasks not yet in a ring (at most `depth` per block run).
 //! - Waiting never hangs the process: a wait longer than the pool's
-//!   timeout is [`PoolError::Timeout`] naming the tasks still in slots. A
-//!   task that never ends keeps its block; the pool then never frees the
-//!   slots' memory (the block may still read it) and does not join its
-//!   threads on drop.
+//!   timeout is [`PoolError::Timeout`] naming the tasks still in rings. A
+//!   task that never ends keeps its block (and the tasks behind it in its
+//!   ring); the pool then never frees the rings' memory (the block may still
+//!   read it) and does not join its threads on drop.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use clustered_device::pool::{
     state_name, Payload, Slot, Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES, POOL_ABI_VERSION, READY,
-    RUNNING, STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
+    RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 
 use clustered_device::cpu::MAX_RESIDENT_BLOCKS;
@@ -84,15 +104,18 @@ pub struct Finished {
     pub outcome: Outcome,
 }
 
-/// A task in a slot when a wait timed out.
+/// A task in a ring when a wait timed out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InSlot {
-    /// The slot (= the resident block's index).
+    /// The resident block whose ring holds it.
     pub slot: u32,
+    /// Its entry in that ring (`0..RING_ENTRIES`).
+    pub entry: u32,
     /// The task's ticket.
     pub ticket: Ticket,
-    /// The slot's state when the wait gave up (READY: no block took it;
-    /// RUNNING: the block runs it).
+    /// The entry's state when the wait gave up (READY: the block has not
+    /// taken it yet, e.g. it is behind a running task; RUNNING: the block
+    /// runs it).
     pub state: &'static str,
 }
 
@@ -117,25 +140,26 @@ pub enum PoolError {
     /// A dependency names no task pushed to this pool.
     UnknownDependency(Ticket),
     /// More blocks than the device keeps resident at once: a block that
-    /// never starts would never serve its slot.
+    /// never starts would never serve its ring.
     TooLarge {
         /// Blocks asked for.
         blocks: u32,
         /// Blocks that fit (resident per SM times SMs).
         resident: u32,
     },
-    /// The configuration cannot run (zero blocks or threads).
+    /// The configuration cannot run (zero blocks or threads, a depth
+    /// outside `1..=RING_ENTRIES`).
     Config(&'static str),
     /// Nothing to wait for: no pushed task is unfinished or unpopped.
     NothingUnfinished,
-    /// A wait passed the pool's timeout; the tasks still in slots are
+    /// A wait passed the pool's timeout; the tasks still in rings are
     /// named. The pool keeps going: a later wait gets them if they end.
     Timeout {
         /// How long the call waited.
         waited: Duration,
         /// Tasks pushed and not finished.
         unfinished: usize,
-        /// The tasks in slots (started or not).
+        /// The tasks in rings (started or not), by block and entry.
         in_slots: Vec<InSlot>,
     },
     /// The pool kernel failed or ended before it was told to exit.
@@ -159,9 +183,9 @@ impl fmt::Display for PoolError {
             PoolError::Config(what) => write!(f, "bad pool configuration: {what}"),
             PoolError::NothingUnfinished => write!(f, "no task is unfinished: waiting would never end (push first)"),
             PoolError::Timeout { waited, unfinished, in_slots } => {
-                write!(f, "waited {waited:?} and {unfinished} task(s) are unfinished; in slots:")?;
+                write!(f, "waited {waited:?} and {unfinished} task(s) are unfinished; in rings:")?;
                 for s in in_slots {
-                    write!(f, " slot {} {:?} {}", s.slot, s.ticket, s.state)?;
+                    write!(f, " block {} entry {} {:?} {}", s.slot, s.entry, s.ticket, s.state)?;
                 }
                 write!(f, " (a task that never returns keeps its block; raise `PoolConfig::timeout` if it is only slow)")
             }
@@ -172,6 +196,21 @@ impl fmt::Display for PoolError {
 
 impl std::error::Error for PoolError {}
 
+/// The scheduler's default polling window: see [`PoolConfig::spin`].
+pub const DEFAULT_SPIN: Duration = Duration::from_millis(2);
+
+/// How long the scheduler sleeps between polls once the polling window
+/// passed with tasks in flight and nothing finished.
+const SLOW_POLL: Duration = Duration::from_micros(50);
+
+/// How often the scheduler asks the driver whether the pool kernel ended
+/// by itself (a fault), while it polls.
+const DEVICE_POLL: Duration = Duration::from_millis(1);
+
+/// How long the scheduler sleeps, with nothing queued or in flight, before
+/// it looks at the device again (a push or a shutdown wakes it at once).
+const IDLE_POLL: Duration = Duration::from_millis(50);
+
 /// How to build a pool.
 #[derive(Clone, Debug)]
 pub struct PoolConfig {
@@ -179,21 +218,54 @@ pub struct PoolConfig {
     blocks: Option<u32>,
     block_threads: u32,
     timeout: Duration,
+    spin: Duration,
+    depth: u32,
 }
 
 impl PoolConfig {
     /// A pool whose kernel serves task kinds `0..kinds`: blocks of 128
-    /// threads, one per SM, waits of at most 10 s.
+    /// threads, one per SM, up to [`RING_ENTRIES`] tasks in flight per
+    /// block, a polling window of [`DEFAULT_SPIN`], waits of at most 10 s.
     pub fn new(kinds: u32) -> Self {
         PoolConfig {
             kinds,
             blocks: None,
             block_threads: 128,
             timeout: Duration::from_secs(10),
+            spin: DEFAULT_SPIN,
+            depth: RING_ENTRIES as u32,
         }
     }
 
-    /// Resident blocks (= slots); all must fit at once. Default: one per SM.
+    /// How long the scheduler thread keeps polling the rings (spinning,
+    /// then yielding its core) after the last task finished or was
+    /// dispatched while others are in flight, before it falls back to
+    /// sleeping 50 us between polls. A task that ends within the window is
+    /// seen within about a microsecond; one that ends later, within about
+    /// 60 us (the sleep and the kernel's timer slack). The window costs one
+    /// busy core while tasks run. Default [`DEFAULT_SPIN`] (2 ms);
+    /// `Duration::ZERO` sleeps at once.
+    pub fn spin(mut self, window: Duration) -> Self {
+        self.spin = window;
+        self
+    }
+
+    /// Tasks in flight per block at most, `1..=RING_ENTRIES` (default
+    /// [`RING_ENTRIES`]): how many the scheduler puts into a block's ring
+    /// ahead of the block. More hides the host's round trip behind the
+    /// running task; fewer keeps queued tasks on the host, where
+    /// [`Shutdown::Cancel`] can still drop them and an idle block can still
+    /// take them (a task in a ring waits for the tasks before it, however
+    /// long they run). 1 is the protocol of version 1: one task per block.
+    /// Use 1 also for tasks that wait on other tasks (not on the host): one
+    /// queued behind the waiting task in its ring could never run.
+    pub fn depth(mut self, depth: u32) -> Self {
+        self.depth = depth;
+        self
+    }
+
+    /// Resident blocks (each a ring of [`RING_ENTRIES`] slots); all must
+    /// fit at once. Default: one per SM.
     pub fn blocks(mut self, blocks: u32) -> Self {
         self.blocks = Some(blocks);
         self
@@ -218,6 +290,11 @@ impl PoolConfig {
         if self.block_threads == 0 {
             return Err(PoolError::Config("blocks of 0 threads"));
         }
+        if self.depth == 0 || self.depth > RING_ENTRIES as u32 {
+            return Err(PoolError::Config(
+                "a depth (tasks in flight per block) outside 1..=RING_ENTRIES",
+            ));
+        }
         let blocks = self.blocks.unwrap_or(sms);
         if blocks == 0 {
             return Err(PoolError::Config("a pool of 0 blocks"));
@@ -230,10 +307,11 @@ impl PoolConfig {
     }
 }
 
-/// A task waiting in the input queue.
+/// A pushed task on its way to the scheduler.
 struct Queued {
     ticket: Ticket,
     task: Task,
+    /// Its dependencies as pushed (the scheduler drops finished ones).
     after: Vec<Ticket>,
 }
 
@@ -244,29 +322,35 @@ enum DeviceState {
     Ended(Result<(), String>),
 }
 
+/// What pushers, poppers and the scheduler share, under one mutex. The
+/// scheduler's own bookkeeping (rings, dependencies, queues) is
+/// [`Dispatch`], outside the lock.
 struct State {
     next_ticket: u64,
-    /// Dependencies met: in push order.
-    ready: VecDeque<Queued>,
-    /// Waiting for a dependency.
-    blocked: Vec<Queued>,
+    /// Pushed since the scheduler's last look, in ticket order: it swaps
+    /// the whole vector out in one lock (and hands back an empty one with
+    /// its capacity, so pushing does not allocate in the steady state).
+    inbox: Vec<Queued>,
     /// Pushed and not finished.
-    unfinished: HashSet<Ticket>,
+    unfinished: usize,
     finished: VecDeque<Finished>,
-    /// What each slot holds (the scheduler's bookkeeping, here so that a
-    /// timeout can name them).
-    slots: Vec<Option<(Ticket, u32)>>,
     shutdown: Option<Shutdown>,
-    /// The scheduler wrote EXIT into every slot.
+    /// The scheduler wrote EXIT into every ring.
     exited: bool,
     device: DeviceState,
+    /// The scheduler sleeps on `Shared::work`: a push must wake it.
+    scheduler_asleep: bool,
+    /// Threads waiting on `Shared::done`: the scheduler signals only if
+    /// there are any (a futex wake per pass would cost more than a pass).
+    waiters: usize,
 }
 
-/// The slots' memory: a host address the scheduler writes, valid until the
+/// The rings' memory: a host address the scheduler writes, valid until the
 /// device side ended (see `Memory`).
 struct Slots {
     host: *mut Slot,
-    count: usize,
+    /// Resident blocks; each has `RING_ENTRIES` slots.
+    blocks: usize,
 }
 
 // SAFETY: the slots are only touched through atomics (state words) and by
@@ -276,8 +360,12 @@ unsafe impl Send for Slots {}
 unsafe impl Sync for Slots {}
 
 impl Slots {
+    fn count(&self) -> usize {
+        self.blocks * RING_ENTRIES
+    }
+
     fn state(&self, slot: usize) -> &AtomicU32 {
-        debug_assert!(slot < self.count);
+        debug_assert!(slot < self.count());
         // SAFETY: in bounds, aligned, alive while the pool's `Shared` is.
         unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host.add(slot)).state)) }
     }
@@ -324,11 +412,24 @@ unsafe impl Sync for Memory {}
 
 struct Shared {
     state: Mutex<State>,
-    /// Signalled on every push, finish, shutdown and device end.
-    changed: Condvar,
+    /// Poppers and `shutdown` wait here: signalled when tasks finished, the
+    /// blocks were told to exit, or the device ended.
+    done: Condvar,
+    /// The scheduler sleeps here when nothing is queued or in flight:
+    /// signalled by a push, a shutdown or the CPU engine's end.
+    work: Condvar,
+    /// Bumped under the lock by every push, by `shutdown` and by the CPU
+    /// engine's end: the scheduler takes the lock only when it moved (or
+    /// when it has finished tasks to hand over).
+    news: AtomicU64,
     slots: Slots,
+    /// For timeout messages only: the ticket + 1 of the task in each slot,
+    /// 0 for none (written by the scheduler, read by a timed-out wait).
+    tickets: Box<[AtomicU64]>,
     kinds: u32,
     timeout: Duration,
+    spin: Duration,
+    depth: u32,
     /// Freed when the last owner (the scheduler thread, the CPU engine,
     /// the pool) lets go, which the scheduler does only after the device
     /// side ended.
@@ -365,6 +466,28 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Tells the scheduler that `State` changed (under the lock).
+    fn announce(&self, state: &mut State) -> bool {
+        self.news.fetch_add(1, Ordering::Release);
+        std::mem::replace(&mut state.scheduler_asleep, false)
+    }
+
+    /// Waits on `done` until woken or `timeout`.
+    fn wait_done<'a>(
+        &self,
+        mut state: MutexGuard<'a, State>,
+        timeout: Duration,
+    ) -> MutexGuard<'a, State> {
+        state.waiters += 1;
+        let mut state = self
+            .done
+            .wait_timeout(state, timeout)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+        state.waiters -= 1;
+        state
+    }
+
     fn device_error(state: &State) -> Option<PoolError> {
         match &state.device {
             DeviceState::Ended(Err(why)) => Some(PoolError::Device(why.clone())),
@@ -376,23 +499,27 @@ impl Shared {
     }
 
     fn timeout(&self, state: &State, waited: Duration) -> PoolError {
-        let in_slots = state
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, held)| {
-                held.map(|(ticket, _)| InSlot {
-                    slot: i as u32,
-                    ticket,
-                    state: state_name(self.slots.state(i).load(Ordering::Acquire)),
-                })
-            })
-            .collect();
         PoolError::Timeout {
             waited,
-            unfinished: state.unfinished.len(),
-            in_slots,
+            unfinished: state.unfinished,
+            in_slots: self.in_rings(),
         }
+    }
+
+    fn in_rings(&self) -> Vec<InSlot> {
+        self.tickets
+            .iter()
+            .enumerate()
+            .filter_map(|(i, held)| match held.load(Ordering::Relaxed) {
+                0 => None,
+                ticket => Some(InSlot {
+                    slot: (i / RING_ENTRIES) as u32,
+                    entry: (i % RING_ENTRIES) as u32,
+                    ticket: Ticket(ticket - 1),
+                    state: state_name(self.slots.state(i).load(Ordering::Acquire)),
+                }),
+            })
+            .collect()
     }
 }
 
@@ -405,7 +532,8 @@ pub struct TaskPool {
 impl fmt::Debug for TaskPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TaskPool")
-            .field("slots", &self.shared.slots.count)
+            .field("blocks", &self.shared.slots.blocks)
+            .field("depth", &self.shared.depth)
             .field("kinds", &self.shared.kinds)
             .field("unfinished", &self.unfinished())
             .finish()
@@ -430,7 +558,8 @@ impl TaskPool {
             ));
         }
         let blocks = config.plan(resident_per_sm, machine.sm_count())?;
-        let raw = Box::into_raw(vec![Slot::IDLE; blocks as usize].into_boxed_slice());
+        let raw =
+            Box::into_raw(vec![Slot::IDLE; blocks as usize * RING_ENTRIES].into_boxed_slice());
         let host = raw.cast::<Slot>();
         let shared = Self::shared(&config, blocks, host, Memory::Cpu(raw));
         let launch = CpuLaunch {
@@ -445,40 +574,50 @@ impl TaskPool {
             .name("clustered-pool-cpu".into())
             .spawn(move || {
                 let body = || {
-                    // SAFETY: one slot per block, alive while `Shared` is
+                    // SAFETY: one ring per block, alive while `Shared` is
                     // (held by this thread), served by the scheduler.
                     unsafe { kernel(address as *mut Slot) }
                 };
                 let ended = crate::cpu::run(&machine, &launch, &mut NoObserver, &body)
                     .map(|_| ())
                     .map_err(|e| e.to_string());
-                engine_shared.lock().device = DeviceState::Ended(ended);
-                engine_shared.changed.notify_all();
+                let mut state = engine_shared.lock();
+                state.device = DeviceState::Ended(ended);
+                engine_shared.announce(&mut state);
+                drop(state);
+                engine_shared.work.notify_all();
+                engine_shared.done.notify_all();
             })
             .map_err(|e| PoolError::Device(format!("cannot start the CPU engine thread: {e}")))?;
         Self::start(shared, None)
     }
 
     fn shared(config: &PoolConfig, blocks: u32, host: *mut Slot, memory: Memory) -> Arc<Shared> {
+        let count = blocks as usize * RING_ENTRIES;
         Arc::new(Shared {
             state: Mutex::new(State {
                 next_ticket: 0,
-                ready: VecDeque::new(),
-                blocked: Vec::new(),
-                unfinished: HashSet::new(),
+                inbox: Vec::new(),
+                unfinished: 0,
                 finished: VecDeque::new(),
-                slots: vec![None; blocks as usize],
                 shutdown: None,
                 exited: false,
                 device: DeviceState::Running,
+                scheduler_asleep: false,
+                waiters: 0,
             }),
-            changed: Condvar::new(),
+            done: Condvar::new(),
+            work: Condvar::new(),
+            news: AtomicU64::new(0),
             slots: Slots {
                 host,
-                count: blocks as usize,
+                blocks: blocks as usize,
             },
+            tickets: (0..count).map(|_| AtomicU64::new(0)).collect(),
             kinds: config.kinds,
             timeout: config.timeout,
+            spin: config.spin,
+            depth: config.depth,
             memory: Mutex::new(Some(memory)),
         })
     }
@@ -495,9 +634,15 @@ impl TaskPool {
         })
     }
 
-    /// Slots (= resident blocks) of the pool.
+    /// Resident blocks of the pool; each serves a ring of [`RING_ENTRIES`]
+    /// slots.
     pub fn slots(&self) -> u32 {
-        self.shared.slots.count as u32
+        self.shared.slots.blocks as u32
+    }
+
+    /// Tasks in flight per block at most ([`PoolConfig::depth`]).
+    pub fn depth(&self) -> u32 {
+        self.shared.depth
     }
 
     /// Queues `task`; returns its ticket.
@@ -507,6 +652,12 @@ impl TaskPool {
 
     /// Queues `task` to start only after every task of `after` finished
     /// (whatever its outcome): "run c after a", without the caller polling.
+    ///
+    /// If every unfinished task of `after` is in one block's ring (or will
+    /// be: behind it there), `task` goes into that ring behind them and the
+    /// block runs it right after them, its writes visible (same block, a
+    /// barrier between tasks), with no host round trip; only the first such
+    /// dependent of a task rides along (see the module doc).
     pub fn push_after(&self, task: Task, after: &[Ticket]) -> Result<Ticket, PoolError> {
         if task.kind() >= self.shared.kinds {
             return Err(PoolError::UnknownKind {
@@ -529,30 +680,31 @@ impl TaskPool {
         }
         let ticket = Ticket(state.next_ticket);
         state.next_ticket += 1;
-        state.unfinished.insert(ticket);
-        let after: Vec<Ticket> = after
-            .iter()
-            .copied()
-            .filter(|t| state.unfinished.contains(t))
-            .collect();
-        let queued = Queued {
+        state.unfinished += 1;
+        state.inbox.push(Queued {
             ticket,
             task,
-            after,
-        };
-        if queued.after.is_empty() {
-            state.ready.push_back(queued);
-        } else {
-            state.blocked.push(queued);
-        }
+            after: after.to_vec(),
+        });
+        let wake = self.shared.announce(&mut state);
         drop(state);
-        self.shared.changed.notify_all();
+        if wake {
+            self.shared.work.notify_one();
+        }
         Ok(ticket)
     }
 
-    /// Tasks pushed and not finished yet (queued, blocked or in a slot).
+    /// Tasks pushed and not finished yet (queued, blocked or in a ring).
     pub fn unfinished(&self) -> usize {
-        self.shared.lock().unfinished.len()
+        self.shared.lock().unfinished
+    }
+
+    /// The tasks in the blocks' rings now (dispatched, not yet collected),
+    /// in block and entry order, with each entry's state: what a timeout
+    /// names, for diagnostics and tests. A snapshot: the scheduler and the
+    /// blocks move on while it is read.
+    pub fn in_rings(&self) -> Vec<InSlot> {
+        self.shared.in_rings()
     }
 
     /// A finished task, if one is waiting; never blocks.
@@ -560,8 +712,8 @@ impl TaskPool {
         self.shared.lock().finished.pop_front()
     }
 
-    /// The next finished task, in the order they finished; waits up to the
-    /// pool's timeout.
+    /// The next finished task, in the order the scheduler saw them finish;
+    /// waits up to the pool's timeout.
     pub fn pop_finished(&self) -> Result<Finished, PoolError> {
         self.pop_finished_timeout(self.shared.timeout)
     }
@@ -577,19 +729,14 @@ impl TaskPool {
             if let Some(e) = Shared::device_error(&state) {
                 return Err(e);
             }
-            if state.unfinished.is_empty() {
+            if state.unfinished == 0 {
                 return Err(PoolError::NothingUnfinished);
             }
             let waited = start.elapsed();
             if waited >= timeout {
                 return Err(self.shared.timeout(&state, waited));
             }
-            state = self
-                .shared
-                .changed
-                .wait_timeout(state, timeout - waited)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            state = self.shared.wait_done(state, timeout - waited);
         }
     }
 
@@ -597,10 +744,12 @@ impl TaskPool {
     /// waits for the running ones and for the blocks to exit, and returns
     /// every finished task not popped yet.
     ///
-    /// On [`PoolError::Timeout`] the pool keeps its finished tasks (pop them,
-    /// or call `shutdown` again later). Calling it again after success
-    /// returns an empty list. Other threads' pushes fail with
-    /// [`PoolError::ShutDown`] from the first call on.
+    /// Cancel drops the tasks the scheduler still holds; a task already in
+    /// a block's ring belongs to the device and runs (at most
+    /// [`PoolConfig::depth`] per block). On [`PoolError::Timeout`] the pool
+    /// keeps its finished tasks (pop them, or call `shutdown` again later).
+    /// Calling it again after success returns an empty list. Other threads'
+    /// pushes fail with [`PoolError::ShutDown`] from the first call on.
     pub fn shutdown(&self, mode: Shutdown) -> Result<Vec<Finished>, PoolError> {
         let start = Instant::now();
         let mut state = self.shared.lock();
@@ -608,7 +757,9 @@ impl TaskPool {
         if state.shutdown != Some(Shutdown::Cancel) {
             state.shutdown = Some(mode);
         }
-        self.shared.changed.notify_all();
+        if self.shared.announce(&mut state) {
+            self.shared.work.notify_one();
+        }
         loop {
             match &state.device {
                 DeviceState::Ended(Ok(())) if state.exited => break,
@@ -621,12 +772,7 @@ impl TaskPool {
             if waited >= self.shared.timeout {
                 return Err(self.shared.timeout(&state, waited));
             }
-            state = self
-                .shared
-                .changed
-                .wait_timeout(state, self.shared.timeout - waited)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            state = self.shared.wait_done(state, self.shared.timeout - waited);
         }
         let rest = state.finished.drain(..).collect();
         drop(state);
@@ -645,7 +791,7 @@ impl TaskPool {
 
 /// Dropping a pool drains it ([`Shutdown::Drain`]); finished tasks not
 /// popped are dropped with it (call [`TaskPool::shutdown`] to get them).
-/// If the drain times out, the threads are left running and the slots'
+/// If the drain times out, the threads are left running and the rings'
 /// memory is never freed: a block may still use it.
 impl Drop for TaskPool {
     fn drop(&mut self) {
@@ -653,140 +799,123 @@ impl Drop for TaskPool {
     }
 }
 
-/// The scheduler thread: fills idle slots, collects finished ones, and
+/// The scheduler thread: collects finished entries, hands them and takes
+/// new pushes under one lock per pass, moves tasks into the rings, and
 /// writes EXIT once shut down and empty; then waits for the device side to
 /// end.
 fn schedule(shared: &Shared, mut device: Option<gpu::Running>) {
     let slots = &shared.slots;
-    let mut finished = Vec::new();
-    let mut idle_passes = 0u32;
+    let mut dispatch = Dispatch::new(slots.blocks, shared.depth);
+    // Both reused from pass to pass: no allocation per pass.
+    let mut incoming: Vec<Queued> = Vec::new();
+    let mut done: Vec<Finished> = Vec::new();
+    let mut seen_news = 0u64;
+    let mut mode: Option<Shutdown> = None;
+    let mut last_progress = Instant::now();
+    let mut last_device_poll = last_progress;
     loop {
-        // Collect: only slots holding a task can be FINISHED.
-        let held: Vec<usize> = {
-            let state = shared.lock();
-            (0..slots.count)
-                .filter(|&i| state.slots[i].is_some())
-                .collect()
-        };
-        for &i in &held {
-            if slots.state(i).load(Ordering::Acquire) == FINISHED {
-                let (status, result) = slots.collect(i);
-                finished.push((i, status, result));
-            }
+        dispatch.collect(slots, &shared.tickets, &mut done);
+        let mut progressed = !done.is_empty();
+        for finished in &done {
+            dispatch.finish(finished.ticket);
         }
-        let mut state = shared.lock();
-        let mut progressed = !finished.is_empty();
-        for (i, status, result) in finished.drain(..) {
-            let Some((ticket, kind)) = state.slots[i].take() else {
-                continue;
-            };
-            let outcome = match status {
-                STATUS_OK => Outcome::Ran { result },
-                STATUS_UNKNOWN_KIND => Outcome::UnknownKind,
-                STATUS_EMPTY_GRID => Outcome::EmptyGrid,
-                other => Outcome::Status(other),
-            };
-            finish(&mut state, ticket, kind, outcome);
-        }
-        if state.shutdown == Some(Shutdown::Cancel) {
-            let blocked = std::mem::take(&mut state.blocked);
-            let cancelled: Vec<Queued> = state.ready.drain(..).chain(blocked).collect();
-            progressed |= !cancelled.is_empty();
-            for queued in cancelled {
-                finish(
-                    &mut state,
-                    queued.ticket,
-                    queued.task.kind(),
-                    Outcome::Cancelled,
-                );
-            }
-        }
-        // Dispatch into idle slots.
-        for i in 0..slots.count {
-            if state.ready.is_empty() {
-                break;
-            }
-            if state.slots[i].is_none() {
-                if let Some(queued) = state.ready.pop_front() {
-                    slots.publish(i, &queued.task);
-                    state.slots[i] = Some((queued.ticket, queued.task.kind()));
-                    progressed = true;
-                }
-            }
-        }
+        let now = Instant::now();
+        let mut device_end = None;
         if let Some(gpu) = &device {
-            if let Some(ended) = gpu.ended() {
-                state.device = DeviceState::Ended(ended);
+            if now.duration_since(last_device_poll) >= DEVICE_POLL {
+                last_device_poll = now;
+                device_end = gpu.ended();
             }
         }
-        let in_flight = state.slots.iter().any(Option::is_some);
-        let empty = state.ready.is_empty() && state.blocked.is_empty() && !in_flight;
-        if progressed {
-            shared.changed.notify_all();
+        let mut ended = false;
+        if progressed || device_end.is_some() || shared.news.load(Ordering::Acquire) != seen_news {
+            let mut state = shared.lock();
+            seen_news = shared.news.load(Ordering::Relaxed);
+            std::mem::swap(&mut state.inbox, &mut incoming);
+            if let Some(end) = device_end {
+                state.device = DeviceState::Ended(end);
+            }
+            mode = state.shutdown;
+            if mode == Some(Shutdown::Cancel) {
+                // Nothing of these reached a ring: they finish cancelled.
+                let first = done.len();
+                done.extend(incoming.drain(..).map(|queued| Finished {
+                    ticket: queued.ticket,
+                    kind: queued.task.kind(),
+                    outcome: Outcome::Cancelled,
+                }));
+                dispatch.cancel(&mut done);
+                done[first..].sort_by_key(|f| f.ticket);
+            }
+            let handed = !done.is_empty();
+            state.unfinished -= done.len();
+            state.finished.extend(done.drain(..));
+            ended = matches!(state.device, DeviceState::Ended(_));
+            let wake = (handed || ended) && state.waiters > 0;
+            drop(state);
+            if wake {
+                shared.done.notify_all();
+            }
         }
-        if matches!(state.device, DeviceState::Ended(_)) {
+        if ended {
             // The kernel is gone: nothing will finish any more.
-            shared.changed.notify_all();
-            break;
+            shared.done.notify_all();
+            return;
         }
-        if state.shutdown.is_some() && empty {
-            for i in 0..slots.count {
-                slots.state(i).store(EXIT, Ordering::Release);
-            }
+        progressed |= !incoming.is_empty();
+        for queued in incoming.drain(..) {
+            dispatch.intake(queued);
+        }
+        progressed |= dispatch.dispatch(slots, &shared.tickets) > 0;
+        if mode.is_some() && dispatch.is_empty() {
+            dispatch.exit(slots);
+            let mut state = shared.lock();
             state.exited = true;
             drop(state);
+            shared.done.notify_all();
             wait_for_device_end(shared, &mut device);
             return;
         }
         if progressed {
-            idle_passes = 0;
+            last_progress = now;
             continue;
         }
-        if !in_flight && state.ready.is_empty() && state.shutdown.is_none() {
-            // Nothing to do until a push or a shutdown.
-            let _ = shared
-                .changed
-                .wait_timeout(state, Duration::from_millis(50))
-                .unwrap_or_else(|e| e.into_inner());
+        if dispatch.in_flight() > 0 {
+            // A task may end any moment: poll, spinning for the first
+            // quarter of the window, then yielding the core to others,
+            // then sleeping.
+            let idle = now.duration_since(last_progress);
+            if idle < shared.spin / 4 {
+                std::hint::spin_loop();
+            } else if idle < shared.spin {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(SLOW_POLL);
+            }
             continue;
         }
+        // Nothing queued and nothing in flight (a queued task with nothing
+        // in flight would have been dispatched): sleep until a push, a
+        // shutdown or the CPU engine's end, looking at the GPU now and then.
+        let mut state = shared.lock();
+        if shared.news.load(Ordering::Relaxed) != seen_news {
+            continue;
+        }
+        state.scheduler_asleep = true;
+        let mut state = shared
+            .work
+            .wait_timeout(state, IDLE_POLL)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+        state.scheduler_asleep = false;
         drop(state);
-        // Tasks in flight: poll, spinning first (a task may end within
-        // microseconds), then yielding, then sleeping.
-        idle_passes = idle_passes.saturating_add(1);
-        if idle_passes < 64 {
-            std::hint::spin_loop();
-        } else if idle_passes < 256 {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(50));
-        }
-    }
-}
-
-/// Records `ticket`'s end and unblocks the tasks that waited for it.
-fn finish(state: &mut State, ticket: Ticket, kind: u32, outcome: Outcome) {
-    state.unfinished.remove(&ticket);
-    state.finished.push_back(Finished {
-        ticket,
-        kind,
-        outcome,
-    });
-    let mut i = 0;
-    while i < state.blocked.len() {
-        let queued = &mut state.blocked[i];
-        queued.after.retain(|&t| t != ticket);
-        if queued.after.is_empty() {
-            let queued = state.blocked.remove(i);
-            state.ready.push_back(queued);
-        } else {
-            i += 1;
-        }
+        last_device_poll = now.checked_sub(DEVICE_POLL).unwrap_or(now);
+        last_progress = Instant::now();
     }
 }
 
 /// After EXIT: waits (forever, sleeping) until the device side ended, so
-/// that the slots' memory is freed only when no block can read it.
+/// that the rings' memory is freed only when no block can read it.
 fn wait_for_device_end(shared: &Shared, device: &mut Option<gpu::Running>) {
     loop {
         let mut state = shared.lock();
@@ -797,28 +926,416 @@ fn wait_for_device_end(shared: &Shared, device: &mut Option<gpu::Running>) {
         }
         if matches!(state.device, DeviceState::Ended(_)) {
             drop(state);
-            shared.changed.notify_all();
+            shared.done.notify_all();
             // The kernel is done: its stream and event may go.
             *device = None;
             return;
         }
         let _ = shared
-            .changed
+            .work
             .wait_timeout(state, Duration::from_millis(1))
             .unwrap_or_else(|e| e.into_inner());
     }
 }
 
+/// Hashes a ticket (sequential numbers) with one multiplication: the
+/// scheduler looks tickets up several times per task, and SipHash's
+/// protection against chosen keys buys nothing for its own counters.
+#[derive(Default)]
+struct TicketHasher(u64);
+
+impl Hasher for TicketHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Where an unfinished task is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// In the ready queue: its dependencies finished.
+    Ready,
+    /// Waiting on the host for dependencies.
+    Blocked,
+    /// Bound to block `b`'s ring behind its dependencies, waiting for room
+    /// there.
+    Riding(u32),
+    /// In block `b`'s ring: the device owns it until it finished.
+    Ring(u32),
+}
+
+/// An unfinished task in the scheduler's bookkeeping.
+struct Node {
+    task: Task,
+    /// Its dependencies that were unfinished when it was pushed (some may
+    /// have finished since: no longer in `Dispatch::nodes`).
+    deps: Vec<Ticket>,
+    /// How many of `deps` have not finished yet.
+    waiting: usize,
+    /// Unfinished tasks pushed after it.
+    dependents: Vec<Ticket>,
+    place: Place,
+    /// A dependent rides behind it in its ring already: others wait for it
+    /// to finish and may then run on any block (a fan-out spreads).
+    followed: bool,
+}
+
+/// One block's ring as the host sees it. Entries `tail..head` (mod
+/// `RING_ENTRIES`) hold tasks in flight, in the order the block runs them.
+struct Ring {
+    head: u64,
+    tail: u64,
+    held: [(Ticket, u32); RING_ENTRIES],
+    /// Tasks bound to this ring behind their dependencies, in order.
+    riders: VecDeque<Ticket>,
+}
+
+impl Ring {
+    fn in_flight(&self) -> u32 {
+        (self.head - self.tail) as u32
+    }
+}
+
+/// The scheduler's bookkeeping, owned by its thread (no lock): the tasks
+/// not finished, their dependencies, the ready queue and the rings.
+struct Dispatch {
+    depth: u32,
+    rings: Vec<Ring>,
+    nodes: HashMap<Ticket, Node, BuildHasherDefault<TicketHasher>>,
+    ready: VecDeque<Ticket>,
+    /// Tasks in all riders' queues.
+    riding: usize,
+    /// Tasks in all rings.
+    in_flight: usize,
+    /// Where the level-by-level fill starts, moved on every pass so that
+    /// ties do not always go to block 0.
+    cursor: usize,
+    /// Blocks with room, by tasks in flight: reused every pass.
+    levels: Vec<Vec<u32>>,
+    /// Tasks whose ride to check: reused.
+    work: Vec<Ticket>,
+}
+
+impl Dispatch {
+    fn new(blocks: usize, depth: u32) -> Dispatch {
+        Dispatch {
+            depth,
+            rings: (0..blocks)
+                .map(|_| Ring {
+                    head: 0,
+                    tail: 0,
+                    held: [(Ticket(0), 0); RING_ENTRIES],
+                    riders: VecDeque::new(),
+                })
+                .collect(),
+            nodes: HashMap::default(),
+            ready: VecDeque::new(),
+            riding: 0,
+            in_flight: 0,
+            cursor: 0,
+            levels: vec![Vec::new(); depth as usize],
+            work: Vec::new(),
+        }
+    }
+
+    /// No task unfinished anywhere (queued, blocked, riding or in a ring).
+    fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Takes a pushed task: ready, or blocked on its unfinished
+    /// dependencies (a ticket the scheduler no longer knows finished: all
+    /// earlier tickets reached it before this one), then perhaps riding.
+    fn intake(&mut self, queued: Queued) {
+        let Queued {
+            ticket,
+            task,
+            mut after,
+        } = queued;
+        after.retain(|t| self.nodes.contains_key(t));
+        after.sort_unstable();
+        after.dedup();
+        for dep in &after {
+            if let Some(node) = self.nodes.get_mut(dep) {
+                node.dependents.push(ticket);
+            }
+        }
+        let place = if after.is_empty() {
+            self.ready.push_back(ticket);
+            Place::Ready
+        } else {
+            Place::Blocked
+        };
+        self.nodes.insert(
+            ticket,
+            Node {
+                task,
+                waiting: after.len(),
+                deps: after,
+                dependents: Vec::new(),
+                place,
+                followed: false,
+            },
+        );
+        if place == Place::Blocked {
+            self.work.push(ticket);
+            self.settle_rides();
+        }
+    }
+
+    /// The ring a blocked task may ride in: the one block whose ring holds
+    /// (or will hold) all of its unfinished dependencies, none of which has
+    /// a follower yet.
+    fn ride_target(&self, ticket: Ticket) -> Option<u32> {
+        let node = self.nodes.get(&ticket)?;
+        // More unfinished dependencies than a ring holds are rarely all in
+        // one; not looking spares a task after thousands of others a scan
+        // of its list at each one's end.
+        if node.place != Place::Blocked || node.waiting > RING_ENTRIES {
+            return None;
+        }
+        let mut target = None;
+        for dep in &node.deps {
+            let Some(dep) = self.nodes.get(dep) else {
+                continue; // finished
+            };
+            if dep.followed {
+                return None;
+            }
+            let (Place::Ring(b) | Place::Riding(b)) = dep.place else {
+                return None;
+            };
+            if target.is_some_and(|t| t != b) {
+                return None;
+            }
+            target = Some(b);
+        }
+        target
+    }
+
+    /// Lets the tasks of `self.work` ride where they can, and then their
+    /// dependents (a chain pushed ahead binds to one ring in one go).
+    fn settle_rides(&mut self) {
+        let mut i = 0;
+        while i < self.work.len() {
+            let ticket = self.work[i];
+            i += 1;
+            let Some(b) = self.ride_target(ticket) else {
+                continue;
+            };
+            let Some(node) = self.nodes.get_mut(&ticket) else {
+                continue;
+            };
+            node.place = Place::Riding(b);
+            let deps = std::mem::take(&mut node.deps);
+            for dep in &deps {
+                if let Some(dep) = self.nodes.get_mut(dep) {
+                    dep.followed = true;
+                }
+            }
+            if let Some(node) = self.nodes.get_mut(&ticket) {
+                node.deps = deps;
+                self.work.extend_from_slice(&node.dependents);
+            }
+            self.rings[b as usize].riders.push_back(ticket);
+            self.riding += 1;
+        }
+        self.work.clear();
+    }
+
+    /// Collects the FINISHED entries at the rings' tails, in ring order,
+    /// into `out`.
+    fn collect(&mut self, slots: &Slots, tickets: &[AtomicU64], out: &mut Vec<Finished>) {
+        if self.in_flight == 0 {
+            return;
+        }
+        for (b, ring) in self.rings.iter_mut().enumerate() {
+            while ring.tail < ring.head {
+                let entry = (ring.tail % RING_ENTRIES as u64) as usize;
+                let slot = b * RING_ENTRIES + entry;
+                if slots.state(slot).load(Ordering::Acquire) != FINISHED {
+                    break;
+                }
+                let (status, result) = slots.collect(slot);
+                tickets[slot].store(0, Ordering::Relaxed);
+                let (ticket, kind) = ring.held[entry];
+                ring.tail += 1;
+                self.in_flight -= 1;
+                let outcome = match status {
+                    STATUS_OK => Outcome::Ran { result },
+                    STATUS_UNKNOWN_KIND => Outcome::UnknownKind,
+                    STATUS_EMPTY_GRID => Outcome::EmptyGrid,
+                    other => Outcome::Status(other),
+                };
+                out.push(Finished {
+                    ticket,
+                    kind,
+                    outcome,
+                });
+            }
+        }
+    }
+
+    /// Forgets a finished task; its dependents become ready when nothing
+    /// else holds them, or may ride now.
+    fn finish(&mut self, ticket: Ticket) {
+        let Some(node) = self.nodes.remove(&ticket) else {
+            return;
+        };
+        for dependent in node.dependents {
+            let Some(waiting) = self.nodes.get_mut(&dependent) else {
+                continue;
+            };
+            waiting.waiting -= 1;
+            if waiting.place != Place::Blocked {
+                // A rider keeps its ring: it waits there for room, which
+                // comes no later than its dependencies' end.
+                continue;
+            }
+            if waiting.waiting == 0 {
+                waiting.deps = Vec::new();
+                waiting.place = Place::Ready;
+                self.ready.push_back(dependent);
+            } else {
+                self.work.push(dependent);
+                self.settle_rides();
+            }
+        }
+    }
+
+    /// Moves tasks into rings with room: riders into their own ring first,
+    /// then the ready queue level by level (a block with nothing in flight
+    /// before any block gets a second task, and so on up to the depth).
+    /// Returns the tasks moved.
+    fn dispatch(&mut self, slots: &Slots, tickets: &[AtomicU64]) -> usize {
+        let mut sent = 0;
+        if self.riding > 0 {
+            for b in 0..self.rings.len() {
+                while self.rings[b].in_flight() < self.depth {
+                    let Some(ticket) = self.rings[b].riders.pop_front() else {
+                        break;
+                    };
+                    self.riding -= 1;
+                    self.publish(slots, tickets, b, ticket);
+                    sent += 1;
+                }
+            }
+        }
+        let blocks = self.rings.len();
+        if self.ready.is_empty() || self.in_flight == blocks * self.depth as usize {
+            return sent;
+        }
+        for level in &mut self.levels {
+            level.clear();
+        }
+        for k in 0..blocks {
+            let b = (self.cursor + k) % blocks;
+            let in_flight = self.rings[b].in_flight();
+            if in_flight < self.depth {
+                self.levels[in_flight as usize].push(b as u32);
+            }
+        }
+        self.cursor = (self.cursor + 1) % blocks;
+        'levels: for level in 0..self.depth as usize {
+            let mut k = 0;
+            while k < self.levels[level].len() {
+                let Some(ticket) = self.ready.pop_front() else {
+                    break 'levels;
+                };
+                let b = self.levels[level][k] as usize;
+                k += 1;
+                self.publish(slots, tickets, b, ticket);
+                sent += 1;
+                if level + 1 < self.depth as usize {
+                    self.levels[level + 1].push(b as u32);
+                }
+            }
+        }
+        sent
+    }
+
+    /// Writes `ticket`'s task into the next entry of block `b`'s ring (the
+    /// caller checked there is room, so the entry is IDLE).
+    fn publish(&mut self, slots: &Slots, tickets: &[AtomicU64], b: usize, ticket: Ticket) {
+        let Some(node) = self.nodes.get_mut(&ticket) else {
+            return;
+        };
+        let ring = &mut self.rings[b];
+        debug_assert!(ring.in_flight() < self.depth);
+        let entry = (ring.head % RING_ENTRIES as u64) as usize;
+        let slot = b * RING_ENTRIES + entry;
+        slots.publish(slot, &node.task);
+        tickets[slot].store(ticket.0 + 1, Ordering::Relaxed);
+        ring.held[entry] = (ticket, node.task.kind());
+        ring.head += 1;
+        self.in_flight += 1;
+        let was = std::mem::replace(&mut node.place, Place::Ring(b as u32));
+        if was == Place::Ready {
+            // Its dependents may ride behind it now.
+            self.work.extend_from_slice(&node.dependents);
+            self.settle_rides();
+        }
+    }
+
+    /// Cancels every task not in a ring (queued, blocked, riding) into
+    /// `out`; tasks in rings run, as the device owns them.
+    fn cancel(&mut self, out: &mut Vec<Finished>) {
+        self.ready.clear();
+        for ring in &mut self.rings {
+            ring.riders.clear();
+        }
+        self.riding = 0;
+        self.nodes.retain(|&ticket, node| {
+            if matches!(node.place, Place::Ring(_)) {
+                return true;
+            }
+            out.push(Finished {
+                ticket,
+                kind: node.task.kind(),
+                outcome: Outcome::Cancelled,
+            });
+            false
+        });
+    }
+
+    /// Writes EXIT into the entry each block reads next. Only with nothing
+    /// in flight: every entry is then IDLE, and the one the block reads
+    /// next is the ring's head.
+    fn exit(&mut self, slots: &Slots) {
+        debug_assert_eq!(self.in_flight, 0);
+        for (b, ring) in self.rings.iter().enumerate() {
+            let entry = (ring.head % RING_ENTRIES as u64) as usize;
+            slots
+                .state(b * RING_ENTRIES + entry)
+                .store(EXIT, Ordering::Release);
+        }
+    }
+}
+
 mod gpu {
-    //! The pool on a GPU: slots in page-locked, device-mapped host memory,
-    //! and the pool kernel running on a stream of its own.
+    //! The pool on a GPU: the rings in page-locked, device-mapped host
+    //! memory, and the pool kernel running on a stream of its own.
 
     use std::sync::Arc;
 
     use cudarc::driver::sys;
     use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 
-    use super::{PoolConfig, PoolError, Slot, TaskPool};
+    use super::{PoolConfig, PoolError, Slot, TaskPool, RING_ENTRIES};
     use crate::{Gpu, Kernel, LaunchConfig};
 
     /// Page-locked host memory mapped into the device's address space.
@@ -895,8 +1412,8 @@ mod gpu {
     impl TaskPool {
         /// A pool on `gpu`: `kernel` (a pool kernel, one `*mut Slot`
         /// parameter, e.g. `pool_demo` of the suite's module) runs on a
-        /// stream of its own with one block per slot, every block
-        /// co-resident (from the kernel's occupancy).
+        /// stream of its own with one block per ring of [`RING_ENTRIES`]
+        /// slots, every block co-resident (from the kernel's occupancy).
         ///
         /// Load every module the program will use before this: loading one
         /// (a lazily loaded function, `CUDA_MODULE_LOADING=LAZY`) while a
@@ -913,11 +1430,11 @@ mod gpu {
             if loaded != sys::CUresult::CUDA_SUCCESS {
                 return Err(PoolError::Device(format!("cuFuncLoad: {loaded:?}")));
             }
-            let pinned = Pinned::new(gpu.context(), blocks as usize)?;
+            let pinned = Pinned::new(gpu.context(), blocks as usize * RING_ENTRIES)?;
             let stream = gpu.new_stream().map_err(host_error)?;
             let address = pinned.device;
             let launch = LaunchConfig::new([blocks, 1, 1], [config.block_threads, 1, 1]);
-            // SAFETY: the kernel takes one pointer to `blocks` slots, which
+            // SAFETY: the kernel takes one pointer to `blocks` rings, which
             // live until it ended (`Shared` frees them only then).
             unsafe {
                 gpu.launch(kernel, launch)
@@ -939,5 +1456,284 @@ mod gpu {
                 }),
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The scheduler's bookkeeping without threads: the test plays the
+    //! device, writing FINISHED into the slots by hand.
+
+    use super::*;
+
+    /// `blocks` rings in a buffer of idle slots, and their tickets.
+    struct Rings {
+        _memory: Box<[Slot]>,
+        slots: Slots,
+        tickets: Box<[AtomicU64]>,
+    }
+
+    impl Rings {
+        fn new(blocks: usize) -> Rings {
+            let mut memory = vec![Slot::IDLE; blocks * RING_ENTRIES].into_boxed_slice();
+            let slots = Slots {
+                host: memory.as_mut_ptr(),
+                blocks,
+            };
+            Rings {
+                _memory: memory,
+                slots,
+                tickets: (0..blocks * RING_ENTRIES)
+                    .map(|_| AtomicU64::new(0))
+                    .collect(),
+            }
+        }
+
+        /// Each block's tickets in ring order, oldest first.
+        fn held(&self, d: &Dispatch) -> Vec<Vec<u64>> {
+            d.rings
+                .iter()
+                .map(|r| {
+                    (r.tail..r.head)
+                        .map(|i| r.held[(i % RING_ENTRIES as u64) as usize].0 .0)
+                        .collect()
+                })
+                .collect()
+        }
+
+        /// The device finishes the oldest task of block `b` with `result`.
+        fn finish(&self, d: &Dispatch, b: usize, result: u64) {
+            self.finish_nth(d, b, 0, result);
+        }
+
+        /// The device finishes the `nth` oldest task of block `b`.
+        fn finish_nth(&self, d: &Dispatch, b: usize, nth: u64, result: u64) {
+            let ring = &d.rings[b];
+            assert!(ring.tail + nth < ring.head, "block {b} has no task {nth}");
+            let slot = b * RING_ENTRIES + ((ring.tail + nth) % RING_ENTRIES as u64) as usize;
+            let state = self.slots.state(slot);
+            assert_eq!(state.load(Ordering::Relaxed), READY);
+            // SAFETY: the test owns the buffer and plays the device.
+            unsafe {
+                (*self.slots.host.add(slot)).status = STATUS_OK;
+                (*self.slots.host.add(slot)).result = result;
+            }
+            state.store(FINISHED, Ordering::Release);
+        }
+
+        fn collect(&self, d: &mut Dispatch) -> Vec<u64> {
+            let mut out = Vec::new();
+            d.collect(&self.slots, &self.tickets, &mut out);
+            for f in &out {
+                d.finish(f.ticket);
+            }
+            out.iter().map(|f| f.ticket.0).collect()
+        }
+    }
+
+    fn push(d: &mut Dispatch, ticket: u64, after: &[u64]) {
+        d.intake(Queued {
+            ticket: Ticket(ticket),
+            task: Task::new(0, 1, ticket as u32),
+            after: after.iter().map(|&t| Ticket(t)).collect(),
+        });
+    }
+
+    #[test]
+    fn the_ready_queue_fills_the_rings_level_by_level() {
+        let rings = Rings::new(3);
+        let mut d = Dispatch::new(3, 4);
+        for t in 0..8 {
+            push(&mut d, t, &[]);
+        }
+        assert_eq!(d.dispatch(&rings.slots, &rings.tickets), 8);
+        let held = rings.held(&d);
+        // Tickets 0..3 on three different blocks, then 3..6, then the rest.
+        let mut firsts: Vec<u64> = held.iter().map(|h| h[0]).collect();
+        firsts.sort();
+        assert_eq!(firsts, [0, 1, 2]);
+        let mut sizes: Vec<usize> = held.iter().map(Vec::len).collect();
+        sizes.sort();
+        assert_eq!(sizes, [2, 3, 3]);
+        // Each ring in ticket order; the depth caps it.
+        for h in &held {
+            assert!(h.windows(2).all(|w| w[0] < w[1]), "{held:?}");
+        }
+        for t in 8..20 {
+            push(&mut d, t, &[]);
+        }
+        d.dispatch(&rings.slots, &rings.tickets);
+        assert!(rings.held(&d).iter().all(|h| h.len() == 4));
+        assert_eq!(d.ready.len(), 8);
+        // A block that finishes two gets the next two.
+        let b = 1;
+        rings.finish(&d, b, 0);
+        rings.finish_nth(&d, b, 1, 0);
+        assert_eq!(rings.collect(&mut d).len(), 2);
+        assert_eq!(d.dispatch(&rings.slots, &rings.tickets), 2);
+        assert_eq!(rings.held(&d)[b][2..], [12, 13]);
+        // The tickets a timeout names follow the rings.
+        let named = rings
+            .tickets
+            .iter()
+            .filter(|t| t.load(Ordering::Relaxed) != 0)
+            .count();
+        assert_eq!(named, 12);
+    }
+
+    #[test]
+    fn a_chain_binds_to_its_head_s_ring_and_waits_there_for_room() {
+        let rings = Rings::new(4);
+        let mut d = Dispatch::new(4, 4);
+        // Pushed before anything was dispatched: the head is ready, the
+        // rest blocked until the head has a ring.
+        push(&mut d, 0, &[]);
+        for t in 1..10 {
+            push(&mut d, t, &[t - 1]);
+        }
+        assert_eq!(d.dispatch(&rings.slots, &rings.tickets), 1);
+        // The head's ring is known only now: the next dispatch pass puts
+        // the riders behind it, up to the depth.
+        assert_eq!(d.riding, 9);
+        d.dispatch(&rings.slots, &rings.tickets);
+        let held = rings.held(&d);
+        let b = held.iter().position(|h| !h.is_empty()).unwrap();
+        assert_eq!(held[b], [0, 1, 2, 3]);
+        assert!(held.iter().enumerate().all(|(i, h)| i == b || h.is_empty()));
+        // A step pushed now rides behind the last one too.
+        push(&mut d, 10, &[9]);
+        assert_eq!(d.riding, 7);
+        // Room comes as the block finishes: the riders take it in order,
+        // before anything in the ready queue.
+        push(&mut d, 11, &[]);
+        rings.finish(&d, b, 0);
+        assert_eq!(rings.collect(&mut d), [0]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        assert_eq!(rings.held(&d)[b], [1, 2, 3, 4]);
+        assert!(rings.held(&d).iter().any(|h| h == &[11]));
+    }
+
+    #[test]
+    fn only_the_first_dependent_rides_and_two_rings_do_not_mix() {
+        let rings = Rings::new(4);
+        let mut d = Dispatch::new(4, 8);
+        push(&mut d, 0, &[]);
+        push(&mut d, 1, &[]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        let held = rings.held(&d);
+        let b0 = held.iter().position(|h| h == &[0]).unwrap();
+        let b1 = held.iter().position(|h| h == &[1]).unwrap();
+        // A fan-out of 0: only 2 rides.
+        push(&mut d, 2, &[0]);
+        push(&mut d, 3, &[0]);
+        push(&mut d, 4, &[0]);
+        // After tasks in two rings: blocked on the host.
+        push(&mut d, 5, &[0, 1]);
+        // 6 rides behind 1; 7 (after 6 and 1) does not, as 1 has its
+        // follower.
+        push(&mut d, 6, &[1]);
+        push(&mut d, 7, &[6, 1]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        let held = rings.held(&d);
+        assert_eq!(held[b0], [0, 2]);
+        assert_eq!(held[b1], [1, 6]);
+        assert_eq!(d.riding, 0);
+        assert_eq!(
+            d.nodes[&Ticket(7)].place,
+            Place::Blocked,
+            "1 has a follower"
+        );
+        // 0 finishes: 3 and 4 are ready and go to idle blocks first; 5 still
+        // waits for 1.
+        rings.finish(&d, b0, 0);
+        assert_eq!(rings.collect(&mut d), [0]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        let held = rings.held(&d);
+        assert_eq!(held[b0], [2]);
+        let others: Vec<&Vec<u64>> = held
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != b0 && i != b1)
+            .map(|(_, h)| h)
+            .collect();
+        let mut spread: Vec<u64> = others.iter().flat_map(|h| h.iter().copied()).collect();
+        spread.sort();
+        assert_eq!(spread, [3, 4]);
+        assert!(others.iter().all(|h| h.len() == 1));
+        assert_eq!(d.nodes[&Ticket(5)].place, Place::Blocked);
+        // 1 finishes: 5 (after 0 and 1) is ready; 7 now waits only on 6,
+        // which has no follower: it rides behind 6.
+        rings.finish(&d, b1, 0);
+        assert_eq!(rings.collect(&mut d), [1]);
+        assert_eq!(d.nodes[&Ticket(7)].place, Place::Riding(b1 as u32));
+        assert_eq!(d.nodes[&Ticket(5)].place, Place::Ready);
+    }
+
+    #[test]
+    fn exit_goes_into_the_entry_each_block_reads_next() {
+        let rings = Rings::new(2);
+        let mut d = Dispatch::new(2, 8);
+        for t in 0..11 {
+            push(&mut d, t, &[]);
+        }
+        d.dispatch(&rings.slots, &rings.tickets);
+        for b in 0..2 {
+            while !rings.held(&d)[b].is_empty() {
+                rings.finish(&d, b, 0);
+                rings.collect(&mut d);
+            }
+        }
+        assert!(d.is_empty());
+        d.exit(&rings.slots);
+        let states: Vec<u32> = (0..2 * RING_ENTRIES)
+            .map(|i| rings.slots.state(i).load(Ordering::Relaxed))
+            .collect();
+        // Block 0 ran 6 tasks (entries 0..6), block 1 ran 5, or the other
+        // way round: EXIT sits right after each one's last.
+        let next: Vec<usize> = d.rings.iter().map(|r| r.head as usize).collect();
+        for (i, &s) in states.iter().enumerate() {
+            let (b, e) = (i / RING_ENTRIES, i % RING_ENTRIES);
+            let want = if e == next[b] % RING_ENTRIES {
+                EXIT
+            } else {
+                IDLE
+            };
+            assert_eq!(s, want, "block {b} entry {e}: {states:?}");
+        }
+        assert_eq!(next.iter().sum::<usize>(), 11);
+    }
+
+    #[test]
+    fn cancel_keeps_the_tasks_in_rings() {
+        let rings = Rings::new(1);
+        let mut d = Dispatch::new(1, 2);
+        push(&mut d, 0, &[]);
+        push(&mut d, 1, &[]);
+        push(&mut d, 2, &[]);
+        push(&mut d, 3, &[1]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        assert_eq!(rings.held(&d)[0], [0, 1]);
+        let mut out = Vec::new();
+        d.cancel(&mut out);
+        let mut cancelled: Vec<u64> = out.iter().map(|f| f.ticket.0).collect();
+        cancelled.sort();
+        assert_eq!(cancelled, [2, 3]);
+        assert!(out.iter().all(|f| f.outcome == Outcome::Cancelled));
+        assert_eq!(d.dispatch(&rings.slots, &rings.tickets), 0);
+        rings.finish(&d, 0, 5);
+        rings.finish_nth(&d, 0, 1, 0);
+        assert_eq!(rings.collect(&mut d), [0, 1]);
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn a_depth_outside_the_ring_is_refused() {
+        for depth in [0, RING_ENTRIES as u32 + 1] {
+            assert!(matches!(
+                PoolConfig::new(1).depth(depth).plan(1, 1),
+                Err(PoolError::Config(_))
+            ));
+        }
+        assert_eq!(PoolConfig::new(1).depth(1).plan(1, 1), Ok(1));
     }
 }

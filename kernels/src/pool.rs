@@ -31,8 +31,19 @@ pub const KMEANS_ASSIGN: u32 = 5;
 /// The k-means update ([`KmeansUpdate`]): reduces every partial into new
 /// centroids. One CTA.
 pub const KMEANS_UPDATE: u32 = 6;
+/// Records when it ran ([`Order`]): `order[index]` gets the next value of
+/// `*counter`, and the result is the resident block's index (its ring):
+/// the ring-order tests' task.
+pub const ORDER: u32 = 7;
+/// One step of a chain over a block-wide buffer ([`Step`]): thread `t`
+/// reads `buf[(t + 1) % threads]`, meets the others at a barrier, and
+/// writes that value + 1 into `buf[t]`; thread 0 also stores what it read
+/// in `seen[index]`. Run in order after `index` earlier steps, every thread
+/// reads `index` (written by another thread in the previous task); the
+/// result is `(block << 32) | value read`. One CTA.
+pub const STEP: u32 = 8;
 /// Kinds `pool_demo` serves: `0..KINDS`.
-pub const KINDS: u32 = 7;
+pub const KINDS: u32 = 9;
 
 /// CTAs of an [`SGEMM64`] task.
 pub const SGEMM64_CTAS: u32 = 4;
@@ -98,6 +109,34 @@ pub struct Wait {
 }
 // SAFETY: as for `Saxpy`.
 unsafe impl Payload for Wait {}
+
+/// [`ORDER`]'s arguments.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Order {
+    /// `*mut u32`: the run counter, shared by the tasks.
+    pub counter: u64,
+    /// `*mut u32`: one word per task.
+    pub order: u64,
+    /// This task's word of `order`.
+    pub index: u32,
+}
+// SAFETY: as for `Saxpy`.
+unsafe impl Payload for Order {}
+
+/// [`STEP`]'s arguments.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    /// `*mut u32`: one word per thread of the pool's blocks.
+    pub buf: u64,
+    /// `*mut u32`: one word per step.
+    pub seen: u64,
+    /// This step's word of `seen`.
+    pub index: u32,
+}
+// SAFETY: as for `Saxpy`.
+unsafe impl Payload for Step {}
 
 /// [`KMEANS_ASSIGN`]'s arguments. The task's CTA `b` covers points
 /// `first + b * KMEANS_SUB ..` (at most `KMEANS_SUB`, none at or past `n`)
@@ -301,12 +340,40 @@ unsafe fn wait(args: Wait) -> u64 {
     1
 }
 
-/// The demo pool: every resident block serves its slot of `slots` with the
+/// # Safety
+/// `counter` is a valid `u32`, `order` holds more than `index` words.
+#[inline(always)]
+unsafe fn order(args: Order) -> u64 {
+    if thread_idx_x() == 0 {
+        let at = fetch_add_u32(args.counter as *mut u32, 1);
+        *(args.order as *mut u32).add(args.index as usize) = at;
+    }
+    block_idx_x() as u64
+}
+
+/// Every thread of the block calls it (it has a barrier).
+///
+/// # Safety
+/// `buf` holds `block_dim_x()` words, `seen` more than `index`.
+#[inline(always)]
+unsafe fn step(args: Step) -> u64 {
+    let (buf, t) = (args.buf as *mut u32, thread_idx_x());
+    let value = *buf.add(((t + 1) % block_dim_x()) as usize);
+    // Every read above before any write below.
+    sync_threads();
+    *buf.add(t as usize) = value + 1;
+    if t == 0 {
+        *(args.seen as *mut u32).add(args.index as usize) = value;
+    }
+    ((block_idx_x() as u64) << 32) | value as u64
+}
+
+/// The demo pool: every resident block serves its ring of `slots` with the
 /// kinds above (1-D blocks).
 ///
 /// # Safety
-/// `slots` holds one slot per block of the grid, served by a `TaskPool`;
-/// each task's arguments are valid for its kind.
+/// `slots` holds one ring of `RING_ENTRIES` slots per block of the grid,
+/// served by a `TaskPool`; each task's arguments are valid for its kind.
 #[kernel]
 pub unsafe fn pool_demo(slots: *mut Slot) {
     serve(slots, KINDS, |task, cta| match task.kind() {
@@ -328,6 +395,8 @@ pub unsafe fn pool_demo(slots: *mut Slot) {
         }
         MARK => mark(task.args()),
         WAIT => wait(task.args()),
+        ORDER => order(task.args()),
+        STEP => step(task.args()),
         _ => task.payload()[0] as u64,
     });
 }

@@ -10,8 +10,14 @@
 //! - `pool independent, P producers, B bytes`: N tasks of B bytes of
 //!   arguments pushed by P threads, all popped. (A slot always carries 64
 //!   bytes: B changes only what the host writes.)
-//! - `pool chain`: each task pushed `after` the previous one: the latency of
-//!   one round trip host -> block -> host per task.
+//! - `pool chain`: each task pushed `after` the previous one. They ride in
+//!   one block's ring (protocol v2), so a task costs the block's own poll,
+//!   run and publish plus the host keeping the ring full, not a round trip
+//!   host -> block -> host.
+//! - `..., depth 1`: the same on a second pool with one task in flight per
+//!   block (`PoolConfig::depth(1)`, version 1's dispatch: a block waits a
+//!   round trip between tasks, and a chain's task waits for its
+//!   predecessor to come back to the host): what the rings buy.
 //! - `launch per task`: N launches of `empty_launch` on one stream, then a
 //!   synchronisation (the stream orders them: a chain too).
 //! - `graph`: the same N launches captured once into a CUDA graph, then
@@ -23,7 +29,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clustered_suite::host::cudarc::driver::{sys, CudaStream, LaunchConfig, PushKernelArg};
-use clustered_suite::host::pool::{PoolConfig, PoolError, Shutdown, Task, TaskPool, Ticket};
+use clustered_suite::host::pool::{
+    PoolConfig, PoolError, Shutdown, Task, TaskPool, Ticket, RING_ENTRIES,
+};
 use clustered_suite::host::{Gpu, Module};
 use kernels::pool::{EMPTY, KINDS};
 
@@ -54,42 +62,54 @@ fn main() {
 
 fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Duration)) {
     let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
-    let config = PoolConfig::new(KINDS)
-        .block_threads(128)
-        .timeout(Duration::from_secs(30));
-    let pool = match TaskPool::gpu(gpu, &kernel, config) {
-        Ok(pool) => pool,
-        Err(e) => {
-            println!("the pool did not start: {e}");
-            return;
+    for depth in [RING_ENTRIES as u32, 1] {
+        let config = PoolConfig::new(KINDS)
+            .block_threads(128)
+            .depth(depth)
+            .timeout(Duration::from_secs(30));
+        let pool = match TaskPool::gpu(gpu, &kernel, config) {
+            Ok(pool) => pool,
+            Err(e) => {
+                println!("the pool did not start: {e}");
+                return;
+            }
+        };
+        println!(
+            "pool: {} resident blocks, rings of {RING_ENTRIES}, up to {depth} task(s) in flight per block",
+            pool.slots()
+        );
+        let suffix = if depth == 1 { ", depth 1" } else { "" };
+        // Warm up: every block takes a few tasks.
+        run_independent(&pool, pool.slots() * 4, 1, 16);
+        // The full set of rows at full depth; the 16-byte ones at depth 1.
+        let bytes: &[usize] = if depth == 1 { &[16] } else { &[16, 32, 64] };
+        for &bytes in bytes {
+            for producers in [1u32, 4] {
+                let elapsed = run_independent(&pool, tasks, producers, bytes);
+                report(
+                    &format!("pool independent, {producers} producers, {bytes} B{suffix}"),
+                    elapsed,
+                );
+            }
         }
-    };
-    println!("pool: {} resident blocks (one slot each)", pool.slots());
-    // Warm up: every block takes a few tasks.
-    run_independent(&pool, pool.slots() * 4, 1, 16);
-    for bytes in [16usize, 32, 64] {
-        for producers in [1u32, 4] {
-            let elapsed = run_independent(&pool, tasks, producers, bytes);
-            report(
-                &format!("pool independent, {producers} producers, {bytes} B"),
-                elapsed,
-            );
+        let start = Instant::now();
+        let mut last: Option<Ticket> = None;
+        for i in 0..tasks {
+            let task = Task::new(EMPTY, 1, [i; 4]);
+            let after: Vec<Ticket> = last.into_iter().collect();
+            last = Some(pool.push_after(task, &after).expect("push"));
         }
-    }
-    let start = Instant::now();
-    let mut last: Option<Ticket> = None;
-    for i in 0..tasks {
-        let task = Task::new(EMPTY, 1, [i; 4]);
-        let after: Vec<Ticket> = last.into_iter().collect();
-        last = Some(pool.push_after(task, &after).expect("push"));
-    }
-    for _ in 0..tasks {
-        pool.pop_finished().expect("a chain task finishes");
-    }
-    report("pool chain (each after the previous)", start.elapsed());
-    match pool.shutdown(Shutdown::Drain) {
-        Ok(_) => {}
-        Err(e) => println!("shutdown: {e}"),
+        for _ in 0..tasks {
+            pool.pop_finished().expect("a chain task finishes");
+        }
+        report(
+            &format!("pool chain (each after the previous){suffix}"),
+            start.elapsed(),
+        );
+        match pool.shutdown(Shutdown::Drain) {
+            Ok(_) => {}
+            Err(e) => println!("shutdown: {e}"),
+        }
     }
 }
 

@@ -76,7 +76,11 @@ fn main() {
         .timeout(Duration::from_secs(60));
     let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
     let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
-    println!("pool: {} resident blocks (one slot each)", pool.slots());
+    println!(
+        "pool: {} resident blocks, up to {} tasks in flight per block",
+        pool.slots(),
+        pool.depth()
+    );
     let gemm_pool: Vec<(u32, Duration)> = [1u32, 4]
         .iter()
         .map(|&producers| {

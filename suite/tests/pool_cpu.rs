@@ -10,7 +10,7 @@ use std::time::Duration;
 use clustered_host::cpu::{launch_entry, run, CpuLaunch, Machine, NoObserver};
 use clustered_host::pool::{
     Finished, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool, Ticket, EXIT,
-    FINISHED, IDLE, READY, RUNNING, STATUS_OK, STATUS_UNKNOWN_KIND,
+    FINISHED, IDLE, READY, RING_ENTRIES, RUNNING, STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 use clustered_host::ClusterOptions;
 use clustered_suite::reference;
@@ -18,8 +18,9 @@ use kernels::early_exit::{ragged_sum, ragged_sum_args};
 use kernels::pool::pool_generated;
 use kernels::pool::{
     kmeans_assign_launch, kmeans_update_launch, pool_demo, sgemm64_batched, sgemm64_launch,
-    KmeansAssign, KmeansUpdate, Mark, Saxpy, Sgemm64, Wait, EMPTY, KINDS, KMEANS_ASSIGN,
-    KMEANS_SUB, KMEANS_UPDATE, MARK, SAXPY, SGEMM64, SGEMM64_CTAS, WAIT,
+    KmeansAssign, KmeansUpdate, Mark, Order, Saxpy, Sgemm64, Step, Wait, EMPTY, KINDS,
+    KMEANS_ASSIGN, KMEANS_SUB, KMEANS_UPDATE, MARK, ORDER, SAXPY, SGEMM64, SGEMM64_CTAS, STEP,
+    WAIT,
 };
 use kernels::vector::{accumulate, accumulate_args, vector_add, vector_add_args};
 
@@ -196,13 +197,17 @@ fn mixed_kinds_match_the_reference() {
 }
 
 /// The device side of the protocol, driven by hand (no `TaskPool`): the
-/// states a block writes, the status of an unknown kind, and EXIT.
+/// states a block writes, the status of an unknown kind, the ring served in
+/// order (a task behind a running one starts without the host, entries wrap
+/// around), and EXIT seen only in the entry the block reads next.
 #[test]
-fn a_block_walks_the_slot_states() {
-    let slots: Box<[Slot]> = vec![Slot::IDLE; 1].into_boxed_slice();
-    let slot = slots.as_ptr() as *mut Slot;
-    let state = |s: *mut Slot| unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*s).state)) };
-    let address = slot as usize;
+fn a_block_walks_its_ring_in_order() {
+    let slots: Box<[Slot]> = vec![Slot::IDLE; RING_ENTRIES].into_boxed_slice();
+    let ring = slots.as_ptr() as *mut Slot;
+    let entry = |e: usize| ring.wrapping_add(e % RING_ENTRIES);
+    let state =
+        |e: usize| unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*entry(e)).state)) };
+    let address = ring as usize;
     let engine = thread::spawn(move || {
         let launch = CpuLaunch {
             grid: [1, 1, 1],
@@ -213,38 +218,72 @@ fn a_block_walks_the_slot_states() {
         let body = || unsafe { pool_demo(address as *mut Slot) };
         run(&Machine::new(1), &launch, &mut NoObserver, &body)
     });
-    let await_state = |want: u32| {
+    let await_state = |e: usize, want: u32| {
         for _ in 0..20_000 {
-            if state(slot).load(Ordering::Acquire) == want {
+            if state(e).load(Ordering::Acquire) == want {
                 return;
             }
             thread::sleep(Duration::from_micros(100));
         }
-        panic!("the slot never reached state {want}");
+        panic!("entry {e} never reached state {want}");
     };
-    // An idle slot stays idle: the block only polls.
+    let write = |e: usize, task: Task| unsafe {
+        (*entry(e)).kind = task.kind();
+        (*entry(e)).ctas = task.ctas();
+        (*entry(e)).payload = *task.payload();
+        state(e).store(READY, Ordering::Release);
+    };
+    let collect = |e: usize| unsafe {
+        let answer = ((*entry(e)).status, (*entry(e)).result);
+        state(e).store(IDLE, Ordering::Relaxed);
+        answer
+    };
+    // An idle ring stays idle: the block only polls.
     thread::sleep(Duration::from_millis(20));
-    assert_eq!(state(slot).load(Ordering::Acquire), IDLE);
-    // READY -> RUNNING (a WAIT task holds it there) -> FINISHED.
-    let flag = AtomicU32::new(0);
-    let write = |task: Task| unsafe {
-        (*slot).kind = task.kind();
-        (*slot).ctas = task.ctas();
-        (*slot).payload = *task.payload();
-        state(slot).store(READY, Ordering::Release);
-    };
-    write(wait(&flag));
-    await_state(RUNNING);
-    flag.store(1, Ordering::Release);
-    await_state(FINISHED);
-    assert_eq!(unsafe { ((*slot).status, (*slot).result) }, (STATUS_OK, 1));
-    // An unknown kind comes back refused, its body not run.
-    state(slot).store(IDLE, Ordering::Relaxed);
-    write(Task::new(KINDS + 3, 1, 0u32));
-    await_state(FINISHED);
-    assert_eq!(unsafe { (*slot).status }, STATUS_UNKNOWN_KIND);
-    // EXIT ends the kernel.
-    state(slot).store(EXIT, Ordering::Release);
+    assert!((0..RING_ENTRIES).all(|e| state(e).load(Ordering::Acquire) == IDLE));
+    // Entry 0: READY -> RUNNING (a WAIT task holds it there) -> FINISHED.
+    // Entry 1, written while entry 0 runs, waits behind it; entry 2 is
+    // refused (unknown kind) once entry 1 ran.
+    let (first, second) = (AtomicU32::new(0), AtomicU32::new(0));
+    let (first_started, second_started) = (AtomicU32::new(0), AtomicU32::new(0));
+    write(0, wait_started(&first, &first_started));
+    await_state(0, RUNNING);
+    write(1, wait_started(&second, &second_started));
+    write(2, Task::new(KINDS + 3, 1, 0u32));
+    thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        second_started.load(Ordering::Acquire),
+        0,
+        "entry 1 ran early"
+    );
+    assert_eq!(state(1).load(Ordering::Acquire), READY);
+    first.store(1, Ordering::Release);
+    // Entry 1 starts without the host touching the ring again.
+    await_one(&second_started);
+    assert_eq!(state(0).load(Ordering::Acquire), FINISHED);
+    assert_eq!(collect(0), (STATUS_OK, 1));
+    second.store(1, Ordering::Release);
+    await_state(2, FINISHED);
+    assert_eq!(collect(1), (STATUS_OK, 1));
+    assert_eq!(collect(2).0, STATUS_UNKNOWN_KIND);
+    // Entries 3.. and around the end of the ring: each EMPTY task returns
+    // its payload, in order.
+    for e in 3..RING_ENTRIES + 3 {
+        write(e, Task::new(EMPTY, 1, e as u32));
+        await_state(e, FINISHED);
+        assert_eq!(collect(e), (STATUS_OK, e as u64));
+    }
+    // EXIT in an entry the block does not read next is not seen: the block
+    // polls entry 3 (= RING_ENTRIES + 3) only.
+    state(RING_ENTRIES + 4).store(EXIT, Ordering::Release);
+    thread::sleep(Duration::from_millis(20));
+    assert!(
+        !engine.is_finished(),
+        "the block left at an EXIT it must not read"
+    );
+    state(RING_ENTRIES + 4).store(IDLE, Ordering::Relaxed);
+    // EXIT in the entry it reads next ends the kernel.
+    state(RING_ENTRIES + 3).store(EXIT, Ordering::Release);
     engine
         .join()
         .unwrap()
@@ -255,9 +294,11 @@ fn a_block_walks_the_slot_states() {
 #[test]
 fn drain_runs_the_queue_and_cancel_drops_it() {
     for mode in [Shutdown::Drain, Shutdown::Cancel] {
-        // One block: a waiting task holds it while the rest queue up.
+        // One block: a waiting task holds it while the rest queue up. Depth
+        // 1 keeps them all on the host, where Cancel can drop them.
         let config = PoolConfig::new(KINDS)
             .blocks(1)
+            .depth(1)
             .block_threads(THREADS)
             .timeout(Duration::from_secs(60));
         let pool = TaskPool::cpu(Machine::new(1), 1, pool_demo, config).unwrap();
@@ -349,7 +390,8 @@ fn a_dependent_task_waits_for_its_dependency() {
     let runs = counters(1);
     let a = pool.push(wait(&flag)).unwrap();
     let c = pool.push_after(mark(&runs, 0), &[a]).unwrap();
-    // Three idle blocks, yet `c` does not start while `a` runs.
+    // Three idle blocks, yet `c` does not start while `a` runs (it waits
+    // behind `a` in `a`'s ring).
     thread::sleep(Duration::from_millis(100));
     assert_eq!(pool.try_pop_finished(), None);
     assert_eq!(runs[0].load(Ordering::Relaxed), 0);
@@ -731,4 +773,376 @@ fn a_generated_pool_refuses_a_kind_past_its_list() {
         ]
     );
     pool.shutdown(Shutdown::Drain).unwrap();
+}
+
+fn order_task(counter: &AtomicU32, order: &[AtomicU32], index: u32) -> Task {
+    Task::new(
+        ORDER,
+        1,
+        Order {
+            counter: counter.as_ptr() as u64,
+            order: order.as_ptr() as u64,
+            index,
+        },
+    )
+}
+
+fn step_task(buf: &[AtomicU32], seen: &[AtomicU32], index: u32) -> Task {
+    Task::new(
+        STEP,
+        1,
+        Step {
+            buf: buf.as_ptr() as u64,
+            seen: seen.as_ptr() as u64,
+            index,
+        },
+    )
+}
+
+/// The tasks in the pool's rings as (block, ticket, state), in ticket
+/// order.
+fn in_rings(pool: &TaskPool) -> Vec<(u32, Ticket, &'static str)> {
+    let mut held: Vec<_> = pool
+        .in_rings()
+        .iter()
+        .map(|s| (s.slot, s.ticket, s.state))
+        .collect();
+    held.sort_by_key(|&(_, ticket, _)| ticket);
+    held
+}
+
+/// Polls until the rings hold `count` tasks (the scheduler moves pushed
+/// tasks asynchronously); returns them.
+fn await_in_rings(pool: &TaskPool, count: usize) -> Vec<(u32, Ticket, &'static str)> {
+    for _ in 0..10_000 {
+        let held = in_rings(pool);
+        if held.len() == count {
+            return held;
+        }
+        thread::sleep(Duration::from_micros(500));
+    }
+    panic!("the rings never held {count} tasks: {:?}", in_rings(pool));
+}
+
+/// Idle blocks get work first: four WAIT tasks pushed one after the other
+/// all start (a second one in a ring would wait behind the first), and eight
+/// tasks pushed while they hold the blocks go two into each ring, where each
+/// block runs its ring in the order the host filled it.
+#[test]
+fn idle_blocks_get_work_first_and_each_ring_runs_in_order() {
+    let pool = pool(2, Duration::from_secs(60));
+    assert_eq!(pool.slots(), 4);
+    assert_eq!(pool.depth(), RING_ENTRIES as u32);
+    let flag = AtomicU32::new(0);
+    let started = counters(4);
+    // One at a time, each after the previous holds its block: the scheduler
+    // must choose an idle block for each.
+    let waits: Vec<Ticket> = started
+        .iter()
+        .map(|s| {
+            let ticket = pool.push(wait_started(&flag, s)).unwrap();
+            await_one(s);
+            ticket
+        })
+        .collect();
+    let held = await_in_rings(&pool, 4);
+    let mut blocks: Vec<u32> = held.iter().map(|&(b, _, _)| b).collect();
+    blocks.sort();
+    assert_eq!(blocks, [0, 1, 2, 3], "one WAIT per block: {held:?}");
+    let counter = AtomicU32::new(0);
+    let order = counters(8);
+    let tickets: Vec<Ticket> = (0..8)
+        .map(|i| pool.push(order_task(&counter, &order, i)).unwrap())
+        .collect();
+    let held = await_in_rings(&pool, 12);
+    for b in 0..4 {
+        let queued = held
+            .iter()
+            .filter(|&&(block, ticket, _)| block == b && tickets.contains(&ticket))
+            .count();
+        assert_eq!(queued, 2, "block {b} got two of the eight: {held:?}");
+    }
+    assert_eq!(counter.load(Ordering::Relaxed), 0, "none ran past a WAIT");
+    flag.store(1, Ordering::Release);
+    let mut done: Vec<Finished> = (0..12).map(|_| pool.pop_finished().unwrap()).collect();
+    done.sort_by_key(|f| f.ticket);
+    assert!(done[..4].iter().all(|f| waits.contains(&f.ticket)));
+    // Per block, the tasks ran in ticket order (the order the host put them
+    // into the ring).
+    let mut last_run = [None::<u32>; 4];
+    for (i, f) in done[4..].iter().enumerate() {
+        let Outcome::Ran { result: block } = f.outcome else {
+            panic!("{f:?}");
+        };
+        let ran = order[i].load(Ordering::Relaxed);
+        let last = &mut last_run[block as usize];
+        assert!(
+            last.is_none_or(|l| l < ran),
+            "block {block} ran task {i} out of order"
+        );
+        *last = Some(ran);
+    }
+    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+}
+
+/// A chain (each STEP pushed after the previous) behind a task that holds
+/// its block goes into that block's ring: the ring fills up behind it (not
+/// the other, idle blocks), every step runs on that block, after its
+/// predecessor, and reads what the previous step's threads wrote.
+#[test]
+fn a_chain_runs_in_one_ring_each_step_after_the_previous() {
+    const STEPS: u32 = 100;
+    let pool = pool(2, Duration::from_secs(60));
+    let buf = counters(THREADS as usize);
+    let seen: Vec<AtomicU32> = (0..STEPS).map(|_| AtomicU32::new(u32::MAX)).collect();
+    let (flag, started) = (AtomicU32::new(0), AtomicU32::new(0));
+    let head = pool.push(wait_started(&flag, &started)).unwrap();
+    await_one(&started);
+    let mut last = head;
+    let steps: Vec<Ticket> = (0..STEPS)
+        .map(|i| {
+            last = pool.push_after(step_task(&buf, &seen, i), &[last]).unwrap();
+            last
+        })
+        .collect();
+    // The ring of the head's block is full: the head and the first steps,
+    // nothing on the three idle blocks.
+    let held = await_in_rings(&pool, RING_ENTRIES);
+    let block = held[0].0;
+    assert_eq!(held[0].1, head);
+    assert!(held.iter().all(|&(b, _, _)| b == block), "{held:?}");
+    assert_eq!(
+        &held[1..].iter().map(|h| h.1).collect::<Vec<_>>(),
+        &steps[..RING_ENTRIES - 1]
+    );
+    flag.store(1, Ordering::Release);
+    let mut done: Vec<Finished> = (0..=STEPS).map(|_| pool.pop_finished().unwrap()).collect();
+    done.sort_by_key(|f| f.ticket);
+    assert_eq!(done[0].ticket, head);
+    for (i, f) in done[1..].iter().enumerate() {
+        assert_eq!(f.ticket, steps[i]);
+        let Outcome::Ran { result } = f.outcome else {
+            panic!("{f:?}");
+        };
+        assert_eq!(result >> 32, block as u64, "step {i} left the ring");
+        assert_eq!(
+            result & 0xffff_ffff,
+            i as u64,
+            "step {i} ran before step {}",
+            i as i64 - 1
+        );
+        assert_eq!(seen[i].load(Ordering::Relaxed), i as u32);
+    }
+    assert!(
+        buf.iter().all(|b| b.load(Ordering::Relaxed) == STEPS),
+        "every thread's last write is the last step's"
+    );
+    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+}
+
+/// The same chain pushed while the pool runs (a step's predecessor may have
+/// finished before the scheduler sees it: then it runs anywhere), on shuffled
+/// thread orders with the race detector on: a step still reads what the
+/// previous step's threads wrote, whether the barrier at the end of a task
+/// or the host's release and acquire ordered them.
+#[test]
+fn a_chain_pushed_while_running_stays_in_order_under_the_race_detector() {
+    const STEPS: u32 = 40;
+    for seed in [3, 11] {
+        let config = PoolConfig::new(KINDS)
+            .blocks(4)
+            .block_threads(THREADS)
+            .timeout(Duration::from_secs(60));
+        let machine = Machine::new(2).interleave(seed).check_races(true);
+        let pool = TaskPool::cpu(machine, 2, pool_demo, config).unwrap();
+        let buf = counters(THREADS as usize);
+        let seen: Vec<AtomicU32> = (0..STEPS).map(|_| AtomicU32::new(u32::MAX)).collect();
+        let mut last: Option<Ticket> = None;
+        for i in 0..STEPS {
+            let after: Vec<Ticket> = last.into_iter().collect();
+            last = Some(pool.push_after(step_task(&buf, &seen, i), &after).unwrap());
+        }
+        for _ in 0..STEPS {
+            let f = pool.pop_finished().unwrap();
+            assert!(matches!(f.outcome, Outcome::Ran { .. }), "{f:?}");
+        }
+        assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+        for (i, s) in seen.iter().enumerate() {
+            assert_eq!(s.load(Ordering::Relaxed), i as u32, "seed {seed}: step {i}");
+        }
+        assert!(buf.iter().all(|b| b.load(Ordering::Relaxed) == STEPS));
+    }
+}
+
+/// Of the tasks pushed after one task, only the first rides behind it in
+/// its ring; the others wait for it on the host and then spread.
+#[test]
+fn only_the_first_dependent_of_a_task_rides_behind_it() {
+    let pool = pool(2, Duration::from_secs(60));
+    let (flag, started) = (AtomicU32::new(0), AtomicU32::new(0));
+    let head = pool.push(wait_started(&flag, &started)).unwrap();
+    await_one(&started);
+    let counter = AtomicU32::new(0);
+    let order = counters(3);
+    let fan: Vec<Ticket> = (0..3)
+        .map(|i| {
+            pool.push_after(order_task(&counter, &order, i), &[head])
+                .unwrap()
+        })
+        .collect();
+    let held = await_in_rings(&pool, 2);
+    assert_eq!((held[0].1, held[0].2), (head, "RUNNING"));
+    assert_eq!(
+        (held[1].0, held[1].1, held[1].2),
+        (held[0].0, fan[0], "READY")
+    );
+    // The others stay on the host while the head runs.
+    thread::sleep(Duration::from_millis(20));
+    assert_eq!(in_rings(&pool).len(), 2);
+    assert_eq!(pool.unfinished(), 4);
+    flag.store(1, Ordering::Release);
+    let mut done: Vec<Finished> = (0..4).map(|_| pool.pop_finished().unwrap()).collect();
+    done.sort_by_key(|f| f.ticket);
+    assert_eq!(done[0].ticket, head);
+    assert_eq!(counter.load(Ordering::Relaxed), 3);
+    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+}
+
+/// Shutdown with rings partly full: two blocks held by WAIT tasks, each with
+/// `RING_ENTRIES - 1` MARK tasks behind it, and more on the host. Drain runs
+/// every task; Cancel runs those in rings (the device owns them) and cancels
+/// those on the host. Either way every task comes back once, a task that
+/// finished before and was not popped included, and what ran is exactly
+/// what says `Ran`.
+#[test]
+fn shutdown_with_rings_partly_full_loses_nothing() {
+    for mode in [Shutdown::Drain, Shutdown::Cancel] {
+        let config = PoolConfig::new(KINDS)
+            .blocks(2)
+            .block_threads(THREADS)
+            .timeout(Duration::from_secs(60));
+        let pool = TaskPool::cpu(Machine::new(1), 2, pool_demo, config).unwrap();
+        // Finished and never popped.
+        let early = pool.push(Task::new(EMPTY, 1, 7u32)).unwrap();
+        while pool.unfinished() > 0 {
+            thread::sleep(Duration::from_micros(200));
+        }
+        let flag = AtomicU32::new(0);
+        let started = counters(2);
+        let waits: Vec<Ticket> = started
+            .iter()
+            .map(|s| pool.push(wait_started(&flag, s)).unwrap())
+            .collect();
+        started.iter().for_each(await_one);
+        let in_ring = 2 * (RING_ENTRIES - 1);
+        let marks = in_ring + 10;
+        let runs = counters(marks);
+        let queued: Vec<Ticket> = (0..marks as u32)
+            .map(|i| pool.push(mark(&runs, i)).unwrap())
+            .collect();
+        await_in_rings(&pool, 2 + in_ring);
+        let rest = thread::scope(|scope| {
+            scope.spawn(|| {
+                thread::sleep(Duration::from_millis(50));
+                flag.store(1, Ordering::Release);
+            });
+            pool.shutdown(mode).unwrap()
+        });
+        assert_eq!(rest.len(), 1 + 2 + marks, "{mode:?}: every task once");
+        let outcome = |t: Ticket| rest.iter().find(|f| f.ticket == t).unwrap().outcome;
+        assert_eq!(outcome(early), Outcome::Ran { result: 7 });
+        for t in waits {
+            assert_eq!(outcome(t), Outcome::Ran { result: 1 });
+        }
+        let mut ran = 0;
+        for (i, &t) in queued.iter().enumerate() {
+            let count = runs[i].load(Ordering::Relaxed);
+            match outcome(t) {
+                Outcome::Ran { result } => {
+                    assert_eq!((result, count), (i as u64, 1), "{mode:?}");
+                    ran += 1;
+                }
+                Outcome::Cancelled => assert_eq!(count, 0, "{mode:?}: a cancelled task ran"),
+                other => panic!("{mode:?}: {other:?}"),
+            }
+        }
+        let want = if mode == Shutdown::Drain {
+            marks
+        } else {
+            in_ring
+        };
+        assert_eq!(ran, want, "{mode:?}");
+    }
+}
+
+/// How the blocks of `exit_spy` found their rings when they left.
+static SPY_EXITS: AtomicU32 = AtomicU32::new(0);
+static SPY_BAD: AtomicU32 = AtomicU32::new(0);
+
+/// `pool_demo`, then (thread 0 of each block) a look at the block's ring:
+/// the host writes EXIT only when every task of the ring was collected, so
+/// exactly one entry is EXIT and every other one IDLE.
+unsafe fn exit_spy(slots: *mut Slot) {
+    unsafe { pool_demo(slots) };
+    if clustered_device::thread::thread_idx_x() != 0 {
+        return;
+    }
+    let block = clustered_device::thread::block_idx_x() as usize;
+    let ring = slots.wrapping_add(block * RING_ENTRIES);
+    let states: Vec<u32> = (0..RING_ENTRIES)
+        .map(|e| unsafe {
+            AtomicU32::from_ptr(std::ptr::addr_of_mut!((*ring.add(e)).state))
+                .load(Ordering::Acquire)
+        })
+        .collect();
+    let exits = states.iter().filter(|&&s| s == EXIT).count();
+    let idle = states.iter().filter(|&&s| s == IDLE).count();
+    if exits != 1 || idle != RING_ENTRIES - 1 {
+        SPY_BAD.fetch_add(1, Ordering::Relaxed);
+    }
+    SPY_EXITS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// EXIT goes only into IDLE entries (the one each block reads next), after
+/// every task of its ring was collected, however full the rings were when
+/// the pool was shut down.
+#[test]
+fn exit_is_written_only_into_idle_entries() {
+    for mode in [Shutdown::Drain, Shutdown::Cancel] {
+        SPY_EXITS.store(0, Ordering::Relaxed);
+        SPY_BAD.store(0, Ordering::Relaxed);
+        let config = PoolConfig::new(KINDS)
+            .blocks(4)
+            .block_threads(THREADS)
+            .timeout(Duration::from_secs(60));
+        let pool = TaskPool::cpu(Machine::new(2), 2, exit_spy, config).unwrap();
+        let flag = AtomicU32::new(0);
+        let started = counters(4);
+        for s in &started {
+            pool.push(wait_started(&flag, s)).unwrap();
+        }
+        started.iter().for_each(await_one);
+        let runs = counters(50);
+        for i in 0..50 {
+            pool.push(mark(&runs, i)).unwrap();
+        }
+        let rest = thread::scope(|scope| {
+            scope.spawn(|| {
+                thread::sleep(Duration::from_millis(20));
+                flag.store(1, Ordering::Release);
+            });
+            pool.shutdown(mode).unwrap()
+        });
+        assert_eq!(rest.len(), 54, "{mode:?}");
+        assert_eq!(
+            SPY_EXITS.load(Ordering::Relaxed),
+            4,
+            "{mode:?}: each block left once"
+        );
+        assert_eq!(
+            SPY_BAD.load(Ordering::Relaxed),
+            0,
+            "{mode:?}: a ring was not idle at EXIT"
+        );
+    }
 }
