@@ -80,8 +80,13 @@ fn main() -> ExitCode {
         }
     };
     if options.list {
-        for (name, _) in suite::select(None).unwrap_or_default() {
+        // Each kernel, then each schedule's label and PTX entry (the names
+        // that bench.json, the tuner and `--only` use), tab-separated.
+        for (name, build) in suite::select(None).unwrap_or_default() {
             println!("{name}");
+            for variant in &build(suite::Size::Test).variants {
+                println!("\t{}\t{}", variant.label, variant.kernel);
+            }
         }
         return ExitCode::SUCCESS;
     }

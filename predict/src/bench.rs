@@ -45,9 +45,30 @@ pub const H100_2026_11_25: &[&str] = &[
     include_str!("../data/h100-2026-11-25/bench-transpose_wide.json"),
 ];
 
+/// All 23 suite and ported kernels on an H100 (2026-11-25), one binary,
+/// after `#[clustered(auto)]` families took in the explicit schedules (228
+/// records: 213 schedules, 15 nvcc twins). The eight ports' first run: no
+/// choice of the model saw them. Validate with
+/// `cargo run --release -p clustered-suite --example predict -- --all --sim
+/// --bench predict/data/h100-2026-11-25-all.json`.
+pub const H100_2026_11_25_ALL: &str = include_str!("../data/h100-2026-11-25-all.json");
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_run_of_all_kernels_parses() {
+        let (device, records) = records(H100_2026_11_25_ALL).unwrap();
+        assert!(device.contains("H100"), "{device}");
+        assert_eq!(records.len(), 228);
+        let schedules = records.iter().filter(|r| r.entry.is_some()).count();
+        assert_eq!(schedules, 213);
+        let kernels: std::collections::BTreeSet<&str> =
+            records.iter().map(|r| r.kernel.as_str()).collect();
+        assert_eq!(kernels.len(), 23);
+        assert!(records.iter().all(|r| r.median_ms > 0.0));
+    }
 
     #[test]
     fn shipped_run_parses() {

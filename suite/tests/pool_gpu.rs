@@ -18,14 +18,9 @@ fn address<T>(gpu: &Gpu, buffer: &CudaSlice<T>) -> u64 {
 
 #[test]
 fn mixed_tasks_from_four_threads_run_once_and_right() {
-    let gpu = match Gpu::new(0) {
-        Ok(gpu) => gpu,
-        Err(e) => {
-            eprintln!("skipped: no GPU ({e})");
-            return;
-        }
+    let Some((gpu, module)) = clustered_suite::gpu_or_skip().unwrap() else {
+        return;
     };
-    let module = gpu.load_module(clustered_suite::PTX).unwrap();
     let kernel = module.kernel("pool_demo").unwrap();
     let n = 1000u32;
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
@@ -102,14 +97,9 @@ fn mixed_tasks_from_four_threads_run_once_and_right() {
 /// barrier between tasks of one block is all that orders them).
 #[test]
 fn a_chain_rides_in_one_ring_and_each_step_sees_the_last() {
-    let gpu = match Gpu::new(0) {
-        Ok(gpu) => gpu,
-        Err(e) => {
-            eprintln!("skipped: no GPU ({e})");
-            return;
-        }
+    let Some((gpu, module)) = clustered_suite::gpu_or_skip().unwrap() else {
+        return;
     };
-    let module = gpu.load_module(clustered_suite::PTX).unwrap();
     let kernel = module.kernel("pool_demo").unwrap();
     const THREADS: u32 = 128;
     const STEPS: u32 = 2000;
