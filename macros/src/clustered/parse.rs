@@ -137,10 +137,10 @@ impl Schedule {
             && self.binding == other.binding
             && self.bypass.is_empty()
             && other.bypass.is_empty()
-            && match (&self.prefetch, &other.prefetch) {
-                (None, None) | (Some(Prefetch::Generated(_)), Some(Prefetch::Generated(_))) => true,
-                _ => false,
-            }
+            && matches!(
+                (&self.prefetch, &other.prefetch),
+                (None, None) | (Some(Prefetch::Generated(_)), Some(Prefetch::Generated(_)))
+            )
             && value(&self.chunk) == value(&other.chunk)
             && value(&self.active) == value(&other.active)
             && value(&self.waves) == value(&other.waves)
