@@ -639,6 +639,27 @@ mod tests {
         assert_eq!(p.join(2, 1), 5);
     }
 
+    /// With fewer CTAs than clusters (ATAX's column pass: 64 CTAs, 132
+    /// SMs) every cluster holds at most one CTA and redirection sends block
+    /// `u` to CTA `u`: it cannot change which SM runs which CTA, so a speed
+    /// difference from the baseline there is the entry's code, not the
+    /// placement (docs/BENCHMARKS.md, "Automatic choice").
+    #[test]
+    fn redirection_of_fewer_ctas_than_clusters_is_the_identity() {
+        for (total, clusters) in [(64, 132), (1, 132), (131, 132), (132, 132)] {
+            let p = Partition::new(total, clusters).unwrap();
+            let fast = FastDiv::new(clusters).unwrap();
+            for u in 0..total {
+                let (w, i) = round_robin(u, fast);
+                assert_eq!(p.join(w, i), u, "{total} CTAs, {clusters} clusters");
+            }
+        }
+        // One more CTA than clusters and it is not.
+        let p = Partition::new(133, 132).unwrap();
+        let fast = FastDiv::new(132).unwrap();
+        assert_ne!(p.join(round_robin(1, fast).0, round_robin(1, fast).1), 1);
+    }
+
     fn check_partition(total: u32, clusters: u32) {
         let p = Partition::new(total, clusters).unwrap();
         let lens: Vec<u32> = (0..clusters).map(|i| p.cluster_len(i)).collect();

@@ -74,9 +74,9 @@ pub unsafe fn atax_rows(a: *const f32, x: *const f32, tmp: *mut f32, nx: u32, ny
 pub unsafe fn atax_columns(a: *const f32, tmp: *const f32, y: *mut f32, nx: u32, ny: u32) {
     let j = index_1d();
     if j < ny {
-        // Column j of A, indexed in usize. Measured at 16384^2 on an H100
-        // (docs/BENCHMARKS.md): the index in u32 took 1.97 ms, a pointer
-        // stepped by ny 1.66 ms, this 1.06 ms (nvcc with int: 1.07 ms).
+        // Column j of A in usize (u32: 1.97 ms at 16384^2, H100). Now 1.78 ms
+        // against nvcc's 1.06: ptxas unrolls this loop half as deep as the
+        // twin's (docs/BENCHMARKS.md, "ATAX's column pass: the win is code").
         let (ny, j) = (ny as usize, j as usize);
         let mut sum = 0.0f32;
         for i in 0..nx {
