@@ -39,7 +39,8 @@ use clustered_device::thread::index_2d;
 /// - `_stride`: persistent CTAs in a grid-stride loop (tuned on the H200);
 ///   `_stride_prefetch` also prefetches the next task's rows into L2 (tuned
 ///   on the H100), `_stride_prefetch_waves4` in 4 waves of blocks
-///   (docs/BENCHMARKS.md).
+///   (docs/BENCHMARKS.md); `_stride_prefetch_auto` with the hook the macro
+///   writes from the loads' forms and the body's bounds test.
 #[clustered(auto)]
 #[clustered(name = jacobi5_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = jacobi5_redirect_columns, binding = redirect, indexing = column_major)]
@@ -49,6 +50,7 @@ use clustered_device::thread::index_2d;
 #[clustered(name = jacobi5_stride, binding = stride)]
 #[clustered(name = jacobi5_stride_prefetch, binding = stride, prefetch = prefetch_next_rows)]
 #[clustered(name = jacobi5_stride_prefetch_waves4, binding = stride, waves = 4, prefetch = prefetch_next_rows)]
+#[clustered(name = jacobi5_stride_prefetch_auto, binding = stride, prefetch = auto)]
 #[clustered(name = jacobi5_agents, binding = agents)]
 #[clustered(name = jacobi5_agents_chunked, binding = agents, chunk = 8)]
 #[clustered(name = jacobi5_agents_chunked_throttled, binding = agents, chunk = 8, active = 4)]

@@ -120,8 +120,22 @@ pub struct Found {
     /// on.
     pub index: Result<Poly, (String, Deps)>,
     pub loops: Vec<String>,
+    /// The conditions on the path to it (`if`s around it, early `return`s
+    /// before it), `None` where one is not an affine comparison.
+    pub guards: Vec<Option<Cond>>,
     pub line: usize,
     pub source: String,
+}
+
+/// A condition that guards an access, over affine forms (what the
+/// generated prefetch hook evaluates at the next task's CTA).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cond {
+    /// `left op right`, `op` one of `<`, `<=`, `>`, `>=`, `==`, `!=`.
+    Compare(Poly, &'static str, Poly),
+    And(Box<Cond>, Box<Cond>),
+    Or(Box<Cond>, Box<Cond>),
+    Not(Box<Cond>),
 }
 
 /// A loop's counter and what is known of its trip count.
@@ -154,6 +168,8 @@ struct Evaluator {
     recording: bool,
     /// What each variable depends on, for addresses that are not affine.
     deps: DepTable,
+    /// The conditions that hold where the evaluator is (`Found::guards`).
+    guards: Vec<Option<Cond>>,
 }
 
 /// Reads `function`'s body.
@@ -202,6 +218,7 @@ pub fn analyse(function: &ItemFn) -> Analysis {
         loops: Vec::new(),
         counters: HashSet::new(),
         recording: true,
+        guards: Vec::new(),
         deps: DepTable::build(&function.block),
     };
     evaluator.block(&function.block);
@@ -217,6 +234,12 @@ fn axis_of(name: &str, prefix: &str) -> Option<Axis> {
     }
 }
 
+/// Whether `block` ends in a `return` (so what follows it in the enclosing
+/// block runs only where its `if` was false).
+fn returns(block: &Block) -> bool {
+    matches!(block.stmts.last(), Some(Stmt::Expr(Expr::Return(_), _)))
+}
+
 fn line_of(span: proc_macro2::Span) -> usize {
     span.start().line
 }
@@ -224,10 +247,19 @@ fn line_of(span: proc_macro2::Span) -> usize {
 impl Evaluator {
     fn block(&mut self, block: &Block) -> Value {
         let saved = self.env.clone();
+        let guards = self.guards.len();
         let mut last = Value::Tuple(Vec::new());
         for stmt in &block.stmts {
             last = self.stmt(stmt);
+            // `if cond { ..; return; }`: what follows runs where `!cond`.
+            if let Stmt::Expr(Expr::If(branch), _) = stmt {
+                if branch.else_branch.is_none() && returns(&branch.then_branch) {
+                    let cond = self.cond(&branch.cond).map(|c| Cond::Not(Box::new(c)));
+                    self.guards.push(cond);
+                }
+            }
         }
+        self.guards.truncate(guards);
         // Bindings end with the block; assignments to outer variables are
         // kept (a value assigned in a branch stays as assigned: the
         // analysis follows one path, and loops make their variables
@@ -384,17 +416,24 @@ impl Evaluator {
             Expr::Unsafe(block) => self.block(&block.block),
             Expr::If(branch) => {
                 self.expr(&branch.cond);
+                let cond = self.cond(&branch.cond);
+                self.guards.push(cond.clone());
                 self.block(&branch.then_branch);
+                self.guards.pop();
                 if let Some((_, other)) = &branch.else_branch {
+                    self.guards.push(cond.map(|c| Cond::Not(Box::new(c))));
                     self.expr(other);
+                    self.guards.pop();
                 }
                 Value::opaque("chosen by a condition")
             }
             Expr::Match(m) => {
                 self.expr(&m.expr);
+                self.guards.push(None);
                 for arm in &m.arms {
                     self.expr(&arm.body);
                 }
+                self.guards.pop();
                 Value::opaque("chosen by a match")
             }
             Expr::ForLoop(for_loop) => {
@@ -773,6 +812,44 @@ impl Evaluator {
         }
     }
 
+    /// `e` as a [`Cond`], if it is comparisons of affine forms joined by
+    /// `&&`, `||` and `!` (read without recording accesses).
+    fn cond(&mut self, e: &Expr) -> Option<Cond> {
+        match e {
+            Expr::Paren(inner) => self.cond(&inner.expr),
+            Expr::Unary(syn::ExprUnary {
+                op: UnOp::Not(_),
+                expr,
+                ..
+            }) => Some(Cond::Not(Box::new(self.cond(expr)?))),
+            Expr::Binary(binary) => {
+                let op = match binary.op {
+                    BinOp::And(_) => {
+                        let (l, r) = (self.cond(&binary.left)?, self.cond(&binary.right)?);
+                        return Some(Cond::And(Box::new(l), Box::new(r)));
+                    }
+                    BinOp::Or(_) => {
+                        let (l, r) = (self.cond(&binary.left)?, self.cond(&binary.right)?);
+                        return Some(Cond::Or(Box::new(l), Box::new(r)));
+                    }
+                    BinOp::Lt(_) => "<",
+                    BinOp::Le(_) => "<=",
+                    BinOp::Gt(_) => ">",
+                    BinOp::Ge(_) => ">=",
+                    BinOp::Eq(_) => "==",
+                    BinOp::Ne(_) => "!=",
+                    _ => return None,
+                };
+                let (l, r) = self.quietly(|me| (me.expr(&binary.left), me.expr(&binary.right)));
+                match (l, r) {
+                    (Value::Int(l), Value::Int(r)) => Some(Cond::Compare(l, op, r)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// Runs `f` without recording accesses.
     fn quietly<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
         let was = std::mem::replace(&mut self.recording, false);
@@ -801,6 +878,7 @@ impl Evaluator {
             direction,
             index,
             loops: self.loops.clone(),
+            guards: self.guards.clone(),
             line: line_of(whole.span()),
             source: tidy(&whole.to_token_stream().to_string()),
         });
@@ -1192,14 +1270,17 @@ pub fn proposals(analysis: &Analysis) -> Vec<clustered_abi::access::Proposal> {
 /// The hook of `prefetch = auto`: `unsafe fn hook(next: Cta, <the kernel's
 /// parameters>)` that prefetches into L2, for each load whose form is
 /// affine, contains a block index and no loop counter, the address this
-/// thread will load in task `next`. One prefetch per pointer and positional
-/// part (the terms in block and thread indices): the `n`, `s`, `e`, `w`
-/// loads of a stencil differ from `c` by a halo that the neighbouring CTAs'
-/// prefetches bring. The address is computed in wrapping 64-bit arithmetic
-/// and not guarded: a prefetch is a hint, and one outside every allocation
-/// neither faults nor is reported by compute-sanitizer (probed on an H100,
-/// docs/DESIGN.md section 10), but is slow; the CPU backend does not
-/// bounds-check it.
+/// thread will load in task `next`, under the conditions the body tests on
+/// the way to it (`if`s around it, early `return`s before it), evaluated for
+/// `next`: a thread prefetches only what it will load, so a halo at the
+/// border does not reach outside the buffers (an unguarded hook made
+/// Rodinia's hotspot 37x slower: docs/DESIGN.md section 10). A load behind a
+/// condition that is not a comparison of affine forms is not prefetched.
+/// One prefetch per pointer and positional part (the terms in block and
+/// thread indices), the first such load's: a stencil's `n`, `s`, `e`, `w`
+/// differ from `c` by a halo that the neighbouring CTAs' prefetches bring.
+/// Arithmetic is wrapping 64-bit (the body's may wrap in 32 bits; a prefetch
+/// is a hint either way).
 ///
 /// `Err` says why there is nothing to prefetch.
 pub fn prefetch_hook(
@@ -1216,6 +1297,7 @@ pub fn prefetch_hook(
     };
     let mut seen: Vec<(&str, Vec<&Vec<Sym>>)> = Vec::new();
     let mut prefetches = Vec::new();
+    let mut guarded_out = 0;
     for found in &analysis.accesses {
         let Ok(poly) = &found.index else { continue };
         let moves = poly
@@ -1229,6 +1311,10 @@ pub fn prefetch_hook(
         if found.direction != Direction::Load || !moves || in_loop {
             continue;
         }
+        let Some(guards) = found.guards.iter().cloned().collect::<Option<Vec<Cond>>>() else {
+            guarded_out += 1;
+            continue;
+        };
         let key = (
             found.pointer.as_str(),
             poly.0.keys().filter(|m| positional(m)).collect(),
@@ -1237,65 +1323,108 @@ pub fn prefetch_hook(
             continue;
         }
         seen.push(key);
-        let terms = poly.0.iter().map(|(monomial, coefficient)| {
-            let factors = monomial.iter().map(|sym| {
-                let axis = |a: &Axis| a.name();
-                match sym {
-                    Sym::Block(a) => {
-                        let get = format_ident!("block_idx_{}", axis(a));
-                        quote!((#next.#get() as i64))
-                    }
-                    Sym::GridDim(a) => {
-                        let get = format_ident!("grid_dim_{}", axis(a));
-                        quote!((#next.#get() as i64))
-                    }
-                    Sym::Thread(a) => {
-                        let get = format_ident!("thread_idx_{}", axis(a));
-                        quote!((#device::thread::#get() as i64))
-                    }
-                    Sym::BlockDim(a) => {
-                        let get = format_ident!("block_dim_{}", axis(a));
-                        quote!((#device::thread::#get() as i64))
-                    }
-                    Sym::Param(p) => {
-                        let p = format_ident!("{}", p);
-                        quote!((#p as i64))
-                    }
-                    Sym::Const(path) => {
-                        let path: TokenStream = path.parse().unwrap_or_default();
-                        quote!(((#path) as i64))
-                    }
-                    Sym::Loop(_) => unreachable!("loads in loops are skipped above"),
-                }
-            });
-            let mut factors = factors.collect::<Vec<_>>().into_iter();
-            let first = match (*coefficient, factors.next()) {
-                (1, Some(first)) => first,
-                (c, Some(first)) => quote!(#c.wrapping_mul(#first)),
-                (c, None) => quote!(#c),
-            };
-            quote!(#first #(.wrapping_mul(#factors))*)
-        });
-        let mut terms = terms.collect::<Vec<_>>().into_iter();
-        let first = terms.next().unwrap_or_else(|| quote!(0i64));
         let pointer = format_ident!("{}", found.pointer);
-        prefetches.push(quote! {
+        let address = eval_poly(poly, &next);
+        let prefetch = quote! {
             #device::memory::prefetch_l2(
-                #pointer.wrapping_offset(#first #(.wrapping_add(#terms))* as isize) as *const _,
+                #pointer.wrapping_offset(#address as isize) as *const _,
             );
+        };
+        prefetches.push(if guards.is_empty() {
+            prefetch
+        } else {
+            let conds = guards.iter().map(|c| eval_cond(c, &next));
+            quote!(if #(#conds)&&* { #prefetch })
         });
     }
     if prefetches.is_empty() {
-        return Err("no load's address moves with the CTA outside a loop as an affine form the analysis can read".into());
+        return Err(if guarded_out > 0 {
+            format!("the loads that move with the CTA are behind conditions that are not comparisons of affine forms ({guarded_out} of them)")
+        } else {
+            "no load's address moves with the CTA outside a loop as an affine form the analysis can read".into()
+        });
     }
     Ok(quote! {
         #[doc(hidden)]
         #[inline(always)]
-        #[allow(unused_variables, non_snake_case, clippy::too_many_arguments, clippy::identity_op)]
+        #[allow(unused_variables, unused_parens, non_snake_case, clippy::too_many_arguments, clippy::identity_op)]
         unsafe fn #hook(#next: #device::cta::Cta, #(#names: #types),*) {
             #(#prefetches)*
         }
     })
+}
+
+/// `poly` as an `i64` expression (wrapping), with the block indices and grid
+/// of `next` and this thread's indices.
+fn eval_poly(poly: &Poly, next: &syn::Ident) -> TokenStream {
+    let device = crate::runtime::runtime_path();
+    let terms = poly.0.iter().map(|(monomial, coefficient)| {
+        let factors = monomial.iter().map(|sym| {
+            let getter = |prefix: &str, a: &Axis| format_ident!("{}_{}", prefix, a.name());
+            match sym {
+                Sym::Block(a) => {
+                    let get = getter("block_idx", a);
+                    quote!((#next.#get() as i64))
+                }
+                Sym::GridDim(a) => {
+                    let get = getter("grid_dim", a);
+                    quote!((#next.#get() as i64))
+                }
+                Sym::Thread(a) => {
+                    let get = getter("thread_idx", a);
+                    quote!((#device::thread::#get() as i64))
+                }
+                Sym::BlockDim(a) => {
+                    let get = getter("block_dim", a);
+                    quote!((#device::thread::#get() as i64))
+                }
+                Sym::Param(p) => {
+                    let p = format_ident!("{}", p);
+                    quote!((#p as i64))
+                }
+                Sym::Const(path) => {
+                    let path: TokenStream = path.parse().unwrap_or_default();
+                    quote!(((#path) as i64))
+                }
+                // A loop counter has no value outside its loop: the caller
+                // skips such forms; 0 keeps this total.
+                Sym::Loop(_) => quote!(0i64),
+            }
+        });
+        let mut factors = factors.collect::<Vec<_>>().into_iter();
+        let first = match (*coefficient, factors.next()) {
+            (1, Some(first)) => first,
+            (c, Some(first)) => quote!(#c.wrapping_mul(#first)),
+            (c, None) => quote!(#c),
+        };
+        quote!(#first #(.wrapping_mul(#factors))*)
+    });
+    let mut terms = terms.collect::<Vec<_>>().into_iter();
+    let first = terms.next().unwrap_or_else(|| quote!(0i64));
+    quote!((#first #(.wrapping_add(#terms))*))
+}
+
+/// `cond` as a `bool` expression over [`eval_poly`]'s values.
+fn eval_cond(cond: &Cond, next: &syn::Ident) -> TokenStream {
+    match cond {
+        Cond::Compare(l, op, r) => {
+            let (l, r) = (eval_poly(l, next), eval_poly(r, next));
+            let op: TokenStream = op.parse().unwrap_or_default();
+            quote!((#l #op #r))
+        }
+        Cond::And(l, r) => {
+            let (l, r) = (eval_cond(l, next), eval_cond(r, next));
+            quote!((#l && #r))
+        }
+        Cond::Or(l, r) => {
+            let (l, r) = (eval_cond(l, next), eval_cond(r, next));
+            quote!((#l || #r))
+        }
+        Cond::Not(c) => {
+            let c = eval_cond(c, next);
+            quote!((!#c))
+        }
+    }
 }
 
 /// `analysis` as a `clustered_abi::access::Accesses<'static>` expression.
@@ -1474,6 +1603,86 @@ mod tests {
             })
             .collect();
         (analysis, forms)
+    }
+
+    fn hook(source: &str) -> Result<String, String> {
+        let function: ItemFn = syn::parse_str(source).unwrap();
+        let analysis = analyse(&function);
+        let names: Vec<syn::Ident> = function
+            .sig
+            .inputs
+            .iter()
+            .filter_map(|a| match a {
+                FnArg::Typed(t) => match &*t.pat {
+                    Pat::Ident(i) => Some(i.ident.clone()),
+                    _ => None,
+                },
+                FnArg::Receiver(_) => None,
+            })
+            .collect();
+        let types: Vec<Type> = function
+            .sig
+            .inputs
+            .iter()
+            .filter_map(|a| match a {
+                FnArg::Typed(t) => Some((*t.ty).clone()),
+                FnArg::Receiver(_) => None,
+            })
+            .collect();
+        let ident = syn::Ident::new("hook", proc_macro2::Span::call_site());
+        prefetch_hook(&analysis, &ident, &names, &types).map(|t| t.to_string())
+    }
+
+    #[test]
+    fn guards_are_the_ifs_around_an_access_and_the_returns_before_it() {
+        let (analysis, _) = forms(
+            "unsafe fn k(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
+                let i = index_1d();
+                if i >= n { return; }
+                let x = *a.add(i as usize);
+                if i > 0 && !(i == n - 1) {
+                    *c.add(i as usize) = x + *b.add((i - 1) as usize);
+                } else {
+                    *c.add(i as usize) = x;
+                }
+                if helper(i) { *c.add(i as usize) = 0.0; }
+            }",
+        );
+        let guards: Vec<usize> = analysis.accesses.iter().map(|a| a.guards.len()).collect();
+        // a: after the return; b and the first store: and the if; the
+        // else's store: and its negation; the last store: the return and an
+        // opaque call.
+        assert_eq!(guards, [1, 2, 2, 2, 2]);
+        let not = |c: &Option<Cond>| matches!(c, Some(Cond::Not(_)));
+        assert!(not(&analysis.accesses[0].guards[0]));
+        assert!(matches!(
+            analysis.accesses[1].guards[1],
+            Some(Cond::And(..))
+        ));
+        assert!(not(&analysis.accesses[3].guards[1]));
+        assert_eq!(analysis.accesses[4].guards[1], None);
+    }
+
+    #[test]
+    fn the_generated_hook_tests_what_the_body_tests() {
+        let guarded = hook(
+            "unsafe fn k(a: *const f32, c: *mut f32, n: u32) {
+                let i = index_1d();
+                if i < n { *c.add(i as usize) = *a.add(i as usize); }
+            }",
+        )
+        .unwrap();
+        assert!(guarded.contains("if"), "{guarded}");
+        assert!(guarded.contains("prefetch_l2"), "{guarded}");
+        // Behind a call the analysis cannot read: nothing is prefetched.
+        let opaque = hook(
+            "unsafe fn k(a: *const f32, c: *mut f32, n: u32) {
+                let i = index_1d();
+                if in_range(i, n) { *c.add(i as usize) = *a.add(i as usize); }
+            }",
+        )
+        .unwrap_err();
+        assert!(opaque.contains("conditions"), "{opaque}");
     }
 
     #[test]

@@ -572,6 +572,7 @@ impl stencil {
 #[inline(always)]
 #[allow(
     unused_variables,
+    unused_parens,
     non_snake_case,
     clippy::too_many_arguments,
     clippy::identity_op
@@ -584,25 +585,50 @@ unsafe fn __stencil_prefetch_next(
     width: u32,
     height: u32,
 ) {
-    ::clustered_device::memory::prefetch_l2(
-        input
-            .wrapping_offset(
+    if ((((((__next.block_idx_x() as i64)
+        .wrapping_mul((::clustered_device::thread::block_dim_x() as i64))
+        .wrapping_add((::clustered_device::thread::thread_idx_x() as i64))) > (0i64))
+        && (((__next.block_idx_y() as i64)
+            .wrapping_mul((::clustered_device::thread::block_dim_y() as i64))
+            .wrapping_add((::clustered_device::thread::thread_idx_y() as i64)))
+            > (0i64)))
+        && ((1i64
+            .wrapping_add(
                 (__next.block_idx_x() as i64)
-                    .wrapping_mul((::clustered_device::thread::block_dim_x() as i64))
-                    .wrapping_add(
-                        (__next.block_idx_y() as i64)
-                            .wrapping_mul(
-                                (::clustered_device::thread::block_dim_y() as i64),
-                            )
-                            .wrapping_mul((width as i64)),
-                    )
-                    .wrapping_add((::clustered_device::thread::thread_idx_x() as i64))
-                    .wrapping_add(
-                        (::clustered_device::thread::thread_idx_y() as i64)
-                            .wrapping_mul((width as i64)),
-                    ) as isize,
-            ) as *const _,
-    );
+                    .wrapping_mul((::clustered_device::thread::block_dim_x() as i64)),
+            )
+            .wrapping_add((::clustered_device::thread::thread_idx_x() as i64)))
+            < ((width as i64))))
+        && ((1i64
+            .wrapping_add(
+                (__next.block_idx_y() as i64)
+                    .wrapping_mul((::clustered_device::thread::block_dim_y() as i64)),
+            )
+            .wrapping_add((::clustered_device::thread::thread_idx_y() as i64)))
+            < ((height as i64))))
+    {
+        ::clustered_device::memory::prefetch_l2(
+            input
+                .wrapping_offset(
+                    ((__next.block_idx_x() as i64)
+                        .wrapping_mul((::clustered_device::thread::block_dim_x() as i64))
+                        .wrapping_add(
+                            (__next.block_idx_y() as i64)
+                                .wrapping_mul(
+                                    (::clustered_device::thread::block_dim_y() as i64),
+                                )
+                                .wrapping_mul((width as i64)),
+                        )
+                        .wrapping_add(
+                            (::clustered_device::thread::thread_idx_x() as i64),
+                        )
+                        .wrapping_add(
+                            (::clustered_device::thread::thread_idx_y() as i64)
+                                .wrapping_mul((width as i64)),
+                        )) as isize,
+                ) as *const _,
+        );
+    }
 }
 /// The parameters of [`stencil`](fn@stencil) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, stencil_args { .. })`.
 #[repr(C)]

@@ -174,6 +174,7 @@ fn vector_add(size: Size) -> Workload {
             "grid-stride, prefetch L2" => vector_add_stride_prefetch,
             "grid-stride 4 waves, prefetch L2" => vector_add_stride_prefetch_waves4,
             "grid-stride, prefetch L2 2 ahead" => vector_add_stride_prefetch2,
+            "grid-stride, generated prefetch" => vector_add_stride_prefetch_auto,
         ),
         cpu_check: true,
         check: |w, outputs| {
@@ -654,6 +655,7 @@ fn jacobi5(size: Size) -> Workload {
             "grid-stride" => jacobi5_stride,
             "grid-stride, prefetch L2" => jacobi5_stride_prefetch,
             "grid-stride 4 waves, prefetch L2" => jacobi5_stride_prefetch_waves4,
+            "grid-stride, generated prefetch" => jacobi5_stride_prefetch_auto,
         ),
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
