@@ -251,12 +251,18 @@ impl Evaluator {
         let mut last = Value::Tuple(Vec::new());
         for stmt in &block.stmts {
             last = self.stmt(stmt);
-            // `if cond { ..; return; }`: what follows runs where `!cond`.
-            if let Stmt::Expr(Expr::If(branch), _) = stmt {
-                if branch.else_branch.is_none() && returns(&branch.then_branch) {
+            // `if cond { ..; return; }`: what follows runs where `!cond`;
+            // after any other statement that can return, where the
+            // analysis cannot say.
+            match stmt {
+                Stmt::Expr(Expr::If(branch), _)
+                    if branch.else_branch.is_none() && returns(&branch.then_branch) =>
+                {
                     let cond = self.cond(&branch.cond).map(|c| Cond::Not(Box::new(c)));
                     self.guards.push(cond);
                 }
+                stmt if crate::clustered::analyse::returns_in(stmt) => self.guards.push(None),
+                _ => {}
             }
         }
         self.guards.truncate(guards);
@@ -841,8 +847,12 @@ impl Evaluator {
                     _ => return None,
                 };
                 let (l, r) = self.quietly(|me| (me.expr(&binary.left), me.expr(&binary.right)));
+                // A loop counter has no value where the hook runs.
+                let counted = |p: &Poly| p.0.keys().flatten().any(|s| matches!(s, Sym::Loop(_)));
                 match (l, r) {
-                    (Value::Int(l), Value::Int(r)) => Some(Cond::Compare(l, op, r)),
+                    (Value::Int(l), Value::Int(r)) if !counted(&l) && !counted(&r) => {
+                        Some(Cond::Compare(l, op, r))
+                    }
                     _ => None,
                 }
             }
@@ -1386,8 +1396,8 @@ fn eval_poly(poly: &Poly, next: &syn::Ident) -> TokenStream {
                     let path: TokenStream = path.parse().unwrap_or_default();
                     quote!(((#path) as i64))
                 }
-                // A loop counter has no value outside its loop: the caller
-                // skips such forms; 0 keeps this total.
+                // Never reached: `prefetch_hook` skips forms with a loop
+                // counter and `cond` reads conditions with one as opaque.
                 Sym::Loop(_) => quote!(0i64),
             }
         });
@@ -1646,13 +1656,16 @@ mod tests {
                     *c.add(i as usize) = x;
                 }
                 if helper(i) { *c.add(i as usize) = 0.0; }
+                for k in 0..n { if k == i { return; } }
+                *c.add(i as usize) = *a.add(i as usize);
             }",
         );
         let guards: Vec<usize> = analysis.accesses.iter().map(|a| a.guards.len()).collect();
         // a: after the return; b and the first store: and the if; the
-        // else's store: and its negation; the last store: the return and an
-        // opaque call.
-        assert_eq!(guards, [1, 2, 2, 2, 2]);
+        // else's store: and its negation; the fifth store: the return and an
+        // opaque call; after a loop that can return: an opaque guard more.
+        assert_eq!(guards, [1, 2, 2, 2, 2, 2, 2]);
+        assert_eq!(analysis.accesses[5].guards[1], None);
         let not = |c: &Option<Cond>| matches!(c, Some(Cond::Not(_)));
         assert!(not(&analysis.accesses[0].guards[0]));
         assert!(matches!(

@@ -24,6 +24,13 @@ pub struct Simulation {
     /// L1->L2 sectors of atomics (the agents' claims), part of
     /// `stats.l1_to_l2_sectors`; separated to compare loads and stores alone.
     pub atomic_sectors: u64,
+    /// Lanes of prefetch instructions (a schedule's prefetch hook).
+    pub prefetch_lanes: u64,
+    /// Of those, lanes whose address is in none of the kernel's buffers: a
+    /// hook that prefetches for threads the body's tests would stop. It
+    /// cannot fault, but on a GPU a prefetch of unmapped memory is slow
+    /// (an unguarded generated hook made hotspot 37x slower on the H100).
+    pub stray_prefetch_lanes: u64,
     /// The output buffers' words, in buffer order.
     pub outputs: Vec<Vec<u32>>,
     pub run: RunStats,
@@ -107,6 +114,8 @@ struct Tracer {
     sm_of_task: Vec<Option<u32>>,
     task_runs: Vec<u32>,
     atomic_sectors: u64,
+    prefetch_lanes: u64,
+    stray_prefetch_lanes: u64,
     /// A plain kernel's hardware CTA is its original CTA.
     plain: bool,
     lanes: Vec<cpu::LaneAccess>,
@@ -160,6 +169,20 @@ impl Observer for Tracer {
     ) {
         self.lanes.clear();
         let placement = &self.placement;
+        if matches!(
+            kind,
+            cpu::AccessKind::PrefetchL1 | cpu::AccessKind::PrefetchL2
+        ) {
+            self.prefetch_lanes += lanes.len() as u64;
+            self.stray_prefetch_lanes += lanes
+                .iter()
+                .filter(|l| {
+                    !placement
+                        .iter()
+                        .any(|(start, end, _)| (*start..*end).contains(&l.address))
+                })
+                .count() as u64;
+        }
         self.lanes.extend(lanes.iter().map(|l| {
             let address = placement
                 .iter()
@@ -235,6 +258,8 @@ pub fn simulate(
         sm_of_task: vec![None; shape.grid_blocks() as usize],
         task_runs: vec![0; shape.grid_blocks() as usize],
         atomic_sectors: 0,
+        prefetch_lanes: 0,
+        stray_prefetch_lanes: 0,
         plain: matches!(variant.cpu, CpuEntry::Plain(_)),
         lanes: Vec::with_capacity(32),
         placement: place(ranges.iter().copied()),
@@ -263,6 +288,8 @@ pub fn simulate(
         sm_of_task: tracer.sm_of_task,
         task_runs: tracer.task_runs,
         atomic_sectors: tracer.atomic_sectors,
+        prefetch_lanes: tracer.prefetch_lanes,
+        stray_prefetch_lanes: tracer.stray_prefetch_lanes,
         outputs: workload.outputs().map(|i| memory[i].to_vec()).collect(),
         run,
         seconds: started.elapsed().as_secs_f64(),

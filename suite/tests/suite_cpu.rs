@@ -9,8 +9,10 @@ use clustered_suite::sim::DeviceProfile;
 use clustered_suite::simulate::simulate;
 use clustered_suite::suite::{self, Size};
 
-fn check_suite(sms: u32, dispatch: Dispatch) {
+/// Returns the prefetch lanes the schedules issued (all in the buffers).
+fn check_suite(sms: u32, dispatch: Dispatch) -> u64 {
     let profile = DeviceProfile::h100_sxm().scaled(sms).unwrap();
+    let mut prefetch_lanes = 0;
     for workload in suite::all(Size::Test) {
         let mut baseline = None;
         for variant in &workload.variants {
@@ -38,6 +40,13 @@ fn check_suite(sms: u32, dispatch: Dispatch) {
                 !loads || run.stats.load_sectors > 0,
                 "{case}: the kernel loads global memory but no load reached the cache model"
             );
+            assert_eq!(
+                run.stray_prefetch_lanes, 0,
+                "{case}: {} of {} prefetch lanes address none of the kernel's buffers: \
+                 guard the prefetch hook with the body's bounds test",
+                run.stray_prefetch_lanes, run.prefetch_lanes
+            );
+            prefetch_lanes += run.prefetch_lanes;
             match &baseline {
                 None => {
                     (workload.check)(&workload, &run.outputs)
@@ -51,6 +60,7 @@ fn check_suite(sms: u32, dispatch: Dispatch) {
             }
         }
     }
+    prefetch_lanes
 }
 
 #[test]
@@ -65,5 +75,8 @@ fn suite_on_seven_sms_in_the_observed_order() {
 
 #[test]
 fn suite_on_one_sm() {
-    check_suite(1, Dispatch::Random(3));
+    // A hook runs only where a block has a next task: at the test sizes,
+    // on one SM, the stray-prefetch check sees the stride schedules'.
+    let prefetch_lanes = check_suite(1, Dispatch::Random(3));
+    assert!(prefetch_lanes > 0, "no schedule prefetched on one SM");
 }

@@ -381,6 +381,11 @@ pub fn end_tasks_at_returns(body: &mut syn::Block) {
 /// returns every thread reaches every barrier, and a plain barrier between
 /// tasks separates them at no extra cost.
 pub fn returns_early(body: &syn::Block) -> bool {
+    body.stmts.iter().any(returns_in)
+}
+
+/// Whether `stmt` contains a `return` (not one of a closure or nested item).
+pub fn returns_in(stmt: &syn::Stmt) -> bool {
     struct Returns(bool);
     impl syn::visit::Visit<'_> for Returns {
         fn visit_expr(&mut self, expr: &Expr) {
@@ -393,6 +398,6 @@ pub fn returns_early(body: &syn::Block) -> bool {
         fn visit_item(&mut self, _item: &syn::Item) {}
     }
     let mut returns = Returns(false);
-    syn::visit::Visit::visit_block(&mut returns, body);
+    syn::visit::Visit::visit_stmt(&mut returns, stmt);
     returns.0
 }
