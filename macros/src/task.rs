@@ -128,20 +128,13 @@ pub fn task_support(function: &ItemFn) -> TokenStream {
     let kernel = &function.sig.ident;
     let cta = expand::cta();
     let returns_early = analyse::returns_early(&function.block);
-    let mut body = (*function.block).clone();
     let mut errors = Vec::new();
     let suffix = format_ident!("{}_{}", kernel, RUN_TASK);
-    let facts = analyse::rewrite_body(&mut body, &cta, &suffix, returns_early, &mut errors);
+    let (body, facts) =
+        analyse::task_body(function, &cta, &suffix, returns_early, &[], &mut errors);
     let device = crate::runtime::runtime_path();
-    let end_task = (facts.shares_within_cta && returns_early).then(|| {
-        analyse::end_tasks_at_returns(&mut body);
-        quote!(#device::run::end_task();)
-    });
-    errors.extend(crate::trace::trace_global_memory(
-        &mut body,
-        &function.sig.inputs,
-        &[],
-    ));
+    let end_task =
+        (facts.shares_within_cta && returns_early).then(|| quote!(#device::run::end_task();));
     if !errors.is_empty() {
         return TokenStream::new();
     }
@@ -358,7 +351,7 @@ pub fn expand_pool(input: TokenStream) -> TokenStream {
         .map(|path| quote!(#path).to_string().replace(' ', ""))
         .collect::<Vec<_>>();
     let doc = format!(
-        " A task pool (`task_pool!`): each resident block serves its slot of `slots`; kind `k` runs the `k`-th of {}.",
+        " A task pool (`task_pool!`): each resident block serves its ring of `RING_ENTRIES` slots of `slots`; kind `k` runs the `k`-th of {}.",
         listed
             .iter()
             .map(|k| format!("`{k}`"))
@@ -368,8 +361,9 @@ pub fn expand_pool(input: TokenStream) -> TokenStream {
     let safety = quote! {
         ///
         /// # Safety
-        /// `slots` holds one slot per block of the grid, served by a
-        /// `TaskPool`; each task's arguments are valid for its kernel.
+        /// `slots` holds one ring of `RING_ENTRIES` slots per block of the
+        /// grid, served by a `TaskPool`; each task's arguments are valid for
+        /// its kernel.
     };
     let function: TokenStream = quote! {
         #(#attrs)*
@@ -414,7 +408,7 @@ pub fn expand_pool(input: TokenStream) -> TokenStream {
             where
                 Self: #device::pool::Serves<A::Kernel>,
             {
-                #device::pool::Task::new(<Self as #device::pool::Serves<A::Kernel>>::KIND, ctas, args)
+                <Self as #device::pool::Serves<A::Kernel>>::task(ctas, args)
             }
         }
     }

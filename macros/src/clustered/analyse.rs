@@ -173,6 +173,31 @@ pub struct BodyFacts {
     pub returns_early: bool,
 }
 
+/// The body of `function` as a task sees it (a schedule's, or a pool's
+/// `run_task`): [`rewrite_body`] on a copy, the task protocol's ends at its
+/// `return`s where a CTA shares memory and `task_protocol` is on, and its
+/// global accesses traced (loads of `bypass` past L1).
+pub fn task_body(
+    function: &syn::ItemFn,
+    cta: &Ident,
+    kernel: &Ident,
+    task_protocol: bool,
+    bypass: &[Ident],
+    errors: &mut Vec<Error>,
+) -> (syn::Block, BodyFacts) {
+    let mut body = (*function.block).clone();
+    let facts = rewrite_body(&mut body, cta, kernel, task_protocol, errors);
+    if facts.shares_within_cta && task_protocol {
+        end_tasks_at_returns(&mut body);
+    }
+    errors.extend(crate::trace::trace_global_memory(
+        &mut body,
+        &function.sig.inputs,
+        bypass,
+    ));
+    (body, facts)
+}
+
 /// Rewrites a copy of the body for a schedule: block-index reads go to the
 /// virtual CTA `cta`.
 ///

@@ -84,21 +84,18 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         };
         registered.push((name.clone(), custom));
         analyse::check_schedule(schedule, &parameters, &mut errors);
-        let mut body = (*function.block).clone();
         // The task protocol (`run::end_task`) only where a thread can leave
         // its task early: a persistent schedule of a body that returns.
         let task_protocol = schedule.binding.is_persistent() && returns_early;
-        let mut facts =
-            analyse::rewrite_body(&mut body, &expand::cta(), &name, task_protocol, &mut errors);
-        facts.returns_early = returns_early;
-        if facts.shares_within_cta && task_protocol {
-            analyse::end_tasks_at_returns(&mut body);
-        }
-        errors.extend(crate::trace::trace_global_memory(
-            &mut body,
-            &function.sig.inputs,
+        let (body, mut facts) = analyse::task_body(
+            &function,
+            &expand::cta(),
+            &name,
+            task_protocol,
             &schedule.bypass,
-        ));
+            &mut errors,
+        );
+        facts.returns_early = returns_early;
         kernels.push(expand::schedule(
             &function,
             schedule,
