@@ -66,8 +66,9 @@
 pub const POOL_ABI_VERSION: u32 = 2;
 
 /// Entries in each block's ring. A power of two (the device wraps with a
-/// mask); 8 covers a host round trip (a few microseconds) with tasks of
-/// well under a microsecond queued behind the running one.
+/// mask). 8 is meant to cover a host round trip with short tasks queued
+/// behind the running one; not yet measured on a GPU (`pool_overhead`
+/// prints the ring's rows beside one slot's, `PoolConfig::depth(1)`).
 pub const RING_ENTRIES: usize = 8;
 
 /// The host owns the slot; no task in it.

@@ -240,10 +240,10 @@ impl PoolConfig {
     /// How long the scheduler thread keeps polling the rings (spinning,
     /// then yielding its core) after the last task finished or was
     /// dispatched while others are in flight, before it falls back to
-    /// sleeping 50 us between polls. A task that ends within the window is
-    /// seen within about a microsecond; one that ends later, within about
-    /// 60 us (the sleep and the kernel's timer slack). The window costs one
-    /// busy core while tasks run. Default [`DEFAULT_SPIN`] (2 ms);
+    /// sleeping 50 us between polls: a task that ends within the window is
+    /// seen at the next poll, one that ends later after a sleep (how long
+    /// either takes on a GPU is not measured yet: `pool_overhead` prints
+    /// it). The window costs one busy core while tasks run. Default [`DEFAULT_SPIN`] (2 ms);
     /// `Duration::ZERO` sleeps at once.
     pub fn spin(mut self, window: Duration) -> Self {
         self.spin = window;
@@ -341,7 +341,8 @@ struct State {
     /// The scheduler sleeps on `Shared::work`: a push must wake it.
     scheduler_asleep: bool,
     /// Threads waiting on `Shared::done`: the scheduler signals only if
-    /// there are any (a futex wake per pass would cost more than a pass).
+    /// there are any (a wake per pass is a system call where a pass is a
+    /// few loads; not measured).
     waiters: usize,
 }
 
@@ -1004,6 +1005,15 @@ impl Ring {
     fn in_flight(&self) -> u32 {
         (self.head - self.tail) as u32
     }
+
+    /// The task the block will run last of those placed in this ring: the
+    /// last rider, else the newest published entry.
+    fn newest(&self) -> Option<Ticket> {
+        self.riders.back().copied().or_else(|| {
+            (self.head > self.tail)
+                .then(|| self.held[((self.head - 1) % RING_ENTRIES as u64) as usize].0)
+        })
+    }
 }
 
 /// The scheduler's bookkeeping, owned by its thread (no lock): the tasks
@@ -1099,7 +1109,8 @@ impl Dispatch {
 
     /// The ring a blocked task may ride in: the one block whose ring holds
     /// (or will hold) all of its unfinished dependencies, none of which has
-    /// a follower yet.
+    /// a follower yet, the newest of the ring among them (so the task runs
+    /// right after them, not behind unrelated tasks placed there since).
     fn ride_target(&self, ticket: Ticket) -> Option<u32> {
         let node = self.nodes.get(&ticket)?;
         // More unfinished dependencies than a ring holds are rarely all in
@@ -1124,7 +1135,9 @@ impl Dispatch {
             }
             target = Some(b);
         }
-        target
+        let b = target?;
+        let newest = self.rings[b as usize].newest()?;
+        node.deps.contains(&newest).then_some(b)
     }
 
     /// Lets the tasks of `self.work` ride where they can, and then their
@@ -1141,15 +1154,13 @@ impl Dispatch {
                 continue;
             };
             node.place = Place::Riding(b);
-            let deps = std::mem::take(&mut node.deps);
-            for dep in &deps {
-                if let Some(dep) = self.nodes.get_mut(dep) {
+            self.work.extend_from_slice(&node.dependents);
+            // A rider's dependencies are read no more (`ride_target` takes
+            // only blocked tasks): taken, they mark who has a follower.
+            for dep in std::mem::take(&mut node.deps) {
+                if let Some(dep) = self.nodes.get_mut(&dep) {
                     dep.followed = true;
                 }
-            }
-            if let Some(node) = self.nodes.get_mut(&ticket) {
-                node.deps = deps;
-                self.work.extend_from_slice(&node.dependents);
             }
             self.rings[b as usize].riders.push_back(ticket);
             self.riding += 1;
@@ -1611,6 +1622,25 @@ mod tests {
         d.dispatch(&rings.slots, &rings.tickets);
         assert_eq!(rings.held(&d)[b], [1, 2, 3, 4]);
         assert!(rings.held(&d).iter().any(|h| h == &[11]));
+    }
+
+    #[test]
+    fn a_dependent_does_not_ride_behind_unrelated_tasks() {
+        // One block, so the two independent tasks share its ring.
+        let rings = Rings::new(1);
+        let mut d = Dispatch::new(1, 4);
+        push(&mut d, 0, &[]);
+        push(&mut d, 1, &[]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        assert_eq!(rings.held(&d)[0], [0, 1]);
+        // After 0, but 1 was placed since: riding would queue it behind 1.
+        push(&mut d, 2, &[0]);
+        assert_eq!(d.riding, 0);
+        // After 1, the ring's newest: it rides.
+        push(&mut d, 3, &[1]);
+        assert_eq!(d.riding, 1);
+        d.dispatch(&rings.slots, &rings.tickets);
+        assert_eq!(rings.held(&d)[0], [0, 1, 3]);
     }
 
     #[test]

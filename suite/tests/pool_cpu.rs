@@ -134,6 +134,37 @@ fn every_task_runs_exactly_once_when_four_threads_push() {
     assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
 }
 
+/// With no spin window the scheduler yields and sleeps between passes
+/// whenever tasks are in flight, and it sleeps on its condition variable when
+/// idle: every task still runs once, including one pushed after a pause
+/// longer than the idle wait (a push must wake it).
+#[test]
+fn a_scheduler_that_never_spins_still_runs_every_task_once() {
+    let config = PoolConfig::new(KINDS)
+        .blocks(4)
+        .block_threads(THREADS)
+        .spin(Duration::ZERO)
+        .timeout(Duration::from_secs(60));
+    let pool = TaskPool::cpu(Machine::new(2), 2, pool_demo, config).expect("the pool starts");
+    let runs = counters(201);
+    for index in 0..200 {
+        pool.push(mark(&runs, index)).unwrap();
+    }
+    for _ in 0..200 {
+        assert!(matches!(
+            pool.pop_finished().unwrap().outcome,
+            Outcome::Ran { .. }
+        ));
+    }
+    thread::sleep(Duration::from_millis(120));
+    let late = pool.push(mark(&runs, 200)).unwrap();
+    assert_eq!(pool.pop_finished().unwrap().ticket, late);
+    for (i, count) in runs.iter().enumerate() {
+        assert_eq!(count.load(Ordering::Relaxed), 1, "task {i} ran that often");
+    }
+    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+}
+
 #[test]
 fn mixed_kinds_match_the_reference() {
     let pool = pool(2, Duration::from_secs(60));
