@@ -11,8 +11,9 @@ use clustered_device::thread::{block_dim_x, block_idx_x, index_1d, sync_threads,
 /// Variants: agents claiming 8 CTAs with `a`, `b` past L1; redirection;
 /// persistent CTAs claiming chunks of 8 or 4; grid-stride loops, plain,
 /// prefetching the next task's inputs into L2 (one or two tasks ahead; and
-/// with the hook the macro writes, `_stride_prefetch_auto`), and in 4 waves
-/// of blocks. Prefetching is what wins on the H200 (1.16-1.19x;
+/// with the hook the macro writes, `_stride_prefetch_auto`, also under
+/// persistent claims of 4, `_persistent_prefetch_auto`), and in 4 waves of
+/// blocks. Prefetching is what wins on the H200 (1.16-1.19x;
 /// 1.01x on the H100): DRAM-bound, each warp keeps only its two loads in
 /// flight otherwise (docs/BENCHMARKS.md, docs/ncu-why-h100.txt).
 #[clustered(auto)]
@@ -25,6 +26,7 @@ use clustered_device::thread::{block_dim_x, block_idx_x, index_1d, sync_threads,
 #[clustered(name = vector_add_stride_prefetch_waves4, binding = stride, waves = 4, prefetch = prefetch_next_inputs)]
 #[clustered(name = vector_add_stride_prefetch2, binding = stride, prefetch = prefetch_next_inputs, prefetch_distance = 2)]
 #[clustered(name = vector_add_stride_prefetch_auto, binding = stride, prefetch = auto)]
+#[clustered(name = vector_add_persistent_prefetch_auto, binding = persistent, chunk = 4, prefetch = auto)]
 pub unsafe fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let i = index_1d();
     if i < n {

@@ -175,6 +175,7 @@ fn vector_add(size: Size) -> Workload {
             "grid-stride 4 waves, prefetch L2" => vector_add_stride_prefetch_waves4,
             "grid-stride, prefetch L2 2 ahead" => vector_add_stride_prefetch2,
             "grid-stride, generated prefetch" => vector_add_stride_prefetch_auto,
+            "persistent chunk 4, generated prefetch" => vector_add_persistent_prefetch_auto,
         ),
         cpu_check: true,
         check: |w, outputs| {
