@@ -43,9 +43,16 @@ pub const MIN_BACKOFF_NS: u32 = 32;
 /// waits for its poll, on top of the PCIe read.
 pub const MAX_BACKOFF_NS: u32 = 1024;
 
-/// Words of the block's mailbox in shared memory: the command the polling
-/// thread saw, then `kind`, `ctas` and the payload.
-const MAILBOX_WORDS: usize = 3 + PAYLOAD_WORDS;
+/// Words of an entry that a block copies when it takes the task: `kind`,
+/// `ctas` and the payload.
+const ENTRY_WORDS: usize = 2 + PAYLOAD_WORDS;
+/// Words of the block's mailbox in shared memory: the state each entry of
+/// the ring showed, from the one served next on, then the copied words of
+/// up to [`RING_ENTRIES`] tasks.
+const MAILBOX_WORDS: usize = RING_ENTRIES + RING_ENTRIES * ENTRY_WORDS;
+/// Words of a task each thread loads before it stores any: the loads of
+/// one copy are in flight together (one PCIe round trip, not one each).
+const LOADS_IN_FLIGHT: usize = 4;
 
 /// Arguments a task may carry: plain data of at most [`PAYLOAD_BYTES`]
 /// bytes, laid out alike on the host and the GPU.
@@ -217,6 +224,16 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 /// `sync_threads`), then publishes FINISHED with `status` and thread 0's
 /// last return value as `result`, and goes on to the next entry at once.
 ///
+/// The ring is read in batches, because each read of mapped host memory is
+/// a PCIe round trip (about a microsecond) and a short task is far
+/// shorter: one thread per entry reads the states of the whole ring at
+/// once, the block copies the tasks of every READY entry in a row from the
+/// next one on at once, and runs them in order. A chain the host queued in
+/// one ring then costs two round trips per batch of up to
+/// [`RING_ENTRIES`] tasks, not two per task. An idle block polls only the
+/// entry it serves next (one thread, `nanosleep` back-off), so idle blocks
+/// put one read each on the bus, not one per entry.
+///
 /// Kinds `kinds..` are not run: the entry finishes with
 /// [`STATUS_UNKNOWN_KIND`] (the host refuses them before; this keeps a
 /// mismatched host from running a wrong body).
@@ -242,74 +259,148 @@ pub unsafe fn serve(slots: *mut Slot, kinds: u32, mut body: impl FnMut(&Task, Ct
     unsafe {
         let mailbox = crate::shared_array!(clustered_pool_mailbox: [u32; MAILBOX_WORDS]);
         let ring = slots.add(block_idx_x() as usize * RING_ENTRIES);
+        let entry = |served: usize, k: usize| ring.add((served + k) & (RING_ENTRIES - 1));
         let me = thread_linear();
         let threads = block_dim_x() * block_dim_y() * crate::thread::block_dim_z();
         // The entry served next: the same on every thread of the block.
         let mut next = 0usize;
+        // What thread 0's idle wait saw at `next` (0: it did not wait).
+        let mut waited = 0u32;
         loop {
-            let slot = ring.add(next);
-            let words = slot.cast::<u32>();
-            let state = core::ptr::addr_of_mut!((*slot).state);
-            next = (next + 1) & (RING_ENTRIES - 1);
-            if me == 0 {
-                let command = wait_for_command(state);
-                if command == READY {
-                    // Tells the host's diagnostics that the task started.
-                    store_relaxed_system(state, RUNNING);
-                }
-                mailbox.write(0, command);
+            // The states of the ring from `next` on, one thread per entry,
+            // all in flight at once (acquire: each orders the copy below).
+            let mut k = me;
+            while k < RING_ENTRIES as u32 {
+                let seen = if k == 0 && waited != 0 {
+                    waited
+                } else {
+                    load_acquire_system(core::ptr::addr_of!((*entry(next, k as usize)).state))
+                };
+                mailbox.write(k, seen);
+                k += threads;
             }
             sync_threads();
             if mailbox.read(0) == EXIT {
                 return;
             }
-            // The acquire above (and the barrier) order these reads after
+            let mut ready = 0u32;
+            while ready < RING_ENTRIES as u32 && mailbox.read(ready) == READY {
+                ready += 1;
+            }
+            if ready == 0 {
+                if me == 0 {
+                    waited = wait_for_command(core::ptr::addr_of!((*entry(next, 0)).state));
+                }
+                // The others read the rest of the ring after thread 0 saw
+                // `next` ready (and after everyone read the mailbox).
+                sync_threads();
+                continue;
+            }
+            waited = 0;
+            copy_tasks(
+                mailbox,
+                |k| entry(next, k).cast::<u32>(),
+                ready,
+                me,
+                threads,
+            );
+            // The acquires above (and this barrier) order the copies after
             // the host's payload writes; sys scope skips stale L1 lines.
-            let mut w = me;
-            while w < (MAILBOX_WORDS - 1) as u32 {
-                let source = if w < 2 {
-                    1 + w // kind, ctas
-                } else {
-                    PAYLOAD_OFFSET_WORDS as u32 + w - 2
-                };
-                mailbox.write(1 + w, load_relaxed_system(words.add(source as usize)));
-                w += threads;
-            }
             sync_threads();
-            let mut task = Task {
-                kind: mailbox.read(1),
-                ctas: mailbox.read(2),
-                payload: [0; PAYLOAD_WORDS],
-            };
-            for (i, word) in task.payload.iter_mut().enumerate() {
-                *word = mailbox.read(3 + i as u32);
+            for k in 0..ready {
+                let slot = entry(next, k as usize);
+                let state = core::ptr::addr_of_mut!((*slot).state);
+                let at = RING_ENTRIES as u32 + k * ENTRY_WORDS as u32;
+                let mut task = Task {
+                    kind: mailbox.read(at),
+                    ctas: mailbox.read(at + 1),
+                    payload: [0; PAYLOAD_WORDS],
+                };
+                for (i, word) in task.payload.iter_mut().enumerate() {
+                    *word = mailbox.read(at + 2 + i as u32);
+                }
+                if me == 0 {
+                    // Tells the host's diagnostics that the task started.
+                    store_relaxed_system(state, RUNNING);
+                }
+                let mut result = 0;
+                let status = if task.kind >= kinds {
+                    STATUS_UNKNOWN_KIND
+                } else if task.ctas == 0 {
+                    STATUS_EMPTY_GRID
+                } else {
+                    STATUS_OK
+                };
+                let ctas = if status == STATUS_OK { task.ctas } else { 0 };
+                let grid = [ctas, 1, 1];
+                for v in 0..ctas {
+                    result = body(&task, Cta::new([v, 0, 0], grid));
+                    // Separates CTAs of the task (shared memory reuse), and
+                    // ends the last: every thread's writes precede the
+                    // release below and the next task in the ring.
+                    sync_threads();
+                }
+                if ctas == 0 {
+                    sync_threads();
+                }
+                if me == 0 {
+                    store_relaxed_system(core::ptr::addr_of_mut!((*slot).status), status);
+                    store_relaxed_system_u64(core::ptr::addr_of_mut!((*slot).result), result);
+                    store_release_system(state, FINISHED);
+                }
             }
-            let mut result = 0;
-            let status = if task.kind >= kinds {
-                STATUS_UNKNOWN_KIND
-            } else if task.ctas == 0 {
-                STATUS_EMPTY_GRID
-            } else {
-                STATUS_OK
-            };
-            let ctas = if status == STATUS_OK { task.ctas } else { 0 };
-            let grid = [ctas, 1, 1];
-            for v in 0..ctas {
-                result = body(&task, Cta::new([v, 0, 0], grid));
-                // Separates CTAs of the task (shared memory reuse), and ends
-                // the last: every thread's writes precede the release below
-                // and the next task in the ring.
-                sync_threads();
-            }
-            if ctas == 0 {
-                sync_threads();
-            }
-            if me == 0 {
-                store_relaxed_system(core::ptr::addr_of_mut!((*slot).status), status);
-                store_relaxed_system_u64(core::ptr::addr_of_mut!((*slot).result), result);
-                store_release_system(state, FINISHED);
+            next = (next + ready as usize) & (RING_ENTRIES - 1);
+        }
+    }
+}
+
+/// Copies `kind`, `ctas` and the payload of the next `ready` entries
+/// (`words(k)`: entry `k`'s slot) into the mailbox after the states, the
+/// block's threads sharing the words: each loads up to
+/// [`LOADS_IN_FLIGHT`] words before it stores one, so a copy of a few
+/// tasks is one round trip.
+#[inline(always)]
+unsafe fn copy_tasks(
+    mailbox: crate::shared::Shared<u32>,
+    words: impl Fn(usize) -> *const u32,
+    ready: u32,
+    me: u32,
+    threads: u32,
+) {
+    let total = ready * ENTRY_WORDS as u32;
+    // Word `w` of the copy: entry w / ENTRY_WORDS, its kind, ctas, then payload.
+    let source = |w: u32| {
+        let (k, i) = (
+            (w / ENTRY_WORDS as u32) as usize,
+            (w % ENTRY_WORDS as u32) as usize,
+        );
+        let word = if i < 2 {
+            1 + i
+        } else {
+            PAYLOAD_OFFSET_WORDS + i - 2
+        };
+        // SAFETY: `k < ready <= RING_ENTRIES`, `word < SLOT_WORDS`.
+        unsafe { words(k).add(word) }
+    };
+    let mut first = me;
+    while first < total {
+        let mut loaded = [0u32; LOADS_IN_FLIGHT];
+        for (i, value) in loaded.iter_mut().enumerate() {
+            let w = first + i as u32 * threads;
+            if w < total {
+                // SAFETY: a word of a READY entry of this block's ring.
+                *value = unsafe { load_relaxed_system(source(w)) };
             }
         }
+        for (i, value) in loaded.iter().enumerate() {
+            let w = first + i as u32 * threads;
+            if w < total {
+                // SAFETY: inside the mailbox (`w < RING_ENTRIES * ENTRY_WORDS`);
+                // each word has one writer, read after the caller's barrier.
+                unsafe { mailbox.write(RING_ENTRIES as u32 + w, *value) };
+            }
+        }
+        first += LOADS_IN_FLIGHT as u32 * threads;
     }
 }
 
