@@ -37,6 +37,10 @@ struct Options {
     out: PathBuf,
     twins: Option<PathBuf>,
     tuner: PathBuf,
+    /// PTX to load instead of the suite's own: an experiment on what
+    /// ptxas does with edited PTX (a `.maxnreg` added, say). Its entries
+    /// must be the built suite's, with the same parameters.
+    ptx: Option<PathBuf>,
     /// Print the suite's kernels, one per line, and stop.
     list: bool,
 }
@@ -50,6 +54,7 @@ fn parse_options() -> Result<Options, String> {
             .map(PathBuf::from)
             .find(|p| p.exists()),
         tuner: Tuner::default_path(),
+        ptx: None,
         list: false,
     };
     let mut args = std::env::args().skip(1);
@@ -60,10 +65,11 @@ fn parse_options() -> Result<Options, String> {
             "--out" => options.out = value()?.into(),
             "--twins" => options.twins = Some(value()?.into()),
             "--tuner" => options.tuner = value()?.into(),
+            "--ptx" => options.ptx = Some(value()?.into()),
             "--list" => options.list = true,
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`; usage: bench [--only KERNEL[,KERNEL...]] [--out DIR] [--twins PTX] [--tuner FILE] [--list]"
+                    "unknown argument `{other}`; usage: bench [--only KERNEL[,KERNEL...]] [--out DIR] [--twins PTX] [--tuner FILE] [--ptx PTX] [--list]"
                 ))
             }
         }
@@ -145,9 +151,16 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
         p.compute_capability.0,
         p.compute_capability.1
     );
-    let module = gpu
-        .load_module(clustered_suite::PTX)
-        .map_err(|e| e.to_string())?;
+    let module = match &options.ptx {
+        Some(path) => {
+            let ptx = std::fs::read_to_string(path)
+                .map_err(|e| format!("--ptx {}: {e}", path.display()))?;
+            println!("PTX: {} (not the built suite's)", path.display());
+            gpu.load_module(&ptx)
+        }
+        None => gpu.load_module(clustered_suite::PTX),
+    }
+    .map_err(|e| e.to_string())?;
     let twins = load_twins(gpu, &options.twins);
     // The tuner's file is only a cache: a corrupt one is moved aside (and
     // said so) rather than stopping the benchmark.
