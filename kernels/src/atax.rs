@@ -5,6 +5,10 @@ use clustered_device::index::at;
 use clustered_device::math::fma;
 use clustered_device::thread::index_1d;
 
+/// Rows of `A` whose loads [`atax_columns`](fn@atax_columns) issues before
+/// their FMAs.
+const COLUMN_BATCH: usize = 16;
+
 /// Threads per block of [`atax_rows`](fn@atax_rows) and [`atax_columns`](fn@atax_columns) (PolyBench/GPU's
 /// 256 x 1).
 pub const ATAX_BLOCK: u32 = 256;
@@ -74,14 +78,33 @@ pub unsafe fn atax_rows(a: *const f32, x: *const f32, tmp: *mut f32, nx: u32, ny
 pub unsafe fn atax_columns(a: *const f32, tmp: *const f32, y: *mut f32, nx: u32, ny: u32) {
     let j = index_1d();
     if j < ny {
-        // Column j of A in usize (u32: 1.97 ms at 16384^2, H100). Now 1.78 ms
-        // against nvcc's 1.06: ptxas unrolls this loop half as deep as the
-        // twin's (docs/BENCHMARKS.md, "ATAX's column pass: the win is code").
-        let (ny, j) = (ny as usize, j as usize);
         let mut sum = 0.0f32;
-        for i in 0..nx {
-            sum = fma(*a.add(i as usize * ny + j), *tmp.add(i as usize), sum);
+        // 64 blocks for 132 SMs: loads in flight per thread are all this
+        // kernel's parallelism. Rounds of COLUMN_BATCH rows, all loads of a
+        // round before its FMAs (the same FMAs in the same order), so 16 are
+        // in flight where LLVM's own unroll gave ptxas 8 (1.78 ms against
+        // nvcc's 1.06 at 16384^2, H100; docs/BENCHMARKS.md). Rust has no
+        // `#pragma unroll`: an array filled by a loop of constant count is
+        // the portable way to ask for it.
+        // Each address from its own index (`at`: u32 that does not wrap,
+        // widened per load), as nvcc's `int` indexing gets: a pointer stepped
+        // by the row is one 64-bit add chain through the round, and with about
+        // one warp per scheduler its latency is exposed.
+        let rounds = nx / COLUMN_BATCH as u32;
+        for round in 0..rounds {
+            let i = round * COLUMN_BATCH as u32;
+            let mut column = [0.0f32; COLUMN_BATCH];
+            #[allow(clippy::needless_range_loop)] // `u` is in the address
+            for u in 0..COLUMN_BATCH {
+                column[u] = *a.add(at(i + u as u32, ny, j));
+            }
+            for u in 0..COLUMN_BATCH {
+                sum = fma(column[u], *tmp.add(i as usize + u), sum);
+            }
         }
-        *y.add(j) = sum;
+        for i in rounds * COLUMN_BATCH as u32..nx {
+            sum = fma(*a.add(at(i, ny, j)), *tmp.add(i as usize), sum);
+        }
+        *y.add(j as usize) = sum;
     }
 }
