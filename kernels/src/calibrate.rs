@@ -13,8 +13,8 @@
 use clustered_device::kernel;
 use clustered_device::math::fma;
 use clustered_device::memory::load_bypass_l1;
-use clustered_device::sm::{clock64, sm_id};
-use clustered_device::thread::{block_dim_x, grid_dim_x, index_1d, thread_idx_x};
+use clustered_device::sm::{clock64, lane_id, sm_id};
+use clustered_device::thread::{block_dim_x, grid_dim_x, index_1d};
 
 /// Dependent FMAs per iteration of [`fp32_chain`](fn@fp32_chain)'s loop.
 pub const FP32_CHAIN_PER_ITERATION: u32 = 32;
@@ -195,7 +195,7 @@ pub unsafe fn fp32_throughput(iters: u32, a: f32, b: f32, out: *mut f32, stamps:
     let sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
     *out.add(t as usize) = sum;
     let end = clock64();
-    if thread_idx_x() % 32 == 0 {
+    if lane_id() == 0 {
         let stamp = stamps.add((t / 32) as usize * STAMP_WORDS);
         *stamp = u64::from(sm_id());
         *stamp.add(1) = begin;

@@ -261,7 +261,7 @@ impl ChaseLayout {
         if self.stride == 0 || self.group == 0 {
             return fail(format!("stride and group must be positive: {self:?}"));
         }
-        if self.group % self.stride != 0 {
+        if !self.group.is_multiple_of(self.stride) {
             return fail(format!(
                 "group ({}) must be a multiple of stride ({})",
                 self.group, self.stride
