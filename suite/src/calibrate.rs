@@ -231,10 +231,13 @@ pub fn today() -> String {
 // The pointer chase's chain.
 
 /// Where a pointer chase's loads go: `len` elements (`u32`), one visited
-/// slot every `stride` elements, the slots visited one group of `group`
-/// elements after another (each group's slots in random order, the groups in
-/// random order), so that consecutive loads share a 2 MiB page where the
-/// group is one: the chase then measures the cache level, not TLB misses.
+/// slot in every `stride` elements (at a random 128-byte line of the stride
+/// where it spans several, so the addresses do not all share their low bits
+/// and map to a few DRAM channels or L2 slices), the slots visited one group
+/// of `group` elements after another (each group's slots in random order,
+/// the groups in random order), so that consecutive loads share a 2 MiB page
+/// where the group is one: the chase then measures the cache level, not TLB
+/// misses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChaseLayout {
     /// Elements of the array.
@@ -311,8 +314,8 @@ impl SplitMix {
     }
 }
 
-/// The slots of `layout` in the order the chain visits them (element
-/// indices), from slot 0's group... in `seed`'s random order.
+/// The slots of `layout` (element indices) in the order the chain visits
+/// them, in `seed`'s random order.
 fn visit_order(layout: &ChaseLayout, seed: u64) -> Vec<u32> {
     let mut rng = SplitMix(seed);
     let per_group = layout.group / layout.stride;
@@ -321,26 +324,44 @@ fn visit_order(layout: &ChaseLayout, seed: u64) -> Vec<u32> {
     rng.shuffle(&mut groups);
     let mut order = Vec::with_capacity(slots);
     let mut within: Vec<usize> = Vec::with_capacity(per_group);
+    // The lines of a stride: the slot's line is one of them.
+    let lines = (layout.stride / LINE_ELEMENTS).max(1);
     for g in groups {
         within.clear();
         within.extend(g * per_group..((g + 1) * per_group).min(slots));
         rng.shuffle(&mut within);
-        order.extend(within.iter().map(|&slot| (slot * layout.stride) as u32));
+        for &slot in &within {
+            let line = if lines > 1 { rng.below(lines) } else { 0 };
+            order.push((slot * layout.stride + line * LINE_ELEMENTS) as u32);
+        }
     }
     order
 }
 
-/// The pointer chase's array: `next[s]` is the slot visited after slot `s`,
-/// one cycle through every slot of `layout` (so a chase from any slot visits
-/// each slot once before it comes back); elements between slots are 0.
-pub fn chase_cycle(layout: &ChaseLayout, seed: u64) -> Result<Vec<u32>, CalibrateError> {
+/// A pointer chase's array and where to start it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chain {
+    /// `next[s]` is the slot visited after slot `s`: one cycle through every
+    /// slot (so a chase from any slot visits each slot once before it comes
+    /// back); the elements that are not slots are 0.
+    pub next: Vec<u32>,
+    /// The first slot of the cycle (a slot: element 0 need not be one, and a
+    /// chase from an element that is not one stays there).
+    pub start: u32,
+}
+
+/// The chain of `layout`, in `seed`'s random order.
+pub fn chase_cycle(layout: &ChaseLayout, seed: u64) -> Result<Chain, CalibrateError> {
     layout.check()?;
     let order = visit_order(layout, seed);
     let mut next = vec![0u32; layout.len];
     for (i, &slot) in order.iter().enumerate() {
         next[slot as usize] = order[(i + 1) % order.len()];
     }
-    Ok(next)
+    Ok(Chain {
+        next,
+        start: order[0],
+    })
 }
 
 /// The index a chase of `steps` loads from `start` ends at (what
@@ -952,8 +973,8 @@ pub fn measure(
         chase_latency(gpu, module, &dram_layout, true, false, dram_steps, runs),
         Field::LatencyDram,
         &format!(
-            "a one-thread pointer chase past L1 (ld.global.cg) over {} MiB, one slot per 4 KiB, \
-             random order within each 2 MiB page (few TLB misses), no slot visited twice; \
+            "a one-thread pointer chase past L1 (ld.global.cg) over {} MiB, one slot per 4 KiB \
+             (at a random 128-byte line of it), random order within each 2 MiB page (few TLB misses), no slot visited twice; \
              %clock64 over {dram_steps} dependent loads, each with its address computation",
             dram_layout.bytes() >> 20
         ),
@@ -1107,18 +1128,19 @@ fn chase_latency(
     steps: u32,
     runs: usize,
 ) -> Result<Vec<f64>, CalibrateError> {
-    let next = chase_cycle(layout, 0x5EED ^ layout.len as u64)?;
+    let Chain { next, start } = chase_cycle(layout, 0x5EED ^ layout.len as u64)?;
     let slots = u32::try_from(layout.slots())
         .map_err(|_| CalibrateError::Layout("more than 2^32 slots".to_string()))?;
     let warm = if warm { slots } else { 0 };
     let buffer = gpu.htod(&next)?;
     let mut out = gpu.zeros::<u64>(2)?;
     let options = ClusterOptions::default();
-    let mut start = 0u32;
+    let mut start = start;
     let mut samples = Vec::new();
     for run in 0..=runs {
         // SAFETY: every index the chain holds is a slot below next's length
-        // (chase_cycle), start is one, and out holds 2 words.
+        // (chase_cycle), start is one (the chain's, then where the last run
+        // ended, checked below), and out holds 2 words.
         unsafe {
             if past_l1 {
                 gpu.launch_entry(
@@ -1384,20 +1406,34 @@ mod tests {
             layout(4096, 32, 4096),
             layout(1 << 16, 64, 1 << 12),
             layout(1000, 8, 64),
+            layout(1 << 16, 1024, 1 << 13),
         ] {
-            let next = chase_cycle(&l, 7).unwrap();
+            let Chain { next, start } = chase_cycle(&l, 7).unwrap();
             assert_eq!(next.len(), l.len);
-            let mut seen = vec![false; l.len];
-            let mut j = 0u32;
+            // Each stride holds one slot, at a line boundary.
+            let mut seen = vec![false; l.slots()];
+            let mut j = start;
             for _ in 0..l.slots() {
-                assert_eq!(j as usize % l.stride, 0, "{l:?}: {j} is not a slot");
-                assert!(!seen[j as usize], "{l:?}: {j} visited twice");
-                seen[j as usize] = true;
+                let stride = j as usize / l.stride;
+                assert!(!seen[stride], "{l:?}: stride {stride} visited twice");
+                assert_eq!(j as usize % l.stride.min(LINE_ELEMENTS), 0, "{l:?}: {j}");
+                seen[stride] = true;
                 j = next[j as usize];
             }
-            assert_eq!(j, 0, "{l:?}: the chain does not close after every slot");
-            assert_eq!(seen.iter().filter(|&&s| s).count(), l.slots());
+            assert_eq!(j, start, "{l:?}: the chain does not close after every slot");
+            assert!(seen.iter().all(|&s| s), "{l:?}");
         }
+        // Where a stride spans several lines, the slots are not all at its
+        // start.
+        let l = layout(1 << 16, 1024, 1 << 13);
+        let chain = chase_cycle(&l, 7).unwrap();
+        let mut j = chain.start;
+        let mut offsets = BTreeSet::new();
+        for _ in 0..l.slots() {
+            offsets.insert(j as usize % l.stride);
+            j = chain.next[j as usize];
+        }
+        assert!(offsets.len() > 8, "{offsets:?}");
     }
 
     #[test]
@@ -1414,6 +1450,8 @@ mod tests {
         // Seeds differ, and the same seed gives the same chain.
         assert_eq!(chase_cycle(&l, 3).unwrap(), chase_cycle(&l, 3).unwrap());
         assert_ne!(chase_cycle(&l, 3).unwrap(), chase_cycle(&l, 4).unwrap());
+        let chain = chase_cycle(&l, 3).unwrap();
+        assert_eq!(chain.start, order[0]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! intended. The timings themselves need a GPU (`examples/calibrate`).
 
 use clustered_suite::calibrate::{
-    chase, chase_cycle, rate_per_sm, read_sum_expected, sm_spans, ChaseLayout,
+    chase, chase_cycle, rate_per_sm, read_sum_expected, sm_spans, Chain, ChaseLayout,
 };
 use clustered_suite::host::cpu::{launch_entry, CpuLaunch, Machine, NoObserver};
 use clustered_suite::host::ClusterOptions;
@@ -23,18 +23,20 @@ fn launch(grid: u32, block: u32) -> CpuLaunch {
 #[test]
 fn the_pointer_chases_end_where_the_hosts_walk_ends() {
     let machine = Machine::new(1);
+    // Two lines per slot's stride: the slots sit at random lines of theirs.
     let layout = ChaseLayout {
-        len: 4096,
-        stride: 16,
-        group: 512,
+        len: 8192,
+        stride: 64,
+        group: 1024,
     };
-    let next = chase_cycle(&layout, 11).unwrap();
+    let Chain { next, start: first } = chase_cycle(&layout, 11).unwrap();
     let slots = layout.slots() as u32;
+    let second = next[first as usize];
     for (past_l1, start, warm, steps) in [
-        (false, 0, slots, 100),
-        (true, 0, slots, 100),
-        (false, 48, 0, 37),
-        (true, next[0], 5, 1000),
+        (false, first, slots, 100),
+        (true, first, slots, 100),
+        (false, second, 0, 37),
+        (true, next[second as usize], 5, 1000),
     ] {
         let mut out = [0u64; 2];
         // SAFETY: every index of the chain is a slot below next's length,
