@@ -45,8 +45,13 @@ pub enum CalibrateError {
     /// The calibrated model does not pass `DeviceModel::from_json` (a bug:
     /// figures that it would refuse are not written).
     Model(DeviceError),
-    /// A pointer chase's layout cannot be built (the message says why).
+    /// A microbenchmark's buffer cannot be laid out (a pointer chase's
+    /// layout, a buffer beyond u32 indices; the message says why).
     Layout(String),
+    /// A microbenchmark computed something other than what the host
+    /// expects (a chase that ended elsewhere, sums that differ): its timing
+    /// would not be of the intended work.
+    WrongResult(String),
     /// The GPU refused an allocation, a copy or a launch.
     Gpu(clustered_host::Error),
 }
@@ -65,7 +70,8 @@ impl fmt::Display for CalibrateError {
                     "the calibrated model is not a valid device file: {error}"
                 )
             }
-            CalibrateError::Layout(message) => write!(f, "pointer chase layout: {message}"),
+            CalibrateError::Layout(message) => write!(f, "buffer layout: {message}"),
+            CalibrateError::WrongResult(message) => write!(f, "wrong result: {message}"),
             CalibrateError::Gpu(error) => write!(f, "GPU: {error}"),
         }
     }
@@ -77,7 +83,9 @@ impl std::error::Error for CalibrateError {
             CalibrateError::Io { error, .. } => Some(error),
             CalibrateError::Base { error, .. } | CalibrateError::Model(error) => Some(error),
             CalibrateError::Gpu(error) => Some(error),
-            CalibrateError::Usage(_) | CalibrateError::Layout(_) => None,
+            CalibrateError::Usage(_)
+            | CalibrateError::Layout(_)
+            | CalibrateError::WrongResult(_) => None,
         }
     }
 }
@@ -974,8 +982,9 @@ pub fn measure(
         Field::LatencyDram,
         &format!(
             "a one-thread pointer chase past L1 (ld.global.cg) over {} MiB, one slot per 4 KiB \
-             (at a random 128-byte line of it), random order within each 2 MiB page (few TLB misses), no slot visited twice; \
-             %clock64 over {dram_steps} dependent loads, each with its address computation",
+             (at a random 128-byte line of it), random order within each 2 MiB page (few TLB \
+             misses), no slot visited twice; %clock64 over {dram_steps} dependent loads, each \
+             with its address computation",
             dram_layout.bytes() >> 20
         ),
     );
@@ -1013,8 +1022,8 @@ pub fn measure(
                 &mut calibration,
                 Ok(clock),
                 Field::ClockGhz,
-                "the FP32 throughput kernel at two lengths (4x apart): the SMs' mean %clock64 \
-                 span over the launch's event time, difference of the two (launch cost \
+                "the FP32 throughput kernel, after 100 ms of it, at two lengths (4x apart): the \
+                 SMs' mean %clock64 span over the launch's event time, difference of the two (launch cost \
                  cancels): the clock under FP32 load",
             );
         }
@@ -1130,7 +1139,7 @@ fn chase_latency(
 ) -> Result<Vec<f64>, CalibrateError> {
     let Chain { next, start } = chase_cycle(layout, 0x5EED ^ layout.len as u64)?;
     let slots = u32::try_from(layout.slots())
-        .map_err(|_| CalibrateError::Layout("more than 2^32 slots".to_string()))?;
+        .map_err(|_| CalibrateError::Layout("the chase has more than 2^32 slots".to_string()))?;
     let warm = if warm { slots } else { 0 };
     let buffer = gpu.htod(&next)?;
     let mut out = gpu.zeros::<u64>(2)?;
@@ -1164,7 +1173,7 @@ fn chase_latency(
         let expected = chase(&next, start, u64::from(warm) + u64::from(steps));
         let ended = u32::try_from(result[1]).ok();
         if ended != expected {
-            return Err(CalibrateError::Layout(format!(
+            return Err(CalibrateError::WrongResult(format!(
                 "the chase ended at {:?}, the host's walk at {expected:?}: the kernel did not follow the chain",
                 result[1]
             )));
@@ -1274,8 +1283,15 @@ fn fp32_rate_and_clock(
     let mut stamps = gpu.zeros::<u64>(threads / 32 * STAMP_WORDS)?;
     let (short, long) = (1024u32, 4096u32);
     let (mut rates, mut clocks) = (Vec::new(), Vec::new());
-    // Warm up: clocks ramp, the module's code reaches the SMs.
-    throughput_launch(gpu, module, config, short, &mut out, &mut stamps)?;
+    // Warm up for 100 ms of GPU time (at most 100 launches): the clocks
+    // settle under the load before the two lengths are compared.
+    let mut warm_ms = 0.0;
+    for _ in 0..100 {
+        warm_ms += throughput_launch(gpu, module, config, long, &mut out, &mut stamps)?.0;
+        if warm_ms >= 100.0 {
+            break;
+        }
+    }
     for _ in 0..runs {
         let (ms1, spans1) = throughput_launch(gpu, module, config, short, &mut out, &mut stamps)?;
         let (ms2, spans2) = throughput_launch(gpu, module, config, long, &mut out, &mut stamps)?;
@@ -1346,7 +1362,8 @@ fn l2_bandwidth(
     let host: Vec<u32> = (0..n as u32)
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
-    let n32 = u32::try_from(n).map_err(|_| CalibrateError::Layout("L2 buffer too large".into()))?;
+    let n32 = u32::try_from(n)
+        .map_err(|_| CalibrateError::Layout("the L2 buffer has more than 2^32 elements".into()))?;
     let data = gpu.htod(&host)?;
     let (config, threads) = full_grid(gpu);
     let mut sums = gpu.zeros::<u32>(threads)?;
@@ -1357,7 +1374,7 @@ fn l2_bandwidth(
         let (ms1, sum1) = read_sum_launch(gpu, module, &data, n32, short, &mut sums, config)?;
         let (ms2, sum2) = read_sum_launch(gpu, module, &data, n32, long, &mut sums, config)?;
         if sum1 != read_sum_expected(&host, short) || sum2 != read_sum_expected(&host, long) {
-            return Err(CalibrateError::Layout(
+            return Err(CalibrateError::WrongResult(
                 "read_sum's sums differ from the host's: the kernel did not read every element"
                     .to_string(),
             ));
@@ -1378,8 +1395,9 @@ fn dram_read(
     runs: usize,
 ) -> Result<Vec<f64>, CalibrateError> {
     let n = bytes / 4;
-    let n32 =
-        u32::try_from(n).map_err(|_| CalibrateError::Layout("DRAM buffer too large".into()))?;
+    let n32 = u32::try_from(n).map_err(|_| {
+        CalibrateError::Layout("the DRAM buffer has more than 2^32 elements".into())
+    })?;
     let data = gpu.zeros::<u32>(n)?;
     let (config, threads) = full_grid(gpu);
     let mut sums = gpu.zeros::<u32>(threads)?;
