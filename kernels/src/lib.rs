@@ -13,6 +13,7 @@
 
 pub mod atax;
 pub mod black_scholes;
+pub mod calibrate;
 pub mod conv;
 pub mod coverage;
 pub mod device_math;

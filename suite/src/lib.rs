@@ -9,6 +9,7 @@ pub use clustered_host as host;
 pub use clustered_sim as sim;
 
 pub mod access_report;
+pub mod calibrate;
 pub mod measure;
 pub mod predict;
 pub mod reference;

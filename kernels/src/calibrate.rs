@@ -1,0 +1,236 @@
+//! Calibration microbenchmarks: the kernels behind
+//! `cargo run --release -p clustered-suite --example calibrate`, which
+//! measures a GPU's figures for the static predictor (`clustered-predict`'s
+//! device file). Not part of the suite: no schedule, nothing the bench times.
+//!
+//! Each kernel times itself with `%clock64` where a latency is wanted (one
+//! thread or one warp, nothing else running), or records per warp which SM
+//! it ran on and when, so the host can count cycles per SM; the host's
+//! library (`clustered_suite::calibrate`) turns what they write into figures.
+//! Every result a kernel computes is written out, so no load or arithmetic
+//! can be removed by the compiler.
+
+use clustered_device::kernel;
+use clustered_device::math::fma;
+use clustered_device::memory::load_bypass_l1;
+use clustered_device::sm::{clock64, lane_id, sm_id};
+use clustered_device::thread::{block_dim_x, grid_dim_x, index_1d};
+
+/// Dependent FMAs per iteration of [`fp32_chain`](fn@fp32_chain)'s loop.
+pub const FP32_CHAIN_PER_ITERATION: u32 = 32;
+/// Dependent integer instructions (an `xor`, then an `add`, 16 times) per
+/// iteration of [`int_chain`](fn@int_chain)'s loop.
+pub const INT_CHAIN_PER_ITERATION: u32 = 32;
+/// Independent accumulators of [`fp32_throughput`](fn@fp32_throughput).
+pub const FP32_THROUGHPUT_ACCUMULATORS: u32 = 8;
+/// FMAs per thread per iteration of [`fp32_throughput`](fn@fp32_throughput)'s
+/// loop (16 on each accumulator).
+pub const FP32_THROUGHPUT_PER_ITERATION: u32 = 16 * FP32_THROUGHPUT_ACCUMULATORS;
+/// `u64` words per warp in the stamps of
+/// [`fp32_throughput`](fn@fp32_throughput): SM id, first clock, last clock.
+pub const STAMP_WORDS: usize = 3;
+
+/// Pointer chase through `next` (one thread: launch one block of one
+/// thread): from `start`, `warm` dependent loads `j = next[j]` untimed (they
+/// bring the chain into the caches), then `steps` more timed with
+/// `%clock64`. Writes `out[0]` = the timed steps' cycles and `out[1]` = the
+/// last index, which depends on every load.
+///
+/// Plain loads (`ld.global`, cached in L1): the L1 latency where the chain
+/// fits L1. [`pointer_chase_l2`](fn@pointer_chase_l2) loads past L1.
+///
+/// # Safety
+/// Every index the chain reaches from `start` is below `next`'s length, and
+/// `out` holds 2 words.
+#[kernel]
+pub unsafe fn pointer_chase(next: *const u32, start: u32, warm: u32, steps: u32, out: *mut u64) {
+    if index_1d() != 0 {
+        return;
+    }
+    let mut j = start;
+    for _ in 0..warm {
+        j = *next.add(j as usize);
+    }
+    let begin = clock64();
+    for _ in 0..steps {
+        j = *next.add(j as usize);
+    }
+    // The store waits for the last load, so the clock below is read after it.
+    *out.add(1) = u64::from(j);
+    let end = clock64();
+    *out = end - begin;
+}
+
+/// [`pointer_chase`](fn@pointer_chase) with every load past L1
+/// (`ld.global.cg`): the L2 latency where the chain fits L2, the DRAM latency
+/// where it does not.
+///
+/// # Safety
+/// As [`pointer_chase`](fn@pointer_chase).
+#[kernel]
+pub unsafe fn pointer_chase_l2(next: *const u32, start: u32, warm: u32, steps: u32, out: *mut u64) {
+    if index_1d() != 0 {
+        return;
+    }
+    let mut j = start;
+    for _ in 0..warm {
+        j = load_bypass_l1(next.add(j as usize));
+    }
+    let begin = clock64();
+    for _ in 0..steps {
+        j = load_bypass_l1(next.add(j as usize));
+    }
+    *out.add(1) = u64::from(j);
+    let end = clock64();
+    *out = end - begin;
+}
+
+/// Eight dependent `fma.rn.f32`s: `x = x * a + b`.
+#[inline(always)]
+fn fma8(mut x: f32, a: f32, b: f32) -> f32 {
+    x = fma(x, a, b);
+    x = fma(x, a, b);
+    x = fma(x, a, b);
+    x = fma(x, a, b);
+    x = fma(x, a, b);
+    x = fma(x, a, b);
+    x = fma(x, a, b);
+    fma(x, a, b)
+}
+
+/// The value one thread of [`fp32_chain`](fn@fp32_chain) starts from.
+#[inline(always)]
+pub fn fp32_chain_seed(thread: u32) -> f32 {
+    1.0 + thread as f32 / 64.0
+}
+
+/// A chain of `iters x 32` dependent `fma.rn.f32` per thread, timed with
+/// `%clock64`: `cycles[t]` = its cycles, `out[t]` = the chain's value (from
+/// [`fp32_chain_seed`]`(t)`). Launch one warp: nothing else competes for the
+/// pipe, so the cycles per FMA are its dependent latency.
+///
+/// # Safety
+/// `out` and `cycles` hold one element per launched thread.
+#[kernel]
+pub unsafe fn fp32_chain(iters: u32, a: f32, b: f32, out: *mut f32, cycles: *mut u64) {
+    let t = index_1d();
+    let mut x = fp32_chain_seed(t);
+    let begin = clock64();
+    for _ in 0..iters {
+        x = fma8(fma8(fma8(fma8(x, a, b), a, b), a, b), a, b);
+    }
+    *out.add(t as usize) = x;
+    let end = clock64();
+    *cycles.add(t as usize) = end - begin;
+}
+
+/// Eight dependent integer steps `x = (x ^ a) + b`: 16 instructions, each
+/// waiting for the one before (LLVM cannot fold an `xor` into a sum, nor
+/// ptxas an `add` into a `LOP3`).
+#[inline(always)]
+fn xor_add8(mut x: u32, a: u32, b: u32) -> u32 {
+    for _ in 0..8 {
+        x = (x ^ a).wrapping_add(b);
+    }
+    x
+}
+
+/// A chain of `iters x 32` dependent integer instructions per thread
+/// (`xor`, `add`, alternating), timed with `%clock64`: `cycles[t]` = its
+/// cycles, `out[t]` = the chain's value (from `t`). Launch one warp.
+///
+/// # Safety
+/// `out` and `cycles` hold one element per launched thread.
+#[kernel]
+pub unsafe fn int_chain(iters: u32, a: u32, b: u32, out: *mut u32, cycles: *mut u64) {
+    let t = index_1d();
+    let mut x = t;
+    let begin = clock64();
+    for _ in 0..iters {
+        x = xor_add8(xor_add8(x, a, b), a, b);
+    }
+    *out.add(t as usize) = x;
+    let end = clock64();
+    *cycles.add(t as usize) = end - begin;
+}
+
+/// The value accumulator `k` of thread `t` of
+/// [`fp32_throughput`](fn@fp32_throughput) starts from.
+#[inline(always)]
+pub fn fp32_throughput_seed(thread: u32, k: u32) -> f32 {
+    (thread % 1024) as f32 / 1024.0 + k as f32
+}
+
+/// FP32 throughput: every thread runs [`FP32_THROUGHPUT_ACCUMULATORS`]
+/// independent chains of `fma.rn.f32` (`acc = acc * a + b`), `iters x 16`
+/// on each. `out[t]` = the sum of thread t's accumulators. Lane 0 of each
+/// warp writes `stamps[3 w ..]` = its SM id, its first and its last
+/// `%clock64` (warp `w` = global thread / 32: launch blocks of a multiple of
+/// 32 threads). Launch enough warps to fill every SM: the host counts, per
+/// SM, the warps' FMAs over the cycles from its first warp's start to its
+/// last warp's end, and the clock from those cycles over the launch's time.
+///
+/// # Safety
+/// `out` holds one element per launched thread, `stamps` 3 per warp.
+#[kernel]
+pub unsafe fn fp32_throughput(iters: u32, a: f32, b: f32, out: *mut f32, stamps: *mut u64) {
+    let begin = clock64();
+    let t = index_1d();
+    let mut acc = [0.0f32; FP32_THROUGHPUT_ACCUMULATORS as usize];
+    for (k, acc) in acc.iter_mut().enumerate() {
+        *acc = fp32_throughput_seed(t, k as u32);
+    }
+    for _ in 0..iters {
+        for _ in 0..16 {
+            acc[0] = fma(acc[0], a, b);
+            acc[1] = fma(acc[1], a, b);
+            acc[2] = fma(acc[2], a, b);
+            acc[3] = fma(acc[3], a, b);
+            acc[4] = fma(acc[4], a, b);
+            acc[5] = fma(acc[5], a, b);
+            acc[6] = fma(acc[6], a, b);
+            acc[7] = fma(acc[7], a, b);
+        }
+    }
+    let sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    *out.add(t as usize) = sum;
+    let end = clock64();
+    if lane_id() == 0 {
+        let stamp = stamps.add((t / 32) as usize * STAMP_WORDS);
+        *stamp = u64::from(sm_id());
+        *stamp.add(1) = begin;
+        *stamp.add(2) = end;
+    }
+}
+
+/// Bandwidth: all threads read `data[..n]` `passes` times, grid-stride,
+/// past L1 (`ld.global.cg`, so repeated passes are served by L2, not by each
+/// SM's L1), four independent loads in flight per thread. `sums[t]` = the
+/// wrapping sum of what thread `t` read. On a buffer that fits L2, with
+/// several passes, the L2 bandwidth; on one far larger than L2, one pass, the
+/// DRAM read bandwidth.
+///
+/// # Safety
+/// `data` holds `n` elements and `sums` one per launched thread.
+#[kernel]
+pub unsafe fn read_sum(data: *const u32, n: u32, passes: u32, sums: *mut u32) {
+    let t = index_1d() as usize;
+    let total = (grid_dim_x() * block_dim_x()) as usize;
+    let n = n as usize;
+    let (mut s0, mut s1, mut s2, mut s3) = (0u32, 0u32, 0u32, 0u32);
+    for _ in 0..passes {
+        let mut i = t;
+        while i + 3 * total < n {
+            s0 = s0.wrapping_add(load_bypass_l1(data.add(i)));
+            s1 = s1.wrapping_add(load_bypass_l1(data.add(i + total)));
+            s2 = s2.wrapping_add(load_bypass_l1(data.add(i + 2 * total)));
+            s3 = s3.wrapping_add(load_bypass_l1(data.add(i + 3 * total)));
+            i += 4 * total;
+        }
+        while i < n {
+            s0 = s0.wrapping_add(load_bypass_l1(data.add(i)));
+            i += total;
+        }
+    }
+    *sums.add(t) = s0.wrapping_add(s1).wrapping_add(s2.wrapping_add(s3));
+}

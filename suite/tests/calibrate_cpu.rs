@@ -1,0 +1,238 @@
+//! The calibration microbenchmarks (`kernels::calibrate`) on the CPU
+//! backend, through the typed CPU launch: each computes what the host says
+//! (the chase ends where the host's walk ends, the chains' values, the
+//! bandwidth kernel's sums), so on the GPU their timings are of the work
+//! intended. The timings themselves need a GPU (`examples/calibrate`).
+
+use clustered_suite::calibrate::{
+    chase, chase_cycle, rate_per_sm, read_sum_expected, sm_spans, Chain, ChaseLayout,
+};
+use clustered_suite::host::cpu::{launch_entry, CpuLaunch, Machine, NoObserver};
+use clustered_suite::host::ClusterOptions;
+use kernels::calibrate::*;
+
+fn launch(grid: u32, block: u32) -> CpuLaunch {
+    CpuLaunch {
+        grid: [grid, 1, 1],
+        block: [block, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 4,
+    }
+}
+
+#[test]
+fn the_pointer_chases_end_where_the_hosts_walk_ends() {
+    let machine = Machine::new(1);
+    // Two lines per slot's stride: the slots sit at random lines of theirs.
+    let layout = ChaseLayout {
+        len: 8192,
+        stride: 64,
+        group: 1024,
+    };
+    let Chain { next, start: first } = chase_cycle(&layout, 11).unwrap();
+    let slots = layout.slots() as u32;
+    let second = next[first as usize];
+    for (past_l1, start, warm, steps) in [
+        (false, first, slots, 100),
+        (true, first, slots, 100),
+        (false, second, 0, 37),
+        (true, next[second as usize], 5, 1000),
+    ] {
+        let mut out = [0u64; 2];
+        // SAFETY: every index of the chain is a slot below next's length,
+        // start is one, and out holds 2 words.
+        let run = unsafe {
+            if past_l1 {
+                launch_entry(
+                    pointer_chase_l2::KERNEL,
+                    &machine,
+                    launch(1, 1),
+                    &ClusterOptions::default(),
+                    &mut NoObserver,
+                    (&next, start, warm, steps, &mut out),
+                )
+            } else {
+                launch_entry(
+                    pointer_chase::KERNEL,
+                    &machine,
+                    launch(1, 1),
+                    &ClusterOptions::default(),
+                    &mut NoObserver,
+                    (&next, start, warm, steps, &mut out),
+                )
+            }
+        };
+        run.unwrap_or_else(|e| panic!("past L1 {past_l1}, start {start}: {e}"));
+        let expected = chase(&next, start, u64::from(warm + steps)).unwrap();
+        assert_eq!(
+            out[1],
+            u64::from(expected),
+            "past L1 {past_l1}, start {start}"
+        );
+    }
+}
+
+#[test]
+fn a_chase_outside_its_array_stops_the_run() {
+    // A chain whose second slot points past the end: the CPU backend's
+    // bounds check names it instead of reading out of bounds.
+    let next = [1u32, 64];
+    let mut out = [0u64; 2];
+    // SAFETY: the CPU backend checks every traced load against the buffer.
+    let run = unsafe {
+        launch_entry(
+            pointer_chase::KERNEL,
+            &Machine::new(1),
+            launch(1, 1),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (&next[..], 0, 0, 3, &mut out[..]),
+        )
+    };
+    assert!(run.is_err(), "{run:?}");
+}
+
+#[test]
+fn the_chains_compute_the_hosts_values() {
+    let machine = Machine::new(1);
+    let (iters, a, b) = (3u32, 0.999_9f32, 1e-4f32);
+    let (mut out, mut cycles) = (vec![0f32; 32], vec![0u64; 32]);
+    // SAFETY: 32 threads, both buffers hold 32 elements.
+    unsafe {
+        launch_entry(
+            fp32_chain::KERNEL,
+            &machine,
+            launch(1, 32),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (iters, a, b, &mut out, &mut cycles),
+        )
+    }
+    .unwrap();
+    for (t, &value) in out.iter().enumerate() {
+        let mut x = fp32_chain_seed(t as u32);
+        for _ in 0..iters * FP32_CHAIN_PER_ITERATION {
+            x = x.mul_add(a, b);
+        }
+        assert_eq!(value.to_bits(), x.to_bits(), "thread {t}");
+    }
+
+    let (ia, ib) = (0x9E37_79B9u32, 0x7F4A_7C15u32);
+    let (mut out, mut cycles) = (vec![0u32; 32], vec![0u64; 32]);
+    // SAFETY: as above.
+    unsafe {
+        launch_entry(
+            int_chain::KERNEL,
+            &machine,
+            launch(1, 32),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (iters, ia, ib, &mut out, &mut cycles),
+        )
+    }
+    .unwrap();
+    for (t, &value) in out.iter().enumerate() {
+        let mut x = t as u32;
+        // 32 instructions per iteration: 16 steps of an xor and an add.
+        for _ in 0..iters * INT_CHAIN_PER_ITERATION / 2 {
+            x = (x ^ ia).wrapping_add(ib);
+        }
+        assert_eq!(value, x, "thread {t}");
+    }
+}
+
+#[test]
+fn the_throughput_kernel_computes_and_stamps_every_warp() {
+    let machine = Machine::new(3);
+    let (blocks, block, iters) = (5u32, 64u32, 2u32);
+    let threads = (blocks * block) as usize;
+    let (a, b) = (0.999_9f32, 1e-4f32);
+    let mut out = vec![0f32; threads];
+    let mut stamps = vec![u64::MAX; threads / 32 * STAMP_WORDS];
+    // SAFETY: out holds one element per thread, stamps 3 per warp.
+    unsafe {
+        launch_entry(
+            fp32_throughput::KERNEL,
+            &machine,
+            launch(blocks, block),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (iters, a, b, &mut out, &mut stamps),
+        )
+    }
+    .unwrap();
+    for (t, &value) in out.iter().enumerate() {
+        let mut acc: Vec<f32> = (0..FP32_THROUGHPUT_ACCUMULATORS)
+            .map(|k| fp32_throughput_seed(t as u32, k))
+            .collect();
+        for _ in 0..iters * FP32_THROUGHPUT_PER_ITERATION / FP32_THROUGHPUT_ACCUMULATORS {
+            for acc in &mut acc {
+                *acc = acc.mul_add(a, b);
+            }
+        }
+        let sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        assert_eq!(value.to_bits(), sum.to_bits(), "thread {t}");
+    }
+    // Every warp wrote its SM (one of the machine's) and its clocks in
+    // order. (The CPU backend's clock is the scheduler's tick, which FMAs do
+    // not advance: a span may be empty here, and the rate is the GPU's to
+    // measure.)
+    for (w, stamp) in stamps.chunks_exact(STAMP_WORDS).enumerate() {
+        assert!(
+            stamp.iter().all(|&word| word != u64::MAX),
+            "warp {w}: not written"
+        );
+        assert!(
+            machine.sm_ids.contains(&(stamp[0] as u32)),
+            "warp {w}: SM {}",
+            stamp[0]
+        );
+        assert!(stamp[2] >= stamp[1], "warp {w}: {stamp:?}");
+    }
+    // The host's reading of the stamps: warps with a span, per SM.
+    let spans = sm_spans(&stamps);
+    let with_span = stamps
+        .chunks_exact(STAMP_WORDS)
+        .filter(|s| s[2] > s[1])
+        .count() as u64;
+    assert_eq!(spans.values().map(|s| s.warps).sum::<u64>(), with_span);
+    if with_span > 0 {
+        let rate = rate_per_sm(
+            &spans,
+            f64::from(iters) * f64::from(FP32_THROUGHPUT_PER_ITERATION),
+        );
+        assert!(rate.is_some_and(|r| r.is_finite() && r > 0.0), "{rate:?}");
+    }
+}
+
+#[test]
+fn the_bandwidth_kernel_reads_every_element_once_per_pass() {
+    let machine = Machine::new(2);
+    let data: Vec<u32> = (0..1000u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    // 3 blocks of 32: 96 threads, so the 4-load loop runs and the remainder
+    // loop takes the last 1000 - 4 * 96 * 2 = 232 elements.
+    for (grid, passes) in [(3u32, 3u32), (1, 1), (8, 2)] {
+        let threads = (grid * 32) as usize;
+        let mut sums = vec![0u32; threads];
+        // SAFETY: data holds n elements, sums one per thread.
+        unsafe {
+            launch_entry(
+                read_sum::KERNEL,
+                &machine,
+                launch(grid, 32),
+                &ClusterOptions::default(),
+                &mut NoObserver,
+                (&data, data.len() as u32, passes, &mut sums),
+            )
+        }
+        .unwrap();
+        let total = sums.iter().fold(0u32, |s, &x| s.wrapping_add(x));
+        assert_eq!(
+            total,
+            read_sum_expected(&data, passes),
+            "grid {grid}, passes {passes}"
+        );
+    }
+}
