@@ -232,9 +232,7 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 /// one ring then costs two round trips per batch of up to
 /// [`RING_ENTRIES`] tasks, not two per task. An idle block polls only the
 /// entry it serves next (one thread, `nanosleep` back-off), so idle blocks
-/// put one read each on the bus, not one per entry, and runs that entry as
-/// soon as it is READY (one more round trip, its copy); the look after it
-/// finds what the host queued behind it meanwhile.
+/// put one read each on the bus, not one per entry.
 ///
 /// Kinds `kinds..` are not run: the entry finishes with
 /// [`STATUS_UNKNOWN_KIND`] (the host refuses them before; this keeps a
@@ -266,23 +264,22 @@ pub unsafe fn serve(slots: *mut Slot, kinds: u32, mut body: impl FnMut(&Task, Ct
         let threads = block_dim_x() * block_dim_y() * crate::thread::block_dim_z();
         // The entry served next: the same on every thread of the block.
         let mut next = 0usize;
-        // Thread 0 waited for `next` and wrote what it saw into the mailbox:
-        // the ring was idle, so the entries behind `next` are not worth a
-        // round trip before it runs (the look after it finds them).
-        let mut waited = false;
+        // What thread 0's idle wait saw at `next` (0: it did not wait).
+        let mut waited = 0u32;
         loop {
-            if !waited {
-                // The states of the ring from `next` on, one thread per
-                // entry, all in flight at once (acquire: each orders the
-                // copy below).
-                let mut k = me;
-                while k < RING_ENTRIES as u32 {
-                    let state = core::ptr::addr_of!((*entry(next, k as usize)).state);
-                    mailbox.write(k, load_acquire_system(state));
-                    k += threads;
-                }
-                sync_threads();
+            // The states of the ring from `next` on, one thread per entry,
+            // all in flight at once (acquire: each orders the copy below).
+            let mut k = me;
+            while k < RING_ENTRIES as u32 {
+                let seen = if k == 0 && waited != 0 {
+                    waited
+                } else {
+                    load_acquire_system(core::ptr::addr_of!((*entry(next, k as usize)).state))
+                };
+                mailbox.write(k, seen);
+                k += threads;
             }
+            sync_threads();
             if mailbox.read(0) == EXIT {
                 return;
             }
@@ -291,20 +288,15 @@ pub unsafe fn serve(slots: *mut Slot, kinds: u32, mut body: impl FnMut(&Task, Ct
                 ready += 1;
             }
             if ready == 0 {
-                // Everyone read the mailbox before thread 0 rewrites it.
-                sync_threads();
                 if me == 0 {
-                    let seen = wait_for_command(core::ptr::addr_of!((*entry(next, 0)).state));
-                    mailbox.write(0, seen);
-                    for k in 1..RING_ENTRIES as u32 {
-                        mailbox.write(k, IDLE);
-                    }
+                    waited = wait_for_command(core::ptr::addr_of!((*entry(next, 0)).state));
                 }
+                // The others read the rest of the ring after thread 0 saw
+                // `next` ready (and after everyone read the mailbox).
                 sync_threads();
-                waited = true;
                 continue;
             }
-            waited = false;
+            waited = 0;
             copy_tasks(
                 mailbox,
                 |k| entry(next, k).cast::<u32>(),

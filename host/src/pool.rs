@@ -203,11 +203,6 @@ pub const DEFAULT_SPIN: Duration = Duration::from_millis(2);
 /// passed with tasks in flight and nothing finished.
 const SLOW_POLL: Duration = Duration::from_micros(50);
 
-/// How long a popper spins for the next hand-over before it sleeps on the
-/// condition variable (at most the pool's `spin`): covers the gap between
-/// the finishes of a chain's tasks.
-const POP_SPIN: Duration = Duration::from_micros(50);
-
 /// How often the scheduler asks the driver whether the pool kernel ended
 /// by itself (a fault), while it polls.
 const DEVICE_POLL: Duration = Duration::from_millis(1);
@@ -428,9 +423,6 @@ struct Shared {
     /// engine's end: the scheduler takes the lock only when it moved (or
     /// when it has finished tasks to hand over).
     news: AtomicU64,
-    /// Bumped under the lock each time the scheduler hands finished tasks
-    /// over: a popper spins on it for a moment before it sleeps.
-    handed: AtomicU64,
     slots: Slots,
     /// For timeout messages only: the ticket + 1 of the task in each slot,
     /// 0 for none (written by the scheduler, read by a timed-out wait).
@@ -618,7 +610,6 @@ impl TaskPool {
             done: Condvar::new(),
             work: Condvar::new(),
             news: AtomicU64::new(0),
-            handed: AtomicU64::new(0),
             slots: Slots {
                 host,
                 blocks: blocks as usize,
@@ -746,19 +737,6 @@ impl TaskPool {
             if waited >= timeout {
                 return Err(self.shared.timeout(&state, waited));
             }
-            // The next finish of a busy pool is microseconds away, and a
-            // sleep and wake-up costs more: spin on the hand-over count for
-            // a moment first (within the scheduler's own spin window).
-            let spin = self.shared.spin.min(POP_SPIN).min(timeout - waited);
-            if waited < spin {
-                let seen = self.shared.handed.load(Ordering::Acquire);
-                drop(state);
-                while self.shared.handed.load(Ordering::Acquire) == seen && start.elapsed() < spin {
-                    std::hint::spin_loop();
-                }
-                state = self.shared.lock();
-                continue;
-            }
             state = self.shared.wait_done(state, timeout - waited);
         }
     }
@@ -873,9 +851,6 @@ fn schedule(shared: &Shared, mut device: Option<gpu::Running>) {
             let handed = !done.is_empty();
             state.unfinished -= done.len();
             state.finished.extend(done.drain(..));
-            if handed {
-                shared.handed.fetch_add(1, Ordering::Release);
-            }
             ended = matches!(state.device, DeviceState::Ended(_));
             let wake = (handed || ended) && state.waiters > 0;
             drop(state);
