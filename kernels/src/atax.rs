@@ -89,21 +89,26 @@ pub unsafe fn atax_columns(a: *const f32, tmp: *const f32, y: *mut f32, nx: u32,
         // Each address from its own index (`at`: u32 that does not wrap,
         // widened per load), as nvcc's `int` indexing gets: a pointer stepped
         // by the row is one 64-bit add chain through the round, and with about
-        // one warp per scheduler its latency is exposed.
+        // one warp per scheduler its latency is exposed. H100, two runs each:
+        // this form 1.094-1.096 ms (nvcc 1.062-1.066); the same rounds written
+        // `for round in 0..rounds` with `for u in 0..COLUMN_BATCH` and a
+        // `for` remainder 1.324 ms, reproducibly, from alike SASS: this
+        // kernel's time hangs on ptxas's schedule (docs/BENCHMARKS.md).
         let rounds = nx / COLUMN_BATCH as u32;
-        for round in 0..rounds {
-            let i = round * COLUMN_BATCH as u32;
+        let mut i = 0u32;
+        for _ in 0..rounds {
             let mut column = [0.0f32; COLUMN_BATCH];
-            #[allow(clippy::needless_range_loop)] // `u` is in the address
-            for u in 0..COLUMN_BATCH {
-                column[u] = *a.add(at(i + u as u32, ny, j));
+            for (u, value) in column.iter_mut().enumerate() {
+                *value = *a.add(at(i + u as u32, ny, j));
             }
-            for u in 0..COLUMN_BATCH {
-                sum = fma(column[u], *tmp.add(i as usize + u), sum);
+            for (u, value) in column.iter().enumerate() {
+                sum = fma(*value, *tmp.add(i as usize + u), sum);
             }
+            i += COLUMN_BATCH as u32;
         }
-        for i in rounds * COLUMN_BATCH as u32..nx {
+        while i < nx {
             sum = fma(*a.add(at(i, ny, j)), *tmp.add(i as usize), sum);
+            i += 1;
         }
         *y.add(j as usize) = sum;
     }

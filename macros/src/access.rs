@@ -472,6 +472,15 @@ impl Evaluator {
                         );
                         (trips, Some(Poly::constant(1)))
                     }
+                    other if enumerated(other) => {
+                        // `for (u, x) in xs.iter().enumerate()`: `u` counts
+                        // from 0 like a range's counter; the item is opaque.
+                        self.expr(other);
+                        let position = Value::Int(Poly::sym(Sym::Loop(counter.clone())));
+                        let item = Value::opaque("an item of an iterator");
+                        self.bind(&for_loop.pat, Value::Tuple(vec![position, item]));
+                        (None, Some(Poly::constant(1)))
+                    }
                     other => {
                         self.expr(other);
                         self.bind(&for_loop.pat, Value::opaque("an item of an iterator"));
@@ -1070,6 +1079,18 @@ fn strip(mut expr: &Expr) -> &Expr {
             Expr::Group(inner) => expr = &inner.expr,
             _ => return expr,
         }
+    }
+}
+
+/// `xs.iter().enumerate()` (or `iter_mut`, `into_iter`): an iterator whose
+/// first item part is the position, from 0 in steps of 1.
+fn enumerated(expr: &Expr) -> bool {
+    match strip(expr) {
+        Expr::MethodCall(call) if call.method == "enumerate" && call.args.is_empty() => {
+            matches!(strip(&call.receiver), Expr::MethodCall(inner)
+                if ["iter", "iter_mut", "into_iter"].iter().any(|m| inner.method == m))
+        }
+        _ => false,
     }
 }
 
@@ -1741,6 +1762,24 @@ mod tests {
         let lp = &analysis.loops[0];
         assert_eq!(lp.trips.as_ref().unwrap().to_string(), "n");
         assert_eq!(lp.step.as_ref().unwrap().to_string(), "TILE");
+    }
+
+    #[test]
+    fn an_enumerated_position_counts_like_a_range() {
+        let (_, forms) = forms(
+            "unsafe fn batched(a: *const f32, c: *mut f32, n: u32) {
+                let mut column = [0.0f32; 16];
+                for (u, value) in column.iter_mut().enumerate() {
+                    *value = *a.add(at(u as u32, n, block_idx_x()));
+                }
+                for (k, value) in column.iter().zip(0..16) {
+                    *c.add(k as usize) = *value;
+                }
+            }",
+        );
+        assert_eq!(forms[0], "load a [bx + n*u]");
+        // Other adaptors stay opaque: `zip`'s second part is not a position.
+        assert!(forms[1].contains("opaque"), "{}", forms[1]);
     }
 
     #[test]
