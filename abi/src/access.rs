@@ -511,7 +511,7 @@ pub const STREAMING: [Proposal; 3] = [
         tile: (1, 1),
         waves: None,
         tag: "redirect",
-        why: "streams: the paper's round-robin redirection spreads each cluster's CTAs over the SMs (and its entry is compiled apart: on ATAX's column pass ptxas unrolled it deeper than the baseline)",
+        why: "streams: the paper's round-robin redirection spreads each cluster's CTAs over the SMs",
     },
 ];
 
