@@ -66,6 +66,8 @@ pub enum DeviceError {
     MissingClass(&'static str),
     /// A figure that must be positive is not.
     NotPositive(&'static str),
+    /// A figure outside the range it must lie in (`what`, the range).
+    OutOfRange(String, &'static str),
 }
 
 impl fmt::Display for DeviceError {
@@ -78,6 +80,9 @@ impl fmt::Display for DeviceError {
             ),
             DeviceError::NotPositive(what) => {
                 write!(f, "device file: `{what}` must be positive")
+            }
+            DeviceError::OutOfRange(what, range) => {
+                write!(f, "device file: `{what}` must be {range}")
             }
         }
     }
@@ -111,9 +116,32 @@ impl DeviceModel {
             (f64::from(model.register_unit), "register_unit"),
             (f64::from(model.shared_unit), "shared_unit"),
         ] {
-            if value <= 0.0 || value.is_nan() {
+            if value <= 0.0 || !value.is_finite() {
                 return Err(DeviceError::NotPositive(what));
             }
+        }
+        // Latencies may be zero (a load's is its cache level's), never
+        // negative or not a number: a calibration gone wrong must not load.
+        let latencies = [
+            (model.latency_l1, "latency_l1".to_string()),
+            (model.latency_l2, "latency_l2".to_string()),
+            (model.latency_dram, "latency_dram".to_string()),
+            (model.launch_overhead_us, "launch_overhead_us".to_string()),
+        ]
+        .into_iter()
+        .chain(model.classes.iter().flat_map(|(name, f)| {
+            [
+                (f.latency, format!("classes.{name}.latency")),
+                (f.rate, format!("classes.{name}.rate")),
+            ]
+        }));
+        for (value, what) in latencies {
+            if value < 0.0 || !value.is_finite() {
+                return Err(DeviceError::OutOfRange(what, "a finite number >= 0"));
+            }
+        }
+        if !(0.0..=1.0).contains(&model.overlap) {
+            return Err(DeviceError::OutOfRange("overlap".into(), "between 0 and 1"));
         }
         Ok(model)
     }
@@ -150,6 +178,26 @@ mod tests {
         let model = DeviceModel::from_json(include_str!("../devices/h100-sxm.json")).unwrap();
         assert_eq!(model.sm_count, 132);
         assert_eq!(DeviceModel::from_json(&model.to_json()).unwrap(), model);
+    }
+
+    #[test]
+    fn a_broken_figure_is_named() {
+        let text = DeviceModel::h100_sxm().to_json();
+        let broken = text.replacen("\"latency_dram\": 681.3", "\"latency_dram\": -1.0", 1);
+        assert_ne!(
+            broken, text,
+            "the shipped file's DRAM latency moved: update this test"
+        );
+        let err = DeviceModel::from_json(&broken).unwrap_err();
+        assert!(err.to_string().contains("`latency_dram`"), "{err}");
+        let mut model = DeviceModel::h100_sxm();
+        model.overlap = 1.5;
+        let err = DeviceModel::from_json(&model.to_json()).unwrap_err();
+        assert!(err.to_string().contains("`overlap`"), "{err}");
+        model.overlap = 0.2;
+        model.classes.get_mut("fp32").unwrap().latency = f64::NAN;
+        // NaN is written as null, which serde refuses: either way it fails.
+        assert!(DeviceModel::from_json(&model.to_json()).is_err());
     }
 
     #[test]
