@@ -793,8 +793,8 @@ fn group_text(original: &str, keys: &BTreeSet<&str>) -> String {
 
 /// `base` with `calibration`'s figures: each measured field replaced (those
 /// that are not positive numbers are left as they were), its provenance
-/// entry (`provenance[field.key()]`) saying "measured by `calibrate` on
-/// <device>, <date>, <method>", the groups' entries listing the calibrated
+/// entry (`provenance[field.key()]`) saying `measured by calibrate on
+/// DEVICE, DATE, METHOD`, the groups' entries listing the calibrated
 /// fields, the name the device's, and the SM count the device's where it
 /// differs. Checked by `DeviceModel::from_json`.
 pub fn calibrated_model(
