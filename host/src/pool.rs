@@ -660,15 +660,7 @@ impl TaskPool {
     /// barrier between tasks), with no host round trip; only the first such
     /// dependent of a task rides along (see the module doc).
     pub fn push_after(&self, task: Task, after: &[Ticket]) -> Result<Ticket, PoolError> {
-        if task.kind() >= self.shared.kinds {
-            return Err(PoolError::UnknownKind {
-                kind: task.kind(),
-                kinds: self.shared.kinds,
-            });
-        }
-        if task.ctas() == 0 {
-            return Err(PoolError::EmptyGrid { kind: task.kind() });
-        }
+        self.check(&task)?;
         let mut state = self.shared.lock();
         if state.shutdown.is_some() {
             return Err(PoolError::ShutDown);
@@ -695,6 +687,53 @@ impl TaskPool {
         Ok(ticket)
     }
 
+    /// Queues every task of `tasks` under one lock, in order, and returns
+    /// their tickets (consecutive): [`TaskPool::push`] for many, where the
+    /// lock per push is what producers on several threads contend for.
+    /// All or nothing: a task of an unknown kind or with no CTAs is refused
+    /// before any is queued.
+    pub fn push_many(&self, tasks: &[Task]) -> Result<Vec<Ticket>, PoolError> {
+        for task in tasks {
+            self.check(task)?;
+        }
+        let mut state = self.shared.lock();
+        if state.shutdown.is_some() {
+            return Err(PoolError::ShutDown);
+        }
+        if let Some(e) = Shared::device_error(&state) {
+            return Err(e);
+        }
+        let first = state.next_ticket;
+        state.next_ticket += tasks.len() as u64;
+        state.unfinished += tasks.len();
+        state
+            .inbox
+            .extend(tasks.iter().enumerate().map(|(i, &task)| Queued {
+                ticket: Ticket(first + i as u64),
+                task,
+                after: Vec::new(),
+            }));
+        let wake = self.shared.announce(&mut state);
+        drop(state);
+        if wake {
+            self.shared.work.notify_one();
+        }
+        Ok((first..first + tasks.len() as u64).map(Ticket).collect())
+    }
+
+    fn check(&self, task: &Task) -> Result<(), PoolError> {
+        if task.kind() >= self.shared.kinds {
+            return Err(PoolError::UnknownKind {
+                kind: task.kind(),
+                kinds: self.shared.kinds,
+            });
+        }
+        if task.ctas() == 0 {
+            return Err(PoolError::EmptyGrid { kind: task.kind() });
+        }
+        Ok(())
+    }
+
     /// Tasks pushed and not finished yet (queued, blocked or in a ring).
     pub fn unfinished(&self) -> usize {
         self.shared.lock().unfinished
@@ -717,6 +756,20 @@ impl TaskPool {
     /// waits up to the pool's timeout.
     pub fn pop_finished(&self) -> Result<Finished, PoolError> {
         self.pop_finished_timeout(self.shared.timeout)
+    }
+
+    /// Waits for a finished task as [`TaskPool::pop_finished`] does, then
+    /// takes it and up to `max - 1` more that are already waiting, under
+    /// the one lock, in the order they finished (at least one, at most
+    /// `max`; `max` 0 counts as 1).
+    pub fn pop_finished_many(&self, max: usize) -> Result<Vec<Finished>, PoolError> {
+        let first = self.pop_finished()?;
+        let mut state = self.shared.lock();
+        let more = state.finished.len().min(max.saturating_sub(1));
+        let mut out = Vec::with_capacity(1 + more);
+        out.push(first);
+        out.extend(state.finished.drain(..more));
+        Ok(out)
     }
 
     /// [`TaskPool::pop_finished`], waiting at most `timeout`.

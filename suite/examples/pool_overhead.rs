@@ -10,6 +10,9 @@
 //! - `pool independent, P producers, B bytes`: N tasks of B bytes of
 //!   arguments pushed by P threads, all popped. (A slot always carries 64
 //!   bytes: B changes only what the host writes.)
+//! - `pool independent, P producers, batches of 64`: the same with 64
+//!   tasks per `push_many` and up to 64 per `pop_finished_many` (one lock
+//!   each, where the rows above take one per task).
 //! - `pool chain`: each task pushed `after` the previous one. They ride in
 //!   one block's ring (protocol v2), so a task costs the block's own poll,
 //!   run and publish plus the host keeping the ring full, not a round trip
@@ -80,14 +83,23 @@ fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Durat
         );
         let suffix = if depth == 1 { ", depth 1" } else { "" };
         // Warm up: every block takes a few tasks.
-        run_independent(&pool, pool.slots() * 4, 1, 16);
+        run_independent(&pool, pool.slots() * 4, 1, 16, 1);
         // The full set of rows at full depth; the 16-byte ones at depth 1.
         let bytes: &[usize] = if depth == 1 { &[16] } else { &[16, 32, 64] };
         for &bytes in bytes {
             for producers in [1u32, 4] {
-                let elapsed = run_independent(&pool, tasks, producers, bytes);
+                let elapsed = run_independent(&pool, tasks, producers, bytes, 1);
                 report(
                     &format!("pool independent, {producers} producers, {bytes} B{suffix}"),
+                    elapsed,
+                );
+            }
+        }
+        if depth > 1 {
+            for producers in [1u32, 4] {
+                let elapsed = run_independent(&pool, tasks, producers, 16, BATCH);
+                report(
+                    &format!("pool independent, {producers} producers, batches of {BATCH}"),
                     elapsed,
                 );
             }
@@ -113,21 +125,40 @@ fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Durat
     }
 }
 
+/// Tasks per `push_many` and at most per `pop_finished_many` in the
+/// batched rows.
+const BATCH: usize = 64;
+
 /// Pushes `tasks` empty tasks of `bytes` bytes from `producers` threads and
 /// pops them all; returns the time from the first push to the last pop.
-fn run_independent(pool: &TaskPool, tasks: u32, producers: u32, bytes: usize) -> Duration {
+/// With `batch > 1` the producers push `batch` tasks per `push_many` and
+/// the consumer pops up to `batch` per `pop_finished_many`.
+fn run_independent(
+    pool: &TaskPool,
+    tasks: u32,
+    producers: u32,
+    bytes: usize,
+    batch: usize,
+) -> Duration {
     let start = Instant::now();
     std::thread::scope(|scope| {
         for p in 0..producers {
             scope.spawn(move || {
                 let share = tasks / producers + u32::from(p < tasks % producers);
-                for i in 0..share {
-                    let task = match bytes {
-                        16 => Task::new(EMPTY, 1, [i; 4]),
-                        32 => Task::new(EMPTY, 1, [i; 8]),
-                        _ => Task::new(EMPTY, 1, [i; 16]),
-                    };
-                    pool.push(task).expect("push");
+                let task = |i: u32| match bytes {
+                    16 => Task::new(EMPTY, 1, [i; 4]),
+                    32 => Task::new(EMPTY, 1, [i; 8]),
+                    _ => Task::new(EMPTY, 1, [i; 16]),
+                };
+                if batch > 1 {
+                    let all: Vec<Task> = (0..share).map(task).collect();
+                    for chunk in all.chunks(batch) {
+                        pool.push_many(chunk).expect("push_many");
+                    }
+                } else {
+                    for i in 0..share {
+                        pool.push(task(i)).expect("push");
+                    }
                 }
             });
         }
@@ -135,8 +166,13 @@ fn run_independent(pool: &TaskPool, tasks: u32, producers: u32, bytes: usize) ->
         // means "not yet", not "never".
         let mut popped = 0;
         while popped < tasks {
-            match pool.pop_finished() {
-                Ok(_) => popped += 1,
+            let got = if batch > 1 {
+                pool.pop_finished_many(batch).map(|done| done.len() as u32)
+            } else {
+                pool.pop_finished().map(|_| 1)
+            };
+            match got {
+                Ok(n) => popped += n,
                 Err(PoolError::NothingUnfinished) => std::thread::yield_now(),
                 Err(e) => panic!("an empty task finishes: {e}"),
             }

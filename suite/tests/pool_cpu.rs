@@ -134,6 +134,73 @@ fn every_task_runs_exactly_once_when_four_threads_push() {
     assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
 }
 
+/// Batches: four threads push batches with `push_many` (one lock per batch,
+/// consecutive tickets), one consumer takes them with `pop_finished_many`;
+/// every task runs once, with its own payload.
+#[test]
+fn batches_pushed_from_four_threads_run_exactly_once() {
+    const BATCHES: u32 = 6;
+    const BATCH: u32 = 25;
+    const PRODUCERS: u32 = 4;
+    let pool = pool(2, Duration::from_secs(60));
+    let runs = counters((BATCHES * BATCH * PRODUCERS) as usize);
+    let total = runs.len();
+    let (pushed, popped) = thread::scope(|scope| {
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let (pool, runs) = (&pool, &runs);
+                scope.spawn(move || {
+                    let mut pushed = Vec::new();
+                    for b in 0..BATCHES {
+                        let first = (p * BATCHES + b) * BATCH;
+                        let tasks: Vec<Task> =
+                            (first..first + BATCH).map(|i| mark(runs, i)).collect();
+                        let tickets = pool.push_many(&tasks).unwrap();
+                        assert_eq!(tickets.len(), tasks.len());
+                        assert!(
+                            tickets.windows(2).all(|w| w[1].0 == w[0].0 + 1),
+                            "consecutive"
+                        );
+                        pushed.extend(tickets.into_iter().zip(first..));
+                    }
+                    pushed
+                })
+            })
+            .collect();
+        let mut popped: Vec<Finished> = Vec::new();
+        while popped.len() < total {
+            match pool.pop_finished_many(16) {
+                Ok(batch) => {
+                    assert!((1..=16).contains(&batch.len()), "{} at once", batch.len());
+                    popped.extend(batch);
+                }
+                // The producers may not have pushed yet.
+                Err(PoolError::NothingUnfinished) => thread::yield_now(),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let pushed: Vec<(Ticket, u32)> = producers
+            .into_iter()
+            .flat_map(|p| p.join().unwrap())
+            .collect();
+        (pushed, popped)
+    });
+    assert_eq!(pool.try_pop_finished(), None, "no task comes out twice");
+    let mut results: Vec<(Ticket, Outcome)> =
+        popped.iter().map(|f| (f.ticket, f.outcome)).collect();
+    results.sort_by_key(|r| r.0);
+    let mut expected: Vec<(Ticket, Outcome)> = pushed
+        .iter()
+        .map(|&(t, i)| (t, Outcome::Ran { result: i as u64 }))
+        .collect();
+    expected.sort_by_key(|r| r.0);
+    assert_eq!(results, expected);
+    for (i, count) in runs.iter().enumerate() {
+        assert_eq!(count.load(Ordering::Relaxed), 1, "task {i} ran that often");
+    }
+    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+}
+
 /// With no spin window the scheduler yields and sleeps between passes
 /// whenever tasks are in flight, and it sleeps on its condition variable when
 /// idle: every task still runs once, including one pushed after a pause
@@ -451,8 +518,18 @@ fn bad_tasks_and_pools_are_refused() {
         pool.push(Task::new(EMPTY, 0, 0u32)),
         Err(PoolError::EmptyGrid { kind: EMPTY })
     );
+    // push_many is all or nothing: the good task before the bad one stays out.
+    let runs = counters(1);
+    assert_eq!(
+        pool.push_many(&[mark(&runs, 0), Task::new(KINDS, 1, 0u32)]),
+        Err(PoolError::UnknownKind {
+            kind: KINDS,
+            kinds: KINDS
+        })
+    );
     assert_eq!(pool.unfinished(), 0);
     assert_eq!(pool.pop_finished(), Err(PoolError::NothingUnfinished));
+    assert_eq!(runs[0].load(Ordering::Relaxed), 0);
     // 5 blocks on 2 SMs that keep 2 each cannot all be resident.
     let config = PoolConfig::new(KINDS).blocks(5).block_threads(THREADS);
     assert_eq!(
