@@ -122,6 +122,9 @@ pub enum IndexingKind {
     /// Tiles of `width x height` CTAs enumerated down the grid first
     /// (column-major), CTAs column-major inside a tile: the raster along y.
     ColumnTile = 4,
+    /// [`IndexingKind::Tile`] with every other band of tiles walked right to
+    /// left (Sawtooth order): a band starts where the last one ended.
+    Sawtooth = 5,
 }
 
 impl IndexingKind {
@@ -133,6 +136,7 @@ impl IndexingKind {
             2 => Some(IndexingKind::Tile),
             3 => Some(IndexingKind::Custom),
             4 => Some(IndexingKind::ColumnTile),
+            5 => Some(IndexingKind::Sawtooth),
             _ => None,
         }
     }
@@ -145,6 +149,7 @@ impl IndexingKind {
             IndexingKind::Tile => "tile",
             IndexingKind::Custom => "custom",
             IndexingKind::ColumnTile => "column_tile",
+            IndexingKind::Sawtooth => "sawtooth",
         }
     }
 }

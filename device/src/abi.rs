@@ -29,6 +29,8 @@ pub mod indexing_kind {
     pub const CUSTOM: u32 = IndexingKind::Custom as u32;
     /// [`IndexingKind::ColumnTile`].
     pub const COLUMN_TILE: u32 = IndexingKind::ColumnTile as u32;
+    /// [`IndexingKind::Sawtooth`].
+    pub const SAWTOOTH: u32 = IndexingKind::Sawtooth as u32;
 }
 
 /// What a clustered kernel tells the host about itself, fixed at compile time.
@@ -108,6 +110,10 @@ impl KernelContract {
                 height: self.tile[1],
             }),
             indexing_kind::COLUMN_TILE => Some(Indexing::ColumnTile {
+                width: self.tile[0],
+                height: self.tile[1],
+            }),
+            indexing_kind::SAWTOOTH => Some(Indexing::Sawtooth {
                 width: self.tile[0],
                 height: self.tile[1],
             }),

@@ -168,6 +168,17 @@ pub enum Indexing {
         /// CTAs per tile along y.
         height: u32,
     },
+    /// [`Indexing::Tile`] with the odd bands of tiles mirrored along x
+    /// (Sawtooth order): band 0 runs left to right, band 1 right to left,
+    /// so each band starts at the columns the last one ended on, whose
+    /// shared operand is still in L2. `sawtooth(1, G)` is the grouped raster
+    /// along x, reversing on alternate passes.
+    Sawtooth {
+        /// CTAs per tile along x.
+        width: u32,
+        /// CTAs per tile along y.
+        height: u32,
+    },
 }
 
 /// A grid's dimensions in CTAs.
@@ -200,6 +211,11 @@ impl Indexing {
                 };
                 transposed.linearize([gy, gx, grid[2]], [y, x, z])
             }
+            Indexing::Sawtooth { width, height } => {
+                // Odd bands are the tiles of the mirrored band.
+                let x = if (y / height) % 2 == 1 { gx - 1 - x } else { x };
+                Indexing::Tile { width, height }.linearize(grid, [x, y, z])
+            }
             Indexing::Tile { width, height } => {
                 let band = y / height;
                 let band_height = height.min(gy - band * height);
@@ -222,7 +238,8 @@ impl Indexing {
 pub struct Delinearize {
     /// 0 row-major, 1 column-major, 2 tiles, 3 tiles of the transposed grid
     /// (column tiles: `tile`, the edges and the divisors are the transposed
-    /// grid's, and `cta` swaps x and y back).
+    /// grid's, and `cta` swaps x and y back), 4 tiles with odd bands mirrored
+    /// along x (Sawtooth).
     kind: u32,
     grid: [u32; 3],
     tile: [u32; 2],
@@ -283,6 +300,7 @@ impl Delinearize {
             Indexing::RowMajor => (0, [gx, 1]),
             Indexing::ColumnMajor => (1, [1, gy]),
             Indexing::Tile { width, height }
+            | Indexing::Sawtooth { width, height }
             | Indexing::ColumnTile {
                 height: width,
                 width: height,
@@ -290,10 +308,10 @@ impl Delinearize {
                 if width == 0 || height == 0 {
                     return Err(MappingError::EmptyTile);
                 }
-                let kind = if matches!(indexing, Indexing::Tile { .. }) {
-                    2
-                } else {
-                    3
+                let kind = match indexing {
+                    Indexing::Tile { .. } => 2,
+                    Indexing::ColumnTile { .. } => 3,
+                    _ => 4,
                 };
                 (kind, [width.min(gx), height.min(gy)])
             }
@@ -366,10 +384,11 @@ impl Delinearize {
                 };
                 let (dy, dx) = row_width.div_rem(in_tile);
                 let (x, y) = (tile_x + dx, band_y + dy);
-                if self.kind == 3 {
-                    [y, x, z]
-                } else {
-                    [x, y, z]
+                match self.kind {
+                    3 => [y, x, z],
+                    // Sawtooth: odd bands run right to left.
+                    4 if band % 2 == 1 => [gx - 1 - x, y, z],
+                    _ => [x, y, z],
                 }
             }
         }
@@ -530,8 +549,19 @@ mod tests {
             width: 3,
             height: 2,
         };
+        let sawtooth = Indexing::Sawtooth {
+            width: 2,
+            height: 3,
+        };
         grids.into_iter().flat_map(move |grid| {
-            [Indexing::RowMajor, Indexing::ColumnMajor, tile, column_tile].map(|indexing| {
+            [
+                Indexing::RowMajor,
+                Indexing::ColumnMajor,
+                tile,
+                column_tile,
+                sawtooth,
+            ]
+            .map(|indexing| {
                 let total = grid.iter().product::<u32>();
                 (Delinearize::new(indexing, grid).unwrap(), total)
             })
@@ -841,6 +871,38 @@ mod tests {
         );
     }
 
+    /// Sawtooth order: `sawtooth(1, 2)` on a 3 x 4 grid walks the first
+    /// band of two rows left to right, column by column, and the second
+    /// right to left, starting under the column the first ended on.
+    #[test]
+    fn sawtooth_walks_every_other_band_backwards() {
+        let d = Delinearize::new(
+            Indexing::Sawtooth {
+                width: 1,
+                height: 2,
+            },
+            [3, 4, 1],
+        )
+        .unwrap();
+        assert_eq!(
+            (0..12).map(|v| d.cta(v)).collect::<Vec<_>>(),
+            [
+                [0, 0, 0],
+                [0, 1, 0],
+                [1, 0, 0],
+                [1, 1, 0],
+                [2, 0, 0],
+                [2, 1, 0],
+                [2, 2, 0],
+                [2, 3, 0],
+                [1, 2, 0],
+                [1, 3, 0],
+                [0, 2, 0],
+                [0, 3, 0]
+            ]
+        );
+    }
+
     #[test]
     fn indexing_is_a_bijection_on_random_grids() {
         let mut rng = SplitMix(3);
@@ -853,7 +915,14 @@ mod tests {
             let (width, height) = (rng.size(12), rng.size(12));
             let tile = Indexing::Tile { width, height };
             let column_tile = Indexing::ColumnTile { width, height };
-            for indexing in [Indexing::RowMajor, Indexing::ColumnMajor, tile, column_tile] {
+            let sawtooth = Indexing::Sawtooth { width, height };
+            for indexing in [
+                Indexing::RowMajor,
+                Indexing::ColumnMajor,
+                tile,
+                column_tile,
+                sawtooth,
+            ] {
                 check_indexing(indexing, grid);
             }
         }

@@ -18,6 +18,7 @@ pub const TILE: u32 = 32;
 #[clustered(name = sgemm_tiled_raster, binding = reorder, indexing = tile(16, 4))]
 #[clustered(name = sgemm_tiled_raster16, binding = reorder, indexing = tile(1, 16))]
 #[clustered(name = sgemm_tiled_raster8, binding = reorder, indexing = tile(1, 8))]
+#[clustered(name = sgemm_tiled_sawtooth8, binding = reorder, indexing = sawtooth(1, 8))]
 #[clustered(name = sgemm_tiled_raster32, binding = reorder, indexing = tile(1, 32))]
 #[clustered(name = sgemm_tiled_agents, binding = agents, indexing = tile(4, 4))]
 #[clustered(name = sgemm_tiled_redirect, binding = redirect, indexing = column_major)]

@@ -27,6 +27,9 @@ pub const NAIVE_BLOCK: u32 = 16;
 ///   hot. G = 32 is the tuned schedule at both sizes in Rust (1.18-1.19x
 ///   at 8192 on an H100 and an H200, docs/BENCHMARKS.md); the C++
 ///   reference found GROUP 16-32 best (DESIGN.md section 7).
+/// - `_sawtooth32`: the raster of G = 32 along x with every other band of
+///   rows walked right to left (Sawtooth order), so a band starts on the
+///   columns of B the last one ended with.
 /// - `_raster32_y`: the same raster along the other axis
 ///   (`column_tile(32, 1)`: 32 grid columns down the grid, band after band),
 ///   so a panel of B stays hot while the rows of A stream.
@@ -42,6 +45,7 @@ pub const NAIVE_BLOCK: u32 = 16;
 #[clustered(name = sgemm_naive_raster16, binding = reorder, indexing = tile(1, 16))]
 #[clustered(name = sgemm_naive_raster32, binding = reorder, indexing = tile(1, 32))]
 #[clustered(name = sgemm_naive_raster32_y, binding = reorder, indexing = column_tile(32, 1))]
+#[clustered(name = sgemm_naive_sawtooth32, binding = reorder, indexing = sawtooth(1, 32))]
 #[clustered(name = sgemm_naive_persistent16, binding = persistent, indexing = tile(1, 16), chunk = 4)]
 #[clustered(name = sgemm_naive_redirect_rows, binding = redirect, indexing = row_major)]
 #[clustered(name = sgemm_naive_redirect_columns, binding = redirect, indexing = column_major)]

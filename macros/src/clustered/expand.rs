@@ -71,6 +71,7 @@ pub fn schedule(
         Indexing::ColumnMajor => (quote!(COLUMN_MAJOR), [0, 0]),
         Indexing::Tile { width, height } => (quote!(TILE), [*width, *height]),
         Indexing::ColumnTile { width, height } => (quote!(COLUMN_TILE), [*width, *height]),
+        Indexing::Sawtooth { width, height } => (quote!(SAWTOOTH), [*width, *height]),
         Indexing::Custom(_) => (quote!(CUSTOM), [0, 0]),
     };
     let [tile_width, tile_height] = tile;
@@ -96,7 +97,10 @@ pub fn schedule(
     // baseline (bench, H100, docs/BENCHMARKS.md).
     let maps_in_task = matches!(
         schedule.indexing,
-        Indexing::Custom(_) | Indexing::Tile { .. } | Indexing::ColumnTile { .. }
+        Indexing::Custom(_)
+            | Indexing::Tile { .. }
+            | Indexing::ColumnTile { .. }
+            | Indexing::Sawtooth { .. }
     );
     let call_with_cta = |function: &dyn quote::ToTokens| {
         if maps_in_task {
@@ -150,6 +154,7 @@ pub fn schedule(
         Indexing::ColumnMajor => "column_major".to_string(),
         Indexing::Tile { width, height } => format!("tile({width}, {height})"),
         Indexing::ColumnTile { width, height } => format!("column_tile({width}, {height})"),
+        Indexing::Sawtooth { width, height } => format!("sawtooth({width}, {height})"),
         Indexing::Custom(path) => format!("custom({})", quote!(#path).to_string().replace(' ', "")),
     };
     let doc = format!(

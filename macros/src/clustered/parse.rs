@@ -39,6 +39,11 @@ pub enum Indexing {
         width: u32,
         height: u32,
     },
+    /// Tiles with every other band walked right to left.
+    Sawtooth {
+        width: u32,
+        height: u32,
+    },
     Custom(Path),
 }
 
@@ -93,6 +98,7 @@ impl Schedule {
                 IndexingKind::ColumnMajor => Indexing::ColumnMajor,
                 IndexingKind::Tile => Indexing::Tile { width, height },
                 IndexingKind::ColumnTile => Indexing::ColumnTile { width, height },
+                IndexingKind::Sawtooth => Indexing::Sawtooth { width, height },
                 IndexingKind::RowMajor | IndexingKind::Custom => Indexing::RowMajor,
             },
             bypass: Vec::new(),
@@ -126,6 +132,16 @@ impl Schedule {
                     height: b,
                 },
                 Indexing::ColumnTile {
+                    width: c,
+                    height: d,
+                },
+            )
+            | (
+                Indexing::Sawtooth {
+                    width: a,
+                    height: b,
+                },
+                Indexing::Sawtooth {
                     width: c,
                     height: d,
                 },
@@ -326,7 +342,7 @@ fn expr_ident(expr: &Expr) -> Option<String> {
 
 fn parse_indexing(value: &Expr, errors: &mut Vec<Error>) -> Option<Indexing> {
     const HELP: &str =
-        "use `row_major`, `column_major`, `tile(width, height)`, `column_tile(width, height)` or `custom(path::to::function)`";
+        "use `row_major`, `column_major`, `tile(width, height)`, `column_tile(width, height)`, `sawtooth(width, height)` or `custom(path::to::function)`";
     // The name and, for the call form, the arguments; `named` is what an
     // "unknown" error points at.
     let (name, args, named) = match value {
@@ -336,14 +352,14 @@ fn parse_indexing(value: &Expr, errors: &mut Vec<Error>) -> Option<Indexing> {
     match (name.as_deref(), args) {
         (Some("row_major"), None) => Some(Indexing::RowMajor),
         (Some("column_major"), None) => Some(Indexing::ColumnMajor),
-        (Some(name @ ("tile" | "column_tile" | "custom")), None) => {
+        (Some(name @ ("tile" | "column_tile" | "sawtooth" | "custom")), None) => {
             errors.push(Error::new_spanned(
                 value,
                 format!("`{name}` needs arguments: {HELP}"),
             ));
             None
         }
-        (Some(kind @ ("tile" | "column_tile")), Some(args)) => {
+        (Some(kind @ ("tile" | "column_tile" | "sawtooth")), Some(args)) => {
             if args.len() != 2 {
                 errors.push(Error::new_spanned(
                     value,
@@ -363,10 +379,10 @@ fn parse_indexing(value: &Expr, errors: &mut Vec<Error>) -> Option<Indexing> {
                 }
             }
             let [width, height] = sides;
-            ok.then_some(if kind == "tile" {
-                Indexing::Tile { width, height }
-            } else {
-                Indexing::ColumnTile { width, height }
+            ok.then_some(match kind {
+                "tile" => Indexing::Tile { width, height },
+                "column_tile" => Indexing::ColumnTile { width, height },
+                _ => Indexing::Sawtooth { width, height },
             })
         }
         (Some("custom"), Some(args)) => match args.first() {
