@@ -334,10 +334,10 @@ mod tests {
         }
         assert_eq!(Binding::from_name("agent"), None);
         assert_eq!(Binding::from_u32(5), None);
-        for kind in 0..5 {
+        for kind in 0..6 {
             assert_eq!(IndexingKind::from_u32(kind).map(|k| k as u32), Some(kind));
         }
-        assert_eq!(IndexingKind::from_u32(5), None);
+        assert_eq!(IndexingKind::from_u32(6), None);
     }
 
     #[test]

@@ -41,19 +41,7 @@ fn main() {
     let Some((gpu, module)) = clustered_suite::gpu_or_skip().expect("the suite's PTX loads") else {
         return;
     };
-    let props = gpu.properties();
-    println!(
-        "device: {} ({} SMs); {tasks} empty tasks per row",
-        props.name, props.sm_count
-    );
-    println!("{:<52} {:>10} {:>12}", "row", "total ms", "per task ns");
-    let report = |row: &str, elapsed: Duration| {
-        println!(
-            "{row:<52} {:>10.3} {:>12.1}",
-            elapsed.as_secs_f64() * 1e3,
-            elapsed.as_secs_f64() * 1e9 / tasks as f64
-        );
-    };
+    let report = clustered_suite::measure::per_task_table(&gpu, tasks);
     let blocks = ring_rows(&gpu, &module, tasks, &report);
     for capacity in [blocks * 8, blocks * 32] {
         match queue_rows(&gpu, &module, tasks, blocks, capacity, &report) {

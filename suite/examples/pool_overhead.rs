@@ -46,19 +46,7 @@ fn main() {
     let Some((gpu, module)) = clustered_suite::gpu_or_skip().expect("the suite's PTX loads") else {
         return;
     };
-    let props = gpu.properties();
-    println!(
-        "device: {} ({} SMs); {tasks} empty tasks per row",
-        props.name, props.sm_count
-    );
-    println!("{:<44} {:>12} {:>14}", "row", "total ms", "per task ns");
-    let report = |row: &str, elapsed: Duration| {
-        println!(
-            "{row:<44} {:>12.3} {:>14.1}",
-            elapsed.as_secs_f64() * 1e3,
-            elapsed.as_secs_f64() * 1e9 / tasks as f64
-        );
-    };
+    let report = clustered_suite::measure::per_task_table(&gpu, tasks);
     pool_rows(&gpu, &module, tasks, &report);
     launch_rows(&gpu, &module, tasks, &report);
 }

@@ -1189,12 +1189,9 @@ fn chase_latency(
 
 /// Cycles per dependent FMA, one warp.
 fn fp32_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, CalibrateError> {
-    let iters = 1024u32;
     let (a, b) = (0.999_9f32, 1e-4f32);
     let mut out = gpu.zeros::<f32>(32)?;
-    let mut cycles = gpu.zeros::<u64>(32)?;
-    let mut samples = Vec::new();
-    for run in 0..=runs {
+    chain_latency(gpu, runs, FP32_CHAIN_PER_ITERATION, |iters, cycles| {
         // SAFETY: 32 threads, out and cycles hold 32 elements.
         unsafe {
             gpu.launch_entry(
@@ -1202,27 +1199,16 @@ fn fp32_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, Cal
                 fp32_chain::KERNEL,
                 LaunchConfig::new([1, 1, 1], [32, 1, 1]),
                 &ClusterOptions::default(),
-                (iters, a, b, &mut out, &mut cycles),
-            )?;
+                (iters, a, b, &mut out, cycles),
+            )
         }
-        let result = gpu.dtoh(&cycles)?;
-        if run > 0 {
-            samples.extend(per_step(
-                result[0],
-                u64::from(iters) * u64::from(FP32_CHAIN_PER_ITERATION),
-            ));
-        }
-    }
-    Ok(samples)
+    })
 }
 
 /// Cycles per dependent integer instruction, one warp.
 fn int_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, CalibrateError> {
-    let iters = 1024u32;
     let mut out = gpu.zeros::<u32>(32)?;
-    let mut cycles = gpu.zeros::<u64>(32)?;
-    let mut samples = Vec::new();
-    for run in 0..=runs {
+    chain_latency(gpu, runs, INT_CHAIN_PER_ITERATION, |iters, cycles| {
         // SAFETY: 32 threads, out and cycles hold 32 elements.
         unsafe {
             gpu.launch_entry(
@@ -1230,14 +1216,32 @@ fn int_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, Cali
                 int_chain::KERNEL,
                 LaunchConfig::new([1, 1, 1], [32, 1, 1]),
                 &ClusterOptions::default(),
-                (iters, 0x9E37_79B9u32, 0x7F4A_7C15u32, &mut out, &mut cycles),
-            )?;
+                (iters, 0x9E37_79B9u32, 0x7F4A_7C15u32, &mut out, cycles),
+            )
         }
+    })
+}
+
+/// Runs a one-warp chain `runs + 1` times (the first untimed) through
+/// `launch(iterations, cycles)`, and returns the cycles per chained
+/// instruction of each timed run (`per_iteration` instructions per
+/// iteration).
+fn chain_latency(
+    gpu: &Gpu,
+    runs: usize,
+    per_iteration: u32,
+    mut launch: impl FnMut(u32, &mut CudaSlice<u64>) -> Result<(), clustered_host::Error>,
+) -> Result<Vec<f64>, CalibrateError> {
+    let iters = 1024u32;
+    let mut cycles = gpu.zeros::<u64>(32)?;
+    let mut samples = Vec::new();
+    for run in 0..=runs {
+        launch(iters, &mut cycles)?;
         let result = gpu.dtoh(&cycles)?;
         if run > 0 {
             samples.extend(per_step(
                 result[0],
-                u64::from(iters) * u64::from(INT_CHAIN_PER_ITERATION),
+                u64::from(iters) * u64::from(per_iteration),
             ));
         }
     }

@@ -290,3 +290,23 @@ pub fn tune_auto(
         hit_micros,
     }))
 }
+
+/// The per-task table of the pool examples (`pool_overhead`,
+/// `pool_claim_queue`): prints the device line and the header for `tasks`
+/// tasks per row, and returns the function that prints a row (total ms and
+/// ns per task).
+pub fn per_task_table(gpu: &Gpu, tasks: u32) -> impl Fn(&str, std::time::Duration) {
+    let props = gpu.properties();
+    println!(
+        "device: {} ({} SMs); {tasks} empty tasks per row",
+        props.name, props.sm_count
+    );
+    println!("{:<52} {:>10} {:>12}", "row", "total ms", "per task ns");
+    move |row: &str, elapsed: std::time::Duration| {
+        println!(
+            "{row:<52} {:>10.3} {:>12.1}",
+            elapsed.as_secs_f64() * 1e3,
+            elapsed.as_secs_f64() * 1e9 / f64::from(tasks)
+        );
+    }
+}
