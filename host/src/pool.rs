@@ -241,8 +241,8 @@ impl PoolConfig {
     /// then yielding its core) after the last task finished or was
     /// dispatched while others are in flight, before it falls back to
     /// sleeping 50 us between polls: a task that ends within the window is
-    /// seen at the next poll, one that ends later after a sleep (how long
-    /// either takes on a GPU is not measured yet: `pool_overhead` prints
+    /// seen at the next poll, one that ends later after a sleep (the
+    /// default window is not tuned: `pool_overhead` measures the pool at
     /// it). The window costs one busy core while tasks run. Default [`DEFAULT_SPIN`] (2 ms);
     /// `Duration::ZERO` sleeps at once.
     pub fn spin(mut self, window: Duration) -> Self {
