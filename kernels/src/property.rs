@@ -46,6 +46,7 @@ pub fn snake(v: u32, grid: [u32; 3]) -> [u32; 3] {
 #[clustered(name = tile_exchange_persistent, binding = persistent, indexing = custom(snake), chunk = 2)]
 #[clustered(name = tile_exchange_stride, binding = stride, indexing = tile(2, 3))]
 #[clustered(name = tile_exchange_stride_waves, binding = stride, indexing = column_major, waves = 2)]
+#[clustered(name = tile_exchange_sawtooth_agents, binding = agents, indexing = sawtooth(2, 2), chunk = 2)]
 pub unsafe fn tile_exchange(
     input: *const u32,
     output: *mut u32,
@@ -101,6 +102,8 @@ pub unsafe fn tile_exchange(
 #[clustered(name = segment_scan_persistent_throttled, binding = persistent, chunk = 4, active = 2)]
 #[clustered(name = segment_scan_stride, binding = stride, indexing = custom(snake))]
 #[clustered(name = segment_scan_stride_waves, binding = stride, indexing = tile(2, 2), waves = 3)]
+#[clustered(name = segment_scan_sawtooth_stride, binding = stride, indexing = sawtooth(3, 1))]
+#[clustered(name = segment_scan_column_tile_persistent, binding = persistent, indexing = column_tile(2, 1), chunk = 2)]
 pub unsafe fn segment_scan(
     input: *const u32,
     output: *mut u32,
