@@ -660,31 +660,7 @@ impl TaskPool {
     /// barrier between tasks), with no host round trip; only the first such
     /// dependent of a task rides along (see the module doc).
     pub fn push_after(&self, task: Task, after: &[Ticket]) -> Result<Ticket, PoolError> {
-        self.check(&task)?;
-        let mut state = self.shared.lock();
-        if state.shutdown.is_some() {
-            return Err(PoolError::ShutDown);
-        }
-        if let Some(e) = Shared::device_error(&state) {
-            return Err(e);
-        }
-        if let Some(&unknown) = after.iter().find(|t| t.0 >= state.next_ticket) {
-            return Err(PoolError::UnknownDependency(unknown));
-        }
-        let ticket = Ticket(state.next_ticket);
-        state.next_ticket += 1;
-        state.unfinished += 1;
-        state.inbox.push(Queued {
-            ticket,
-            task,
-            after: after.to_vec(),
-        });
-        let wake = self.shared.announce(&mut state);
-        drop(state);
-        if wake {
-            self.shared.work.notify_one();
-        }
-        Ok(ticket)
+        self.enqueue(std::slice::from_ref(&task), after).map(Ticket)
     }
 
     /// Queues every task of `tasks` under one lock, in order, and returns
@@ -693,6 +669,13 @@ impl TaskPool {
     /// All or nothing: a task of an unknown kind or with no CTAs is refused
     /// before any is queued.
     pub fn push_many(&self, tasks: &[Task]) -> Result<Vec<Ticket>, PoolError> {
+        let first = self.enqueue(tasks, &[])?;
+        Ok((first..first + tasks.len() as u64).map(Ticket).collect())
+    }
+
+    /// Checks `tasks`, then queues them in order under one lock, each
+    /// after `after`; returns the first one's ticket (the others follow it).
+    fn enqueue(&self, tasks: &[Task], after: &[Ticket]) -> Result<u64, PoolError> {
         for task in tasks {
             self.check(task)?;
         }
@@ -703,6 +686,9 @@ impl TaskPool {
         if let Some(e) = Shared::device_error(&state) {
             return Err(e);
         }
+        if let Some(&unknown) = after.iter().find(|t| t.0 >= state.next_ticket) {
+            return Err(PoolError::UnknownDependency(unknown));
+        }
         let first = state.next_ticket;
         state.next_ticket += tasks.len() as u64;
         state.unfinished += tasks.len();
@@ -711,14 +697,14 @@ impl TaskPool {
             .extend(tasks.iter().enumerate().map(|(i, &task)| Queued {
                 ticket: Ticket(first + i as u64),
                 task,
-                after: Vec::new(),
+                after: after.to_vec(),
             }));
         let wake = self.shared.announce(&mut state);
         drop(state);
         if wake {
             self.shared.work.notify_one();
         }
-        Ok((first..first + tasks.len() as u64).map(Ticket).collect())
+        Ok(first)
     }
 
     fn check(&self, task: &Task) -> Result<(), PoolError> {
@@ -763,8 +749,7 @@ impl TaskPool {
     /// the one lock, in the order they finished (at least one, at most
     /// `max`; `max` 0 counts as 1).
     pub fn pop_finished_many(&self, max: usize) -> Result<Vec<Finished>, PoolError> {
-        let first = self.pop_finished()?;
-        let mut state = self.shared.lock();
+        let (first, mut state) = self.wait_finished(self.shared.timeout)?;
         let more = state.finished.len().min(max.saturating_sub(1));
         let mut out = Vec::with_capacity(1 + more);
         out.push(first);
@@ -774,11 +759,20 @@ impl TaskPool {
 
     /// [`TaskPool::pop_finished`], waiting at most `timeout`.
     pub fn pop_finished_timeout(&self, timeout: Duration) -> Result<Finished, PoolError> {
+        self.wait_finished(timeout).map(|(done, _)| done)
+    }
+
+    /// Waits up to `timeout` for a finished task; returns it with the lock
+    /// still held, so that a caller can take more under the same lock.
+    fn wait_finished(
+        &self,
+        timeout: Duration,
+    ) -> Result<(Finished, MutexGuard<'_, State>), PoolError> {
         let start = Instant::now();
         let mut state = self.shared.lock();
         loop {
             if let Some(done) = state.finished.pop_front() {
-                return Ok(done);
+                return Ok((done, state));
             }
             if let Some(e) = Shared::device_error(&state) {
                 return Err(e);
