@@ -67,6 +67,9 @@ pub enum ProblemKind {
     UnseparatedSharedMemory,
     /// An `.aligned` CTA barrier that the runtime did not write (any kernel).
     AlignedBarrier,
+    /// A thread block cluster's register, barrier or shared memory in a
+    /// scheduled entry.
+    ThreadBlockCluster,
 }
 
 impl fmt::Display for Problem {
@@ -106,6 +109,15 @@ impl fmt::Display for Problem {
                  between them a fast warp overwrites shared data that a slow one still reads. \
                  Declare the `shared_array!` (or call `sync_threads()`) in the kernel body so the \
                  macro separates the tasks, or use `binding = reorder` or `redirect`"
+            ),
+            ProblemKind::ThreadBlockCluster => write!(
+                f,
+                "{place} uses a thread block cluster (`{line}`): a schedule moves tasks between \
+                 blocks, so the blocks of one hardware cluster do not run the tiles this code \
+                 expects beside each other, and a persistent block may wait at a cluster barrier \
+                 that its neighbours never reach. Use `clustered::cluster` only in a plain \
+                 `#[kernel]` (launched with `LaunchConfig::with_block_cluster`), or schedule the \
+                 kernel without it and set `ClusterOptions::block_cluster`"
             ),
             ProblemKind::AlignedBarrier => write!(
                 f,
@@ -280,6 +292,27 @@ fn is_aligned_cta_barrier(code: &str) -> bool {
     }
 }
 
+/// Does this instruction use a thread block cluster: its special registers
+/// (`%cluster_ctarank`, `%clusterid`, ...), its barrier, an address mapped
+/// into it (`mapa`) or its shared window (`ld.shared::cluster`)?
+fn uses_block_cluster(code: &str) -> bool {
+    const REGISTERS: [&str; 7] = [
+        "%cluster_ctarank",
+        "%cluster_nctarank",
+        "%cluster_ctaid",
+        "%cluster_nctaid",
+        "%clusterid",
+        "%nclusterid",
+        "%is_explicit_cluster",
+    ];
+    let mnemonic = mnemonic(code);
+    code.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '%'))
+        .any(|word| REGISTERS.contains(&word))
+        || mnemonic.starts_with("barrier.cluster")
+        || mnemonic.starts_with("mapa")
+        || mnemonic.contains("::cluster")
+}
+
 /// The instruction's mnemonic, past a guard (`@%p1 bar.sync 0;`).
 fn mnemonic(code: &str) -> &str {
     let op = code.trim_start().trim_start_matches(['@', '!']);
@@ -335,6 +368,9 @@ pub fn check(ptx: &str) -> Vec<Problem> {
                 .any(|tag| line.contains(tag));
             if (code.contains("%ctaid") || code.contains("%nctaid")) && !tagged {
                 report(function, line, ProblemKind::HardwareBlockIndex);
+            }
+            if uses_block_cluster(code) {
+                report(function, line, ProblemKind::ThreadBlockCluster);
             }
             if !persistent || tagged {
                 continue;
@@ -431,6 +467,27 @@ mod tests {
         assert!(problems[0]
             .to_string()
             .contains("let bx = block_idx_x(); helper(bx)"));
+    }
+
+    #[test]
+    fn thread_block_clusters_only_outside_schedules() {
+        let body = "mov.u32 %r1, %cluster_ctarank;\n\tmapa.shared::cluster.u32 %r2, %r3, %r1;\n\t\
+                    ld.shared::cluster.f32 %f1, [%r2];\n\tbarrier.cluster.arrive;\n\tbarrier.cluster.wait;";
+        // A plain kernel may use them all.
+        assert_eq!(check(&entry("k", body)), vec![]);
+        // Every schedule may not: each instruction is named.
+        for binding in [0, 1, 2, 4] {
+            let ptx = format!("{}{}", contract("k_sched", binding), entry("k_sched", body));
+            let problems = check(&ptx);
+            assert_eq!(problems.len(), 5, "binding {binding}: {problems:?}");
+            assert!(problems
+                .iter()
+                .all(|p| p.kind == ProblemKind::ThreadBlockCluster));
+            assert!(problems[3].line.contains("barrier.cluster.arrive"));
+            assert!(problems[0]
+                .to_string()
+                .contains("ClusterOptions::block_cluster"));
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@
 
 pub mod abi;
 pub mod atomic;
+pub mod cluster;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cpu;
 pub mod cta;

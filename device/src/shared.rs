@@ -29,6 +29,15 @@ pub trait SharedElement: Copy + sealed::Sealed {
     unsafe fn load_shared(address: u32) -> Self;
     #[doc(hidden)]
     unsafe fn store_shared(address: u32, value: Self);
+    /// `ld.shared::cluster`: a load from any block of the cluster's shared
+    /// memory, at an address [`crate::cluster`] mapped there.
+    #[doc(hidden)]
+    #[cfg(target_arch = "nvptx64")]
+    unsafe fn load_shared_cluster(address: u32) -> Self;
+    /// `st.shared::cluster`: a store into any block of the cluster.
+    #[doc(hidden)]
+    #[cfg(target_arch = "nvptx64")]
+    unsafe fn store_shared_cluster(address: u32, value: Self);
 }
 
 macro_rules! shared_element {
@@ -47,6 +56,22 @@ macro_rules! shared_element {
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
                 crate::cpu::shared_base().add(address as usize).cast::<$t>().read()
+            }}
+            #[inline(always)]
+            #[cfg(target_arch = "nvptx64")]
+            unsafe fn load_shared_cluster(address: u32) -> Self { unsafe {
+                let value: $t;
+                asm!(concat!("ld.shared::cluster.", $ptx, " {value}, [{address}];"),
+                     value = out($class) value, address = in(reg32) address,
+                     options(readonly, nostack, preserves_flags));
+                value
+            }}
+            #[inline(always)]
+            #[cfg(target_arch = "nvptx64")]
+            unsafe fn store_shared_cluster(address: u32, value: Self) { unsafe {
+                asm!(concat!("st.shared::cluster.", $ptx, " [{address}], {value};"),
+                     value = in($class) value, address = in(reg32) address,
+                     options(nostack, preserves_flags));
             }}
             #[inline(always)]
             unsafe fn store_shared(address: u32, value: Self) { unsafe {

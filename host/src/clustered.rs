@@ -59,6 +59,14 @@ pub struct ClusterOptions {
     pub total_agents: Option<u32>,
     /// Clusters `M` (default: the SM count).
     pub clusters: Option<u32>,
+    /// Launch in Hopper thread block clusters of this many consecutive
+    /// blocks along x (`cuLaunchKernelEx`; see
+    /// [`LaunchConfig::with_block_cluster`]). A reorder schedule's cluster
+    /// holds consecutive tasks of its order, which share data; the grid's x
+    /// must be a multiple of it. The persistent bindings launch a multiple
+    /// of it agents (at least one cluster); their clusters co-schedule
+    /// agents, whatever tasks those claim. Not the paper's clusters `M`.
+    pub block_cluster: Option<u32>,
 }
 
 /// Why a clustered launch was refused.
@@ -104,6 +112,9 @@ pub enum ClusterError {
     TotalAgentsOutOfRange { requested: u32, limit: u32 },
     /// A count of the launch does not fit in 32 bits.
     Overflow { what: &'static str },
+    /// A thread block cluster width of 0, or one that does not divide the
+    /// grid's x for a binding that launches the original grid.
+    BlockClusterWidth { width: u32, grid_x: u32 },
 }
 
 impl fmt::Display for ClusterError {
@@ -153,6 +164,10 @@ impl fmt::Display for ClusterError {
             ClusterError::Overflow { what } => write!(
                 f,
                 "{what} does not fit in 32 bits: launch a smaller grid or fewer agents"
+            ),
+            ClusterError::BlockClusterWidth { width, grid_x } => write!(
+                f,
+                "thread block clusters of {width} blocks cannot tile a grid of {grid_x} blocks along x: choose a width of at least 1 that divides {grid_x}, or leave `block_cluster` unset"
             ),
             ClusterError::NoThrottling { policy } => write!(
                 f,
@@ -257,6 +272,12 @@ pub(crate) struct LaunchParameter(pub(crate) ClusterLaunch);
 // SAFETY: ClusterLaunch is repr(C), Copy, and made of plain integers.
 unsafe impl DeviceRepr for LaunchParameter {}
 
+impl<'a, 'b: 'a> crate::launch::sealed::Raw<'a> for &'b LaunchParameter {
+    fn raw(self) -> crate::block_cluster::RawArg<'a> {
+        crate::block_cluster::RawArg::value(self)
+    }
+}
+
 /// Everything a clustered launch needs, computed once: run it any number of
 /// times with [`Gpu::launch_plan`].
 #[derive(Debug)]
@@ -331,6 +352,8 @@ pub(crate) struct Layout {
     /// The kernel's last parameter; its scratch pointer is left for the
     /// caller to set.
     pub parameter: ClusterLaunch,
+    /// Blocks per thread block cluster (`[1, 1, 1]`: none).
+    pub block_cluster: [u32; 3],
     /// For the persistent bindings: the agents to launch.
     pub agents: Option<AgentLayout>,
 }
@@ -378,9 +401,19 @@ pub(crate) fn layout<E: From<ClusterError>>(
     let indexing = contract.indexing().unwrap_or(Indexing::RowMajor);
     let mut parameter =
         ClusterLaunch::new(indexing, grid, clusters).map_err(ClusterError::Mapping)?;
+    let width = options.block_cluster.unwrap_or(1);
+    let block_cluster = [width, 1, 1];
+    if width == 0 || (!binding.is_persistent() && !grid[0].is_multiple_of(width)) {
+        return Err(ClusterError::BlockClusterWidth {
+            width,
+            grid_x: grid[0],
+        }
+        .into());
+    }
     if !binding.is_persistent() {
         return Ok(Layout {
             parameter,
+            block_cluster,
             agents: None,
         });
     }
@@ -433,12 +466,20 @@ pub(crate) fn layout<E: From<ClusterError>>(
             requested
         }
     };
+    // Whole clusters: fewer agents only leave claims to the others (a
+    // grid-stride loop's blocks step by however many there are).
+    let blocks = if options.total_agents.is_some() {
+        blocks
+    } else {
+        (blocks / width).max(1) * width
+    };
     // The loop steps to `v + blocks` once past its last task `v < tasks`.
     if binding == Binding::Stride && tasks as u64 + blocks as u64 > 1 << 32 {
         return Err(ClusterError::StrideTooLong { tasks, blocks }.into());
     }
     Ok(Layout {
         parameter,
+        block_cluster,
         agents: Some(AgentLayout {
             grid: blocks,
             max,
@@ -464,6 +505,7 @@ impl Gpu {
         let dynamic_shared_bytes = original.dynamic_shared_bytes;
         let Layout {
             mut parameter,
+            block_cluster,
             agents,
         } = layout(
             &kernel.contract,
@@ -486,6 +528,7 @@ impl Gpu {
             .stream
             .clone()
             .unwrap_or_else(|| self.stream().clone());
+        let original = original.with_block_cluster(block_cluster);
         let (config, scratch, max, active) = match agents {
             None => (original, None, 0, 0),
             Some(agents) => {

@@ -188,6 +188,39 @@ pub enum LaunchError {
         /// The device's opt-in maximum per block, in bytes.
         limit: u32,
     },
+    /// A thread block cluster asked of a device before Hopper (compute
+    /// capability 9.0).
+    ClustersUnsupported {
+        /// The cluster, in blocks.
+        cluster: [u32; 3],
+        /// The device's compute capability.
+        compute_capability: (u32, u32),
+    },
+    /// A cluster dimension is 0, or the grid is not a whole number of
+    /// clusters along some axis.
+    ClusterShape {
+        /// The grid, in blocks.
+        grid: [u32; 3],
+        /// The cluster, in blocks.
+        cluster: [u32; 3],
+    },
+    /// More blocks in one cluster than the portable maximum.
+    ClusterTooLarge {
+        /// Blocks per cluster (x * y * z).
+        blocks: u64,
+        /// The portable maximum ([`PORTABLE_CLUSTER_BLOCKS`](crate::PORTABLE_CLUSTER_BLOCKS)).
+        limit: u32,
+    },
+    /// The driver found no GPC that can hold one cluster of these blocks
+    /// at once (their shared memory or registers together are too many).
+    ClusterDoesNotFit {
+        /// The cluster, in blocks.
+        cluster: [u32; 3],
+        /// Threads per block.
+        block_threads: u64,
+        /// Static plus dynamic shared memory per block, in bytes.
+        shared_bytes: u64,
+    },
 }
 
 fn driver_message(e: &DriverError) -> String {
@@ -377,6 +410,37 @@ impl fmt::Display for LaunchError {
                  {static_bytes} static) is over the device's opt-in maximum of {limit} bytes; \
                  use smaller tiles or fewer threads per block",
                 u64::from(*requested_dynamic) + u64::from(*static_bytes)
+            ),
+            LaunchError::ClustersUnsupported {
+                cluster,
+                compute_capability: (major, minor),
+            } => write!(
+                f,
+                "thread block cluster {cluster:?} asked of a device of compute capability \
+                 {major}.{minor}; clusters need 9.0 (Hopper) or later: launch with cluster \
+                 [1, 1, 1] on this device"
+            ),
+            LaunchError::ClusterShape { grid, cluster } => write!(
+                f,
+                "grid {grid:?} is not a whole number of clusters {cluster:?}: every cluster \
+                 dimension must be at least 1 and divide the grid's (pad the grid, with the \
+                 kernel bounds-checking, or choose a cluster that divides it)"
+            ),
+            LaunchError::ClusterTooLarge { blocks, limit } => write!(
+                f,
+                "a cluster of {blocks} blocks is over the portable maximum of {limit}; use a \
+                 smaller cluster"
+            ),
+            LaunchError::ClusterDoesNotFit {
+                cluster,
+                block_threads,
+                shared_bytes,
+            } => write!(
+                f,
+                "no GPC of this device can hold a cluster {cluster:?} of blocks of \
+                 {block_threads} threads and {shared_bytes} bytes of shared memory at once \
+                 (cuOccupancyMaxActiveClusters is 0); use a smaller cluster, fewer threads or \
+                 less shared memory per block"
             ),
         }
     }

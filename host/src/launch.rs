@@ -18,6 +18,11 @@ pub struct LaunchConfig {
     pub block: [u32; 3],
     /// Dynamic shared memory per block, in bytes.
     pub dynamic_shared_bytes: u32,
+    /// Blocks per thread block cluster, `[x, y, z]` (Hopper, compute
+    /// capability 9.0): the blocks of a cluster run at the same time on one
+    /// GPC and may read each other's shared memory
+    /// ([`clustered_device::cluster`]). `[1, 1, 1]`: no clusters.
+    pub block_cluster: [u32; 3],
 }
 
 impl LaunchConfig {
@@ -27,6 +32,7 @@ impl LaunchConfig {
             grid,
             block,
             dynamic_shared_bytes: 0,
+            block_cluster: [1, 1, 1],
         }
     }
 
@@ -67,6 +73,21 @@ impl LaunchConfig {
         self
     }
 
+    /// The same launch in thread block clusters of `cluster` blocks
+    /// (`[x, y, z]`, each dividing the grid's; at most
+    /// [`PORTABLE_CLUSTER_BLOCKS`] in all). Launched with
+    /// `cuLaunchKernelEx`; refused before Hopper.
+    pub fn with_block_cluster(mut self, cluster: [u32; 3]) -> Self {
+        self.block_cluster = cluster;
+        self
+    }
+
+    /// Whether this launch asks for thread block clusters (any dimension
+    /// other than 1).
+    pub fn has_block_clusters(&self) -> bool {
+        self.block_cluster != [1, 1, 1]
+    }
+
     /// Threads per block (x * y * z, saturating at `u64::MAX`).
     pub fn block_threads(&self) -> u64 {
         self.block
@@ -103,7 +124,11 @@ impl LaunchConfig {
 /// Checks, in order: no zero grid or block dimension; block threads within
 /// the smaller of the device's and the kernel's maximum; each block dimension
 /// within `max_block_dim`; each grid dimension within `max_grid_dim`; static
-/// plus dynamic shared memory within the opt-in maximum per block.
+/// plus dynamic shared memory within the opt-in maximum per block; and for
+/// a launch in thread block clusters, a device of compute capability 9.0 or
+/// later, a grid of whole clusters and at most [`PORTABLE_CLUSTER_BLOCKS`]
+/// blocks per cluster. (Whether a cluster fits on one GPC needs the driver:
+/// [`Launch::run`] asks it.)
 pub fn validate_launch(
     config: &LaunchConfig,
     device: &DeviceProperties,
@@ -153,6 +178,45 @@ pub fn validate_launch(
             limit: device.max_shared_memory_per_block_optin,
         });
     }
+    if config.has_block_clusters() {
+        validate_block_cluster(config, device)?;
+    }
+    Ok(())
+}
+
+/// Blocks per cluster that every cluster-capable device runs (CUDA's
+/// portable cluster size); larger ones need an opt-in this crate does not
+/// make.
+pub const PORTABLE_CLUSTER_BLOCKS: u32 = 8;
+
+fn validate_block_cluster(
+    config: &LaunchConfig,
+    device: &DeviceProperties,
+) -> Result<(), LaunchError> {
+    let cluster = config.block_cluster;
+    if device.compute_capability.0 < 9 {
+        return Err(LaunchError::ClustersUnsupported {
+            cluster,
+            compute_capability: device.compute_capability,
+        });
+    }
+    let whole = cluster
+        .iter()
+        .zip(config.grid)
+        .all(|(&c, g)| c != 0 && g.is_multiple_of(c));
+    if !whole {
+        return Err(LaunchError::ClusterShape {
+            grid: config.grid,
+            cluster,
+        });
+    }
+    let blocks = cluster.iter().map(|&c| u64::from(c)).product::<u64>();
+    if blocks > u64::from(PORTABLE_CLUSTER_BLOCKS) {
+        return Err(LaunchError::ClusterTooLarge {
+            blocks,
+            limit: PORTABLE_CLUSTER_BLOCKS,
+        });
+    }
     Ok(())
 }
 
@@ -167,9 +231,18 @@ pub fn needs_shared_opt_in(
         > u64::from(device.max_shared_memory_per_block)
 }
 
-mod sealed {
+pub(crate) mod sealed {
+    use crate::block_cluster::RawArg;
+
     pub trait Sealed {}
+
+    /// An argument as a launch in thread block clusters passes it.
+    pub trait Raw<'a> {
+        fn raw(self) -> RawArg<'a>;
+    }
 }
+
+use crate::block_cluster::RawArg;
 
 /// What [`Launch::arg`] takes: a reference to a scalar, or a device buffer
 /// (a pointer parameter). Each knows its size, so that a launch compares the
@@ -182,6 +255,11 @@ pub trait KernelArg: sealed::Sealed {
 macro_rules! scalar_args {
     ($($t:ty),*) => {$(
         impl sealed::Sealed for &$t {}
+        impl<'a, 'b: 'a> sealed::Raw<'a> for &'b $t {
+            fn raw(self) -> RawArg<'a> {
+                RawArg::value(self)
+            }
+        }
         impl KernelArg for &$t {
             const BYTES: u32 = std::mem::size_of::<$t>() as u32;
         }
@@ -206,6 +284,30 @@ buffer_args!(
     ('b, 'c) &'b CudaView<'c, T>,
     ('b, 'c) &'b mut CudaViewMut<'c, T>
 );
+
+impl<'a, 'b: 'a, T> sealed::Raw<'a> for &'b CudaSlice<T> {
+    fn raw(self) -> RawArg<'a> {
+        RawArg::Read(self)
+    }
+}
+
+impl<'a, 'b: 'a, 'c: 'a, T> sealed::Raw<'a> for &'b CudaView<'c, T> {
+    fn raw(self) -> RawArg<'a> {
+        RawArg::Read(self)
+    }
+}
+
+impl<'a, 'b: 'a, T> sealed::Raw<'a> for &'b mut CudaSlice<T> {
+    fn raw(self) -> RawArg<'a> {
+        RawArg::Write(self)
+    }
+}
+
+impl<'a, 'b: 'a, 'c: 'a, T> sealed::Raw<'a> for &'b mut CudaViewMut<'c, T> {
+    fn raw(self) -> RawArg<'a> {
+        RawArg::Write(self)
+    }
+}
 
 /// Checks the argument sizes pushed for `kernel` against its PTX's.
 pub(crate) fn check_arguments(kernel: &Kernel, pushed: &[u32]) -> Result<(), Error> {
@@ -237,6 +339,10 @@ pub struct Launch<'a> {
     stream_after_args: bool,
     /// A clustered launch: its parameter goes last, its scratch is zeroed.
     cluster: Option<&'a ClusteredPlan>,
+    /// The arguments of a launch in thread block clusters, which goes
+    /// through `cuLaunchKernelEx` rather than cudarc (then `args` stays
+    /// empty).
+    raw: Option<Vec<RawArg<'a>>>,
 }
 
 impl Gpu {
@@ -262,6 +368,7 @@ impl Gpu {
             scalars: Vec::new(),
             stream_after_args: false,
             cluster: None,
+            raw: config.has_block_clusters().then(Vec::new),
         }
     }
 }
@@ -288,7 +395,7 @@ impl<'a> Launch<'a> {
     /// [`Launch::run`] compares the count and sizes of the pushed arguments
     /// with the kernel's `.param` list in its PTX, and refuses a mismatch
     /// with [`Error::Arguments`].
-    pub fn arg<T: KernelArg>(mut self, arg: T) -> Self
+    pub fn arg<T: KernelArg + sealed::Raw<'a>>(mut self, arg: T) -> Self
     where
         LaunchArgs<'a>: PushKernelArg<T>,
     {
@@ -297,12 +404,25 @@ impl<'a> Launch<'a> {
     }
 
     /// Pushes an argument of `bytes` bytes.
-    pub(crate) fn push<T>(&mut self, arg: T, bytes: u32)
+    pub(crate) fn push<T: sealed::Raw<'a>>(&mut self, arg: T, bytes: u32)
     where
         LaunchArgs<'a>: PushKernelArg<T>,
     {
-        self.args.arg(arg);
+        self.add(arg);
         self.arg_bytes.push(bytes);
+    }
+
+    /// Adds an argument to whichever list this launch will pass.
+    fn add<T: sealed::Raw<'a>>(&mut self, arg: T)
+    where
+        LaunchArgs<'a>: PushKernelArg<T>,
+    {
+        match &mut self.raw {
+            Some(raw) => raw.push(arg.raw()),
+            None => {
+                self.args.arg(arg);
+            }
+        }
     }
 
     /// Makes this the launch of a clustered plan.
@@ -361,11 +481,23 @@ impl<'a> Launch<'a> {
                 }
                 .map_err(Error::driver("cuMemsetD8Async(scratch)"))?;
             }
-            self.args.arg(&plan.parameter);
+            self.add(&plan.parameter);
         }
         if needs_shared_opt_in(&self.config, self.device, &attrs) {
             self.kernel
                 .allow_dynamic_shared(self.config.dynamic_shared_bytes)?;
+        }
+        if let Some(raw) = &mut self.raw {
+            // SAFETY: forwarded to the caller.
+            return unsafe {
+                crate::block_cluster::launch(
+                    self.kernel.function(),
+                    self.stream,
+                    &self.config,
+                    attrs.static_shared_bytes,
+                    raw,
+                )
+            };
         }
         // SAFETY: forwarded to the caller.
         unsafe { self.args.launch(self.config.to_cudarc()) }

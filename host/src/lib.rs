@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod autotune;
+mod block_cluster;
 mod clustered;
 pub mod cpu;
 mod device;
@@ -49,7 +50,9 @@ pub use cudarc::driver::{CudaSlice, CudaStream};
 pub use device::DeviceProperties;
 pub use error::{Axis, Error, LaunchError, ThreadLimit};
 pub use gpu::Gpu;
-pub use launch::{needs_shared_opt_in, validate_launch, KernelArg, Launch, LaunchConfig};
+pub use launch::{
+    needs_shared_opt_in, validate_launch, KernelArg, Launch, LaunchConfig, PORTABLE_CLUSTER_BLOCKS,
+};
 pub use module::{ptx_entry_names, ptx_entry_params, Kernel, KernelAttributes, Module};
 pub use timing::GpuTimer;
 pub use tools::cuda_tool;

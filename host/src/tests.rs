@@ -381,3 +381,106 @@ fn contracts_breaking_the_option_rules_are_refused() {
         );
     }
 }
+
+#[test]
+fn block_clusters_are_checked_before_the_driver() {
+    let grid = LaunchConfig::new([16, 8, 1], [256, 1, 1]);
+    for cluster in [
+        [1, 1, 1],
+        [2, 1, 1],
+        [8, 1, 1],
+        [2, 4, 1],
+        [4, 2, 1],
+        [16, 1, 1],
+    ] {
+        let cfg = grid.with_block_cluster(cluster);
+        let blocks: u32 = cluster.iter().product();
+        let expected = if blocks > PORTABLE_CLUSTER_BLOCKS {
+            Err(LaunchError::ClusterTooLarge {
+                blocks: u64::from(blocks),
+                limit: PORTABLE_CLUSTER_BLOCKS,
+            })
+        } else {
+            Ok(())
+        };
+        assert_eq!(
+            validate_launch(&cfg, &h100(), &kernel()),
+            expected,
+            "{cluster:?}"
+        );
+    }
+    // Not whole clusters, or a zero side: named with both shapes.
+    for cluster in [[3, 1, 1], [1, 3, 1], [2, 1, 2], [0, 1, 1]] {
+        let cfg = grid.with_block_cluster(cluster);
+        assert_eq!(
+            validate_launch(&cfg, &h100(), &kernel()),
+            Err(LaunchError::ClusterShape {
+                grid: [16, 8, 1],
+                cluster
+            })
+        );
+    }
+    // Before Hopper: refused whatever the shape; without clusters, fine.
+    let ampere = DeviceProperties {
+        compute_capability: (8, 0),
+        ..h100()
+    };
+    let cfg = grid.with_block_cluster([2, 1, 1]);
+    let refused = validate_launch(&cfg, &ampere, &kernel()).unwrap_err();
+    assert_eq!(
+        refused,
+        LaunchError::ClustersUnsupported {
+            cluster: [2, 1, 1],
+            compute_capability: (8, 0)
+        }
+    );
+    assert!(refused.to_string().contains("9.0 (Hopper)"), "{refused}");
+    assert_eq!(validate_launch(&grid, &ampere, &kernel()), Ok(()));
+    assert!(!grid.has_block_clusters() && cfg.has_block_clusters());
+    let message = validate_launch(&grid.with_block_cluster([3, 1, 1]), &h100(), &kernel())
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("divide the grid's"), "{message}");
+}
+
+#[test]
+fn block_clusters_shape_the_plan() {
+    use crate::cpu::{CpuLaunch, CpuPlan, Machine};
+    use clustered_device::abi::indexing_kind;
+    let machine = Machine::new(6);
+    let original = CpuLaunch {
+        grid: [1000, 1, 1],
+        block: [64, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 3,
+    };
+    let with = |width| ClusterOptions {
+        block_cluster: Some(width),
+        ..ClusterOptions::default()
+    };
+    // Agents: whole clusters of agents, never none.
+    let agents = KernelContract::new(Binding::Agents, indexing_kind::ROW_MAJOR, [0, 0], 8, 0);
+    for width in [1, 2, 4, 8, 64] {
+        let plan = CpuPlan::new(&agents, original, &machine, &with(width)).unwrap();
+        let blocks = plan.launch.grid[0];
+        assert_eq!(blocks % width, 0, "width {width}: {blocks} agents");
+        assert!(
+            blocks >= width && (width > 18 || blocks <= 18),
+            "width {width}: {blocks}"
+        );
+    }
+    // Reorder launches the original grid: the width must divide it.
+    let reorder = KernelContract::new(Binding::Reorder, indexing_kind::ROW_MAJOR, [0, 0], 1, 0);
+    assert!(CpuPlan::new(&reorder, original, &machine, &with(8)).is_ok());
+    for width in [0, 3, 16] {
+        let error = CpuPlan::new(&reorder, original, &machine, &with(width)).unwrap_err();
+        assert_eq!(
+            error,
+            ClusterError::BlockClusterWidth {
+                width,
+                grid_x: 1000
+            }
+        );
+        assert!(error.to_string().contains("divides 1000"), "{error}");
+    }
+}

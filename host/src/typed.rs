@@ -56,6 +56,12 @@ struct ScalarArg<T>(T);
 // SAFETY: `Scalar` promises the same layout on both sides and no pointers.
 unsafe impl<T: Scalar> DeviceRepr for ScalarArg<T> {}
 
+impl<'a, 'b: 'a, T: Scalar> crate::launch::sealed::Raw<'a> for &'b ScalarArg<T> {
+    fn raw(self) -> crate::block_cluster::RawArg<'a> {
+        crate::block_cluster::RawArg::value(self)
+    }
+}
+
 /// Pushes a typed launch's arguments, in order, with their sizes.
 struct Pusher<'l, 'p> {
     launch: &'l mut Launch<'p>,
@@ -103,6 +109,7 @@ struct PlanKey {
     agents_per_sm: Option<u32>,
     total_agents: Option<u32>,
     clusters: Option<u32>,
+    block_cluster: Option<u32>,
 }
 
 impl PlanKey {
@@ -115,6 +122,7 @@ impl PlanKey {
             agents_per_sm: options.agents_per_sm,
             total_agents: options.total_agents,
             clusters: options.clusters,
+            block_cluster: options.block_cluster,
         }
     }
 }

@@ -906,3 +906,54 @@ fn claiming_schedules_launch_for_the_work_not_the_machine() {
         }
     }
 }
+
+/// The DSMEM SGEMM runs on the CPU backend as clusters of one block (rank 0
+/// of 1, the cluster barrier a block barrier) and gives the SDK kernel's
+/// bits: the GPU test compares real clusters with the same baseline.
+#[test]
+fn dsmem_sgemm_is_the_tiled_sgemm_in_clusters_of_one() {
+    use kernels::sgemm::{sgemm_tiled, sgemm_tiled_dsmem, TILE};
+    let n = 2 * TILE;
+    let len = (n * n) as usize;
+    let a: Vec<f32> = (0..len)
+        .map(|i| ((i * 37) % 101) as f32 / 101.0 - 0.5)
+        .collect();
+    let b: Vec<f32> = (0..len)
+        .map(|i| ((i * 53) % 97) as f32 / 97.0 - 0.5)
+        .collect();
+    let original = CpuLaunch {
+        grid: [n / TILE, n / TILE, 1],
+        block: [TILE, TILE, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 2,
+    };
+    let machine = Machine::new(2);
+    let options = ClusterOptions::default();
+    let mut expected = vec![0.0f32; len];
+    let mut got = vec![0.0f32; len];
+    // SAFETY: both kernels read n x n floats of a and b and write as many
+    // of c, for a grid of n / TILE tiles a side.
+    unsafe {
+        launch_entry(
+            sgemm_tiled::KERNEL,
+            &machine,
+            original,
+            &options,
+            &mut NoObserver,
+            (&a, &b, &mut expected, n),
+        )
+        .unwrap();
+        launch_entry(
+            sgemm_tiled_dsmem::KERNEL,
+            &machine,
+            original,
+            &options,
+            &mut NoObserver,
+            (&a, &b, &mut got, n),
+        )
+        .unwrap();
+    }
+    // A product that moved nothing would equal a zeroed baseline.
+    assert!(expected.iter().any(|&x| x != 0.0));
+    assert!(got == expected, "the DSMEM SGEMM differs from sgemm_tiled");
+}

@@ -509,28 +509,7 @@ macro_rules! variants {
                 accesses: Some(&m::$baseline::ACCESSES),
                 auto_family: Some(|| m::$baseline::AUTO.iter().map(|e| e.name()).collect()),
             },
-            $($crate::suite::Variant {
-                label: $label,
-                kernel: m::$baseline::$name.name(),
-                cpu: $crate::suite::CpuEntry::Clustered(
-                    |args, launch| $crate::suite::call_kernel!(entry m::$baseline::$name, args, $args, launch),
-                    {
-                        // A schedule's entry always has a contract: checked
-                        // at compile time.
-                        const CONTRACT: &::clustered_device::abi::KernelContract =
-                            match m::$baseline::$name.contract() {
-                                Some(contract) => contract,
-                                None => panic!("a schedule's entry has a contract"),
-                            };
-                        CONTRACT
-                    },
-                ),
-                gpu: |target, buffers, args| $crate::suite::launch_gpu!(m::$baseline::$name, target, buffers, args, $args),
-                twin: None,
-                tuned: None,
-                accesses: None,
-                auto_family: None,
-            },)*
+            $($crate::suite::schedule_variant!($label, m, $baseline, $name, $args, None),)*
         ];
         // At most `clustered_device::abi::access::MAX_PROPOSALS` (7).
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 1);
@@ -545,4 +524,74 @@ macro_rules! variants {
 }
 const _: () = assert!(clustered_device::abi::access::MAX_PROPOSALS == 7);
 
-pub(crate) use {auto_variant, call_kernel, launch_gpu, launch_tuned, variants};
+/// The variant of schedule `$name` of `$module::$baseline`, launched in
+/// thread block clusters of `$width` blocks along x when it is `Some`
+/// (`ClusterOptions::block_cluster`; the CPU backend has no clusters and
+/// runs it as the schedule).
+macro_rules! schedule_variant {
+    ($label:expr, $module:ident, $baseline:ident, $name:ident, $args:tt, $width:expr) => {
+        $crate::suite::Variant {
+            label: $label,
+            kernel: $module::$baseline::$name.name(),
+            cpu: $crate::suite::CpuEntry::Clustered(
+                |args, launch| $crate::suite::call_kernel!(entry $module::$baseline::$name, args, $args, launch),
+                {
+                    // A schedule's entry always has a contract: checked
+                    // at compile time.
+                    const CONTRACT: &::clustered_device::abi::KernelContract =
+                        match $module::$baseline::$name.contract() {
+                            Some(contract) => contract,
+                            None => panic!("a schedule's entry has a contract"),
+                        };
+                    CONTRACT
+                },
+            ),
+            gpu: |target, buffers, args| match $width {
+                None => $crate::suite::launch_gpu!($module::$baseline::$name, target, buffers, args, $args),
+                Some(width) => {
+                    let options = ::clustered_host::ClusterOptions {
+                        block_cluster: Some(width),
+                        ..target.options.clone()
+                    };
+                    let target = $crate::suite::GpuTarget { options: &options, ..*target };
+                    $crate::suite::launch_gpu!($module::$baseline::$name, target, buffers, args, $args)
+                }
+            },
+            twin: None,
+            tuned: None,
+            accesses: None,
+            auto_family: None,
+        }
+    };
+}
+
+/// A plain kernel with the parameters of a workload's baseline, launched in
+/// thread block clusters of `$cluster` blocks (`[x, y, z]`; the CPU backend
+/// runs every block as a cluster of one).
+macro_rules! block_cluster_variant {
+    ($label:expr, $module:ident, $kernel:ident, $cluster:expr, $args:tt) => {
+        $crate::suite::Variant {
+            label: $label,
+            kernel: $module::$kernel::KERNEL.name(),
+            cpu: $crate::suite::CpuEntry::Plain(|args| {
+                $crate::suite::call_kernel!($module::$kernel, args, $args)
+            }),
+            gpu: |target, buffers, args| {
+                let target = $crate::suite::GpuTarget {
+                    original: target.original.with_block_cluster($cluster),
+                    ..*target
+                };
+                $crate::suite::launch_gpu!($module::$kernel::KERNEL, target, buffers, args, $args)
+            },
+            twin: None,
+            tuned: None,
+            accesses: None,
+            auto_family: None,
+        }
+    };
+}
+
+pub(crate) use {
+    auto_variant, block_cluster_variant, call_kernel, launch_gpu, launch_tuned, schedule_variant,
+    variants,
+};

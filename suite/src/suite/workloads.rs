@@ -2,7 +2,9 @@
 
 use clustered_host::LaunchConfig;
 
-use super::{variants, Arg, Buffer, Class, Size, Workload};
+use super::{
+    block_cluster_variant, schedule_variant, variants, Arg, Buffer, Class, Size, Variant, Workload,
+};
 use crate::reference;
 
 /// Builds a workload at a size.
@@ -214,10 +216,121 @@ fn sgemm_tiled(size: Size) -> Workload {
             "raster G=16" => sgemm_tiled_raster16,
             "raster G=32" => sgemm_tiled_raster32,
             "redirect columns" => sgemm_tiled_redirect,
-        ),
+        )
+        .into_iter()
+        .chain(sgemm_tiled_in_block_clusters(n / tile))
+        .collect(),
         cpu_check: true,
         check: sgemm_check,
     }
+}
+
+/// The tiled SGEMM in Hopper thread block clusters: the baseline and a
+/// raster with neighbours co-scheduled on one GPC (they share tiles through
+/// L2), and the DSMEM kernel, which loads each shared tile once per cluster
+/// (`cluster 1x1`: its double buffering alone). Only the clusters that tile
+/// a grid of `tiles x tiles` blocks (the test sizes have 2 a side).
+fn sgemm_tiled_in_block_clusters(tiles: u32) -> Vec<Variant> {
+    use kernels::sgemm as m;
+    // Each with its largest cluster side, which must divide the grid's.
+    [
+        (
+            block_cluster_variant!(
+                "DSMEM cluster 1x1",
+                m,
+                sgemm_tiled_dsmem,
+                [1, 1, 1],
+                (0, 1, 2, 3)
+            ),
+            1,
+        ),
+        (
+            block_cluster_variant!(
+                "DSMEM cluster 2x1",
+                m,
+                sgemm_tiled_dsmem,
+                [2, 1, 1],
+                (0, 1, 2, 3)
+            ),
+            2,
+        ),
+        (
+            block_cluster_variant!(
+                "DSMEM cluster 4x1",
+                m,
+                sgemm_tiled_dsmem,
+                [4, 1, 1],
+                (0, 1, 2, 3)
+            ),
+            4,
+        ),
+        (
+            block_cluster_variant!(
+                "DSMEM cluster 1x2",
+                m,
+                sgemm_tiled_dsmem,
+                [1, 2, 1],
+                (0, 1, 2, 3)
+            ),
+            2,
+        ),
+        (
+            block_cluster_variant!(
+                "DSMEM cluster 2x2",
+                m,
+                sgemm_tiled_dsmem,
+                [2, 2, 1],
+                (0, 1, 2, 3)
+            ),
+            2,
+        ),
+        (
+            block_cluster_variant!(
+                "DSMEM cluster 4x2",
+                m,
+                sgemm_tiled_dsmem,
+                [4, 2, 1],
+                (0, 1, 2, 3)
+            ),
+            4,
+        ),
+        (
+            block_cluster_variant!(
+                "baseline cluster 2x1",
+                m,
+                sgemm_tiled,
+                [2, 1, 1],
+                (0, 1, 2, 3)
+            ),
+            2,
+        ),
+        (
+            schedule_variant!(
+                "raster G=8 cluster 2",
+                m,
+                sgemm_tiled,
+                sgemm_tiled_raster8,
+                (0, 1, 2, 3),
+                Some(2)
+            ),
+            2,
+        ),
+        (
+            schedule_variant!(
+                "raster G=8 cluster 8",
+                m,
+                sgemm_tiled,
+                sgemm_tiled_raster8,
+                (0, 1, 2, 3),
+                Some(8)
+            ),
+            8,
+        ),
+    ]
+    .into_iter()
+    .filter(|&(_, side)| tiles.is_multiple_of(side))
+    .map(|(variant, _)| variant)
+    .collect()
 }
 
 /// C = A B in k order with one fma each, on 16 sampled rows (all of them
@@ -285,6 +398,49 @@ fn sgemm_naive(size: Size, small: bool) -> Workload {
         "agents tile(4,4), 4 active" => sgemm_naive_agents_throttled,
         "persistent G=16" => sgemm_naive_persistent16,
     );
+    // In thread block clusters along x: a raster's consecutive CTAs (one
+    // column group, sharing B's columns) co-scheduled on one GPC.
+    use kernels::sgemm_naive as m;
+    let grid_x = w.shape.grid[0];
+    w.variants.extend(
+        [
+            (
+                block_cluster_variant!(
+                    "baseline cluster 4x1",
+                    m,
+                    sgemm_naive,
+                    [4, 1, 1],
+                    (0, 1, 2, 3)
+                ),
+                4,
+            ),
+            (
+                schedule_variant!(
+                    "raster G=32 cluster 2",
+                    m,
+                    sgemm_naive,
+                    sgemm_naive_raster32,
+                    (0, 1, 2, 3),
+                    Some(2)
+                ),
+                2,
+            ),
+            (
+                schedule_variant!(
+                    "raster G=32 cluster 4",
+                    m,
+                    sgemm_naive,
+                    sgemm_naive_raster32,
+                    (0, 1, 2, 3),
+                    Some(4)
+                ),
+                4,
+            ),
+        ]
+        .into_iter()
+        .filter(|&(_, width)| grid_x.is_multiple_of(width))
+        .map(|(variant, _)| variant),
+    );
     w
 }
 
@@ -297,15 +453,14 @@ fn sgemm_register(size: Size) -> Workload {
     };
     let (mut w, _) = matrices("sgemm_register", n, Class::Algorithm);
     w.name = "sgemm_register";
-    w.shape = LaunchConfig {
-        grid: [
+    w.shape = LaunchConfig::new(
+        [
             n / kernels::sgemm_register::BN,
             n / kernels::sgemm_register::BM,
             1,
         ],
-        block: [kernels::sgemm_register::REGISTER_THREADS, 1, 1],
-        dynamic_shared_bytes: 0,
-    };
+        [kernels::sgemm_register::REGISTER_THREADS, 1, 1],
+    );
     w.variants = variants!(kernels::sgemm_register; sgemm_register (0, 1, 2, 3);
         "raster G=8" => sgemm_register_raster8,
         "raster G=16" => sgemm_register_raster16,
@@ -679,11 +834,7 @@ fn jacobi7_3d(size: Size) -> Workload {
         name: "jacobi7_3d",
         class: Class::Algorithm,
         problem: format!("{nx} x {ny} x {nz}"),
-        shape: LaunchConfig {
-            grid: [nx.div_ceil(32), ny.div_ceil(8), nz],
-            block: [32, 8, 1],
-            dynamic_shared_bytes: 0,
-        },
+        shape: LaunchConfig::new([nx.div_ceil(32), ny.div_ceil(8), nz], [32, 8, 1]),
         buffers: vec![
             Buffer::floats("input", len, random_floats(19)),
             Buffer::output("output", len),
