@@ -8,6 +8,7 @@
 //!   issue, latency, DRAM, L2 and L1 bounds, combined;
 //! - [`device`]: the per-GPU figures, read from `devices/*.json`;
 //! - [`ptxas`]: registers and shared memory from `ptxas -v`;
+//! - [`sass`]: what ptxas's schedule keeps in flight, from `cuobjdump -sass`;
 //! - [`stats`]: MAPE and Spearman's rank correlation for validation.
 //!
 //! No GPU, host crate or CUDA toolkit is needed (ptxas is optional). The
@@ -22,6 +23,7 @@ pub mod device;
 pub mod model;
 pub mod ptx;
 pub mod ptxas;
+pub mod sass;
 pub mod stats;
 
 pub use analysis::{LaunchContext, Trips};

@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 
+use clustered_predict::sass::{self, loads_in_flight};
 use clustered_suite::host::cuda_tool;
 use std::path::PathBuf;
 use std::process::Command;
@@ -88,72 +89,8 @@ struct Resources {
     shared_bytes: u32,
     /// Counts of the body's instructions by opcode (FFMA, LDG, LDS, ...).
     body_ops: BTreeMap<String, u32>,
-    /// The kernel's SASS instructions, in order: (address, text).
-    sass: Vec<(u32, String)>,
-}
-
-/// The global loads the hot loop keeps in flight: in the innermost loop
-/// (a backward branch's range holding no other) with the most `LDG`s, the
-/// most loads issued and not yet read, walking its body once in order.
-///
-/// This is what the schedule of the body costs when the instruction counts
-/// stay the same: the agents' copy of naive SGEMM has the baseline's 16
-/// loads and 16 FMAs per iteration, but ptxas, short of registers beside
-/// the loop's state, reads each load right after issuing it (2 in flight
-/// against the baseline's 10; 0.19x of its time on an H100).
-fn loads_in_flight(sass: &[(u32, String)]) -> u32 {
-    let branch_target = |text: &str| -> Option<u32> {
-        let target = text.split("BRA ").nth(1)?.split([' ', ';']).next()?;
-        u32::from_str_radix(target.trim_start_matches("0x"), 16).ok()
-    };
-    let loops: Vec<(u32, u32)> = sass
-        .iter()
-        .filter_map(|(at, text)| Some((branch_target(text)?, *at)))
-        .filter(|(target, at)| target < at)
-        .collect();
-    let innermost = loops.iter().filter(|&&(start, end)| {
-        !loops
-            .iter()
-            .any(|&(s, e)| (s, e) != (start, end) && start <= s && e <= end)
-    });
-    let body = |(start, end): (u32, u32)| {
-        sass.iter()
-            .filter(move |(at, _)| (start..=end).contains(at))
-    };
-    let loads = |range| body(range).filter(|(_, t)| t.contains("LDG")).count();
-    let Some(&hot) = innermost.max_by_key(|&&range| loads(range)) else {
-        return 0;
-    };
-    // Registers by number: `R14`, and a wide load's `R14` covers R14..R17.
-    let registers = |text: &str| -> Vec<u32> {
-        text.split(|c: char| !c.is_ascii_alphanumeric())
-            .filter_map(|w| w.strip_prefix('R')?.parse().ok())
-            .collect()
-    };
-    let mut pending: Vec<u32> = Vec::new();
-    let mut most = 0;
-    for (_, text) in body(hot) {
-        let operands = text.split_once(' ').map_or("", |(_, rest)| rest);
-        let (written, read) = if text.contains("LDG") {
-            let (dest, address) = operands.split_once(',').unwrap_or((operands, ""));
-            (registers(dest).first().copied(), registers(address))
-        } else {
-            (None, registers(operands))
-        };
-        pending.retain(|r| !read.contains(r));
-        if let Some(first) = written {
-            let width = [(".128", 4), (".64", 2)]
-                .iter()
-                .find(|(suffix, _)| {
-                    text.split_whitespace()
-                        .any(|w| w.contains("LDG") && w.contains(suffix))
-                })
-                .map_or(1, |&(_, w)| w);
-            pending.extend(first..first + width);
-            most = most.max(pending.len() as u32);
-        }
-    }
-    most
+    /// The kernel's SASS instructions, in order.
+    sass: Vec<sass::Instruction>,
 }
 
 const BODY_OPS: &[&str] = &[
@@ -225,36 +162,22 @@ fn assemble(ptxas: &PathBuf, cuobjdump: &PathBuf) -> BTreeMap<String, Resources>
         "cuobjdump failed: {}",
         String::from_utf8_lossy(&sass.stderr)
     );
-    let mut function = None;
-    for line in String::from_utf8_lossy(&sass.stdout).lines() {
-        if let Some(name) = line.split("Function : ").nth(1) {
-            function = Some(name.trim().to_string());
-            continue;
-        }
-        let (Some(name), Some(code)) = (&function, line.split("*/").nth(1)) else {
+    for (name, instructions) in sass::functions(&String::from_utf8_lossy(&sass.stdout)) {
+        let Some(kernel) = kernels.get_mut(&name) else {
             continue;
         };
-        let mut words = code.split_whitespace();
-        let Some(mut op) = words.next() else { continue };
-        if op.starts_with('@') {
-            op = words.next().unwrap_or("");
+        for (_, text) in &instructions {
+            let mut words = text.split_whitespace();
+            let Some(mut op) = words.next() else { continue };
+            if op.starts_with('@') {
+                op = words.next().unwrap_or("");
+            }
+            let op = op.split('.').next().unwrap_or("");
+            if BODY_OPS.contains(&op) {
+                *kernel.body_ops.entry(op.to_string()).or_default() += 1;
+            }
         }
-        let op = op.split('.').next().unwrap_or("");
-        let Some(kernel) = kernels.get_mut(name) else {
-            continue;
-        };
-        if BODY_OPS.contains(&op) {
-            *kernel.body_ops.entry(op.to_string()).or_default() += 1;
-        }
-        let address = line
-            .split("/*")
-            .nth(1)
-            .and_then(|a| a.split("*/").next())
-            .and_then(|a| u32::from_str_radix(a.trim(), 16).ok());
-        if let Some(address) = address {
-            let text = code.split(';').next().unwrap_or("").trim().to_string();
-            kernel.sass.push((address, text));
-        }
+        kernel.sass = instructions;
     }
     let _ = std::fs::remove_dir_all(&dir);
     kernels
@@ -425,47 +348,4 @@ fn contract_binding(bytes: &[&str]) -> Option<u32> {
         .map(|b| b.parse().ok())
         .collect::<Option<_>>()?;
     Some(u32::from_le_bytes(field.try_into().ok()?))
-}
-
-/// `loads_in_flight` on two hand-written loops: the same two loads and
-/// FMAs, batched and interleaved; only the innermost loop counts.
-#[test]
-fn loads_in_flight_reads_the_schedule_of_the_hot_loop() {
-    let sass = |lines: &[&str]| -> Vec<(u32, String)> {
-        lines
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (16 * i as u32, l.to_string()))
-            .collect()
-    };
-    let batched = sass(&[
-        "MOV R1, RZ",
-        "LDG.E R4, desc[UR4][R2.64]",
-        "LDG.E.64 R6, desc[UR4][R2.64+0x4]",
-        "FFMA R1, R4, R6, R1",
-        "FFMA R1, R4, R7, R1",
-        "@P0 BRA 0x10",
-        "EXIT",
-    ]);
-    // R4, then R6 and R7 of the wide load: three registers pending.
-    assert_eq!(loads_in_flight(&batched), 3);
-    let interleaved = sass(&[
-        "MOV R1, RZ",
-        "LDG.E R4, desc[UR4][R2.64]",
-        "FFMA R1, R4, R4, R1",
-        "LDG.E R6, desc[UR4][R2.64+0x4]",
-        "FFMA R1, R6, R6, R1",
-        "@P0 BRA 0x10",
-        "EXIT",
-    ]);
-    assert_eq!(loads_in_flight(&interleaved), 1);
-    // An outer loop around the batched one does not count as the hot loop.
-    let mut nested = batched.clone();
-    nested.insert(6, (0x58, "@P1 BRA 0x0".to_string()));
-    assert_eq!(loads_in_flight(&nested), 3);
-    // No loop: nothing in flight to speak of.
-    assert_eq!(
-        loads_in_flight(&sass(&["LDG.E R4, desc[UR4][R2.64]", "EXIT"])),
-        0
-    );
 }
