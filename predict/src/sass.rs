@@ -78,17 +78,12 @@ pub fn loads_in_flight(sass: &[Instruction]) -> u32 {
     let mut pending: Vec<u32> = Vec::new();
     let mut most = 0;
     for (_, text) in body(hot) {
-        let (opcode, operands) = text
-            .trim_start_matches(|c: char| c == '@' || c == '!')
-            .split_once(' ')
-            .map_or((text.as_str(), ""), |(first, rest)| {
-                // Past a guard (`@P0 LDG.E ...`): the opcode is the next word.
-                if text.starts_with('@') {
-                    rest.split_once(' ').unwrap_or((rest, ""))
-                } else {
-                    (first, rest)
-                }
-            });
+        // Past a guard (`@P0 LDG.E ...`), the opcode is the next word.
+        let unguarded = match text.split_once(' ') {
+            Some((guard, rest)) if guard.starts_with('@') => rest,
+            _ => text.as_str(),
+        };
+        let (opcode, operands) = unguarded.split_once(' ').unwrap_or((unguarded, ""));
         let (written, read) = if opcode.starts_with("LDG") {
             let (dest, address) = operands.split_once(',').unwrap_or((operands, ""));
             (registers(dest).first().copied(), registers(address))
