@@ -20,72 +20,42 @@ use core::arch::asm;
 
 use crate::shared::{Shared, SharedElement};
 
-/// Reads a 32-bit special register of the cluster.
-#[cfg(target_arch = "nvptx64")]
-macro_rules! cluster_register {
-    ($register:literal) => {{
-        let value: u32;
-        // SAFETY: reading a special register has no preconditions.
-        unsafe {
-            asm!(concat!("mov.u32 {value}, ", $register, ";"), value = out(reg32) value,
-                 options(pure, nomem, nostack, preserves_flags));
+/// The cluster's special registers: one inline `mov` each on the GPU, a
+/// cluster of one block on the CPU backend.
+macro_rules! cluster_registers {
+    ($($(#[$doc:meta])* $name:ident => $register:literal, $host:expr;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name() -> u32 {
+            #[cfg(target_arch = "nvptx64")]
+            {
+                let value: u32;
+                // SAFETY: reading a special register has no preconditions.
+                unsafe {
+                    asm!(concat!("mov.u32 {value}, ", $register, ";"), value = out(reg32) value,
+                         options(pure, nomem, nostack, preserves_flags));
+                }
+                value
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            $host
         }
-        value
-    }};
+    )*};
 }
 
-/// `%cluster_ctarank`: this block's rank in its cluster, `0..cluster_nctarank()`.
-#[inline(always)]
-pub fn cluster_ctarank() -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    return cluster_register!("%cluster_ctarank");
-    #[cfg(not(target_arch = "nvptx64"))]
-    return 0;
-}
-
-/// `%cluster_nctarank`: blocks in this block's cluster (1 without clusters).
-#[inline(always)]
-pub fn cluster_nctarank() -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    return cluster_register!("%cluster_nctarank");
-    #[cfg(not(target_arch = "nvptx64"))]
-    return 1;
-}
-
-/// `%cluster_ctaid.x`: this block's x position in its cluster.
-#[inline(always)]
-pub fn cluster_ctaid_x() -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    return cluster_register!("%cluster_ctaid.x");
-    #[cfg(not(target_arch = "nvptx64"))]
-    return 0;
-}
-
-/// `%cluster_ctaid.y`: this block's y position in its cluster.
-#[inline(always)]
-pub fn cluster_ctaid_y() -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    return cluster_register!("%cluster_ctaid.y");
-    #[cfg(not(target_arch = "nvptx64"))]
-    return 0;
-}
-
-/// `%cluster_nctaid.x`: blocks along x in this block's cluster.
-#[inline(always)]
-pub fn cluster_nctaid_x() -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    return cluster_register!("%cluster_nctaid.x");
-    #[cfg(not(target_arch = "nvptx64"))]
-    return 1;
-}
-
-/// `%cluster_nctaid.y`: blocks along y in this block's cluster.
-#[inline(always)]
-pub fn cluster_nctaid_y() -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    return cluster_register!("%cluster_nctaid.y");
-    #[cfg(not(target_arch = "nvptx64"))]
-    return 1;
+cluster_registers! {
+    /// `%cluster_ctarank`: this block's rank in its cluster, `0..cluster_nctarank()`.
+    cluster_ctarank => "%cluster_ctarank", 0;
+    /// `%cluster_nctarank`: blocks in this block's cluster (1 without clusters).
+    cluster_nctarank => "%cluster_nctarank", 1;
+    /// `%cluster_ctaid.x`: this block's x position in its cluster.
+    cluster_ctaid_x => "%cluster_ctaid.x", 0;
+    /// `%cluster_ctaid.y`: this block's y position in its cluster.
+    cluster_ctaid_y => "%cluster_ctaid.y", 0;
+    /// `%cluster_nctaid.x`: blocks along x in this block's cluster.
+    cluster_nctaid_x => "%cluster_nctaid.x", 1;
+    /// `%cluster_nctaid.y`: blocks along y in this block's cluster.
+    cluster_nctaid_y => "%cluster_nctaid.y", 1;
 }
 
 /// Waits until every thread of every block of the cluster arrived

@@ -7,7 +7,13 @@ use clustered_suite::host::{
     Binding, ClusterError, ClusterOptions, Error, Gpu, LaunchConfig, LaunchError, Module,
 };
 use kernels::coverage::coverage;
-use kernels::sgemm::{sgemm_tiled, sgemm_tiled_dsmem, TILE};
+use kernels::sgemm::{sgemm_tiled_dsmem, TILE};
+
+mod common;
+
+/// How long one test may take before its watchdog names it as hung (a
+/// cluster barrier that some block never reaches).
+const HANG: std::time::Duration = std::time::Duration::from_secs(60);
 
 fn hopper() -> Option<(Gpu, Module)> {
     let gpu = match Gpu::new(0) {
@@ -36,32 +42,17 @@ fn dsmem_sgemm_in_every_cluster_shape_gives_the_baseline_bits() {
     let Some((gpu, module)) = hopper() else {
         return;
     };
+    let _watchdog = common::Watchdog::new(
+        "dsmem_sgemm_in_every_cluster_shape_gives_the_baseline_bits",
+        HANG,
+    );
     let n = 16 * TILE;
     let len = (n * n) as usize;
-    let values: Vec<f32> = (0..len)
-        .map(|i| ((i * 7919) % 1013) as f32 / 1013.0 - 0.5)
-        .collect();
-    let a = gpu.htod(&values).unwrap();
-    let b = gpu
-        .htod(&values.iter().rev().copied().collect::<Vec<_>>())
-        .unwrap();
+    let (a, b, expected) = common::sgemm_tiled_reference(&gpu, &module, n);
     let config = LaunchConfig::planar(n, n, [TILE, TILE]);
     let options = ClusterOptions::default();
-    let mut c = gpu.zeros::<f32>(len).unwrap();
-    // SAFETY (every launch below): both kernels read n x n floats of a and
-    // b and write as many of c, for a grid of n / TILE tiles a side.
-    unsafe {
-        gpu.launch_entry(
-            &module,
-            sgemm_tiled::KERNEL,
-            config,
-            &options,
-            (&a, &b, &mut c, n),
-        )
-    }
-    .unwrap();
-    let expected = gpu.dtoh(&c).unwrap();
-    assert!(expected.iter().any(|&x| x != 0.0));
+    // SAFETY (every launch below): the kernel reads n x n floats of a and
+    // b and writes as many of c, for a grid of n / TILE tiles a side.
     let shapes = [
         [1, 1, 1],
         [2, 1, 1],
@@ -117,6 +108,7 @@ fn schedules_in_block_clusters_run_every_cta_once() {
     let Some((gpu, module)) = hopper() else {
         return;
     };
+    let _watchdog = common::Watchdog::new("schedules_in_block_clusters_run_every_cta_once", HANG);
     let grid = [64, 3, 1];
     let n = (grid[0] * grid[1]) as usize;
     for width in [2, 4, 8] {
@@ -156,6 +148,7 @@ fn bad_cluster_shapes_are_typed_errors() {
     let Some((gpu, module)) = hopper() else {
         return;
     };
+    let _watchdog = common::Watchdog::new("bad_cluster_shapes_are_typed_errors", HANG);
     let kernel = module.kernel("sgemm_tiled_dsmem").unwrap();
     let (a, mut c) = (
         gpu.zeros::<f32>(64 * 64).unwrap(),

@@ -232,30 +232,11 @@ fn schedules_give_the_baseline_bits() {
     let _watchdog = Watchdog::new("schedules_give_the_baseline_bits", HANG);
     let n = 512u32;
     let len = (n * n) as usize;
-    let values: Vec<f32> = (0..len)
-        .map(|i| ((i * 7919) % 1013) as f32 / 1013.0 - 0.5)
-        .collect();
-    let a = gpu.htod(&values).unwrap();
-    let b = gpu
-        .htod(&values.iter().rev().copied().collect::<Vec<_>>())
-        .unwrap();
-    let mut c = gpu.zeros::<f32>(len).unwrap();
-
+    let (a, b, expected) = common::sgemm_tiled_reference(&gpu, &module, n);
     let config = LaunchConfig::new([n / 32, n / 32, 1], [32, 32, 1]);
     let options = ClusterOptions::default();
     // SAFETY (every launch of sgemm_tiled below): the kernel reads a and b
     // and writes c, n x n floats each, for a grid of n / TILE tiles a side.
-    unsafe {
-        gpu.launch_entry(
-            &module,
-            sgemm_tiled::KERNEL,
-            config,
-            &options,
-            (&a, &b, &mut c, n),
-        )
-    }
-    .unwrap();
-    let expected = gpu.dtoh(&c).unwrap();
     for &entry in sgemm_tiled::SCHEDULES {
         let name = entry.name();
         let mut c = gpu.zeros::<f32>(len).unwrap();

@@ -232,100 +232,45 @@ fn sgemm_tiled(size: Size) -> Workload {
 /// a grid of `tiles x tiles` blocks (the test sizes have 2 a side).
 fn sgemm_tiled_in_block_clusters(tiles: u32) -> Vec<Variant> {
     use kernels::sgemm as m;
+    /// The DSMEM kernel in clusters of `X x Y`, with its larger side.
+    fn dsmem<const X: u32, const Y: u32>(label: &'static str) -> (Variant, u32) {
+        let variant = block_cluster_variant!(label, m, sgemm_tiled_dsmem, [X, Y, 1], (0, 1, 2, 3));
+        (variant, X.max(Y))
+    }
+    let baseline = block_cluster_variant!(
+        "baseline cluster 2x1",
+        m,
+        sgemm_tiled,
+        [2, 1, 1],
+        (0, 1, 2, 3)
+    );
+    let raster2 = schedule_variant!(
+        "raster G=8 cluster 2",
+        m,
+        sgemm_tiled,
+        sgemm_tiled_raster8,
+        (0, 1, 2, 3),
+        Some(2)
+    );
+    let raster8 = schedule_variant!(
+        "raster G=8 cluster 8",
+        m,
+        sgemm_tiled,
+        sgemm_tiled_raster8,
+        (0, 1, 2, 3),
+        Some(8)
+    );
     // Each with its largest cluster side, which must divide the grid's.
     [
-        (
-            block_cluster_variant!(
-                "DSMEM cluster 1x1",
-                m,
-                sgemm_tiled_dsmem,
-                [1, 1, 1],
-                (0, 1, 2, 3)
-            ),
-            1,
-        ),
-        (
-            block_cluster_variant!(
-                "DSMEM cluster 2x1",
-                m,
-                sgemm_tiled_dsmem,
-                [2, 1, 1],
-                (0, 1, 2, 3)
-            ),
-            2,
-        ),
-        (
-            block_cluster_variant!(
-                "DSMEM cluster 4x1",
-                m,
-                sgemm_tiled_dsmem,
-                [4, 1, 1],
-                (0, 1, 2, 3)
-            ),
-            4,
-        ),
-        (
-            block_cluster_variant!(
-                "DSMEM cluster 1x2",
-                m,
-                sgemm_tiled_dsmem,
-                [1, 2, 1],
-                (0, 1, 2, 3)
-            ),
-            2,
-        ),
-        (
-            block_cluster_variant!(
-                "DSMEM cluster 2x2",
-                m,
-                sgemm_tiled_dsmem,
-                [2, 2, 1],
-                (0, 1, 2, 3)
-            ),
-            2,
-        ),
-        (
-            block_cluster_variant!(
-                "DSMEM cluster 4x2",
-                m,
-                sgemm_tiled_dsmem,
-                [4, 2, 1],
-                (0, 1, 2, 3)
-            ),
-            4,
-        ),
-        (
-            block_cluster_variant!(
-                "baseline cluster 2x1",
-                m,
-                sgemm_tiled,
-                [2, 1, 1],
-                (0, 1, 2, 3)
-            ),
-            2,
-        ),
-        (
-            schedule_variant!(
-                "raster G=8 cluster 2",
-                m,
-                sgemm_tiled,
-                sgemm_tiled_raster8,
-                (0, 1, 2, 3),
-                Some(2)
-            ),
-            2,
-        ),
-        (
-            schedule_variant!(
-                "raster G=8 cluster 8",
-                m,
-                sgemm_tiled,
-                sgemm_tiled_raster8,
-                (0, 1, 2, 3),
-                Some(8)
-            ),
-            8,
-        ),
+        dsmem::<1, 1>("DSMEM cluster 1x1"),
+        dsmem::<2, 1>("DSMEM cluster 2x1"),
+        dsmem::<4, 1>("DSMEM cluster 4x1"),
+        dsmem::<1, 2>("DSMEM cluster 1x2"),
+        dsmem::<2, 2>("DSMEM cluster 2x2"),
+        dsmem::<4, 2>("DSMEM cluster 4x2"),
+        (baseline, 2),
+        (raster2, 2),
+        (raster8, 8),
     ]
     .into_iter()
     .filter(|&(_, side)| tiles.is_multiple_of(side))

@@ -37,3 +37,48 @@ impl Drop for Watchdog {
         }
     }
 }
+
+/// Two `n x n` matrices on the GPU (deterministic, A and B unlike) and
+/// `sgemm_tiled`'s product of them, which the schedule and cluster tests
+/// compare with bit for bit.
+#[allow(dead_code)] // not every test binary that shares this module uses it
+pub fn sgemm_tiled_reference(
+    gpu: &clustered_suite::host::Gpu,
+    module: &clustered_suite::host::Module,
+    n: u32,
+) -> (
+    clustered_suite::host::CudaSlice<f32>,
+    clustered_suite::host::CudaSlice<f32>,
+    Vec<f32>,
+) {
+    use clustered_suite::host::{ClusterOptions, LaunchConfig};
+    use kernels::sgemm::{sgemm_tiled, TILE};
+    let len = (n * n) as usize;
+    let values: Vec<f32> = (0..len)
+        .map(|i| ((i * 7919) % 1013) as f32 / 1013.0 - 0.5)
+        .collect();
+    let a = gpu.htod(&values).unwrap();
+    let b = gpu
+        .htod(&values.iter().rev().copied().collect::<Vec<_>>())
+        .unwrap();
+    let mut c = gpu.zeros::<f32>(len).unwrap();
+    let config = LaunchConfig::planar(n, n, [TILE, TILE]);
+    // SAFETY: the kernel reads a and b and writes c, n x n floats each, for
+    // a grid of n / TILE tiles a side.
+    unsafe {
+        gpu.launch_entry(
+            module,
+            sgemm_tiled::KERNEL,
+            config,
+            &ClusterOptions::default(),
+            (&a, &b, &mut c, n),
+        )
+    }
+    .unwrap();
+    let product = gpu.dtoh(&c).unwrap();
+    assert!(
+        product.iter().any(|&x| x != 0.0),
+        "sgemm_tiled wrote nothing"
+    );
+    (a, b, product)
+}
