@@ -41,6 +41,10 @@ pub const NAIVE_BLOCK: u32 = 16;
 ///   4 `B` panels instead of 1 and 8).
 /// - `_agents_throttled`: the same with 4 active agents per SM (of about 8):
 ///   fewer rows and columns in flight for the SM's L1.
+/// - `_stride`: a grid-stride loop over the raster of G = 16: persistent
+///   blocks without claims, so without the agents' barrier per claim.
+/// - `_agents_chunk8`: the agents claiming 8 tasks per atomic (one barrier
+///   per 8 tasks instead of per task).
 #[clustered(auto)]
 #[clustered(name = sgemm_naive_raster16, binding = reorder, indexing = tile(1, 16))]
 #[clustered(name = sgemm_naive_raster32, binding = reorder, indexing = tile(1, 32))]
@@ -51,6 +55,8 @@ pub const NAIVE_BLOCK: u32 = 16;
 #[clustered(name = sgemm_naive_redirect_columns, binding = redirect, indexing = column_major)]
 #[clustered(name = sgemm_naive_agents, binding = agents, indexing = tile(4, 4))]
 #[clustered(name = sgemm_naive_agents_throttled, binding = agents, indexing = tile(4, 4), active = 4)]
+#[clustered(name = sgemm_naive_stride, binding = stride, indexing = tile(1, 16))]
+#[clustered(name = sgemm_naive_agents_chunk8, binding = agents, indexing = tile(4, 4), chunk = 8)]
 pub unsafe fn sgemm_naive(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let row = block_idx_y() * NAIVE_BLOCK + thread_idx_y();
     let col = block_idx_x() * NAIVE_BLOCK + thread_idx_x();

@@ -342,6 +342,8 @@ fn sgemm_naive(size: Size, small: bool) -> Workload {
         "agents tile(4,4)" => sgemm_naive_agents,
         "agents tile(4,4), 4 active" => sgemm_naive_agents_throttled,
         "persistent G=16" => sgemm_naive_persistent16,
+        "grid-stride G=16" => sgemm_naive_stride,
+        "agents tile(4,4), chunk 8" => sgemm_naive_agents_chunk8,
     );
     // In thread block clusters along x: a raster's consecutive CTAs (one
     // column group, sharing B's columns) co-scheduled on one GPC.
