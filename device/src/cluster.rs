@@ -20,30 +20,8 @@ use core::arch::asm;
 
 use crate::shared::{Shared, SharedElement};
 
-/// The cluster's special registers: one inline `mov` each on the GPU, a
-/// cluster of one block on the CPU backend.
-macro_rules! cluster_registers {
-    ($($(#[$doc:meta])* $name:ident => $register:literal, $host:expr;)*) => {$(
-        $(#[$doc])*
-        #[inline(always)]
-        pub fn $name() -> u32 {
-            #[cfg(target_arch = "nvptx64")]
-            {
-                let value: u32;
-                // SAFETY: reading a special register has no preconditions.
-                unsafe {
-                    asm!(concat!("mov.u32 {value}, ", $register, ";"), value = out(reg32) value,
-                         options(pure, nomem, nostack, preserves_flags));
-                }
-                value
-            }
-            #[cfg(not(target_arch = "nvptx64"))]
-            $host
-        }
-    )*};
-}
-
-cluster_registers! {
+// On the CPU backend every block is a cluster of one.
+crate::sm::read_u32_register! {
     /// `%cluster_ctarank`: this block's rank in its cluster, `0..cluster_nctarank()`.
     cluster_ctarank => "%cluster_ctarank", 0;
     /// `%cluster_nctarank`: blocks in this block's cluster (1 without clusters).

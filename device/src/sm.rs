@@ -6,6 +6,7 @@
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 
+/// A `u32` special register on the GPU; on the CPU backend, `$host`.
 macro_rules! read_u32_register {
     ($($(#[$doc:meta])* $name:ident => $reg:literal, $host:expr;)*) => {$(
         $(#[$doc])*
@@ -26,6 +27,8 @@ macro_rules! read_u32_register {
         }
     )*};
 }
+
+pub(crate) use read_u32_register;
 
 read_u32_register! {
     /// `%smid`: the id of the SM this thread runs on. Ids need not be
