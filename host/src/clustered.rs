@@ -113,7 +113,7 @@ pub enum ClusterError {
     /// A count of the launch does not fit in 32 bits.
     Overflow { what: &'static str },
     /// A thread block cluster width of 0, or one that does not divide the
-    /// grid's x for a binding that launches the original grid.
+    /// blocks launched along x (the original grid's, or `total_agents`).
     BlockClusterWidth { width: u32, grid_x: u32 },
 }
 
@@ -467,12 +467,20 @@ pub(crate) fn layout<E: From<ClusterError>>(
         }
     };
     // Whole clusters: fewer agents only leave claims to the others (a
-    // grid-stride loop's blocks step by however many there are).
+    // grid-stride loop's blocks step by however many there are). A count
+    // the caller chose must be whole clusters itself, on the CPU plan too.
     let blocks = if options.total_agents.is_some() {
         blocks
     } else {
         (blocks / width).max(1) * width
     };
+    if !blocks.is_multiple_of(width) {
+        return Err(ClusterError::BlockClusterWidth {
+            width,
+            grid_x: blocks,
+        }
+        .into());
+    }
     // The loop steps to `v + blocks` once past its last task `v < tasks`.
     if binding == Binding::Stride && tasks as u64 + blocks as u64 > 1 << 32 {
         return Err(ClusterError::StrideTooLong { tasks, blocks }.into());

@@ -469,6 +469,22 @@ fn block_clusters_shape_the_plan() {
             "width {width}: {blocks}"
         );
     }
+    // A count of agents the caller chose must be whole clusters.
+    let chosen = |total| ClusterOptions {
+        total_agents: Some(total),
+        ..with(4)
+    };
+    assert_eq!(
+        CpuPlan::new(&agents, original, &machine, &chosen(12)).map(|p| p.launch.grid[0]),
+        Ok(12)
+    );
+    assert_eq!(
+        CpuPlan::new(&agents, original, &machine, &chosen(10)).unwrap_err(),
+        ClusterError::BlockClusterWidth {
+            width: 4,
+            grid_x: 10
+        }
+    );
     // Reorder launches the original grid: the width must divide it.
     let reorder = KernelContract::new(Binding::Reorder, indexing_kind::ROW_MAJOR, [0, 0], 1, 0);
     assert!(CpuPlan::new(&reorder, original, &machine, &with(8)).is_ok());
