@@ -119,6 +119,38 @@ fn every_schedule_runs_every_cta_once_under_every_dispatcher() {
     }
 }
 
+/// `ClusterOptions::block_cluster` changes how many agents a persistent
+/// schedule launches (whole clusters) and is refused where the grid is not
+/// whole clusters; every schedule it accepts still runs each CTA once,
+/// with the engine interleaving threads at random.
+#[test]
+fn every_schedule_in_block_clusters_runs_every_cta_once() {
+    let machine = Machine::new(5).interleave(11);
+    for width in [1, 2, 3, 4, 8] {
+        let options = ClusterOptions {
+            block_cluster: Some(width),
+            ..ClusterOptions::default()
+        };
+        for grid in [[8, 3, 1], [12, 1, 1], [7, 2, 1]] {
+            for &entry in coverage_schedules() {
+                let case = format!("{} in clusters of {width}, grid {grid:?}", entry.name());
+                let persistent = entry
+                    .contract()
+                    .and_then(|c| Binding::from_u32(c.binding))
+                    .is_some_and(|b| b.is_persistent());
+                match run_coverage(&machine, entry, grid, &options) {
+                    Ok((runs, _)) => assert_exactly_once(&runs, &case),
+                    // Only a grid that is not whole clusters may be refused.
+                    Err(e) => assert!(
+                        !persistent && !grid[0].is_multiple_of(width) && e.contains("cannot tile"),
+                        "{case}: {e}"
+                    ),
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn agents_bind_clusters_to_sms_when_every_sm_has_agents() {
     // 4 SMs, 8 clusters of 4 tasks: with every SM's agents present, each
