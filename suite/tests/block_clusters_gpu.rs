@@ -46,24 +46,39 @@ fn dsmem_sgemm_in_every_cluster_shape_gives_the_baseline_bits() {
         "dsmem_sgemm_in_every_cluster_shape_gives_the_baseline_bits",
         HANG,
     );
-    let n = 16 * TILE;
+    // Powers of two on a grid of 16 tiles a side; sides of 3 and 6 (rows
+    // per owner rounded up, the last owner short) on one of 24.
+    let grids: [(u32, &[[u32; 3]]); 2] = [
+        (
+            16,
+            &[
+                [1, 1, 1],
+                [2, 1, 1],
+                [4, 1, 1],
+                [8, 1, 1],
+                [1, 2, 1],
+                [2, 2, 1],
+                [4, 2, 1],
+                [2, 4, 1],
+            ],
+        ),
+        (24, &[[3, 1, 1], [1, 3, 1], [6, 1, 1], [3, 2, 1], [2, 3, 1]]),
+    ];
+    for (tiles, shapes) in grids {
+        check_dsmem_shapes(&gpu, &module, tiles * TILE, shapes);
+    }
+}
+
+/// The DSMEM SGEMM of `n x n` in each of `shapes`, typed and untyped,
+/// against sgemm_tiled's bits.
+fn check_dsmem_shapes(gpu: &Gpu, module: &Module, n: u32, shapes: &[[u32; 3]]) {
     let len = (n * n) as usize;
-    let (a, b, expected) = common::sgemm_tiled_reference(&gpu, &module, n);
+    let (a, b, expected) = common::sgemm_tiled_reference(gpu, module, n);
     let config = LaunchConfig::planar(n, n, [TILE, TILE]);
     let options = ClusterOptions::default();
     // SAFETY (every launch below): the kernel reads n x n floats of a and
     // b and writes as many of c, for a grid of n / TILE tiles a side.
-    let shapes = [
-        [1, 1, 1],
-        [2, 1, 1],
-        [4, 1, 1],
-        [8, 1, 1],
-        [1, 2, 1],
-        [2, 2, 1],
-        [4, 2, 1],
-        [2, 4, 1],
-    ];
-    for cluster in shapes {
+    for &cluster in shapes {
         let config = config.with_block_cluster(cluster);
         let kernel = module.kernel("sgemm_tiled_dsmem").unwrap();
         let fit = gpu.max_active_clusters(&kernel, &config).unwrap();
@@ -72,7 +87,7 @@ fn dsmem_sgemm_in_every_cluster_shape_gives_the_baseline_bits() {
         let mut c = gpu.zeros::<f32>(len).unwrap();
         unsafe {
             gpu.launch_entry(
-                &module,
+                module,
                 sgemm_tiled_dsmem::KERNEL,
                 config,
                 &options,
