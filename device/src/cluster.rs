@@ -45,9 +45,11 @@ crate::sm::read_u32_register! {
 /// it. Not `.aligned`, like [`sync_threads`](crate::thread::sync_threads).
 ///
 /// In a cluster of one block it is [`sync_threads`](crate::thread::sync_threads),
-/// which orders the same accesses: the cluster barrier's arrive and wait
-/// cost the DSMEM SGEMM launched without clusters 8% (`bench --only
-/// sgemm_tiled`, H100).
+/// which orders the same accesses: ptxas lowers the cluster barrier's
+/// arrive and wait to `MEMBAR.ALL.GPU` ... `UCGABAR_WAIT` + `CCTL.IVALL`
+/// (a GPU-scope fence and an L1 invalidation; `cuobjdump -sass` of
+/// `sgemm_tiled_dsmem`), where a block barrier is one `BAR.SYNC`. What that
+/// costs in time was not measured apart.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn cluster_sync() {

@@ -83,7 +83,8 @@ pub unsafe fn sgemm_tiled_dsmem(a: *const f32, b: *const f32, c: *mut f32, n: u3
         // Both loads in flight before either is stored: one global round
         // trip per step, as in the SDK kernel (loaded and stored in turn,
         // the A and B tiles took two, and the kernel without clusters
-        // 1.21x the SDK kernel's time).
+        // 1.21x the SDK kernel's time; now 1.15x: `bench --only sgemm_tiled`,
+        // H100, docs/BENCHMARKS.md).
         let value_a = if loads_a {
             *a.add(at(row, n, k0 + tx))
         } else {
