@@ -1120,8 +1120,13 @@ fn record(
     }
 }
 
+/// One thread (the chases), or one warp (the dependent chains).
 fn one_thread() -> LaunchConfig {
     LaunchConfig::new([1, 1, 1], [1, 1, 1])
+}
+
+fn one_warp() -> LaunchConfig {
+    LaunchConfig::new([1, 1, 1], [32, 1, 1])
 }
 
 /// Cycles per load of a pointer chase over `layout`: `runs` timed runs
@@ -1197,7 +1202,7 @@ fn fp32_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, Cal
             gpu.launch_entry(
                 module,
                 fp32_chain::KERNEL,
-                LaunchConfig::new([1, 1, 1], [32, 1, 1]),
+                one_warp(),
                 &ClusterOptions::default(),
                 (iters, a, b, &mut out, cycles),
             )
@@ -1214,7 +1219,7 @@ fn int_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, Cali
             gpu.launch_entry(
                 module,
                 int_chain::KERNEL,
-                LaunchConfig::new([1, 1, 1], [32, 1, 1]),
+                one_warp(),
                 &ClusterOptions::default(),
                 (iters, 0x9E37_79B9u32, 0x7F4A_7C15u32, &mut out, cycles),
             )
