@@ -13,7 +13,7 @@
 //! - Each resident block owns a ring of [`RING_ENTRIES`] [`Slot`]s in
 //!   page-locked host memory that the GPU reads through its mapping (on the
 //!   CPU backend, plain host memory) and serves them in order; the protocol
-//!   is [`clustered_device::pool`]'s (version 2, defined in `clustered_abi::pool`).
+//!   is [`clustered_device::pool`]'s (version 3, defined in `clustered_abi::pool`).
 //! - One scheduler thread moves pushed tasks into the rings and finished
 //!   ones into the output queue, in batches: one lock per pass for all the
 //!   pushes and finishes it saw. It fills the rings level by level (every
@@ -29,7 +29,8 @@
 //!   to the host: the block runs its ring in order with a barrier between
 //!   tasks, so it sees their writes. A task rides behind at most one such
 //!   follower per dependency (the first pushed): a chain runs in one ring
-//!   with no host round trip per task, while the other dependents of a task
+//!   with no host round trip per task (up to a whole ring of it in flight,
+//!   whatever the depth), while the other dependents of a task
 //!   (a fan-out) wait for it to finish and then spread over idle blocks.
 //!   Any other dependent task waits on the host until its dependencies
 //!   finished, as before.
@@ -37,7 +38,8 @@
 //!   as run, refused by the kernel, or cancelled: none is lost, and
 //!   [`TaskPool::shutdown`] hands back those not popped yet. A task in a
 //!   ring belongs to the device until it finished, so [`Shutdown::Cancel`]
-//!   cancels only tasks not yet in a ring (at most `depth` per block run).
+//!   cancels only tasks not yet in a ring (at most `depth` per block run,
+//!   or a ring-full of a chain).
 //! - Waiting never hangs the process: a wait longer than the pool's
 //!   timeout is [`PoolError::Timeout`] naming the tasks still in rings. A
 //!   task that never ends keeps its block (and the tasks behind it in its
@@ -199,6 +201,12 @@ impl std::error::Error for PoolError {}
 /// The scheduler's default polling window: see [`PoolConfig::spin`].
 pub const DEFAULT_SPIN: Duration = Duration::from_millis(2);
 
+/// Ready tasks queued per block by default ([`PoolConfig::depth`]): enough
+/// to cover a round trip through the host with short tasks, few enough
+/// that a block with long tasks does not hoard work that idle blocks could
+/// run, and that [`Shutdown::Cancel`] still reaches most of a backlog.
+pub const DEFAULT_DEPTH: u32 = 8;
+
 /// How long the scheduler sleeps between polls once the polling window
 /// passed with tasks in flight and nothing finished.
 const SLOW_POLL: Duration = Duration::from_micros(50);
@@ -224,8 +232,9 @@ pub struct PoolConfig {
 
 impl PoolConfig {
     /// A pool whose kernel serves task kinds `0..kinds`: blocks of 128
-    /// threads, one per SM, up to [`RING_ENTRIES`] tasks in flight per
-    /// block, a polling window of [`DEFAULT_SPIN`], waits of at most 10 s.
+    /// threads, one per SM, up to [`DEFAULT_DEPTH`] ready tasks in flight
+    /// per block, a polling window of [`DEFAULT_SPIN`], waits of at most
+    /// 10 s.
     pub fn new(kinds: u32) -> Self {
         PoolConfig {
             kinds,
@@ -233,7 +242,7 @@ impl PoolConfig {
             block_threads: 128,
             timeout: Duration::from_secs(10),
             spin: DEFAULT_SPIN,
-            depth: RING_ENTRIES as u32,
+            depth: DEFAULT_DEPTH,
         }
     }
 
@@ -250,15 +259,19 @@ impl PoolConfig {
         self
     }
 
-    /// Tasks in flight per block at most, `1..=RING_ENTRIES` (default
-    /// [`RING_ENTRIES`]): how many the scheduler puts into a block's ring
-    /// ahead of the block. More hides the host's round trip behind the
-    /// running task; fewer keeps queued tasks on the host, where
+    /// Ready tasks in flight per block at most, `1..=RING_ENTRIES`
+    /// (default [`DEFAULT_DEPTH`]): how many the scheduler puts into a
+    /// block's ring ahead of the block. More hides the host's round trip
+    /// behind the running task; fewer keeps queued tasks on the host, where
     /// [`Shutdown::Cancel`] can still drop them and an idle block can still
     /// take them (a task in a ring waits for the tasks before it, however
     /// long they run). 1 is the protocol of version 1: one task per block.
     /// Use 1 also for tasks that wait on other tasks (not on the host): one
     /// queued behind the waiting task in its ring could never run.
+    ///
+    /// The steps of a chain riding behind their predecessor are not
+    /// bounded by the depth but by the ring ([`RING_ENTRIES`]): they could
+    /// run nowhere else first, and a full ring is what makes a chain fast.
     pub fn depth(mut self, depth: u32) -> Self {
         self.depth = depth;
         self
@@ -1283,7 +1296,9 @@ impl Dispatch {
         let mut sent = 0;
         if self.riding > 0 {
             for b in 0..self.rings.len() {
-                while self.rings[b].in_flight() < self.depth {
+                // A chain fills the ring whatever the depth: its steps
+                // could run nowhere else before their predecessors.
+                while self.rings[b].in_flight() < RING_ENTRIES as u32 {
                     let Some(ticket) = self.rings[b].riders.pop_front() else {
                         break;
                     };
@@ -1294,7 +1309,7 @@ impl Dispatch {
             }
         }
         let blocks = self.rings.len();
-        if self.ready.is_empty() || self.in_flight == blocks * self.depth as usize {
+        if self.ready.is_empty() {
             return sent;
         }
         for level in &mut self.levels {
@@ -1333,7 +1348,7 @@ impl Dispatch {
             return;
         };
         let ring = &mut self.rings[b];
-        debug_assert!(ring.in_flight() < self.depth);
+        debug_assert!(ring.in_flight() < RING_ENTRIES as u32);
         let entry = (ring.head % RING_ENTRIES as u64) as usize;
         let slot = b * RING_ENTRIES + entry;
         slots.publish(slot, &node.task);
@@ -1641,34 +1656,36 @@ mod tests {
 
     #[test]
     fn a_chain_binds_to_its_head_s_ring_and_waits_there_for_room() {
+        const RING: u64 = RING_ENTRIES as u64;
         let rings = Rings::new(4);
         let mut d = Dispatch::new(4, 4);
         // Pushed before anything was dispatched: the head is ready, the
         // rest blocked until the head has a ring.
         push(&mut d, 0, &[]);
-        for t in 1..10 {
+        for t in 1..RING + 6 {
             push(&mut d, t, &[t - 1]);
         }
         assert_eq!(d.dispatch(&rings.slots, &rings.tickets), 1);
         // The head's ring is known only now: the next dispatch pass puts
-        // the riders behind it, up to the depth.
-        assert_eq!(d.riding, 9);
+        // the riders behind it, up to the ring's capacity (not the depth,
+        // 4 here: the steps could run nowhere else).
+        assert_eq!(d.riding, RING as usize + 5);
         d.dispatch(&rings.slots, &rings.tickets);
         let held = rings.held(&d);
         let b = held.iter().position(|h| !h.is_empty()).unwrap();
-        assert_eq!(held[b], [0, 1, 2, 3]);
+        assert_eq!(held[b], (0..RING).collect::<Vec<_>>());
         assert!(held.iter().enumerate().all(|(i, h)| i == b || h.is_empty()));
         // A step pushed now rides behind the last one too.
-        push(&mut d, 10, &[9]);
+        push(&mut d, RING + 6, &[RING + 5]);
         assert_eq!(d.riding, 7);
         // Room comes as the block finishes: the riders take it in order,
-        // before anything in the ready queue.
-        push(&mut d, 11, &[]);
+        // before anything in the ready queue, which goes to an idle block.
+        push(&mut d, RING + 7, &[]);
         rings.finish(&d, b, 0);
         assert_eq!(rings.collect(&mut d), [0]);
         d.dispatch(&rings.slots, &rings.tickets);
-        assert_eq!(rings.held(&d)[b], [1, 2, 3, 4]);
-        assert!(rings.held(&d).iter().any(|h| h == &[11]));
+        assert_eq!(rings.held(&d)[b], (1..=RING).collect::<Vec<_>>());
+        assert!(rings.held(&d).iter().any(|h| h == &[RING + 7]));
     }
 
     #[test]

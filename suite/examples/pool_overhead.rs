@@ -14,13 +14,13 @@
 //!   tasks per `push_many` and up to 64 per `pop_finished_many` (one lock
 //!   each, where the rows above take one per task).
 //! - `pool chain`: each task pushed `after` the previous one. They ride in
-//!   one block's ring (protocol v2), so a task costs the block's own poll,
-//!   run and publish plus the host keeping the ring full, not a round trip
-//!   host -> block -> host.
-//! - `..., depth 1`: the same on a second pool with one task in flight per
-//!   block (`PoolConfig::depth(1)`, version 1's dispatch: a block waits a
-//!   round trip between tasks, and a chain's task waits for its
-//!   predecessor to come back to the host): what the rings buy.
+//!   one block's ring (up to all of its entries), so a task costs the
+//!   block's own poll, run and publish plus the host keeping the ring full,
+//!   not a round trip host -> block -> host.
+//! - `..., depth 1`: the same on a second pool with one ready task in
+//!   flight per block (`PoolConfig::depth(1)`, version 1's dispatch for
+//!   independent tasks: a block waits a round trip between them): what the
+//!   rings buy. A chain still rides up to a whole ring (protocol v3).
 //! - `launch per task`: N launches of `empty_launch` on one stream, then a
 //!   synchronisation (the stream orders them: a chain too).
 //! - `graph`: the same N launches captured once into a CUDA graph, then
@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use clustered_suite::host::cudarc::driver::{sys, CudaStream, LaunchConfig, PushKernelArg};
 use clustered_suite::host::pool::{
-    PoolConfig, PoolError, Shutdown, Task, TaskPool, Ticket, RING_ENTRIES,
+    PoolConfig, PoolError, Shutdown, Task, TaskPool, Ticket, DEFAULT_DEPTH, RING_ENTRIES,
 };
 use clustered_suite::host::{Gpu, Module};
 use kernels::pool::{EMPTY, KINDS};
@@ -53,7 +53,7 @@ fn main() {
 
 fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Duration)) {
     let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
-    for depth in [RING_ENTRIES as u32, 1] {
+    for depth in [DEFAULT_DEPTH, 1] {
         let config = PoolConfig::new(KINDS)
             .block_threads(128)
             .depth(depth)

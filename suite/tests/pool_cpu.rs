@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use clustered_host::cpu::{launch_entry, run, CpuLaunch, Machine, NoObserver};
 use clustered_host::pool::{
-    Finished, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool, Ticket, EXIT,
-    FINISHED, IDLE, READY, RING_ENTRIES, RUNNING, STATUS_OK, STATUS_UNKNOWN_KIND,
+    Finished, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool, Ticket,
+    DEFAULT_DEPTH, EXIT, FINISHED, IDLE, READY, RING_ENTRIES, RUNNING, STATUS_OK,
+    STATUS_UNKNOWN_KIND,
 };
 use clustered_host::ClusterOptions;
 use clustered_suite::reference;
@@ -940,7 +941,7 @@ fn await_in_rings(pool: &TaskPool, count: usize) -> Vec<(u32, Ticket, &'static s
 fn idle_blocks_get_work_first_and_each_ring_runs_in_order() {
     let pool = pool(2, Duration::from_secs(60));
     assert_eq!(pool.slots(), 4);
-    assert_eq!(pool.depth(), RING_ENTRIES as u32);
+    assert_eq!(pool.depth(), DEFAULT_DEPTH);
     let flag = AtomicU32::new(0);
     let started = counters(4);
     // One at a time, each after the previous holds its block: the scheduler
@@ -1117,7 +1118,7 @@ fn only_the_first_dependent_of_a_task_rides_behind_it() {
 }
 
 /// Shutdown with rings partly full: two blocks held by WAIT tasks, each with
-/// `RING_ENTRIES - 1` MARK tasks behind it, and more on the host. Drain runs
+/// `depth - 1` MARK tasks behind it, and more on the host. Drain runs
 /// every task; Cancel runs those in rings (the device owns them) and cancels
 /// those on the host. Either way every task comes back once, a task that
 /// finished before and was not popped included, and what ran is exactly
@@ -1142,7 +1143,7 @@ fn shutdown_with_rings_partly_full_loses_nothing() {
             .map(|s| pool.push(wait_started(&flag, s)).unwrap())
             .collect();
         started.iter().for_each(await_one);
-        let in_ring = 2 * (RING_ENTRIES - 1);
+        let in_ring = 2 * (pool.depth() as usize - 1);
         let marks = in_ring + 10;
         let runs = counters(marks);
         let queued: Vec<Ticket> = (0..marks as u32)
