@@ -1,4 +1,4 @@
-//! The task pool's protocol (CAGTP, issue 15), version 3: each resident
+//! The task pool's protocol (CAGTP, issue 15), version 2: each resident
 //! block owns a ring of [`RING_ENTRIES`] [`Slot`]s in page-locked host
 //! memory that the GPU reads through its mapping. Block `b`'s ring is
 //! `slots[b * RING_ENTRIES .. (b + 1) * RING_ENTRIES]`.
@@ -51,14 +51,10 @@
 //!   block reads the payload (`ld.relaxed.sys`, so no stale L1 line of an
 //!   earlier task is used), may store `RUNNING` (relaxed: it only tells the
 //!   host's timeout diagnostics that the task started), runs the task's
-//!   CTAs, meets at a CTA barrier, and the polling thread stores `status`
-//!   and `result`, then `fence.acq_rel.sys` and `state = FINISHED`
-//!   (relaxed): the barrier orders every thread's writes of the task before
-//!   the fence, which makes them visible to the host's acquire. One fence
-//!   may publish several entries run in a row (a fence is a PCIe round
-//!   trip, longer than a short task), but never holds back a finished task
-//!   longer than about [`PUBLISH_CYCLES`] of work, nor past the end of its
-//!   batch.
+//!   CTAs, meets at a CTA barrier, and the polling thread stores `status`,
+//!   `result` and then `state = FINISHED` with `st.release.sys`: the barrier
+//!   orders every thread's writes of the task before the release, which
+//!   makes them visible to the host's acquire.
 //! - [`EXIT`] is written by the host only into an entry it owns (IDLE), and
 //!   only into the entry the block reads next, once every task of the ring
 //!   was collected: a block never skips a task, and never waits on an entry
@@ -66,26 +62,15 @@
 //!   belongs to the device), so a task in a ring always runs.
 
 /// The version of the pool protocol (the slot layout, the ring and the
-/// states). 3: rings of 64, FINISHED published after one fence for the
-/// tasks run since the last (2: rings of 8, a release store per task; 1:
-/// one slot per block).
-pub const POOL_ABI_VERSION: u32 = 3;
+/// states). 2: a ring of [`RING_ENTRIES`] slots per block (1: one slot).
+pub const POOL_ABI_VERSION: u32 = 2;
 
 /// Entries in each block's ring. A power of two (the device wraps with a
-/// mask). A ring's capacity bounds a chain of dependent tasks, which rides
-/// in one ring (they cannot run anywhere else) and costs a few round trips
-/// per ring-full: `pool_overhead 20000`, one device call, an H200, a chain
-/// of empty tasks per task: 1.8-2.3 us with rings of 8, 0.85-1.2 us with
-/// 32, 0.71-0.78 us with 64 (docs/BENCHMARKS.md, "The task pool"). Ready
-/// tasks that could run on any block fill rings only to the pool's depth.
-pub const RING_ENTRIES: usize = 64;
-
-/// Cycles of work after which a block publishes the tasks it finished so
-/// far in a batch, rather than at the batch's end: about 2 us, the order of
-/// the system-scope fence that a publication costs (a PCIe round trip).
-/// Short tasks share one fence; a longer task publishes alone, as soon as
-/// it ends.
-pub const PUBLISH_CYCLES: u64 = 4096;
+/// mask). 8 is meant to cover a host round trip with short tasks queued
+/// behind the running one. `pool_overhead 20000` on an H100: a chain of
+/// empty tasks 2.4-2.5 us per task with rings of 8, 9.0-9.8 us at
+/// `PoolConfig::depth(1)` (docs/BENCHMARKS.md, "The task pool").
+pub const RING_ENTRIES: usize = 8;
 
 /// The host owns the slot; no task in it.
 pub const IDLE: u32 = 0;

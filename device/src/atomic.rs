@@ -290,21 +290,6 @@ pub unsafe fn store_relaxed_system_u64(address: *mut u64, value: u64) {
     }
 }
 
-/// `fence.acq_rel.sys`: every write this thread made, or saw ordered before
-/// it (through a CTA barrier), becomes visible at system scope before any
-/// later write of this thread: a relaxed store after it publishes like
-/// [`store_release_system`], and one fence serves several such stores.
-#[inline(always)]
-pub fn fence_system() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a fence has no preconditions.
-    unsafe {
-        asm!("fence.acq_rel.sys;", options(nostack));
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    core::sync::atomic::fence(Release);
-}
-
 /// `st.release.sys.u32`: writes `*address` at system scope after every
 /// write that this thread made, or saw ordered before it (through a CTA
 /// barrier), became visible: a reader's acquire load of the value sees them.

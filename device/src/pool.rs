@@ -28,11 +28,10 @@
 pub use clustered_abi::pool::*;
 
 use crate::atomic::{
-    fence_system, load_acquire_system, load_relaxed_system, store_relaxed_system,
-    store_relaxed_system_u64,
+    load_acquire_system, load_relaxed_system, store_relaxed_system, store_relaxed_system_u64,
+    store_release_system,
 };
 use crate::cta::Cta;
-use crate::sm::clock64;
 use crate::thread::{
     block_dim_x, block_dim_y, block_idx_x, nanosleep, sync_threads, thread_idx_x, thread_idx_y,
     thread_idx_z,
@@ -232,9 +231,7 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 /// next one on at once, and runs them in order. A chain the host queued in
 /// one ring then costs two round trips per batch of up to
 /// [`RING_ENTRIES`] tasks, not two per task (`pool_overhead 20000`, H100:
-/// a chained empty task 4.8 us before, 2.4-2.5 us after). The FINISHED
-/// states of tasks run in a row share one system-scope fence (see
-/// [`PUBLISH_CYCLES`]). An idle block polls only the
+/// a chained empty task 4.8 us before, 2.4-2.5 us after). An idle block polls only the
 /// entry it serves next (one thread, `nanosleep` back-off), so idle blocks
 /// put one read each on the bus, not one per entry.
 ///
@@ -311,10 +308,6 @@ pub unsafe fn serve(slots: *mut Slot, kinds: u32, mut body: impl FnMut(&Task, Ct
             // The acquires above (and this barrier) order the copies after
             // the host's payload writes; sys scope skips stale L1 lines.
             sync_threads();
-            // Entries of the batch run but not yet published FINISHED from
-            // `unpublished` on, and when the last publication was.
-            let mut unpublished = 0u32;
-            let mut published_at = if me == 0 { clock64() } else { 0 };
             for k in 0..ready {
                 let slot = entry(next, k as usize);
                 let state = core::ptr::addr_of_mut!((*slot).state);
@@ -354,18 +347,7 @@ pub unsafe fn serve(slots: *mut Slot, kinds: u32, mut body: impl FnMut(&Task, Ct
                 if me == 0 {
                     store_relaxed_system(core::ptr::addr_of_mut!((*slot).status), status);
                     store_relaxed_system_u64(core::ptr::addr_of_mut!((*slot).result), result);
-                    let now = clock64();
-                    if k + 1 == ready || now.wrapping_sub(published_at) >= PUBLISH_CYCLES {
-                        // One fence for the tasks run since the last: their
-                        // writes and answers precede every FINISHED below.
-                        fence_system();
-                        for j in unpublished..=k {
-                            let state = core::ptr::addr_of_mut!((*entry(next, j as usize)).state);
-                            store_relaxed_system(state, FINISHED);
-                        }
-                        unpublished = k + 1;
-                        published_at = now;
-                    }
+                    store_release_system(state, FINISHED);
                 }
             }
             next = (next + ready as usize) & (RING_ENTRIES - 1);

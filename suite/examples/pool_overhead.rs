@@ -20,7 +20,7 @@
 //! - `..., depth 1`: the same on a second pool with one ready task in
 //!   flight per block (`PoolConfig::depth(1)`, version 1's dispatch for
 //!   independent tasks: a block waits a round trip between them): what the
-//!   rings buy. A chain still rides up to a whole ring (protocol v3).
+//!   rings buy. A chain still rides up to a whole ring.
 //! - `launch per task`: N launches of `empty_launch` on one stream, then a
 //!   synchronisation (the stream orders them: a chain too).
 //! - `graph`: the same N launches captured once into a CUDA graph, then

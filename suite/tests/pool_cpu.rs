@@ -1255,3 +1255,37 @@ fn exit_is_written_only_into_idle_entries() {
         );
     }
 }
+
+/// A task is published FINISHED when it ends, not when the tasks run after
+/// it in the same batch end: a blocker holds a block while a MARK and then
+/// a WAIT ride behind it (so the block copies both at once when the blocker
+/// ends), and the MARK must come out while the WAIT still runs. A block
+/// that published a batch's tasks together would hold the MARK back for
+/// as long as the WAIT runs: for ever, if what the WAIT waits for depends
+/// on the MARK through the host.
+#[test]
+fn a_finished_task_is_not_held_back_by_the_next_one_in_its_batch() {
+    let pool = pool(1, Duration::from_secs(60));
+    let (hold, started, release) = (AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0));
+    let runs = counters(1);
+    let blocker = pool.push(wait_started(&hold, &started)).unwrap();
+    await_one(&started);
+    let marked = pool.push_after(mark(&runs, 0), &[blocker]).unwrap();
+    let waiting = pool.push_after(wait(&release), &[marked]).unwrap();
+    let held = await_in_rings(&pool, 3);
+    assert!(held.iter().all(|h| h.0 == held[0].0), "one ring: {held:?}");
+    hold.store(1, Ordering::Release);
+    let mut out: Vec<Ticket> = (0..2)
+        .map(|_| {
+            pool.pop_finished_timeout(Duration::from_secs(10))
+                .expect("the MARK is published while the WAIT behind it runs")
+                .ticket
+        })
+        .collect();
+    out.sort();
+    assert_eq!(out, [blocker, marked]);
+    assert_eq!(runs[0].load(Ordering::Relaxed), 1);
+    release.store(1, Ordering::Release);
+    assert_eq!(pool.pop_finished().unwrap().ticket, waiting);
+    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+}
