@@ -58,7 +58,7 @@ pub unsafe fn jacobi7_3d(
         // `|`, not `||`: six short-circuits were past LLVM's speculation
         // budget, so it branched on them and loaded the centre on two paths
         // (88 SASS instructions, nvcc 80); as one predicate, nvcc's code.
-        // bench --only jacobi7_3d --twins, H200: Rust/nvcc 1.032 -> 1.012-1.015.
+        // H200 (docs/BENCHMARKS.md): Rust/nvcc 1.032 -> 1.012-1.029 (the twin moves).
         let border = (x == 0) | (y == 0) | (z == 0) | (x == nx - 1) | (y == ny - 1) | (z == nz - 1);
         let centre = *input.add(at as usize);
         let value = if border {
