@@ -282,6 +282,10 @@ fn print_validation(rows: &[Row], bench: &[Record], measured: impl Fn(&Row) -> O
             .filter(|k| set == "all" || HELD_OUT.contains(k) == held)
             .filter_map(|k| spearman(&pairs(rows.iter().filter(|r| r.kernel == *k), &measured)))
             .collect();
+        if p.is_empty() {
+            println!("{set:<9}: no measured records");
+            continue;
+        }
         println!(
             "{set:<9}: MAPE {:.1}% over {} records; median per-kernel spearman {}",
             mape(&p).unwrap_or(f64::NAN),
