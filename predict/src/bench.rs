@@ -53,6 +53,15 @@ pub const H100_2026_11_25: &[&str] = &[
 /// --bench predict/data/h100-2026-11-25-all.json`.
 pub const H100_2026_11_25_ALL: &str = include_str!("../data/h100-2026-11-25-all.json");
 
+/// All 23 suite and ported kernels on an H200 (2026-11-26), one binary, two
+/// bench calls (253 records: 238 schedules, 15 nvcc twins), measured after
+/// every figure and rule of the model was set. Validate with the device
+/// file calibrated on the same machine:
+/// `cargo run --release -p clustered-suite --example predict -- --all --sim
+/// --device predict/devices/h200-calibrated.json --bench
+/// predict/data/h200-2026-11-26-all.json`.
+pub const H200_2026_11_26_ALL: &str = include_str!("../data/h200-2026-11-26-all.json");
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,6 +73,18 @@ mod tests {
         assert_eq!(records.len(), 228);
         let schedules = records.iter().filter(|r| r.entry.is_some()).count();
         assert_eq!(schedules, 213);
+        let kernels: std::collections::BTreeSet<&str> =
+            records.iter().map(|r| r.kernel.as_str()).collect();
+        assert_eq!(kernels.len(), 23);
+        assert!(records.iter().all(|r| r.median_ms > 0.0));
+    }
+
+    #[test]
+    fn the_h200_run_parses() {
+        let (device, records) = records(H200_2026_11_26_ALL).unwrap();
+        assert_eq!(device, "NVIDIA H200");
+        assert_eq!(records.len(), 253);
+        assert_eq!(records.iter().filter(|r| r.entry.is_some()).count(), 238);
         let kernels: std::collections::BTreeSet<&str> =
             records.iter().map(|r| r.kernel.as_str()).collect();
         assert_eq!(kernels.len(), 23);

@@ -174,10 +174,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shipped_file_is_complete() {
-        let model = DeviceModel::from_json(include_str!("../devices/h100-sxm.json")).unwrap();
-        assert_eq!(model.sm_count, 132);
-        assert_eq!(DeviceModel::from_json(&model.to_json()).unwrap(), model);
+    fn shipped_files_are_complete() {
+        for (text, name) in [
+            (
+                include_str!("../devices/h100-sxm.json"),
+                "NVIDIA H100 80GB HBM3",
+            ),
+            (
+                include_str!("../devices/h200-calibrated.json"),
+                "NVIDIA H200",
+            ),
+        ] {
+            let model = DeviceModel::from_json(text).unwrap();
+            assert_eq!((model.name.as_str(), model.sm_count), (name, 132));
+            assert_eq!(DeviceModel::from_json(&model.to_json()).unwrap(), model);
+        }
     }
 
     #[test]
