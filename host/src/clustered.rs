@@ -67,6 +67,45 @@ pub struct ClusterOptions {
     /// of it agents (at least one cluster); their clusters co-schedule
     /// agents, whatever tasks those claim. Not the paper's clusters `M`.
     pub block_cluster: Option<u32>,
+    /// The band of a raster schedule (`tile(1, G)`, `column_tile(G, 1)`,
+    /// `sawtooth(1, G)`) chosen at launch instead of the `G` compiled in:
+    /// the band travels in the launch parameter, so one entry runs any `G`.
+    /// Any other indexing is [`ClusterError::NotARaster`].
+    pub raster_group: Option<RasterGroup>,
+}
+
+/// How many CTAs a raster's band holds ([`ClusterOptions::raster_group`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RasterGroup {
+    /// This many (at least 1; need not divide the grid: the last band is
+    /// short).
+    Ctas(u32),
+    /// From the CTAs resident at once, `R` = SMs x the kernel's blocks per
+    /// SM: the power of two nearest below `sqrt(R)`, at most the grid's
+    /// extent across the bands. A wave of `R` CTAs in bands of `G` touches
+    /// `G` rows of tiles and `R / G` columns; their sum is least at
+    /// `G = sqrt(R)` when a row and a column of tiles share as much (GEMM).
+    /// Against the bands measured on the H100 and the H200 (docs/BENCHMARKS.md,
+    /// "Choosing the band"), this is the fastest band or within 0.6% of it on
+    /// the four GEMM-like rasters, and 6-14% off on the transposes, whose
+    /// rasters win by cache lines, not reuse (G = 4 there): give those a
+    /// band.
+    FromOccupancy,
+}
+
+impl RasterGroup {
+    /// The band for `resident` CTAs at once and `across` CTAs of the grid
+    /// across the bands.
+    pub fn ctas(self, resident: u32, across: u32) -> u32 {
+        match self {
+            RasterGroup::Ctas(g) => g,
+            RasterGroup::FromOccupancy => {
+                let root = (f64::from(resident)).sqrt().floor().max(1.0) as u32;
+                let power = 1u32 << (31 - root.leading_zeros());
+                power.min(across.max(1))
+            }
+        }
+    }
 }
 
 /// Why a clustered launch was refused.
@@ -115,6 +154,10 @@ pub enum ClusterError {
     /// A thread block cluster width of 0, or one that does not divide the
     /// blocks launched along x (the original grid's, or `total_agents`).
     BlockClusterWidth { width: u32, grid_x: u32 },
+    /// A raster band asked of a schedule whose indexing is not a raster.
+    NotARaster { indexing: String },
+    /// A raster band of 0 CTAs.
+    EmptyRasterGroup,
 }
 
 impl fmt::Display for ClusterError {
@@ -168,6 +211,14 @@ impl fmt::Display for ClusterError {
             ClusterError::BlockClusterWidth { width, grid_x } => write!(
                 f,
                 "thread block clusters of {width} blocks cannot tile a grid of {grid_x} blocks along x: choose a width of at least 1 that divides {grid_x}, or leave `block_cluster` unset"
+            ),
+            ClusterError::NotARaster { indexing } => write!(
+                f,
+                "`raster_group` sets the band of `tile(1, G)`, `column_tile(G, 1)` or `sawtooth(1, G)`; this schedule's indexing is {indexing}: leave `raster_group` unset, or give the kernel a raster schedule"
+            ),
+            ClusterError::EmptyRasterGroup => write!(
+                f,
+                "a raster band of 0 CTAs: ask for at least 1 (RasterGroup::Ctas(g)) or RasterGroup::FromOccupancy"
             ),
             ClusterError::NoThrottling { policy } => write!(
                 f,
@@ -372,6 +423,41 @@ pub(crate) struct AgentLayout {
 /// contract [`check_contract`] accepted.
 /// `max_agents` (the kernel's occupancy: MAX) is asked for only by the
 /// persistent bindings.
+/// A raster's `indexing` with its band set by `group` (`None`: a custom
+/// indexing, which is no raster).
+fn with_band<E: From<ClusterError>>(
+    indexing: Option<Indexing>,
+    grid: [u32; 3],
+    group: RasterGroup,
+    resident: impl FnOnce() -> Result<u32, E>,
+) -> Result<Indexing, E> {
+    // The band's extent across the bands, and the raster with a band of g.
+    let (across, banded): (u32, fn(u32) -> Indexing) = match indexing {
+        Some(Indexing::Tile { width: 1, .. }) => (grid[1], |g| Indexing::Tile {
+            width: 1,
+            height: g,
+        }),
+        Some(Indexing::Sawtooth { width: 1, .. }) => (grid[1], |g| Indexing::Sawtooth {
+            width: 1,
+            height: g,
+        }),
+        Some(Indexing::ColumnTile { height: 1, .. }) => (grid[0], |g| Indexing::ColumnTile {
+            width: g,
+            height: 1,
+        }),
+        other => {
+            let indexing = other.map_or("custom".to_string(), |i| format!("{i:?}"));
+            return Err(ClusterError::NotARaster { indexing }.into());
+        }
+    };
+    let g = match group {
+        RasterGroup::Ctas(0) => return Err(ClusterError::EmptyRasterGroup.into()),
+        RasterGroup::Ctas(g) => g,
+        RasterGroup::FromOccupancy => group.ctas(resident()?, across),
+    };
+    Ok(banded(g))
+}
+
 pub(crate) fn layout<E: From<ClusterError>>(
     contract: &KernelContract,
     grid: [u32; 3],
@@ -398,7 +484,20 @@ pub(crate) fn layout<E: From<ClusterError>>(
         }
         .into());
     }
-    let indexing = contract.indexing().unwrap_or(Indexing::RowMajor);
+    let mut max_agents = Some(max_agents);
+    let mut max = None;
+    let mut blocks_per_sm = move || -> Result<u32, E> {
+        if let Some(f) = max_agents.take() {
+            max = Some(f()?);
+        }
+        Ok(max.unwrap_or(0))
+    };
+    let mut indexing = contract.indexing();
+    if let Some(group) = options.raster_group {
+        let resident = || -> Result<u32, E> { Ok(blocks_per_sm()?.saturating_mul(sm_count)) };
+        indexing = Some(with_band(indexing, grid, group, resident)?);
+    }
+    let indexing = indexing.unwrap_or(Indexing::RowMajor);
     let mut parameter =
         ClusterLaunch::new(indexing, grid, clusters).map_err(ClusterError::Mapping)?;
     let width = options.block_cluster.unwrap_or(1);
@@ -417,7 +516,7 @@ pub(crate) fn layout<E: From<ClusterError>>(
             agents: None,
         });
     }
-    let max = max_agents()?;
+    let max = blocks_per_sm()?;
     let per_sm = options.agents_per_sm.unwrap_or(max);
     if per_sm == 0 || per_sm > max {
         return Err(ClusterError::TooManyAgents {

@@ -41,7 +41,7 @@ mod typed;
 pub use autotune::{bucket, candidates_checksum, TunePolicy, Tuned, TunedLaunches};
 pub use clustered::{
     check_contract, choose_active, ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel,
-    ClusteredPlan,
+    ClusteredPlan, RasterGroup,
 };
 pub use clustered_device::abi::{Binding, ClusterLaunch, KernelContract};
 pub use clustered_device::entry::{Entry, KernelFn, Scalar, UnknownSchedule};

@@ -500,3 +500,105 @@ fn block_clusters_shape_the_plan() {
         assert!(error.to_string().contains("divides 1000"), "{error}");
     }
 }
+
+#[test]
+fn a_raster_band_is_chosen_at_launch() {
+    use crate::cpu::{CpuLaunch, CpuPlan, Machine};
+    use clustered_device::abi::indexing_kind;
+    use clustered_device::mapping::{Delinearize, Indexing};
+    const GRID: [u32; 3] = [40, 24, 1];
+    let machine = Machine::new(6);
+    let original = CpuLaunch {
+        grid: GRID,
+        block: [64, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 3,
+    };
+    let with = |group| ClusterOptions {
+        raster_group: Some(group),
+        ..ClusterOptions::default()
+    };
+    let plan = |contract: &KernelContract, group| {
+        CpuPlan::new(contract, original, &machine, &with(group)).map(|mut plan| {
+            let order = plan.parameter().delinearize;
+            (0..960).map(|v| order.cta(v)).collect::<Vec<_>>()
+        })
+    };
+    let order = |indexing| {
+        let order = Delinearize::new(indexing, GRID).unwrap();
+        Ok((0..960).map(|v| order.cta(v)).collect::<Vec<_>>())
+    };
+    let tile = KernelContract::new(Binding::Reorder, indexing_kind::TILE, [1, 16], 1, 0);
+    // The band given replaces the 16 compiled in; it need not divide 24.
+    for g in [1, 5, 24, 100] {
+        let banded = Indexing::Tile {
+            width: 1,
+            height: g,
+        };
+        assert_eq!(plan(&tile, RasterGroup::Ctas(g)), order(banded), "G = {g}");
+    }
+    assert_ne!(
+        order(Indexing::Tile {
+            width: 1,
+            height: 5
+        }),
+        order(Indexing::Tile {
+            width: 1,
+            height: 16
+        })
+    );
+    // From the occupancy: 6 SMs x 3 blocks = 18 resident, sqrt 4.2 -> 4.
+    let four = Indexing::Tile {
+        width: 1,
+        height: 4,
+    };
+    assert_eq!(plan(&tile, RasterGroup::FromOccupancy), order(four));
+    // The other rasters, and a persistent binding.
+    let column = KernelContract::new(Binding::Reorder, indexing_kind::COLUMN_TILE, [32, 1], 1, 0);
+    let column_8 = Indexing::ColumnTile {
+        width: 8,
+        height: 1,
+    };
+    assert_eq!(plan(&column, RasterGroup::Ctas(8)), order(column_8));
+    let sawtooth = KernelContract::new(Binding::Reorder, indexing_kind::SAWTOOTH, [1, 32], 1, 0);
+    let sawtooth_8 = Indexing::Sawtooth {
+        width: 1,
+        height: 8,
+    };
+    assert_eq!(plan(&sawtooth, RasterGroup::Ctas(8)), order(sawtooth_8));
+    let agents = KernelContract::new(Binding::Agents, indexing_kind::TILE, [1, 16], 8, 0);
+    assert_eq!(plan(&agents, RasterGroup::FromOccupancy), order(four));
+    // No band for what is no raster, and none of 0 CTAs.
+    for (kind, tile) in [
+        (indexing_kind::ROW_MAJOR, [0, 0]),
+        (indexing_kind::TILE, [4, 4]),
+        (indexing_kind::CUSTOM, [0, 0]),
+    ] {
+        let contract = KernelContract::new(Binding::Reorder, kind, tile, 1, 0);
+        let error = plan(&contract, RasterGroup::Ctas(8)).unwrap_err();
+        assert!(
+            matches!(error, ClusterError::NotARaster { .. }),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("tile(1, G)"), "{error}");
+    }
+    assert_eq!(
+        plan(&tile, RasterGroup::Ctas(0)),
+        Err(ClusterError::EmptyRasterGroup)
+    );
+}
+
+#[test]
+fn the_band_from_occupancy_is_the_power_of_two_below_the_root() {
+    let band = |resident, across| RasterGroup::FromOccupancy.ctas(resident, across);
+    // Naive SGEMM on an H100: 8 blocks of 256 threads x 132 SMs.
+    assert_eq!(band(1056, 512), 32);
+    // The tiled and register-tiled SGEMMs: 2 blocks per SM.
+    assert_eq!(band(264, 256), 16);
+    assert_eq!(band(255, 256), 8);
+    assert_eq!(band(1, 256), 1);
+    assert_eq!(band(0, 256), 1);
+    // Never wider than the grid across the bands.
+    assert_eq!(band(1056, 6), 6);
+    assert_eq!(RasterGroup::Ctas(7).ctas(1056, 3), 7);
+}

@@ -34,7 +34,7 @@ use clustered_device::entry::{Backend, Entry, KernelFn, Scalar, Visitor};
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr};
 
 use crate::clustered::{
-    ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel, ClusteredPlan,
+    ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel, ClusteredPlan, RasterGroup,
 };
 use crate::launch::Launch;
 use crate::{Error, Gpu, Kernel, LaunchConfig, Module};
@@ -110,6 +110,7 @@ struct PlanKey {
     total_agents: Option<u32>,
     clusters: Option<u32>,
     block_cluster: Option<u32>,
+    raster_group: Option<RasterGroup>,
 }
 
 impl PlanKey {
@@ -123,6 +124,7 @@ impl PlanKey {
             total_agents: options.total_agents,
             clusters: options.clusters,
             block_cluster: options.block_cluster,
+            raster_group: options.raster_group,
         }
     }
 }

@@ -19,6 +19,8 @@ use clustered_device::thread::*;
 #[clustered(name = coverage_stride, binding = stride, indexing = tile(2, 3))]
 #[clustered(name = coverage_stride_waves, binding = stride, waves = 3)]
 #[clustered(name = coverage_sawtooth, binding = reorder, indexing = sawtooth(1, 2))]
+#[clustered(name = coverage_raster_agents, binding = agents, indexing = tile(1, 2))]
+#[clustered(name = coverage_column_raster_stride, binding = stride, indexing = column_tile(2, 1))]
 pub unsafe fn coverage(runs: *mut u32, sms: *mut u32) {
     if thread_idx_x() == 0 {
         let v = (block_idx_z() * grid_dim_y() + block_idx_y()) * grid_dim_x() + block_idx_x();

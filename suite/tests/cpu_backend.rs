@@ -2,11 +2,14 @@
 //! CTA exactly once, whatever the dispatcher, starved SMs or sparse SM ids;
 //! and every schedule computes what the baseline computes, bit for bit.
 
+use clustered_device::mapping::Indexing;
 use clustered_suite::host::cpu::{launch_entry, CpuLaunchError, Host};
 use clustered_suite::host::cpu::{
     run, AccessKind, CpuError, CpuLaunch, Dispatch, LaneAccess, Machine, NoObserver, Observer,
 };
-use clustered_suite::host::{ActivePolicy, Binding, ClusterError, ClusterOptions, Entry, KernelFn};
+use clustered_suite::host::{
+    ActivePolicy, Binding, ClusterError, ClusterOptions, Entry, KernelFn, RasterGroup,
+};
 use kernels::coverage::*;
 
 /// A kernel of two `*mut u32` buffers, like `coverage` and `announced`.
@@ -149,6 +152,50 @@ fn every_schedule_in_block_clusters_runs_every_cta_once() {
             }
         }
     }
+}
+
+/// `ClusterOptions::raster_group` sets the band of the raster schedules at
+/// launch (any band, dividing the grid or not, or one from the occupancy)
+/// and is refused, naming the indexing, by every other schedule; what it
+/// accepts runs each CTA once, with the engine interleaving threads.
+#[test]
+fn every_raster_band_runs_every_cta_once() {
+    let machine = Machine::new(5).interleave(5);
+    let groups = [
+        RasterGroup::Ctas(1),
+        RasterGroup::Ctas(3),
+        RasterGroup::Ctas(16),
+        RasterGroup::FromOccupancy,
+    ];
+    let mut rasters = 0;
+    for group in groups {
+        let options = ClusterOptions {
+            raster_group: Some(group),
+            ..ClusterOptions::default()
+        };
+        for grid in [[8, 3, 1], [5, 7, 1], [4, 3, 2]] {
+            for &entry in coverage_schedules() {
+                let case = format!("{} with band {group:?}, grid {grid:?}", entry.name());
+                let raster = matches!(
+                    entry.contract().and_then(|c| c.indexing()),
+                    Some(
+                        Indexing::Tile { width: 1, .. }
+                            | Indexing::Sawtooth { width: 1, .. }
+                            | Indexing::ColumnTile { height: 1, .. }
+                    )
+                );
+                match run_coverage(&machine, entry, grid, &options) {
+                    Ok((runs, _)) => {
+                        assert!(raster, "{case}: ran");
+                        assert_exactly_once(&runs, &case);
+                        rasters += 1;
+                    }
+                    Err(e) => assert!(!raster && e.contains("raster_group"), "{case}: {e}"),
+                }
+            }
+        }
+    }
+    assert_eq!(rasters, 3 * 3 * groups.len(), "three raster schedules");
 }
 
 #[test]
