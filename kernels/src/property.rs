@@ -47,6 +47,8 @@ pub fn snake(v: u32, grid: [u32; 3]) -> [u32; 3] {
 #[clustered(name = tile_exchange_stride, binding = stride, indexing = tile(2, 3))]
 #[clustered(name = tile_exchange_stride_waves, binding = stride, indexing = column_major, waves = 2)]
 #[clustered(name = tile_exchange_sawtooth_agents, binding = agents, indexing = sawtooth(2, 2), chunk = 2)]
+#[clustered(name = tile_exchange_raster, binding = reorder, indexing = tile(1, 2))]
+#[clustered(name = tile_exchange_column_raster_stride, binding = stride, indexing = column_tile(2, 1))]
 pub unsafe fn tile_exchange(
     input: *const u32,
     output: *mut u32,

@@ -21,8 +21,11 @@ use std::fmt::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
+use clustered_device::mapping::Indexing;
 use clustered_suite::host::cpu::{launch_entry, CpuLaunch, Dispatch, Machine, NoObserver};
-use clustered_suite::host::{ActivePolicy, Binding, ClusterOptions, Entry, KernelFn};
+use clustered_suite::host::{
+    ActivePolicy, Binding, ClusterOptions, Entry, KernelContract, KernelFn, RasterGroup,
+};
 use kernels::coverage::coverage;
 use kernels::property::{segment_scan, tile_exchange, MAX_THREADS};
 
@@ -183,11 +186,23 @@ impl Case {
         self.launch.grid.iter().product()
     }
 
-    /// The options a schedule of `binding` runs with: a grid-stride loop
-    /// cannot be throttled (a typed error, tested in cpu_backend.rs), so it
-    /// runs with the kernel's ACTIVE instead.
-    fn options_for(&self, binding: Option<Binding>) -> ClusterOptions {
+    /// The options a schedule of `contract` runs with: a grid-stride loop
+    /// cannot be throttled and only a raster has a band (typed errors, tested
+    /// in cpu_backend.rs), so those run with the kernel's ACTIVE and band.
+    fn options_for(&self, contract: Option<&KernelContract>) -> ClusterOptions {
+        let binding = contract.and_then(|c| Binding::from_u32(c.binding));
+        let raster = matches!(
+            contract.and_then(KernelContract::indexing),
+            Some(
+                Indexing::Tile { width: 1, .. }
+                    | Indexing::Sawtooth { width: 1, .. }
+                    | Indexing::ColumnTile { height: 1, .. }
+            )
+        );
         let mut options = self.options.clone();
+        if !raster {
+            options.raster_group = None;
+        }
         if binding == Some(Binding::Stride)
             && matches!(
                 options.active,
@@ -255,6 +270,14 @@ fn random_options(rng: &mut Rng, ctas: u32, resident: u32, sms: u32) -> ClusterO
     if rng.one_in(4) {
         let resident = options.agents_per_sm.unwrap_or(resident) * sms;
         options.total_agents = Some(rng.range(1, resident.max(ctas)));
+    }
+    if rng.one_in(3) {
+        // Any band for the raster schedules, dividing the grid or not.
+        options.raster_group = Some(if rng.one_in(3) {
+            RasterGroup::FromOccupancy
+        } else {
+            RasterGroup::Ctas(rng.range(1, 9))
+        });
     }
     options.active = match rng.range(0, 5) {
         0..=2 => ActivePolicy::FromKernel,
@@ -374,7 +397,7 @@ fn check(case: &Case) -> Result<Vec<&'static str>, (String, String)> {
         Work::Coverage => {
             let n = case.ctas() as usize;
             for entry in entries(coverage::KERNEL, coverage::SCHEDULES) {
-                let options = case.options_for(entry.binding());
+                let options = case.options_for(entry.contract());
                 let (mut runs, mut sms) = (vec![0u32; n], vec![u32::MAX; n]);
                 // SAFETY: the kernel indexes both buffers by its CTA's id.
                 unsafe {
@@ -404,7 +427,7 @@ fn check(case: &Case) -> Result<Vec<&'static str>, (String, String)> {
             let input = words(case.data, width * height * depth);
             let expected = tile_reference(case, width, height, &input);
             for entry in entries(tile_exchange::KERNEL, tile_exchange::SCHEDULES) {
-                let options = case.options_for(entry.binding());
+                let options = case.options_for(entry.contract());
                 let mut output = vec![0xdead_beef; input.len()];
                 let mut runs = vec![0u32; case.ctas() as usize];
                 // SAFETY: the tail guard keeps every access inside the
@@ -430,7 +453,7 @@ fn check(case: &Case) -> Result<Vec<&'static str>, (String, String)> {
             let input = words(case.data, n);
             let (expected, expected_sums) = scan_reference(case, n, ragged, cut, &input, FILL);
             for entry in entries(segment_scan::KERNEL, segment_scan::SCHEDULES) {
-                let options = case.options_for(entry.binding());
+                let options = case.options_for(entry.contract());
                 let mut output = vec![FILL; n as usize];
                 let mut sums = vec![0u32; case.ctas() as usize];
                 // SAFETY: the tail guard keeps every access below n; `sums`
