@@ -419,10 +419,6 @@ pub(crate) struct AgentLayout {
     pub scratch_words: usize,
 }
 
-/// Lays out a clustered launch of the ORIGINAL grid on `sm_count` SMs, for a
-/// contract [`check_contract`] accepted.
-/// `max_agents` (the kernel's occupancy: MAX) is asked for only by the
-/// persistent bindings.
 /// A raster's `indexing` with its band set by `group` (`None`: a custom
 /// indexing, which is no raster).
 fn with_band<E: From<ClusterError>>(
@@ -458,6 +454,10 @@ fn with_band<E: From<ClusterError>>(
     Ok(banded(g))
 }
 
+/// Lays out a clustered launch of the ORIGINAL grid on `sm_count` SMs, for a
+/// contract [`check_contract`] accepted.
+/// `max_agents` (the kernel's occupancy: MAX) is asked for only by the
+/// persistent bindings and a band from the occupancy, once.
 pub(crate) fn layout<E: From<ClusterError>>(
     contract: &KernelContract,
     grid: [u32; 3],
