@@ -1289,3 +1289,54 @@ fn a_finished_task_is_not_held_back_by_the_next_one_in_its_batch() {
     assert_eq!(pool.pop_finished().unwrap().ticket, waiting);
     assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
 }
+
+/// At `depth(1)` a block holds one ready task, but a chain behind a task
+/// still fills its ring (its steps could run nowhere else first), while an
+/// independent task pushed meanwhile waits for an idle block, not behind
+/// the chain.
+#[test]
+fn a_chain_fills_its_ring_at_depth_one() {
+    const STEPS: u32 = 20;
+    let config = PoolConfig::new(KINDS)
+        .blocks(2)
+        .block_threads(THREADS)
+        .depth(1)
+        .timeout(Duration::from_secs(60));
+    let pool = TaskPool::cpu(Machine::new(1), 2, pool_demo, config).unwrap();
+    let buf = counters(THREADS as usize);
+    let seen: Vec<AtomicU32> = (0..STEPS).map(|_| AtomicU32::new(u32::MAX)).collect();
+    let (flag, started) = (AtomicU32::new(0), AtomicU32::new(0));
+    let head = pool.push(wait_started(&flag, &started)).unwrap();
+    await_one(&started);
+    let mut last = head;
+    let steps: Vec<Ticket> = (0..STEPS)
+        .map(|i| {
+            last = pool.push_after(step_task(&buf, &seen, i), &[last]).unwrap();
+            last
+        })
+        .collect();
+    let held = await_in_rings(&pool, RING_ENTRIES);
+    let block = held[0].0;
+    assert!(held.iter().all(|&(b, _, _)| b == block), "{held:?}");
+    assert_eq!(
+        &held[1..].iter().map(|h| h.1).collect::<Vec<_>>(),
+        &steps[..RING_ENTRIES - 1]
+    );
+    // An independent task goes to the other, idle block and runs while the
+    // chain waits.
+    let runs = counters(1);
+    let alone = pool.push(mark(&runs, 0)).unwrap();
+    let done = pool
+        .pop_finished_timeout(Duration::from_secs(10))
+        .expect("the independent task runs beside the held chain");
+    assert_eq!(done.ticket, alone);
+    flag.store(1, Ordering::Release);
+    let mut rest: Vec<Ticket> = (0..=STEPS)
+        .map(|_| pool.pop_finished().unwrap().ticket)
+        .collect();
+    rest.sort();
+    assert_eq!(rest[0], head);
+    assert_eq!(rest[1..], steps[..]);
+    assert!((0..STEPS as usize).all(|i| seen[i].load(Ordering::Relaxed) == i as u32));
+    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+}
