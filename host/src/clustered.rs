@@ -457,13 +457,13 @@ fn with_band<E: From<ClusterError>>(
 /// Lays out a clustered launch of the ORIGINAL grid on `sm_count` SMs, for a
 /// contract [`check_contract`] accepted.
 /// `max_agents` (the kernel's occupancy: MAX) is asked for only by the
-/// persistent bindings and a band from the occupancy, once.
+/// persistent bindings and a band from the occupancy.
 pub(crate) fn layout<E: From<ClusterError>>(
     contract: &KernelContract,
     grid: [u32; 3],
     sm_count: u32,
     options: &ClusterOptions,
-    max_agents: impl FnOnce() -> Result<u32, E>,
+    mut max_agents: impl FnMut() -> Result<u32, E>,
 ) -> Result<Layout, E> {
     let binding =
         Binding::from_u32(contract.binding).expect("a contract checked by check_contract");
@@ -484,17 +484,9 @@ pub(crate) fn layout<E: From<ClusterError>>(
         }
         .into());
     }
-    let mut max_agents = Some(max_agents);
-    let mut max = None;
-    let mut blocks_per_sm = move || -> Result<u32, E> {
-        if let Some(f) = max_agents.take() {
-            max = Some(f()?);
-        }
-        Ok(max.unwrap_or(0))
-    };
     let mut indexing = contract.indexing();
     if let Some(group) = options.raster_group {
-        let resident = || -> Result<u32, E> { Ok(blocks_per_sm()?.saturating_mul(sm_count)) };
+        let resident = || -> Result<u32, E> { Ok(max_agents()?.saturating_mul(sm_count)) };
         indexing = Some(with_band(indexing, grid, group, resident)?);
     }
     let indexing = indexing.unwrap_or(Indexing::RowMajor);
@@ -516,7 +508,7 @@ pub(crate) fn layout<E: From<ClusterError>>(
             agents: None,
         });
     }
-    let max = blocks_per_sm()?;
+    let max = max_agents()?;
     let per_sm = options.agents_per_sm.unwrap_or(max);
     if per_sm == 0 || per_sm > max {
         return Err(ClusterError::TooManyAgents {
