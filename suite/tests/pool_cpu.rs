@@ -933,6 +933,42 @@ fn await_in_rings(pool: &TaskPool, count: usize) -> Vec<(u32, Ticket, &'static s
     panic!("the rings never held {count} tasks: {:?}", in_rings(pool));
 }
 
+/// Pushes a WAIT on `flag`, waits until it holds its block, and pushes a
+/// chain of `seen.len()` STEP tasks behind it; returns the WAIT and the
+/// steps.
+fn chain_behind_a_wait(
+    pool: &TaskPool,
+    flag: &AtomicU32,
+    buf: &[AtomicU32],
+    seen: &[AtomicU32],
+) -> (Ticket, Vec<Ticket>) {
+    let started = AtomicU32::new(0);
+    let head = pool.push(wait_started(flag, &started)).unwrap();
+    await_one(&started);
+    let mut last = head;
+    let steps = (0..seen.len() as u32)
+        .map(|i| {
+            last = pool.push_after(step_task(buf, seen, i), &[last]).unwrap();
+            last
+        })
+        .collect();
+    (head, steps)
+}
+
+/// Waits until the rings hold a ring-full, and checks it is `head`'s block's
+/// ring: `head`, then the first steps in order. Returns that block.
+fn assert_ring_full_of_chain(pool: &TaskPool, head: Ticket, steps: &[Ticket]) -> u32 {
+    let held = await_in_rings(pool, RING_ENTRIES);
+    let block = held[0].0;
+    assert_eq!(held[0].1, head);
+    assert!(held.iter().all(|&(b, _, _)| b == block), "{held:?}");
+    assert_eq!(
+        &held[1..].iter().map(|h| h.1).collect::<Vec<_>>(),
+        &steps[..RING_ENTRIES - 1]
+    );
+    block
+}
+
 /// Idle blocks get work first: four WAIT tasks pushed one after the other
 /// all start (a second one in a ring would wait behind the first), and eight
 /// tasks pushed while they hold the blocks go two into each ring, where each
@@ -1004,26 +1040,11 @@ fn a_chain_runs_in_one_ring_each_step_after_the_previous() {
     let pool = pool(2, Duration::from_secs(60));
     let buf = counters(THREADS as usize);
     let seen: Vec<AtomicU32> = (0..STEPS).map(|_| AtomicU32::new(u32::MAX)).collect();
-    let (flag, started) = (AtomicU32::new(0), AtomicU32::new(0));
-    let head = pool.push(wait_started(&flag, &started)).unwrap();
-    await_one(&started);
-    let mut last = head;
-    let steps: Vec<Ticket> = (0..STEPS)
-        .map(|i| {
-            last = pool.push_after(step_task(&buf, &seen, i), &[last]).unwrap();
-            last
-        })
-        .collect();
+    let flag = AtomicU32::new(0);
+    let (head, steps) = chain_behind_a_wait(&pool, &flag, &buf, &seen);
     // The ring of the head's block is full: the head and the first steps,
     // nothing on the three idle blocks.
-    let held = await_in_rings(&pool, RING_ENTRIES);
-    let block = held[0].0;
-    assert_eq!(held[0].1, head);
-    assert!(held.iter().all(|&(b, _, _)| b == block), "{held:?}");
-    assert_eq!(
-        &held[1..].iter().map(|h| h.1).collect::<Vec<_>>(),
-        &steps[..RING_ENTRIES - 1]
-    );
+    let block = assert_ring_full_of_chain(&pool, head, &steps);
     flag.store(1, Ordering::Release);
     let mut done: Vec<Finished> = (0..=STEPS).map(|_| pool.pop_finished().unwrap()).collect();
     done.sort_by_key(|f| f.ticket);
@@ -1305,23 +1326,9 @@ fn a_chain_fills_its_ring_at_depth_one() {
     let pool = TaskPool::cpu(Machine::new(1), 2, pool_demo, config).unwrap();
     let buf = counters(THREADS as usize);
     let seen: Vec<AtomicU32> = (0..STEPS).map(|_| AtomicU32::new(u32::MAX)).collect();
-    let (flag, started) = (AtomicU32::new(0), AtomicU32::new(0));
-    let head = pool.push(wait_started(&flag, &started)).unwrap();
-    await_one(&started);
-    let mut last = head;
-    let steps: Vec<Ticket> = (0..STEPS)
-        .map(|i| {
-            last = pool.push_after(step_task(&buf, &seen, i), &[last]).unwrap();
-            last
-        })
-        .collect();
-    let held = await_in_rings(&pool, RING_ENTRIES);
-    let block = held[0].0;
-    assert!(held.iter().all(|&(b, _, _)| b == block), "{held:?}");
-    assert_eq!(
-        &held[1..].iter().map(|h| h.1).collect::<Vec<_>>(),
-        &steps[..RING_ENTRIES - 1]
-    );
+    let flag = AtomicU32::new(0);
+    let (head, steps) = chain_behind_a_wait(&pool, &flag, &buf, &seen);
+    assert_ring_full_of_chain(&pool, head, &steps);
     // An independent task goes to the other, idle block and runs while the
     // chain waits.
     let runs = counters(1);
