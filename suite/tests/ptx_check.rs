@@ -85,3 +85,32 @@ fn an_aligned_barrier_is_named_even_in_a_baseline() {
         .iter()
         .all(|p| p.function == "hotspot" && p.kind == ProblemKind::AlignedBarrier));
 }
+
+/// `F32x4` moves as one 16-byte access: LLVM copies a 16-byte struct as two
+/// 8-byte halves unless `memory::load`/`store` keep it whole, and two
+/// halves keep half the bytes in flight.
+#[test]
+fn a_quad_copy_moves_sixteen_bytes_per_access() {
+    let lines: Vec<&str> = clustered_suite::PTX.lines().collect();
+    let body = &lines[entry_lines(clustered_suite::PTX, "copy_quads")];
+    let count = |op: &str| {
+        body.iter()
+            .filter(|l| l.trim_start().starts_with(op))
+            .count()
+    };
+    assert_eq!(
+        count("ld.global.v2.b64") + count("ld.global.v4."),
+        1,
+        "{body:#?}"
+    );
+    assert_eq!(
+        count("st.global.v2.b64") + count("st.global.v4."),
+        1,
+        "{body:#?}"
+    );
+    assert_eq!(
+        count("ld.global.b64") + count("st.global.b64"),
+        0,
+        "{body:#?}"
+    );
+}
