@@ -12,7 +12,7 @@
 //!
 //! ```text
 //! cargo run --release --bin bench [-- --only KERNEL[,KERNEL...] --out target/bench
-//!     --twins target/twins/suite.ptx --tuner PATH --list]
+//!     --twins target/twins/suite.ptx --tuner PATH --ptx PTX --no-auto --list]
 //! ```
 
 mod report;
@@ -26,10 +26,10 @@ use clustered_suite::host::autotune::TunePolicy;
 use clustered_suite::host::tuner::{Choice, TuneKey, Tuner};
 use clustered_suite::host::{Error, Gpu, Module};
 use clustered_suite::measure::{
-    copy_bandwidth, measure_with_twin, tune_auto, AutoChoice, Measurement,
+    copy_bandwidth, measure_with_twin, tune_auto, AutoChoice, CopyWidth, Measurement,
 };
 use clustered_suite::sim::format_table;
-use clustered_suite::suite::{self, Class, Size, Workload};
+use clustered_suite::suite::{self, Class, Size, Variant, Workload};
 use report::{speedup_chart_svg, ChartBar, ChartGroup};
 
 struct Options {
@@ -43,6 +43,9 @@ struct Options {
     ptx: Option<PathBuf>,
     /// Print the suite's kernels, one per line, and stop.
     list: bool,
+    /// Skip the automatic choice's tuning (a cold-cache tuning per kernel,
+    /// a third of a run's time on the large kernels).
+    no_auto: bool,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -56,6 +59,7 @@ fn parse_options() -> Result<Options, String> {
         tuner: Tuner::default_path(),
         ptx: None,
         list: false,
+        no_auto: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -67,9 +71,10 @@ fn parse_options() -> Result<Options, String> {
             "--tuner" => options.tuner = value()?.into(),
             "--ptx" => options.ptx = Some(value()?.into()),
             "--list" => options.list = true,
+            "--no-auto" => options.no_auto = true,
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`; usage: bench [--only KERNEL[,KERNEL...]] [--out DIR] [--twins PTX] [--tuner FILE] [--ptx PTX] [--list]"
+                    "unknown argument `{other}`; usage: bench [--only KERNEL[,KERNEL...]] [--out DIR] [--twins PTX] [--tuner FILE] [--ptx PTX] [--no-auto] [--list]"
                 ))
             }
         }
@@ -173,9 +178,10 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
             set_aside.moved_to.display()
         );
     }
-    let copy_gbps = copy_bandwidth(gpu, &module).map_err(|e| format!("copy: {e}"))?;
+    let copy = |width| copy_bandwidth(gpu, &module, width).map_err(|e| format!("copy: {e}"));
+    let (copy_gbps, float_copy_gbps) = (copy(CopyWidth::Quad)?, copy(CopyWidth::Float)?);
     println!(
-        "memory roofline: a copy moves {copy_gbps:.0} GB/s on this device (1 GiB in, 1 GiB out)"
+        "memory roofline: a copy moves {copy_gbps:.0} GB/s on this device (1 GiB in, 1 GiB out, 16 bytes per access; {float_copy_gbps:.0} GB/s a float per thread)"
     );
     let started = std::time::Instant::now();
     let mut results: Vec<(Workload, Measurement, Choice)> = Vec::new();
@@ -223,11 +229,20 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
             );
             ok = false;
         }
-        // Only schedules with the baseline's output may be chosen.
-        let candidates: Vec<&str> = workload.variants.iter().map(|v| v.kernel).collect();
-        let samples: Vec<Vec<f32>> = measured
-            .timings
+        // Only schedules with the baseline's output may be chosen, and
+        // only entries as compiled: the tuner keeps an entry's name, so a
+        // variant that launches an entry with options of its own (a band
+        // at launch, thread block clusters) is not a candidate.
+        let compiled: Vec<usize> = (0..workload.variants.len())
+            .filter(|&i| as_compiled(&workload.variants, i))
+            .collect();
+        let candidates: Vec<&str> = compiled
             .iter()
+            .map(|&i| workload.variants[i].kernel)
+            .collect();
+        let samples: Vec<Vec<f32>> = compiled
+            .iter()
+            .map(|&i| &measured.timings[i])
             .map(|t| {
                 if t.matches_baseline {
                     t.samples_ms.clone()
@@ -248,8 +263,12 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
             choice.speedup()
         );
         let _ = std::fs::remove_file(&auto_tuner);
-        let auto = tune_auto(gpu, &module, &workload, &auto_tuner, TunePolicy::default())
-            .map_err(|e| format!("{}: automatic choice: {e}", workload.name))?;
+        let auto = if options.no_auto {
+            None
+        } else {
+            tune_auto(gpu, &module, &workload, &auto_tuner, TunePolicy::default())
+                .map_err(|e| format!("{}: automatic choice: {e}", workload.name))?
+        };
         if let Some(row) = auto.and_then(|auto| AutoRow::new(&workload, &measured, auto)) {
             println!(
                 "{:<16} automatic choice ({} candidates): {} ({:.3}x the baseline, {:.3}x the fastest schedule), tuned in {:.2} s, {} launches; a cached launch {:.1} us",
@@ -264,80 +283,106 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
             );
             autos.push(row);
         }
+        // Each kernel's table as it is measured, and every output so far
+        // on disk: a run cut short keeps what it measured.
+        println!(
+            "{}",
+            format_table(&REPORT_HEADERS, &report_rows(&workload, &measured, &choice))
+        );
         results.push((workload, measured, choice));
+        let roofline = roofline(results.iter().map(|(w, m, _)| (w, m)), copy_gbps);
+        write_outputs(
+            &options.out,
+            &p.name,
+            &results,
+            (copy_gbps, float_copy_gbps),
+            &roofline,
+            &autos,
+        )?;
     }
     println!("measured in {:.0} s", started.elapsed().as_secs_f64());
     print_report(&results);
     print_auto(&autos);
     let roofline = roofline(results.iter().map(|(w, m, _)| (w, m)), copy_gbps);
     print_roofline(&roofline, copy_gbps);
-    write_outputs(
-        &options.out,
-        &p.name,
-        &results,
-        copy_gbps,
-        &roofline,
-        &autos,
-    )?;
+    println!(
+        "wrote {} and {} (after each kernel)",
+        options.out.join("bench.json").display(),
+        options.out.join("speedups.svg").display()
+    );
     Ok(ok)
 }
 
-fn print_report(results: &[(Workload, Measurement, Choice)]) {
-    let headers = [
-        "kernel",
-        "problem",
-        "schedule",
-        "median ms",
-        "speedup",
-        "tuned",
-        "same output",
-    ];
+/// Whether `variants[i]` is the first with its entry: the entry as
+/// compiled, which the tuner can choose (by name). The variants after it
+/// launch the same entry with options of their own.
+fn as_compiled(variants: &[Variant], i: usize) -> bool {
+    variants[..i].iter().all(|v| v.kernel != variants[i].kernel)
+}
+
+const REPORT_HEADERS: [&str; 7] = [
+    "kernel",
+    "problem",
+    "schedule",
+    "median ms",
+    "speedup",
+    "tuned",
+    "same output",
+];
+
+/// One kernel's rows of the report: each schedule, then the nvcc twin.
+fn report_rows(workload: &Workload, measured: &Measurement, choice: &Choice) -> Vec<Vec<String>> {
+    let chosen = &choice.schedule;
+    let base = measured.timings[0].median_ms;
     let mut rows = Vec::new();
-    for (workload, measured, choice) in results {
-        let chosen = &choice.schedule;
-        let base = measured.timings[0].median_ms;
-        for (i, t) in measured.timings.iter().enumerate() {
-            rows.push(vec![
-                if i == 0 {
-                    workload.name.to_string()
-                } else {
-                    String::new()
-                },
-                if i == 0 {
-                    workload.problem.clone()
-                } else {
-                    String::new()
-                },
-                t.label.to_string(),
-                format!("{:.3}", t.median_ms),
-                format!("{:.3}x", base / t.median_ms),
-                if workload.variants[i].kernel == *chosen {
-                    "<-"
-                } else {
-                    ""
-                }
-                .into(),
-                if t.matches_baseline { "yes" } else { "NO" }.into(),
-            ]);
-        }
-        if let Some(twin) = &measured.twin {
-            rows.push(vec![
-                String::new(),
-                String::new(),
-                "nvcc twin of the baseline".into(),
-                format!("{:.3}", twin.median_ms),
-                format!("{:.3}x", base / twin.median_ms),
-                format!("Rust/nvcc {:.3}", base / twin.median_ms),
-                if twin.matches_baseline {
-                    "yes"
-                } else {
-                    "differs"
-                }
-                .into(),
-            ]);
-        }
+    for (i, t) in measured.timings.iter().enumerate() {
+        let first = |text: &str| {
+            if i == 0 {
+                text.to_string()
+            } else {
+                String::new()
+            }
+        };
+        rows.push(vec![
+            first(workload.name),
+            first(&workload.problem),
+            t.label.to_string(),
+            format!("{:.3}", t.median_ms),
+            format!("{:.3}x", base / t.median_ms),
+            if workload.variants[i].kernel == *chosen && as_compiled(&workload.variants, i) {
+                "<-"
+            } else {
+                ""
+            }
+            .into(),
+            if t.matches_baseline { "yes" } else { "NO" }.into(),
+        ]);
     }
-    println!("{}", format_table(&headers, &rows));
+    if let Some(twin) = &measured.twin {
+        rows.push(vec![
+            String::new(),
+            String::new(),
+            "nvcc twin of the baseline".into(),
+            format!("{:.3}", twin.median_ms),
+            format!("{:.3}x", base / twin.median_ms),
+            format!("Rust/nvcc {:.3}", base / twin.median_ms),
+            if twin.matches_baseline {
+                "yes"
+            } else {
+                "differs"
+            }
+            .into(),
+        ]);
+    }
+    rows
+}
+
+fn print_report(results: &[(Workload, Measurement, Choice)]) {
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .flat_map(|(w, m, c)| report_rows(w, m, c))
+        .collect();
+    println!("{}", format_table(&REPORT_HEADERS, &rows));
 
     let tuned: Vec<(Class, f64)> = results
         .iter()
@@ -426,7 +471,10 @@ fn print_roofline(rows: &[Roofline], copy_gbps: f64) {
 #[derive(Serialize)]
 struct BenchJson<'a> {
     device: &'a str,
+    /// The roofline: a copy of 16 bytes per access.
     copy_gbps: f64,
+    /// The same copy a float per thread.
+    float_copy_gbps: f64,
     records: Vec<BenchRecord<'a>>,
     roofline: &'a [Roofline],
     /// The automatic choice per kernel.
@@ -555,7 +603,7 @@ fn write_outputs(
     out: &PathBuf,
     device: &str,
     results: &[(Workload, Measurement, Choice)],
-    copy_gbps: f64,
+    (copy_gbps, float_copy_gbps): (f64, f64),
     roofline: &[Roofline],
     auto: &[AutoRow],
 ) -> Result<(), String> {
@@ -575,7 +623,7 @@ fn write_outputs(
                 entry: Some(entry),
                 median_ms: t.median_ms,
                 speedup: Some(base / t.median_ms),
-                tuned: Some(entry == *chosen),
+                tuned: Some(entry == *chosen && as_compiled(&workload.variants, i)),
                 matches_baseline: Some(t.matches_baseline),
                 rust_over_nvcc: None,
                 samples_ms: &t.samples_ms,
@@ -584,7 +632,7 @@ fn write_outputs(
                 bars.push(ChartBar {
                     label: t.label.to_string(),
                     speedup: (base / t.median_ms) as f64,
-                    marked: entry == *chosen,
+                    marked: entry == *chosen && as_compiled(&workload.variants, i),
                 });
             }
         }
@@ -611,6 +659,7 @@ fn write_outputs(
     let mut text = serde_json::to_string_pretty(&BenchJson {
         device,
         copy_gbps,
+        float_copy_gbps,
         records,
         roofline,
         auto,
@@ -621,7 +670,6 @@ fn write_outputs(
     let svg = out.join("speedups.svg");
     let chart = speedup_chart_svg(&format!("Speedup over the baseline, {device}"), &groups);
     std::fs::write(&svg, chart).map_err(|e| format!("cannot write {}: {e}", svg.display()))?;
-    println!("wrote {} and {}", json.display(), svg.display());
     Ok(())
 }
 
@@ -658,6 +706,7 @@ mod tests {
         let text = serde_json::to_string(&BenchJson {
             device: "GPU \"x\"\n",
             copy_gbps: 3000.0,
+            float_copy_gbps: 2500.0,
             records: vec![schedule, twin],
             roofline: &[],
             auto: &[],

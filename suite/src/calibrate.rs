@@ -1066,14 +1066,17 @@ pub fn measure(
             .push(format!("DRAM read bandwidth: not measured: {e}")),
     }
     let copies: Result<Vec<f64>, CalibrateError> = (0..runs.min(3))
-        .map(|_| crate::measure::copy_bandwidth(gpu, module).map_err(CalibrateError::from))
+        .map(|_| {
+            crate::measure::copy_bandwidth(gpu, module, crate::measure::CopyWidth::Quad)
+                .map_err(CalibrateError::from)
+        })
         .collect();
     record(
         &mut calibration,
         copies,
         Field::DramGbps,
-        "kernels::vector::copy of 256 Mi floats (1 GiB read + 1 GiB written), median of 20 \
-         launches (measure::copy_bandwidth, the bench's roofline), itself repeated up to 3 \
+        "kernels::vector::copy_quads of 256 Mi floats (1 GiB read + 1 GiB written, 16 bytes \
+         per access), median of 20 launches (measure::copy_bandwidth, the bench's roofline), itself repeated up to 3 \
          times: bytes read + written over event time",
     );
 

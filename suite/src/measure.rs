@@ -185,30 +185,51 @@ pub fn measure_with_twin(
     })
 }
 
+/// How a copy kernel moves its floats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyWidth {
+    /// One float per thread (`kernels::vector::copy`): how the suite's
+    /// streaming kernels move data.
+    Float,
+    /// Four floats per thread in one 16-byte access
+    /// (`kernels::vector::copy_quads`): how CUDA programmers write a copy,
+    /// and the memory roofline.
+    Quad,
+}
+
 /// The memory roofline of this run: a copy of 256 Mi floats (1 GiB read,
-/// 1 GiB written) through `kernels::vector::copy`, median of 20 launches, in
-/// GB/s (10^9 bytes) of traffic.
-pub fn copy_bandwidth(gpu: &Gpu, module: &Module) -> Result<f64, Error> {
+/// 1 GiB written) at `width`, median of 20 launches, in GB/s (10^9 bytes)
+/// of traffic.
+pub fn copy_bandwidth(gpu: &Gpu, module: &Module, width: CopyWidth) -> Result<f64, Error> {
     use clustered_host::LaunchConfig;
-    use kernels::vector::copy;
+    use kernels::vector::{copy, copy_quads};
     let n: u32 = 1 << 28;
     let input = gpu.zeros::<f32>(n as usize)?;
     let mut output = gpu.zeros::<f32>(n as usize)?;
-    let config = LaunchConfig::linear(u64::from(n), 256);
     let options = ClusterOptions::default();
     let timer = GpuTimer::new(gpu.stream())?;
     let mut samples = Vec::new();
     for run in 0..21 {
         timer.start()?;
-        // SAFETY: both buffers hold n floats, what the kernel indexes.
+        // SAFETY: both buffers hold n floats, what the kernels index (n / 4
+        // quads of 16-byte aligned device memory for `copy_quads`).
         unsafe {
-            gpu.launch_entry(
-                module,
-                copy::KERNEL,
-                config,
-                &options,
-                (&input, &mut output, n),
-            )?
+            match width {
+                CopyWidth::Float => gpu.launch_entry(
+                    module,
+                    copy::KERNEL,
+                    LaunchConfig::linear(u64::from(n), 256),
+                    &options,
+                    (&input, &mut output, n),
+                )?,
+                CopyWidth::Quad => gpu.launch_entry(
+                    module,
+                    copy_quads::KERNEL,
+                    LaunchConfig::linear(u64::from(n / 4), 256),
+                    &options,
+                    (&input, &mut output, n / 4),
+                )?,
+            }
         };
         timer.stop()?;
         // The first launch warms up (module load, clocks).

@@ -132,7 +132,7 @@ pub fn planned_launch(
         contract,
         original,
         &Machine::new(device.sm_count),
-        &ClusterOptions::default(),
+        &variant.options.over(&ClusterOptions::default()),
     )
     .map_err(|e| format!("{}: {e}", variant.kernel))?;
     launch.grid = plan.launch.grid;

@@ -267,7 +267,8 @@ pub fn simulate(
     let run = match variant.cpu {
         CpuEntry::Plain(kernel) => cpu::run(&machine, &original, &mut tracer, &|| kernel(&args)),
         CpuEntry::Clustered(kernel, contract) => {
-            let mut plan = CpuPlan::new(contract, original, &machine, &ClusterOptions::default())
+            let options = variant.options.over(&ClusterOptions::default());
+            let mut plan = CpuPlan::new(contract, original, &machine, &options)
                 .map_err(SimulateError::Cluster)?;
             let parameter = plan.parameter();
             // The claim counters too: their atomics reach the model.

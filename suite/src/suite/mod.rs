@@ -11,7 +11,7 @@ mod workloads;
 use clustered_device::abi::access::Accesses;
 use clustered_device::abi::{ClusterLaunch, KernelContract};
 use clustered_host::autotune::{Tuned, TunedLaunches};
-use clustered_host::{ClusterOptions, CudaSlice, Error, Gpu, LaunchConfig, Module};
+use clustered_host::{ClusterOptions, CudaSlice, Error, Gpu, LaunchConfig, Module, RasterGroup};
 
 pub use workloads::{all, select, Build, WORKLOADS};
 
@@ -333,6 +333,48 @@ pub enum CpuEntry {
     Clustered(fn(&[ArgValue], ClusterLaunch), &'static KernelContract),
 }
 
+/// The launch options a [`Variant`] sets; the rest are the caller's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VariantOptions {
+    /// [`ClusterOptions::raster_group`].
+    pub raster_group: Option<RasterGroup>,
+    /// [`ClusterOptions::block_cluster`].
+    pub block_cluster: Option<u32>,
+}
+
+impl VariantOptions {
+    /// As compiled: no option set.
+    pub const NONE: VariantOptions = VariantOptions {
+        raster_group: None,
+        block_cluster: None,
+    };
+
+    /// A raster's band chosen at launch.
+    pub const fn band(group: RasterGroup) -> VariantOptions {
+        VariantOptions {
+            raster_group: Some(group),
+            block_cluster: None,
+        }
+    }
+
+    /// Thread block clusters of `width` blocks along x.
+    pub const fn block_cluster(width: u32) -> VariantOptions {
+        VariantOptions {
+            raster_group: None,
+            block_cluster: Some(width),
+        }
+    }
+
+    /// `base` with these options set over it.
+    pub fn over(self, base: &ClusterOptions) -> ClusterOptions {
+        ClusterOptions {
+            raster_group: self.raster_group.or(base.raster_group),
+            block_cluster: self.block_cluster.or(base.block_cluster),
+            ..base.clone()
+        }
+    }
+}
+
 /// One schedule of a kernel.
 #[derive(Clone, Copy)]
 pub struct Variant {
@@ -340,6 +382,10 @@ pub struct Variant {
     pub label: &'static str,
     /// The PTX entry point.
     pub kernel: &'static str,
+    /// Launch options it sets over the caller's: the same schedule at
+    /// another band, or in thread block clusters. The GPU launch, the
+    /// simulator and the predictor all read them from here.
+    pub options: VariantOptions,
     pub cpu: CpuEntry,
     /// Its typed launch on a GPU.
     pub gpu: GpuEntry,
@@ -467,6 +513,7 @@ macro_rules! auto_variant {
                 $variants.push($crate::suite::Variant {
                     label: $crate::suite::auto_label(entry.name()),
                     kernel: entry.name(),
+                    options: $crate::suite::VariantOptions::NONE,
                     cpu: $crate::suite::CpuEntry::Clustered(
                         |args, launch| $crate::suite::call_kernel!(entry $crate::suite::auto_entry(k::AUTO, $i), args, $args, launch),
                         match entry.contract() {
@@ -497,6 +544,7 @@ macro_rules! variants {
             $crate::suite::Variant {
                 label: "baseline",
                 kernel: m::$baseline::KERNEL.name(),
+                options: $crate::suite::VariantOptions::NONE,
                 cpu: $crate::suite::CpuEntry::Plain(|args| $crate::suite::call_kernel!(m::$baseline, args, $args)),
                 gpu: |target, buffers, args| $crate::suite::launch_gpu!(m::$baseline::KERNEL, target, buffers, args, $args),
                 twin: Some(|target, buffers, args| {
@@ -509,7 +557,7 @@ macro_rules! variants {
                 accesses: Some(&m::$baseline::ACCESSES),
                 auto_family: Some(|| m::$baseline::AUTO.iter().map(|e| e.name()).collect()),
             },
-            $($crate::suite::schedule_variant!($label, m, $baseline, $name, $args, None),)*
+            $($crate::suite::schedule_variant!($label, m, $baseline, $name, $args, $crate::suite::VariantOptions::NONE),)*
         ];
         // At most `clustered_device::abi::access::MAX_PROPOSALS` (7).
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 1);
@@ -524,15 +572,14 @@ macro_rules! variants {
 }
 const _: () = assert!(clustered_device::abi::access::MAX_PROPOSALS == 7);
 
-/// The variant of schedule `$name` of `$module::$baseline`, launched in
-/// thread block clusters of `$width` blocks along x when it is `Some`
-/// (`ClusterOptions::block_cluster`; the CPU backend has no clusters and
-/// runs it as the schedule).
+/// The variant of schedule `$name` of `$module::$baseline`, launched with
+/// `$options` (a [`VariantOptions`]) set over the caller's.
 macro_rules! schedule_variant {
-    ($label:expr, $module:ident, $baseline:ident, $name:ident, $args:tt, $width:expr) => {
+    ($label:expr, $module:ident, $baseline:ident, $name:ident, $args:tt, $options:expr) => {
         $crate::suite::Variant {
             label: $label,
             kernel: $module::$baseline::$name.name(),
+            options: $options,
             cpu: $crate::suite::CpuEntry::Clustered(
                 |args, launch| $crate::suite::call_kernel!(entry $module::$baseline::$name, args, $args, launch),
                 {
@@ -546,13 +593,12 @@ macro_rules! schedule_variant {
                     CONTRACT
                 },
             ),
-            gpu: |target, buffers, args| match $width {
-                None => $crate::suite::launch_gpu!($module::$baseline::$name, target, buffers, args, $args),
-                Some(width) => {
-                    let options = ::clustered_host::ClusterOptions {
-                        block_cluster: Some(width),
-                        ..target.options.clone()
-                    };
+            gpu: |target, buffers, args| {
+                let options: $crate::suite::VariantOptions = $options;
+                if options == $crate::suite::VariantOptions::NONE {
+                    $crate::suite::launch_gpu!($module::$baseline::$name, target, buffers, args, $args)
+                } else {
+                    let options = options.over(target.options);
                     let target = $crate::suite::GpuTarget { options: &options, ..*target };
                     $crate::suite::launch_gpu!($module::$baseline::$name, target, buffers, args, $args)
                 }
@@ -573,6 +619,7 @@ macro_rules! block_cluster_variant {
         $crate::suite::Variant {
             label: $label,
             kernel: $module::$kernel::KERNEL.name(),
+            options: $crate::suite::VariantOptions::NONE,
             cpu: $crate::suite::CpuEntry::Plain(|args| {
                 $crate::suite::call_kernel!($module::$kernel, args, $args)
             }),

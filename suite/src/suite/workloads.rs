@@ -1,11 +1,21 @@
 //! The suite's kernels, each with its inputs, launch, schedules and check.
 
-use clustered_host::LaunchConfig;
+use clustered_host::{LaunchConfig, RasterGroup};
 
 use super::{
-    block_cluster_variant, schedule_variant, variants, Arg, Buffer, Class, Size, Variant, Workload,
+    block_cluster_variant, schedule_variant, variants, Arg, Buffer, Class, Size, Variant,
+    VariantOptions, Workload,
 };
 use crate::reference;
+
+/// The raster schedule `$raster` of `$module::$baseline` with its band
+/// chosen at launch (`ClusterOptions::raster_group`), one variant per
+/// `$label => $group`: the bands compiled in beside others, and the rule.
+macro_rules! launch_bands {
+    ($module:ident, $baseline:ident, $raster:ident, $args:tt; $($label:literal => $group:expr),* $(,)?) => {
+        [$(schedule_variant!($label, $module, $baseline, $raster, $args, VariantOptions::band($group))),*]
+    };
+}
 
 /// Builds a workload at a size.
 pub type Build = fn(Size) -> Workload;
@@ -218,6 +228,15 @@ fn sgemm_tiled(size: Size) -> Workload {
             "redirect columns" => sgemm_tiled_redirect,
         )
         .into_iter()
+        .chain({
+            use kernels::sgemm as m;
+            launch_bands!(m, sgemm_tiled, sgemm_tiled_raster8, (0, 1, 2, 3);
+                "raster band 2 at launch" => RasterGroup::Ctas(2),
+                "raster band 4 at launch" => RasterGroup::Ctas(4),
+                "raster band 64 at launch" => RasterGroup::Ctas(64),
+                "raster band from occupancy" => RasterGroup::FromOccupancy,
+            )
+        })
         .chain(sgemm_tiled_in_block_clusters(n / tile))
         .collect(),
         cpu_check: true,
@@ -250,7 +269,7 @@ fn sgemm_tiled_in_block_clusters(tiles: u32) -> Vec<Variant> {
         sgemm_tiled,
         sgemm_tiled_raster8,
         (0, 1, 2, 3),
-        Some(2)
+        VariantOptions::block_cluster(2)
     );
     let raster8 = schedule_variant!(
         "raster G=8 cluster 8",
@@ -258,7 +277,7 @@ fn sgemm_tiled_in_block_clusters(tiles: u32) -> Vec<Variant> {
         sgemm_tiled,
         sgemm_tiled_raster8,
         (0, 1, 2, 3),
-        Some(8)
+        VariantOptions::block_cluster(8)
     );
     // Each with its largest cluster side, which must divide the grid's.
     [
@@ -345,9 +364,17 @@ fn sgemm_naive(size: Size, small: bool) -> Workload {
         "grid-stride G=16" => sgemm_naive_stride,
         "agents tile(4,4), chunk 8" => sgemm_naive_agents_chunk8,
     );
+    use kernels::sgemm_naive as m;
+    w.variants.extend(
+        launch_bands!(m, sgemm_naive, sgemm_naive_raster16, (0, 1, 2, 3);
+            "raster band 4 at launch" => RasterGroup::Ctas(4),
+            "raster band 8 at launch" => RasterGroup::Ctas(8),
+            "raster band 64 at launch" => RasterGroup::Ctas(64),
+            "raster band from occupancy" => RasterGroup::FromOccupancy,
+        ),
+    );
     // In thread block clusters along x: a raster's consecutive CTAs (one
     // column group, sharing B's columns) co-scheduled on one GPC.
-    use kernels::sgemm_naive as m;
     let grid_x = w.shape.grid[0];
     w.variants.extend(
         [
@@ -368,7 +395,7 @@ fn sgemm_naive(size: Size, small: bool) -> Workload {
                     sgemm_naive,
                     sgemm_naive_raster32,
                     (0, 1, 2, 3),
-                    Some(2)
+                    VariantOptions::block_cluster(2)
                 ),
                 2,
             ),
@@ -379,7 +406,7 @@ fn sgemm_naive(size: Size, small: bool) -> Workload {
                     sgemm_naive,
                     sgemm_naive_raster32,
                     (0, 1, 2, 3),
-                    Some(4)
+                    VariantOptions::block_cluster(4)
                 ),
                 4,
             ),
@@ -414,6 +441,15 @@ fn sgemm_register(size: Size) -> Workload {
         "redirect rows" => sgemm_register_redirect_rows,
         "redirect columns" => sgemm_register_redirect_columns,
         "agents tile(4,4)" => sgemm_register_agents,
+    );
+    use kernels::sgemm_register as m;
+    w.variants.extend(
+        launch_bands!(m, sgemm_register, sgemm_register_raster8, (0, 1, 2, 3);
+            "raster band 2 at launch" => RasterGroup::Ctas(2),
+            "raster band 4 at launch" => RasterGroup::Ctas(4),
+            "raster band 32 at launch" => RasterGroup::Ctas(32),
+            "raster band from occupancy" => RasterGroup::FromOccupancy,
+        ),
     );
     w
 }
@@ -725,7 +761,17 @@ fn transpose(size: Size, wide: bool) -> Workload {
             "agents chunk 8, bypass" => transpose_naive_agents_bypass,
             "persistent G=4" => transpose_naive_persistent4,
             "grid-stride G=4" => transpose_naive_stride4,
-        ),
+        )
+        .into_iter()
+        .chain({
+            use kernels::transpose as m;
+            launch_bands!(m, transpose_naive, transpose_naive_raster4, (0, 1, 2, 3);
+                "raster band 1 at launch" => RasterGroup::Ctas(1),
+                "raster band 8 at launch" => RasterGroup::Ctas(8),
+                "raster band from occupancy" => RasterGroup::FromOccupancy,
+            )
+        })
+        .collect(),
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
             let want = reference::transpose(&floats(w, 0), scalar(w, 2), scalar(w, 3));
