@@ -85,11 +85,11 @@ pub enum RasterGroup {
     /// extent across the bands. A wave of `R` CTAs in bands of `G` touches
     /// `G` rows of tiles and `R / G` columns; their sum is least at
     /// `G = sqrt(R)` when a row and a column of tiles share as much (GEMM).
-    /// Against the bands measured on the H100 and the H200 (docs/BENCHMARKS.md,
-    /// "Choosing the band"), this is the fastest band or within 0.6% of it on
-    /// the four GEMM-like rasters, and 6-14% off on the transposes, whose
-    /// rasters win by cache lines, not reuse (G = 4 there): give those a
-    /// band.
+    /// Launched so on an H200 (docs/BENCHMARKS.md, "Bands at launch,
+    /// measured"), it is the fastest band of the tiled SGEMM and within 0.7%
+    /// of it on the naive and register-tiled ones, and 11-14% slower than the
+    /// best band on the transposes, whose rasters win by cache lines, not
+    /// reuse (G = 4 there): give those a band.
     FromOccupancy,
 }
 
