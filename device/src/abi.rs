@@ -128,6 +128,19 @@ pub const fn scratch_words(sm_slots: u32, clusters: u32) -> usize {
     sm_slots as usize + clusters as usize
 }
 
+/// Whether [`ClusterLaunch`] is its fields' bytes and nothing else: four
+/// `u32`s, a `Partition` (four `u32`s), a `FastDiv` (`u32`, `u32` padding
+/// field, `u64`), a `Delinearize` (eight `u32`s, six `FastDiv`s) and a `u64`.
+const NO_PADDING: bool = {
+    use crate::mapping::{Delinearize, FastDiv, Partition};
+    use core::mem::size_of;
+    size_of::<FastDiv>() == 16
+        && size_of::<Partition>() == 16
+        && size_of::<Delinearize>() == 8 * 4 + 6 * size_of::<FastDiv>()
+        && size_of::<ClusterLaunch>()
+            == 4 * 4 + size_of::<Partition>() + size_of::<FastDiv>() + size_of::<Delinearize>() + 8
+};
+
 /// The extra kernel parameter of a clustered kernel, passed by value.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,6 +194,22 @@ impl ClusterLaunch {
         }
     }
 
+    /// The parameter's bytes, as the kernel receives them (little-endian,
+    /// `repr(C)`): for tools that read what the kernel reads from its
+    /// `.param` space (the time predictor folds the scheduler's branches
+    /// with them).
+    pub fn to_bytes(&self) -> [u8; core::mem::size_of::<ClusterLaunch>()] {
+        // SAFETY: every field is an integer or an array or struct of them
+        // with explicit padding fields (`FastDiv::_pad`), so all bytes are
+        // initialized; NO_PADDING checks that at compile time.
+        const { assert!(NO_PADDING) };
+        unsafe {
+            core::mem::transmute::<ClusterLaunch, [u8; core::mem::size_of::<ClusterLaunch>()]>(
+                *self,
+            )
+        }
+    }
+
     /// Sets the agents' fields: ACTIVE per SM and the scratch buffer of
     /// `scratch_words(sm_slots, clusters)` zeroed words.
     pub fn with_agents(mut self, active_agents: u32, sm_slots: u32, scratch: u64) -> Self {
@@ -188,5 +217,40 @@ impl ClusterLaunch {
         self.sm_slots = sm_slots;
         self.scratch = scratch;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mapping::Indexing;
+
+    /// The bytes are the fields at their `repr(C)` offsets: what a tool
+    /// reading `[param+offset]` in the PTX finds there.
+    #[test]
+    fn the_parameters_bytes_are_its_fields_at_their_offsets() {
+        use core::mem::offset_of;
+        let launch = ClusterLaunch::new(
+            Indexing::Tile {
+                width: 1,
+                height: 8,
+            },
+            [64, 32, 1],
+            132,
+        )
+        .unwrap()
+        .with_agents(3, 132, 0x1122_3344_5566_7788);
+        let bytes = launch.to_bytes();
+        let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        assert_eq!(word(offset_of!(ClusterLaunch, abi_version)), ABI_VERSION);
+        assert_eq!(word(offset_of!(ClusterLaunch, active_agents)), 3);
+        assert_eq!(word(offset_of!(ClusterLaunch, partition)), 64 * 32);
+        let scratch = offset_of!(ClusterLaunch, scratch);
+        assert_eq!(
+            u64::from_le_bytes(bytes[scratch..scratch + 8].try_into().unwrap()),
+            0x1122_3344_5566_7788
+        );
+        // The indexing kind leads the Delinearize: 2, tiles.
+        assert_eq!(word(offset_of!(ClusterLaunch, delinearize)), 2);
     }
 }

@@ -26,9 +26,8 @@ pub struct LaunchContext {
     pub grid: [u32; 3],
     /// Block (threads) as launched.
     pub block: [u32; 3],
-    /// Scalar parameter values by parameter index (`None` for pointers,
-    /// structs, or values the caller does not know).
-    pub params: Vec<Option<u64>>,
+    /// Parameter values by parameter index.
+    pub params: Vec<ParamValue>,
     /// Original tasks (CTAs of the kernel as written) per launched CTA: 1 for
     /// a plain launch; more for persistent schedules whose task loop claims
     /// work with atomics (its trip count is not in the PTX).
@@ -40,6 +39,38 @@ pub struct LaunchContext {
     /// grid-stride): its outermost uncounted loop is the task loop, even
     /// with one task or fewer per CTA.
     pub persistent: bool,
+}
+
+/// What the predictor knows of one kernel parameter.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamValue {
+    /// A pointer, or a value the caller does not know.
+    Unknown,
+    /// A scalar.
+    Scalar(u64),
+    /// A struct passed by value, as its bytes (`ld.param` at an offset
+    /// reads them little-endian): the clustered launch parameter, whose
+    /// indexing kind and divisors decide the scheduler's branches.
+    Bytes(Vec<u8>),
+}
+
+impl ParamValue {
+    /// `bytes` bytes at `offset`, as an unsigned little-endian integer.
+    fn read(&self, offset: usize, bytes: usize) -> Option<u64> {
+        match self {
+            ParamValue::Unknown => None,
+            ParamValue::Scalar(v) => (offset == 0).then_some(*v),
+            ParamValue::Bytes(b) => {
+                let field = b.get(offset..offset.checked_add(bytes)?)?;
+                Some(
+                    field
+                        .iter()
+                        .rev()
+                        .fold(0u64, |v, &byte| (v << 8) | u64::from(byte)),
+                )
+            }
+        }
+    }
 }
 
 /// A loop's trip count.
@@ -312,16 +343,25 @@ impl Evaluator<'_> {
         match inst.op() {
             "mov" => arg(1).and_then(wrapped),
             "ld" if inst.has("param") => {
-                let address = ops.get(1)?.trim_matches(|c| c == '[' || c == ']');
-                if address.contains('+') {
+                // `[name]` or `[name+offset]`; a vector load is not folded.
+                if inst.opcode.contains(".v") {
                     return None;
                 }
+                let address = ops.get(1)?.trim_matches(|c| c == '[' || c == ']');
+                let (name, offset) = match address.split_once('+') {
+                    Some((name, offset)) => (name, offset.trim().parse().ok()?),
+                    None => (address, 0),
+                };
                 let param = self
                     .function
                     .params
                     .iter()
-                    .position(|p| p.name == address)?;
-                let value = (*self.context.params.get(param)?)?;
+                    .position(|p| p.name == name.trim())?;
+                let value = self
+                    .context
+                    .params
+                    .get(param)?
+                    .read(offset, bits.div_ceil(8) as usize)?;
                 wrapped(value as i128)
             }
             "cvt" | "cvta" if !inst.opcode.contains(".f") => arg(1).and_then(wrapped),
@@ -833,7 +873,10 @@ mod tests {
         LaunchContext {
             grid: [64, 1, 1],
             block: [256, 1, 1],
-            params,
+            params: params
+                .into_iter()
+                .map(|p| p.map_or(ParamValue::Unknown, ParamValue::Scalar))
+                .collect(),
             tasks_per_block: 1.0,
             tasks_per_claim: 1.0,
             persistent: false,
@@ -1070,5 +1113,46 @@ $L__BB0_2:
         assert_eq!(flow.executions, [1.0, 0.0, 1.0]);
         let flow = analyse(k, &context(vec![None]));
         assert_eq!(flow.executions, [1.0, 1.0, 1.0]);
+    }
+
+    /// The scheduler's switch on the indexing kind, read from the struct
+    /// parameter's bytes at an offset (a `u64` whose low half is the kind).
+    const FOLD_FIELD: &str = r#"
+.visible .entry k(
+	.param .align 8 .b8 k_param_0[24]
+)
+{
+	ld.param.b64 	%rd1, [k_param_0+16];
+	cvt.u32.u64 	%r1, %rd1;
+	setp.eq.b32 	%p1, %r1, 2;
+	@%p1 bra 	$L__BB0_2;
+	add.s32 	%r2, %r1, 1;
+	ret;
+$L__BB0_2:
+	add.s32 	%r3, %r1, 2;
+	ret;
+}
+"#;
+
+    #[test]
+    fn branches_on_a_struct_parameters_field_fold() {
+        let module = Module::parse(FOLD_FIELD).unwrap();
+        let k = module.function("k").unwrap();
+        let with_kind = |kind: u64| {
+            let mut bytes = vec![0xAB; 16];
+            bytes.extend((kind | 7 << 32).to_le_bytes());
+            LaunchContext {
+                params: vec![ParamValue::Bytes(bytes)],
+                ..context(vec![])
+            }
+        };
+        assert_eq!(analyse(k, &with_kind(2)).executions, [1.0, 0.0, 1.0]);
+        assert_eq!(analyse(k, &with_kind(3)).executions, [1.0, 1.0, 0.0]);
+        // Bytes that end before the field: not folded.
+        let short = LaunchContext {
+            params: vec![ParamValue::Bytes(vec![0; 20])],
+            ..context(vec![])
+        };
+        assert_eq!(analyse(k, &short).executions, [1.0, 1.0, 1.0]);
     }
 }

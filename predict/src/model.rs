@@ -402,6 +402,7 @@ pub fn predict(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::ParamValue;
 
     #[test]
     fn occupancy_limits() {
@@ -547,7 +548,7 @@ $L__BB0_1:
             launch: LaunchContext {
                 grid: [132 * 8, 1, 1],
                 block: [256, 1, 1],
-                params: vec![None, Some(n)],
+                params: vec![ParamValue::Unknown, ParamValue::Scalar(n)],
                 tasks_per_block: 1.0,
                 tasks_per_claim: 1.0,
                 persistent: false,

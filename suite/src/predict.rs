@@ -9,7 +9,9 @@ use clustered_host::cpu::{CpuLaunch, CpuPlan, Dispatch, Machine};
 use clustered_host::ClusterOptions;
 use clustered_predict::model::occupancy;
 use clustered_predict::ptxas::Resources;
-use clustered_predict::{predict, DeviceModel, LaunchContext, Module, Prediction, Query, Traffic};
+use clustered_predict::{
+    predict, DeviceModel, LaunchContext, Module, ParamValue, Prediction, Query, Traffic,
+};
 use clustered_sim::DeviceProfile;
 
 use crate::simulate::simulate;
@@ -96,8 +98,8 @@ pub fn planned_launch(
         .args
         .iter()
         .map(|a| match *a {
-            Arg::U32(v) => Some(u64::from(v)),
-            _ => None,
+            Arg::U32(v) => ParamValue::Scalar(u64::from(v)),
+            _ => ParamValue::Unknown,
         })
         .collect();
     let mut launch = LaunchContext {
@@ -128,7 +130,7 @@ pub fn planned_launch(
         dynamic_shared_bytes: shape.dynamic_shared_bytes,
         resident_blocks: max.max(1),
     };
-    let plan = CpuPlan::new(
+    let mut plan = CpuPlan::new(
         contract,
         original,
         &Machine::new(device.sm_count),
@@ -136,8 +138,11 @@ pub fn planned_launch(
     )
     .map_err(|e| format!("{}: {e}", variant.kernel))?;
     launch.grid = plan.launch.grid;
-    // The ClusterLaunch parameter, last, is a struct: unknown to the model.
-    launch.params.push(None);
+    // The ClusterLaunch parameter, last, as the kernel reads it: its
+    // indexing kind and divisors fold the scheduler's branches.
+    launch
+        .params
+        .push(ParamValue::Bytes(plan.parameter().to_bytes().to_vec()));
     let blocks = |g: [u32; 3]| g.iter().map(|&x| f64::from(x)).product::<f64>();
     launch.tasks_per_block = blocks(shape.grid) / blocks(plan.launch.grid).max(1.0);
     launch.tasks_per_claim = f64::from(contract.chunk.max(1));
