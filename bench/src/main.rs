@@ -12,7 +12,13 @@
 //!
 //! ```text
 //! cargo run --release --bin bench [-- --only KERNEL[,KERNEL...] --out target/bench
-//!     --twins target/twins/suite.ptx --tuner PATH --ptx PTX --no-auto --list]
+//!     --twins target/twins/suite.ptx --tuner PATH --ptx PTX --no-auto
+//!     --skip SKIPS.json --list]
+//!
+//! With `--skip` (written by `predict --skips`), each kernel's automatic
+//! choice is tuned twice from a cold cache, with its whole family and
+//! without the candidates predicted slower: the launches saved, and whether
+//! the pick changed, measured side by side.
 //! ```
 
 mod report;
@@ -46,6 +52,18 @@ struct Options {
     /// Skip the automatic choice's tuning (a cold-cache tuning per kernel,
     /// a third of a run's time on the large kernels).
     no_auto: bool,
+    /// The predictor's skip list (`predict --skips FILE`): tune the
+    /// automatic choice a second time without the candidates it names.
+    skip: Option<PathBuf>,
+}
+
+/// `predict --skips FILE`: per kernel, the automatic candidates predicted
+/// slower than the baseline by more than `margin`.
+#[derive(serde::Deserialize)]
+struct SkipFile {
+    device: String,
+    margin: f64,
+    kernels: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -60,6 +78,7 @@ fn parse_options() -> Result<Options, String> {
         ptx: None,
         list: false,
         no_auto: false,
+        skip: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -72,9 +91,10 @@ fn parse_options() -> Result<Options, String> {
             "--ptx" => options.ptx = Some(value()?.into()),
             "--list" => options.list = true,
             "--no-auto" => options.no_auto = true,
+            "--skip" => options.skip = Some(value()?.into()),
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`; usage: bench [--only KERNEL[,KERNEL...]] [--out DIR] [--twins PTX] [--tuner FILE] [--ptx PTX] [--no-auto] [--list]"
+                    "unknown argument `{other}`; usage: bench [--only KERNEL[,KERNEL...]] [--out DIR] [--twins PTX] [--tuner FILE] [--ptx PTX] [--no-auto] [--skip FILE] [--list]"
                 ))
             }
         }
@@ -186,6 +206,23 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
     let started = std::time::Instant::now();
     let mut results: Vec<(Workload, Measurement, Choice)> = Vec::new();
     let mut autos: Vec<AutoRow> = Vec::new();
+    let mut skipping: Vec<AutoRow> = Vec::new();
+    let skips = match &options.skip {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--skip {}: {e}", path.display()))?;
+            let skips: SkipFile = serde_json::from_str(&text)
+                .map_err(|e| format!("--skip {}: {e}", path.display()))?;
+            println!(
+                "skip list: {} (predicted on {}, margin {:.0}%)",
+                path.display(),
+                skips.device,
+                skips.margin * 100.0
+            );
+            Some(skips)
+        }
+        None => None,
+    };
     // The automatic choice tunes from a cold cache of its own.
     std::fs::create_dir_all(&options.out)
         .map_err(|e| format!("cannot create {}: {e}", options.out.display()))?;
@@ -266,8 +303,15 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
         let auto = if options.no_auto {
             None
         } else {
-            tune_auto(gpu, &module, &workload, &auto_tuner, TunePolicy::default())
-                .map_err(|e| format!("{}: automatic choice: {e}", workload.name))?
+            tune_auto(
+                gpu,
+                &module,
+                &workload,
+                &auto_tuner,
+                TunePolicy::default(),
+                &[],
+            )
+            .map_err(|e| format!("{}: automatic choice: {e}", workload.name))?
         };
         if let Some(row) = auto.and_then(|auto| AutoRow::new(&workload, &measured, auto)) {
             println!(
@@ -283,6 +327,35 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
             );
             autos.push(row);
         }
+        if let Some(skip) = skips
+            .as_ref()
+            .and_then(|s| s.kernels.get(workload.name))
+            .filter(|_| !options.no_auto)
+        {
+            let _ = std::fs::remove_file(&auto_tuner);
+            let auto = tune_auto(
+                gpu,
+                &module,
+                &workload,
+                &auto_tuner,
+                TunePolicy::default(),
+                skip,
+            )
+            .map_err(|e| format!("{}: automatic choice with skips: {e}", workload.name))?;
+            if let Some(row) = auto.and_then(|auto| AutoRow::new(&workload, &measured, auto)) {
+                println!(
+                    "{:<16} without the {} predicted slower: {} candidates, {} ({:.3}x the baseline, {:.3}x the fastest schedule), {} launches",
+                    "",
+                    skip.len(),
+                    row.family.len(),
+                    row.pick,
+                    row.of_baseline,
+                    row.of_best,
+                    row.launches
+                );
+                skipping.push(row);
+            }
+        }
         // Each kernel's table as it is measured, and every output so far
         // on disk: a run cut short keeps what it measured.
         println!(
@@ -297,12 +370,21 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
             &results,
             (copy_gbps, float_copy_gbps),
             &roofline,
-            &autos,
+            (&autos, &skipping),
         )?;
     }
     println!("measured in {:.0} s", started.elapsed().as_secs_f64());
     print_report(&results);
-    print_auto(&autos);
+    print_auto(
+        "automatic choice (#[clustered(auto)], tuned from a cold cache) against the exhaustive run, same medians:",
+        &autos,
+    );
+    if !skipping.is_empty() {
+        print_auto(
+            "the same without the candidates predicted slower (--skip):",
+            &skipping,
+        );
+    }
     let roofline = roofline(results.iter().map(|(w, m, _)| (w, m)), copy_gbps);
     print_roofline(&roofline, copy_gbps);
     println!(
@@ -479,6 +561,9 @@ struct BenchJson<'a> {
     roofline: &'a [Roofline],
     /// The automatic choice per kernel.
     auto: &'a [AutoRow],
+    /// The same without the candidates the predictor's skip list names.
+    #[serde(skip_serializing_if = "<[AutoRow]>::is_empty")]
+    auto_skipping: &'a [AutoRow],
 }
 
 /// A kernel's automatic choice (`#[clustered(auto)]` + `Gpu::launch_tuned`
@@ -535,9 +620,8 @@ impl AutoRow {
     }
 }
 
-fn print_auto(rows: &[AutoRow]) {
-    println!("
-automatic choice (#[clustered(auto)], tuned from a cold cache) against the exhaustive run, same medians:");
+fn print_auto(title: &str, rows: &[AutoRow]) {
+    println!("\n{title}");
     let headers = [
         "kernel",
         "candidates",
@@ -605,7 +689,7 @@ fn write_outputs(
     results: &[(Workload, Measurement, Choice)],
     (copy_gbps, float_copy_gbps): (f64, f64),
     roofline: &[Roofline],
-    auto: &[AutoRow],
+    (auto, auto_skipping): (&[AutoRow], &[AutoRow]),
 ) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let mut records = Vec::new();
@@ -663,6 +747,7 @@ fn write_outputs(
         records,
         roofline,
         auto,
+        auto_skipping,
     })
     .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
     text.push('\n');
@@ -710,6 +795,7 @@ mod tests {
             records: vec![schedule, twin],
             roofline: &[],
             auto: &[],
+            auto_skipping: &[],
         })
         .unwrap();
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();

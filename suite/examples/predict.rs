@@ -5,6 +5,7 @@
 //! cargo run --release --example predict -- KERNEL[,KERNEL...]   # breakdown per schedule
 //! cargo run --release --example predict -- --all --sim          # every kernel, traffic from the simulator
 //!     [--device predict/devices/h100-sxm.json] [--bench FILE] [--fit]
+//!     [--skips FILE [--margin 0.25]]
 //! ```
 //!
 //! Per schedule: the launch the host plans, registers and resident CTAs,
@@ -13,6 +14,9 @@
 //! where the bench has one. With `--all`: MAPE over every record, Spearman's
 //! rank correlation per kernel, for training and held-out kernels apart.
 //! `--fit` searches the overlap fraction on the training kernels only.
+//! `--skips FILE` writes, per kernel, the entries of its automatic family
+//! predicted slower than its baseline by more than `--margin` (a fraction):
+//! `bench --skip FILE` tunes the automatic choice without them.
 //! Building a workload at benchmark size allocates its buffers (up to 3 GiB
 //! for vector_add): use `--release`.
 
@@ -48,6 +52,8 @@ const HELD_OUT: &[&str] = &[
 
 struct Row {
     kernel: &'static str,
+    /// The kernel's automatic family (`<kernel>::AUTO`), on its first row.
+    family: Vec<&'static str>,
     label: &'static str,
     entry: &'static str,
     prediction: Result<Prediction, String>,
@@ -71,6 +77,8 @@ fn run() -> Result<(), String> {
     let (mut sim, mut fit) = (false, false);
     let mut device_path = None;
     let mut bench_path = None;
+    let mut skips_path = None;
+    let mut margin = 0.25;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -79,8 +87,16 @@ fn run() -> Result<(), String> {
             "--fit" => fit = true,
             "--device" => device_path = Some(args.next().ok_or("--device needs a file")?),
             "--bench" => bench_path = Some(args.next().ok_or("--bench needs a file")?),
+            "--skips" => skips_path = Some(args.next().ok_or("--skips needs a file")?),
+            "--margin" => {
+                margin = args
+                    .next()
+                    .and_then(|m| m.parse::<f64>().ok())
+                    .filter(|m| *m >= 0.0)
+                    .ok_or("--margin needs a fraction, 0 or more (0.25: 25% slower)")?
+            }
             other if !other.starts_with("--") => only = Some(other.to_string()),
-            other => return Err(format!("unknown argument `{other}`; usage: predict [KERNEL[,KERNEL...] | --all] [--sim] [--fit] [--device FILE] [--bench FILE]")),
+            other => return Err(format!("unknown argument `{other}`; usage: predict [KERNEL[,KERNEL...] | --all] [--sim] [--fit] [--device FILE] [--bench FILE] [--skips FILE [--margin FRACTION]]")),
         }
     }
     let mut device = match &device_path {
@@ -129,12 +145,14 @@ fn run() -> Result<(), String> {
         };
         // One benchmark-size workload at a time: they allocate their inputs.
         let workload = build(Size::Benchmark);
+        let mut family = workload.variants[0].auto_family.map_or(Vec::new(), |f| f());
         for (label, entry, prediction) in
             predict_workload(&module, &workload, &device, &resources, &ratios)
         {
             let measured_here = measured(&bench, name, label);
             rows.push(Row {
                 kernel: name,
+                family: std::mem::take(&mut family),
                 label,
                 entry,
                 prediction,
@@ -145,6 +163,11 @@ fn run() -> Result<(), String> {
     }
     if fit {
         fit_overlap(&mut device, &mut rows);
+    }
+    if let Some(path) = &skips_path {
+        let text = skips(&rows, &device.name, margin);
+        std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))?;
+        println!("wrote {path}: per kernel, the automatic candidates predicted over {:.0}% slower than the baseline", margin * 100.0);
     }
     print_breakdown(&rows);
     if only.is_none() || rows.iter().filter(|r| r.measured.is_some()).count() > 3 {
@@ -162,6 +185,45 @@ fn run() -> Result<(), String> {
         print_validation(&rows, &newer_bench, |r| r.newer);
     }
     Ok(())
+}
+
+/// The `--skips` file: `{"device", "margin", "kernels": {kernel: [entry]}}`,
+/// each kernel's automatic candidates (never the baseline) whose prediction
+/// (as compiled: an entry's first row) is above the baseline's by more than
+/// `margin`.
+fn skips(rows: &[Row], device: &str, margin: f64) -> String {
+    let mut kernels = serde_json::Map::new();
+    for (i, first) in rows.iter().enumerate() {
+        let Some(baseline) = first
+            .prediction
+            .as_ref()
+            .ok()
+            .filter(|_| !first.family.is_empty())
+        else {
+            continue;
+        };
+        let kernel_rows = rows[i..].iter().take_while(|r| r.kernel == first.kernel);
+        let mut seen = std::collections::BTreeSet::new();
+        let slower: Vec<serde_json::Value> = kernel_rows
+            .filter(|r| seen.insert(r.entry))
+            .filter(|r| r.entry != first.entry && first.family.contains(&r.entry))
+            .filter(|r| {
+                r.prediction
+                    .as_ref()
+                    .is_ok_and(|p| p.ms > baseline.ms * (1.0 + margin))
+            })
+            .map(|r| r.entry.into())
+            .collect();
+        kernels.insert(first.kernel.to_string(), slower.into());
+    }
+    let mut text = serde_json::to_string_pretty(&serde_json::json!({
+        "device": device,
+        "margin": margin,
+        "kernels": kernels,
+    }))
+    .expect("a map of strings serializes");
+    text.push('\n');
+    text
 }
 
 fn measured(bench: &[Record], kernel: &str, label: &str) -> Option<f64> {

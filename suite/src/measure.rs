@@ -261,19 +261,23 @@ pub struct AutoChoice {
 
 /// Runs `workload`'s tuned launch once cold (it measures the family and
 /// records its choice in a tuner file at `tuner`, which must not exist yet)
-/// and once warm, on fresh copies of its buffers.
+/// and once warm, on fresh copies of its buffers. The family's entries
+/// named in `skip` are left out (never the baseline): candidates a
+/// prediction says are slower.
 pub fn tune_auto(
     gpu: &Gpu,
     module: &Module,
     workload: &Workload,
     tuner: &std::path::Path,
     policy: TunePolicy,
+    skip: &[String],
 ) -> Result<Option<AutoChoice>, Error> {
     let baseline = &workload.variants[0];
     let (Some(tuned), Some(family)) = (baseline.tuned, baseline.auto_family) else {
         return Ok(None);
     };
-    let family = family();
+    let keep = |name: &str| name == baseline.kernel || !skip.iter().any(|s| s == name);
+    let family: Vec<&'static str> = family().into_iter().filter(|e| keep(e)).collect();
     let mut buffers: Vec<DeviceBuffer> = workload
         .buffers
         .iter()
@@ -295,11 +299,11 @@ pub fn tune_auto(
         workload.name,
         family.len()
     );
-    let first = tuned(&target, &launches, &mut buffers, &workload.args)?;
+    let first = tuned(&target, &launches, &mut buffers, &workload.args, &keep)?;
     gpu.synchronize()?;
     let tuning_seconds = started.elapsed().as_secs_f64();
     let started = std::time::Instant::now();
-    let again = tuned(&target, &launches, &mut buffers, &workload.args)?;
+    let again = tuned(&target, &launches, &mut buffers, &workload.args, &keep)?;
     gpu.synchronize()?;
     let hit_micros = started.elapsed().as_secs_f64() * 1e6;
     debug_assert!(!again.measured && again.schedule == first.schedule);

@@ -484,3 +484,42 @@ fn tuned_launches_touch_the_callers_buffers_once() {
     assert!(tuned.measured);
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// The automatic choice without the candidates a prediction skips: the
+/// family it tunes leaves them out, never the baseline, and the pick is one
+/// of what is left.
+#[test]
+fn the_automatic_choice_tunes_without_skipped_candidates() {
+    use clustered_suite::host::autotune::TunePolicy;
+    use clustered_suite::measure::tune_auto;
+    use clustered_suite::suite::{self, Size};
+    let Some((gpu, module)) = gpu() else { return };
+    let &(_, build) = suite::select(Some("vector_add")).unwrap()[0];
+    let workload = build(Size::Test);
+    let family = (workload.variants[0].auto_family.unwrap())();
+    assert!(family.len() > 2, "{family:?}");
+    let dir = std::env::temp_dir().join(format!("clustered-skip-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = TunePolicy {
+        rounds: 1,
+        ..TunePolicy::default()
+    };
+    // Everything but the baseline skipped, the baseline named too.
+    let all: Vec<String> = family.iter().map(|s| s.to_string()).collect();
+    let tuner = dir.join("all.json");
+    let auto = tune_auto(&gpu, &module, &workload, &tuner, policy.clone(), &all)
+        .unwrap()
+        .unwrap();
+    assert_eq!(auto.family, [family[0]]);
+    assert_eq!(auto.schedule, family[0]);
+    // One skipped: the rest tuned, the skipped one never picked.
+    let skipped = vec![family[1].to_string()];
+    let tuner = dir.join("one.json");
+    let auto = tune_auto(&gpu, &module, &workload, &tuner, policy, &skipped)
+        .unwrap()
+        .unwrap();
+    assert_eq!(auto.family.len(), family.len() - 1);
+    assert!(!auto.family.contains(&family[1]));
+    assert_ne!(auto.schedule, family[1]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -252,11 +252,14 @@ pub struct GpuTarget<'a> {
 pub type GpuEntry = for<'a> fn(&GpuTarget<'_>, &'a mut [DeviceBuffer], &[Arg]) -> Result<(), Error>;
 
 /// Launches a kernel's automatic family through `Gpu::launch_tuned`.
+/// The last argument keeps a candidate of the family by entry name (the
+/// baseline is always kept).
 pub type TunedEntry = for<'a> fn(
     &GpuTarget<'_>,
     &TunedLaunches,
     &'a mut [DeviceBuffer],
     &[Arg],
+    &dyn Fn(&str) -> bool,
 ) -> Result<Tuned, Error>;
 
 /// A parameter as the CPU backend passes it.
@@ -478,14 +481,20 @@ macro_rules! launch_gpu {
 
 /// `$family`'s tuned launch, typed, with the workload's arguments.
 macro_rules! launch_tuned {
-    ($family:expr, $target:ident, $launches:ident, $buffers:ident, $args:ident, ($($i:tt),*)) => {{
+    ($family:expr, $target:ident, $launches:ident, $buffers:ident, $args:ident, $keep:ident, ($($i:tt),*)) => {{
         let mut values = $crate::suite::device_args($buffers, $args);
         let typed = ($($crate::suite::take_device_arg(&mut values, $i),)*);
+        let family: Vec<_> = $family
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| *i == 0 || $keep(e.name()))
+            .map(|(_, e)| *e)
+            .collect();
         // SAFETY: as for `launch_gpu!`, for every entry of the family (each
         // computes what the baseline computes: the suite's CPU tests check
         // every schedule).
         unsafe {
-            $target.gpu.launch_tuned($target.module, $launches, $family, $target.original, $target.options, typed)
+            $target.gpu.launch_tuned($target.module, $launches, &family, $target.original, $target.options, typed)
         }
     }};
 }
@@ -551,8 +560,8 @@ macro_rules! variants {
                     let twin = m::$baseline::KERNEL.foreign(concat!(stringify!($baseline), "_twin"));
                     $crate::suite::launch_gpu!(twin, target, buffers, args, $args)
                 }),
-                tuned: Some(|target, launches, buffers, args| {
-                    $crate::suite::launch_tuned!(m::$baseline::AUTO, target, launches, buffers, args, $args)
+                tuned: Some(|target, launches, buffers, args, keep| {
+                    $crate::suite::launch_tuned!(m::$baseline::AUTO, target, launches, buffers, args, keep, $args)
                 }),
                 accesses: Some(&m::$baseline::ACCESSES),
                 auto_family: Some(|| m::$baseline::AUTO.iter().map(|e| e.name()).collect()),
