@@ -47,7 +47,8 @@ impl TrafficRatio {
 }
 
 /// Simulates every schedule of `small` (a workload at [`crate::suite::Size::Simulate`])
-/// on an 8-SM slice of an H100 and returns each entry's traffic ratio.
+/// on an 8-SM slice of an H100 and returns each schedule's traffic ratio, by
+/// label (variants of one entry with other launch options differ).
 pub fn traffic_ratios(small: &Workload) -> BTreeMap<&'static str, TrafficRatio> {
     let Ok(profile) = DeviceProfile::h100_sxm().scaled(8) else {
         return BTreeMap::new();
@@ -63,7 +64,7 @@ pub fn traffic_ratios(small: &Workload) -> BTreeMap<&'static str, TrafficRatio> 
             let sector = 32.0;
             let dram = (s.l2_sector_misses + s.dram_write_sectors) as f64 * sector;
             Some((
-                v.kernel,
+                v.label,
                 TrafficRatio {
                     l1_sectors_per_load: if s.instructions == 0 {
                         4.0
@@ -167,7 +168,7 @@ pub fn predict_workload(
             let r = resources.get(v.kernel).copied();
             let result = planned_launch(workload, v, device, r).and_then(|launch| {
                 let traffic = ratios
-                    .get(v.kernel)
+                    .get(v.label)
                     .map_or(Traffic::compulsory(compulsory), |t| t.at(compulsory));
                 let query = Query {
                     entry: v.kernel,

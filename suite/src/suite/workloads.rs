@@ -892,4 +892,24 @@ mod tests {
         assert!(error.contains(r#""nope", "", "also_not""#), "{error}");
         assert!(error.contains(WORKLOADS[0].0), "{error}");
     }
+
+    /// A label names one variant of a workload: the bench's records, the
+    /// predictor's measured medians and its simulated traffic are keyed by
+    /// it (an entry is not: a band or cluster variant shares its entry).
+    #[test]
+    fn labels_are_unique_within_a_workload() {
+        for size in [Size::Test, Size::Simulate] {
+            for (name, build) in WORKLOADS {
+                let workload = build(size);
+                let mut seen = std::collections::BTreeSet::new();
+                for v in &workload.variants {
+                    assert!(
+                        seen.insert(v.label),
+                        "{name} at {size:?}: `{}` twice",
+                        v.label
+                    );
+                }
+            }
+        }
+    }
 }
