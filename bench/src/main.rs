@@ -219,6 +219,17 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
                 skips.device,
                 skips.margin * 100.0
             );
+            if skips.device != p.name {
+                println!(
+                    "warning: the skip list was predicted for {}, this GPU is {}: write one with `predict --device` for it",
+                    skips.device, p.name
+                );
+            }
+            if options.no_auto {
+                println!(
+                    "warning: --skip does nothing with --no-auto (it prunes the automatic choice)"
+                );
+            }
             Some(skips)
         }
         None => None,
