@@ -34,8 +34,9 @@ use clustered_suite::host::{Error, Gpu, Module};
 use clustered_suite::measure::{
     copy_bandwidth, measure_with_twin, tune_auto, AutoChoice, CopyWidth, Measurement,
 };
+use clustered_suite::predict::SkipList;
 use clustered_suite::sim::format_table;
-use clustered_suite::suite::{self, Class, Size, Variant, Workload};
+use clustered_suite::suite::{self, Class, Size, Workload};
 use report::{speedup_chart_svg, ChartBar, ChartGroup};
 
 struct Options {
@@ -55,15 +56,6 @@ struct Options {
     /// The predictor's skip list (`predict --skips FILE`): tune the
     /// automatic choice a second time without the candidates it names.
     skip: Option<PathBuf>,
-}
-
-/// `predict --skips FILE`: per kernel, the automatic candidates predicted
-/// slower than the baseline by more than `margin`.
-#[derive(serde::Deserialize)]
-struct SkipFile {
-    device: String,
-    margin: f64,
-    kernels: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -211,7 +203,7 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("--skip {}: {e}", path.display()))?;
-            let skips: SkipFile = serde_json::from_str(&text)
+            let skips: SkipList = serde_json::from_str(&text)
                 .map_err(|e| format!("--skip {}: {e}", path.display()))?;
             println!(
                 "skip list: {} (predicted on {}, margin {:.0}%)",
@@ -282,7 +274,7 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
         // variant that launches an entry with options of its own (a band
         // at launch, thread block clusters) is not a candidate.
         let compiled: Vec<usize> = (0..workload.variants.len())
-            .filter(|&i| as_compiled(&workload.variants, i))
+            .filter(|&i| workload.as_compiled(i))
             .collect();
         let candidates: Vec<&str> = compiled
             .iter()
@@ -406,13 +398,6 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
     Ok(ok)
 }
 
-/// Whether `variants[i]` is the first with its entry: the entry as
-/// compiled, which the tuner can choose (by name). The variants after it
-/// launch the same entry with options of their own.
-fn as_compiled(variants: &[Variant], i: usize) -> bool {
-    variants[..i].iter().all(|v| v.kernel != variants[i].kernel)
-}
-
 const REPORT_HEADERS: [&str; 7] = [
     "kernel",
     "problem",
@@ -442,7 +427,7 @@ fn report_rows(workload: &Workload, measured: &Measurement, choice: &Choice) -> 
             t.label.to_string(),
             format!("{:.3}", t.median_ms),
             format!("{:.3}x", base / t.median_ms),
-            if workload.variants[i].kernel == *chosen && as_compiled(&workload.variants, i) {
+            if workload.variants[i].kernel == *chosen && workload.as_compiled(i) {
                 "<-"
             } else {
                 ""
@@ -718,7 +703,7 @@ fn write_outputs(
                 entry: Some(entry),
                 median_ms: t.median_ms,
                 speedup: Some(base / t.median_ms),
-                tuned: Some(entry == *chosen && as_compiled(&workload.variants, i)),
+                tuned: Some(entry == *chosen && workload.as_compiled(i)),
                 matches_baseline: Some(t.matches_baseline),
                 rust_over_nvcc: None,
                 samples_ms: &t.samples_ms,
@@ -727,7 +712,7 @@ fn write_outputs(
                 bars.push(ChartBar {
                     label: t.label.to_string(),
                     speedup: (base / t.median_ms) as f64,
-                    marked: entry == *chosen && as_compiled(&workload.variants, i),
+                    marked: entry == *chosen && workload.as_compiled(i),
                 });
             }
         }

@@ -27,7 +27,7 @@ use clustered_predict::bench::{records, Record, H100_2026_11_25, H100_BENCH};
 use clustered_predict::stats::{mape, spearman};
 use clustered_predict::{ptxas, DeviceModel, Module, Prediction};
 use clustered_suite::host::cuda_tool;
-use clustered_suite::predict::{predict_workload, traffic_ratios};
+use clustered_suite::predict::{predict_workload, traffic_ratios, SkipList};
 use clustered_suite::suite::{self, Size};
 
 /// Kernels kept out of any fitting (`--fit`), reported apart: five suite
@@ -52,8 +52,9 @@ const HELD_OUT: &[&str] = &[
 
 struct Row {
     kernel: &'static str,
-    /// The kernel's automatic family (`<kernel>::AUTO`), on its first row.
-    family: Vec<&'static str>,
+    /// A candidate of the kernel's automatic family (`<kernel>::AUTO`, the
+    /// baseline excepted), as compiled (`Workload::as_compiled`).
+    candidate: bool,
     label: &'static str,
     entry: &'static str,
     prediction: Result<Prediction, String>,
@@ -145,14 +146,16 @@ fn run() -> Result<(), String> {
         };
         // One benchmark-size workload at a time: they allocate their inputs.
         let workload = build(Size::Benchmark);
-        let mut family = workload.variants[0].auto_family.map_or(Vec::new(), |f| f());
-        for (label, entry, prediction) in
+        let family = workload.variants[0].auto_family.map_or(Vec::new(), |f| f());
+        for (i, (label, entry, prediction)) in
             predict_workload(&module, &workload, &device, &resources, &ratios)
+                .into_iter()
+                .enumerate()
         {
             let measured_here = measured(&bench, name, label);
             rows.push(Row {
                 kernel: name,
-                family: std::mem::take(&mut family),
+                candidate: i > 0 && workload.as_compiled(i) && family.contains(&entry),
                 label,
                 entry,
                 prediction,
@@ -187,41 +190,35 @@ fn run() -> Result<(), String> {
     Ok(())
 }
 
-/// The `--skips` file: `{"device", "margin", "kernels": {kernel: [entry]}}`,
-/// each kernel's automatic candidates (never the baseline) whose prediction
-/// (as compiled: an entry's first row) is above the baseline's by more than
-/// `margin`.
+/// The `--skips` file: each kernel's automatic candidates whose
+/// prediction is above its baseline's (its first row) by more than `margin`.
 fn skips(rows: &[Row], device: &str, margin: f64) -> String {
-    let mut kernels = serde_json::Map::new();
-    for (i, first) in rows.iter().enumerate() {
-        let Some(baseline) = first
-            .prediction
-            .as_ref()
-            .ok()
-            .filter(|_| !first.family.is_empty())
-        else {
+    let mut list = SkipList {
+        device: device.to_string(),
+        margin,
+        ..SkipList::default()
+    };
+    for (i, baseline) in rows.iter().enumerate() {
+        let (true, Ok(base)) = (
+            i == 0 || rows[i - 1].kernel != baseline.kernel,
+            &baseline.prediction,
+        ) else {
             continue;
         };
-        let kernel_rows = rows[i..].iter().take_while(|r| r.kernel == first.kernel);
-        let mut seen = std::collections::BTreeSet::new();
-        let slower: Vec<serde_json::Value> = kernel_rows
-            .filter(|r| seen.insert(r.entry))
-            .filter(|r| r.entry != first.entry && first.family.contains(&r.entry))
+        let slower = rows[i..]
+            .iter()
+            .take_while(|r| r.kernel == baseline.kernel)
+            .filter(|r| r.candidate)
             .filter(|r| {
                 r.prediction
                     .as_ref()
-                    .is_ok_and(|p| p.ms > baseline.ms * (1.0 + margin))
+                    .is_ok_and(|p| p.ms > base.ms * (1.0 + margin))
             })
-            .map(|r| r.entry.into())
+            .map(|r| r.entry.to_string())
             .collect();
-        kernels.insert(first.kernel.to_string(), slower.into());
+        list.kernels.insert(baseline.kernel.to_string(), slower);
     }
-    let mut text = serde_json::to_string_pretty(&serde_json::json!({
-        "device": device,
-        "margin": margin,
-        "kernels": kernels,
-    }))
-    .expect("a map of strings serializes");
+    let mut text = serde_json::to_string_pretty(&list).expect("a map of strings serializes");
     text.push('\n');
     text
 }

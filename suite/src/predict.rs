@@ -46,6 +46,18 @@ impl TrafficRatio {
     }
 }
 
+/// The predictor's skip list (`predict --skips FILE` writes it, `bench
+/// --skip FILE` reads it): per kernel, the candidates of its automatic
+/// family, by entry, predicted slower than its baseline by more than
+/// `margin` (a fraction).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SkipList {
+    /// The device model the predictions were for.
+    pub device: String,
+    pub margin: f64,
+    pub kernels: BTreeMap<String, Vec<String>>,
+}
+
 /// Simulates every schedule of `small` (a workload at [`crate::suite::Size::Simulate`])
 /// on an 8-SM slice of an H100 and returns each schedule's traffic ratio, by
 /// label (variants of one entry with other launch options differ).

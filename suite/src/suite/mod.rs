@@ -429,6 +429,16 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// Whether `variants[i]` is the first with its entry: the entry as
+    /// compiled, the one a tuner may choose by name. Later variants launch
+    /// the same entry with options of their own (a band at launch, thread
+    /// block clusters).
+    pub fn as_compiled(&self, i: usize) -> bool {
+        self.variants[..i]
+            .iter()
+            .all(|v| v.kernel != self.variants[i].kernel)
+    }
+
     /// The outputs' indices in `buffers`.
     pub fn outputs(&self) -> impl Iterator<Item = usize> + '_ {
         self.buffers
