@@ -86,7 +86,9 @@ pub unsafe fn store<T>(address: *mut T, value: T) {
 /// be four). The
 /// widest access a thread makes: four times the bytes in flight of a
 /// float per thread, what a streaming kernel needs to reach DRAM's
-/// bandwidth (CUDA's `float4`).
+/// bandwidth (CUDA's `float4`). The address must be 16-byte aligned, as a
+/// GPU requires: device allocations are; on the CPU backend, back the
+/// buffer with `F32x4`s (a `Vec<f32>` need not be).
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct F32x4(pub [f32; 4]);

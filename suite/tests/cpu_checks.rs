@@ -430,3 +430,60 @@ fn every_cta_starts_from_zeroed_shared_memory() {
     }
     assert_eq!(dirtiest.load(Ordering::Relaxed), 0);
 }
+
+/// `F32x4` on the CPU backend: `copy_quads` copies exactly under shuffled
+/// thread orders, and a quad reaching past its buffer is stopped before it
+/// touches memory (the check covers all 16 bytes, not the first word). The
+/// buffers are `F32x4`s, so 16-byte aligned as device allocations are.
+#[test]
+fn a_quad_copy_is_exact_and_bounds_checked_in_every_order() {
+    use clustered_device::memory::F32x4;
+    use clustered_suite::host::cpu::{run_checked, Buffers};
+    use kernels::vector::copy_quads;
+    let quads = 3 * 64;
+    let input: Vec<F32x4> = (0..quads)
+        .map(|i| F32x4([0, 1, 2, 3].map(|k| (4 * i + k) as f32 * 0.5 - 7.0)))
+        .collect();
+    let launch = CpuLaunch {
+        grid: [3, 1, 1],
+        block: [64, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 2,
+    };
+    let machines =
+        std::iter::once(Machine::new(2)).chain((0..5).map(|s| Machine::new(2).interleave(s)));
+    for machine in machines {
+        let mut output = vec![F32x4::default(); quads];
+        let mut buffers = Buffers::new();
+        let a = buffers.input("input", &input).cast::<f32>();
+        let c = buffers.output("output", &mut output).cast::<f32>();
+        // SAFETY: both buffers hold `quads` quads, what the kernel indexes.
+        run_checked(&machine, &launch, &mut NoObserver, &buffers, &|| unsafe {
+            copy_quads(a, c, quads as u32)
+        })
+        .unwrap();
+        assert_eq!(output, input, "{machine:?}");
+    }
+    // The output registered 4 bytes short: the last quad's store is refused.
+    let mut output = vec![F32x4::default(); quads];
+    let mut buffers = Buffers::new();
+    let a = buffers.input("input", &input).cast::<f32>();
+    let c = output.as_mut_ptr().cast::<f32>();
+    // SAFETY: registered as its first 4 * quads - 1 floats only.
+    let short = unsafe { std::slice::from_raw_parts_mut(c, 4 * quads - 1) };
+    buffers.output("output", short);
+    let error = run_checked(
+        &Machine::new(2),
+        &launch,
+        &mut NoObserver,
+        &buffers,
+        &|| unsafe { copy_quads(a, c, quads as u32) },
+    )
+    .unwrap_err();
+    assert!(matches!(error, CpuError::OutOfBounds { .. }), "{error}");
+    assert_eq!(
+        output[quads - 1],
+        F32x4::default(),
+        "nothing stored past the check"
+    );
+}
