@@ -13,7 +13,7 @@ use clustered_device::pool::{
 use clustered_device::thread::{
     block_dim_x, block_idx_x, grid_dim_x, nanosleep, sync_threads, thread_idx_x,
 };
-use clustered_device::{kernel, task_pool};
+use clustered_device::{kernel, shared_array, task_pool};
 
 /// `y[i] = a * x[i] + y[i]` over [`Saxpy`]'s range, one element per thread
 /// of each of the task's CTAs.
@@ -218,15 +218,15 @@ unsafe fn sgemm64(args: Sgemm64, cta: Cta) {
     }
 }
 
-/// The index of the centroid nearest to point `i`: squared distance as
-/// `fma(dy, dy, fma(dx, dx, 0))` (the suite's `kmeans_assign` order for two
-/// features), the first of equal minima, starting from `f32::MAX` and 0.
+/// The index of the centroid nearest to the point `(x, y)`: squared
+/// distance as `fma(dy, dy, fma(dx, dx, 0))` (the suite's `kmeans_assign`
+/// order for two features), the first of equal minima, starting from
+/// `f32::MAX` and 0.
 ///
 /// # Safety
-/// `points` holds point `i`, `centroids` `k` centroids.
+/// `centroids` holds `k` centroids.
 #[inline(always)]
-unsafe fn nearest(points: *const f32, centroids: *const f32, i: u32, k: u32) -> u32 {
-    let (x, y) = (*points.add(2 * i as usize), *points.add(2 * i as usize + 1));
+unsafe fn nearest(x: f32, y: f32, centroids: *const f32, k: u32) -> u32 {
     let mut best = 0u32;
     let mut best_distance = f32::MAX;
     for c in 0..k {
@@ -263,21 +263,32 @@ unsafe fn kmeans_assign(args: KmeansAssign, cta: Cta) {
     } else {
         start + KMEANS_SUB
     };
+    // The CTA's labels and points, kept for the sums below: they read them
+    // from shared memory, where a walk over global memory was a chain of
+    // dependent loads whose speed was the compiler's unrolling (it swung a
+    // k-means graph's time by 2x between builds: docs/BENCHMARKS.md).
+    let near = shared_array!(kmeans_labels: [u32; KMEANS_SUB as usize]);
+    let xy = shared_array!(kmeans_points: [f32; 2 * KMEANS_SUB as usize]);
     let mut i = start + thread_idx_x();
     while i < end {
-        *labels.add(i as usize) = nearest(points, args.centroids as *const f32, i, args.k);
+        let (x, y) = (*points.add(2 * i as usize), *points.add(2 * i as usize + 1));
+        let label = nearest(x, y, args.centroids as *const f32, args.k);
+        *labels.add(i as usize) = label;
+        near.write(i - start, label);
+        xy.write(2 * (i - start), x);
+        xy.write(2 * (i - start) + 1, y);
         i += block_dim_x();
     }
-    // The labels of the CTA's other threads are read below.
+    // The labels and points of the CTA's other threads are read below.
     sync_threads();
     let partial = (args.partials as *mut f32).add(3 * (sub * args.k) as usize);
     let mut c = thread_idx_x();
     while c < args.k {
         let (mut sum_x, mut sum_y, mut count) = (0.0f32, 0.0f32, 0.0f32);
-        for p in start..end {
-            if *labels.add(p as usize) == c {
-                sum_x += *points.add(2 * p as usize);
-                sum_y += *points.add(2 * p as usize + 1);
+        for p in 0..end - start {
+            if near.read(p) == c {
+                sum_x += xy.read(2 * p);
+                sum_y += xy.read(2 * p + 1);
                 count += 1.0;
             }
         }
