@@ -104,11 +104,14 @@
 pub const POOL_ABI_VERSION: u32 = 3;
 
 /// Entries in each block's ring. A power of two (the device wraps with a
-/// mask). 8 is meant to cover a host round trip with short tasks queued
-/// behind the running one. `pool_overhead 20000` on an H100: a chain of
-/// empty tasks 2.4-2.5 us per task with rings of 8, 9.0-9.8 us at
-/// `PoolConfig::depth(1)` (docs/BENCHMARKS.md, "The task pool").
-pub const RING_ENTRIES: usize = 8;
+/// mask). A chain riding in one ring pays the host's refill round trip once
+/// per ring, so more entries make it faster, but a block with work reads
+/// all its entries' states per batch (one PCIe read each), which wide
+/// graphs pay: rings of 64 made a k-means graph 1.4x slower. 16, with the
+/// publisher of version 3: a chained empty task 1.17-1.39 us against
+/// 1.57-2.02 for version 2's rings of 8, k-means graphs alike (H200,
+/// `pool_overhead 20000`, `pool_workloads`; docs/BENCHMARKS.md).
+pub const RING_ENTRIES: usize = 16;
 
 /// The host owns the slot; no task in it.
 pub const IDLE: u32 = 0;

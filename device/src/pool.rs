@@ -54,7 +54,12 @@ const ENTRY_WORDS: usize = 2 + PAYLOAD_WORDS;
 /// Words of the block's mailbox in shared memory: the state each entry of
 /// the ring showed, from the one served next on, then the copied words of
 /// up to [`RING_ENTRIES`] tasks.
-const MAILBOX_WORDS: usize = RING_ENTRIES + RING_ENTRIES * ENTRY_WORDS;
+const MAILBOX_WORDS: usize = BOOK_AT as usize + 3;
+/// Where thread 0 keeps its block's book in the mailbox: the address of its
+/// `done` word (two words) and its count of finished tasks (read once from
+/// the header, then kept here rather than in registers live across every
+/// task body).
+const BOOK_AT: u32 = (RING_ENTRIES + RING_ENTRIES * ENTRY_WORDS) as u32;
 /// Words of a task each thread loads before it stores any: the loads of
 /// one copy are in flight together (one PCIe round trip, not one each).
 const LOADS_IN_FLIGHT: usize = 4;
@@ -315,11 +320,10 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 pub unsafe fn serve(slots: *mut Slot, kinds: u32, body: impl FnMut(&Task, Cta) -> u64) {
     unsafe {
         let workers = grid_dim_x() - 1;
-        let words = Words::of(slots, workers);
         if block_idx_x() == workers {
-            publish(slots, words);
+            publish(slots, Words::of(slots, workers));
         } else {
-            work(slots, kinds, words, body);
+            work(slots, kinds, workers, body);
         }
     }
 }
@@ -330,7 +334,7 @@ pub unsafe fn serve(slots: *mut Slot, kinds: u32, body: impl FnMut(&Task, Cta) -
 unsafe fn work(
     slots: *mut Slot,
     kinds: u32,
-    words: Words,
+    workers: u32,
     mut body: impl FnMut(&Task, Cta) -> u64,
 ) {
     unsafe {
@@ -339,9 +343,13 @@ unsafe fn work(
         let entry = |served: usize, k: usize| ring.add((served + k) & (RING_ENTRIES - 1));
         let me = thread_linear();
         let threads = block_threads();
-        let me_block = block_idx_x();
-        // Tasks this block finished (thread 0's count, wrapping).
-        let mut finished = 0u32;
+        if me == 0 {
+            let done = Words::of(slots, workers).done(block_idx_x()) as usize as u64;
+            mailbox.write(BOOK_AT, done as u32);
+            mailbox.write(BOOK_AT + 1, (done >> 32) as u32);
+            // Tasks this block finished (wrapping).
+            mailbox.write(BOOK_AT + 2, 0);
+        }
         // The entry served next: the same on every thread of the block.
         let mut next = 0usize;
         // What thread 0's idle wait saw at `next` (0: it did not wait).
@@ -364,7 +372,8 @@ unsafe fn work(
                 if me == 0 {
                     // Every task of the ring was collected: nothing left
                     // for the publisher, which may end once all did.
-                    store_release_gpu(words.exited(me_block), 1);
+                    let words = Words::of(slots, workers);
+                    store_release_gpu(words.exited(block_idx_x()), 1);
                 }
                 return;
             }
@@ -434,8 +443,12 @@ unsafe fn work(
                     // The barrier above ordered every thread's writes of
                     // the task before this release; the publisher's
                     // acquire and system fence pass them on to the host.
-                    finished = finished.wrapping_add(1);
-                    store_release_gpu(words.done(me_block), finished);
+                    let done = (u64::from(mailbox.read(BOOK_AT))
+                        | (u64::from(mailbox.read(BOOK_AT + 1)) << 32))
+                        as usize as *mut u32;
+                    let finished = mailbox.read(BOOK_AT + 2).wrapping_add(1);
+                    mailbox.write(BOOK_AT + 2, finished);
+                    store_release_gpu(done, finished);
                 }
             }
             next = (next + ready as usize) & (RING_ENTRIES - 1);

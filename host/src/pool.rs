@@ -12,8 +12,9 @@
 //!
 //! - Each resident block owns a ring of [`RING_ENTRIES`] [`Slot`]s in
 //!   page-locked host memory that the GPU reads through its mapping (on the
-//!   CPU backend, plain host memory) and serves them in order; the protocol
-//!   is [`clustered_device::pool`]'s (version 2, defined in `clustered_abi::pool`).
+//!   CPU backend, plain host memory) and serves them in order; one more
+//!   block, the publisher, stores FINISHED for them; the protocol is
+//!   [`clustered_device::pool`]'s (version 3, defined in `clustered_abi::pool`).
 //! - One scheduler thread moves pushed tasks into the rings and finished
 //!   ones into the output queue, in batches: one lock per pass for all the
 //!   pushes and finishes it saw. It fills the rings level by level (every
