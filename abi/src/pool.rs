@@ -1,7 +1,14 @@
-//! The task pool's protocol (CAGTP, issue 15), version 2: each resident
-//! block owns a ring of [`RING_ENTRIES`] [`Slot`]s in page-locked host
-//! memory that the GPU reads through its mapping. Block `b`'s ring is
-//! `slots[b * RING_ENTRIES .. (b + 1) * RING_ENTRIES]`.
+//! The task pool's protocol (CAGTP, issue 15), version 3: each resident
+//! worker block owns a ring of [`RING_ENTRIES`] [`Slot`]s in page-locked
+//! host memory that the GPU reads through its mapping, and one more block,
+//! the publisher, tells the host which tasks finished. The pool kernel is
+//! launched with `workers + 1` blocks and one pointer, `slots`:
+//!
+//! - worker `b < workers` serves the ring
+//!   `slots[b * RING_ENTRIES .. (b + 1) * RING_ENTRIES]`;
+//! - `slots[workers * RING_ENTRIES]`, read as a [`Header`], holds the
+//!   device address of the publication words ([`Header::words`]);
+//! - block `workers` (the last) is the publisher.
 //!
 //! Defined once, here, so the host, the device runtime and the CPU backend
 //! agree on every offset. Bump [`POOL_ABI_VERSION`] on any change.
@@ -28,10 +35,10 @@
 //! # States and who writes them (per entry)
 //!
 //! ```text
-//!   host: payload, kind, ctas        device: RUNNING (optional, informative)
+//!   host: payload, kind, ctas        worker: RUNNING (relaxed)
 //!   host ──────────────► READY ──────────────► RUNNING ──┐
-//!    ▲  (release store)        (acquire load)            │ device: status, result,
-//!    │                                                   ▼ then FINISHED (release)
+//!    ▲  (release store)        (acquire load)            │ worker: status, result;
+//!    │                                                   ▼ publisher: FINISHED
 //!   IDLE ◄───────────────────────────────────────── FINISHED
 //!         host: acquire load of FINISHED, reads status/result, stores IDLE
 //!
@@ -49,12 +56,41 @@
 //!   of the block polls `state` of the entry it serves next with
 //!   `ld.acquire.sys` and `nanosleep` back-off; after it saw `READY`, the
 //!   block reads the payload (`ld.relaxed.sys`, so no stale L1 line of an
-//!   earlier task is used), may store `RUNNING` (relaxed: it only tells the
-//!   host's timeout diagnostics that the task started), runs the task's
+//!   earlier task is used), stores `RUNNING` (relaxed; the block's next
+//!   read of its ring, after a barrier, then cannot take an entry it ran
+//!   as READY again before FINISHED was stored there, and the host's
+//!   timeout diagnostics tell a running task from a waiting one), runs the task's
 //!   CTAs, meets at a CTA barrier, and the polling thread stores `status`,
-//!   `result` and then `state = FINISHED` with `st.release.sys`: the barrier
-//!   orders every thread's writes of the task before the release, which
-//!   makes them visible to the host's acquire.
+//!   `result` and then counts the task in `done[b]`; the publisher stores
+//!   `state = FINISHED` (see "Publication" below): the barrier orders every
+//!   thread's writes of the task before the worker's release, and the
+//!   chain of releases and acquires makes them visible to the host's.
+//!
+//! # Publication (version 3)
+//!
+//! A worker does not store FINISHED itself: a system-scope release costs
+//! about 0.7 us on an H200 (it waits for earlier writes to reach the
+//! host), once per task on the chain's critical path. It stores `status`
+//! and `result` (relaxed), then the count of tasks it finished into its
+//! word `done[b]` in device memory with `st.release.gpu`, and goes on to
+//! its next task. The publisher polls `done[..]` with `ld.acquire.gpu`,
+//! and for the tasks finished since its last look runs one
+//! `fence.acq_rel.sys`, then stores FINISHED into their entries (relaxed).
+//! Release (gpu) -> acquire (gpu) -> fence (sys) -> store -> the host's
+//! acquire is a chain of causality in the PTX memory model, so the host
+//! sees every write of the task, as with the worker's own release. A task
+//! is published within one pass of the publisher, whatever the worker runs
+//! next (a batch of fences on the worker instead would hold a finished
+//! task back until the next one ended: for ever, if that one waits for the
+//! host to see the first).
+//!
+//! The words, `3 * workers` `u32`s in device memory, zero at the launch:
+//! `done[b]` (tasks worker `b` finished, wrapping), `exited[b]` (1 once it
+//! left on EXIT) and `published[b]` (the publisher's own count; nobody else
+//! reads it). The publisher ends when every worker exited; a worker exits
+//! only when the host collected all its tasks, so nothing is left to
+//! publish then.
+//!
 //! - [`EXIT`] is written by the host only into an entry it owns (IDLE), and
 //!   only into the entry the block reads next, once every task of the ring
 //!   was collected: a block never skips a task, and never waits on an entry
@@ -62,15 +98,20 @@
 //!   belongs to the device), so a task in a ring always runs.
 
 /// The version of the pool protocol (the slot layout, the ring and the
-/// states). 2: a ring of [`RING_ENTRIES`] slots per block (1: one slot).
-pub const POOL_ABI_VERSION: u32 = 2;
+/// states). 3: a publisher block stores FINISHED (2: each block did, with
+/// a system-scope release per task); 2: a ring of [`RING_ENTRIES`] slots
+/// per block (1: one slot).
+pub const POOL_ABI_VERSION: u32 = 3;
 
 /// Entries in each block's ring. A power of two (the device wraps with a
-/// mask). 8 is meant to cover a host round trip with short tasks queued
-/// behind the running one. `pool_overhead 20000` on an H100: a chain of
-/// empty tasks 2.4-2.5 us per task with rings of 8, 9.0-9.8 us at
-/// `PoolConfig::depth(1)` (docs/BENCHMARKS.md, "The task pool").
-pub const RING_ENTRIES: usize = 8;
+/// mask). A chain riding in one ring pays the host's refill round trip once
+/// per ring, so more entries make it faster, but a block with work reads
+/// all its entries' states per batch (one PCIe read each), which wide
+/// graphs pay: rings of 64 made a k-means graph 1.4x slower. 16, with the
+/// publisher of version 3: a chained empty task 1.17-1.39 us against
+/// 1.57-2.02 for version 2's rings of 8, k-means graphs alike (H200,
+/// `pool_overhead 20000`, `pool_workloads`; docs/BENCHMARKS.md).
+pub const RING_ENTRIES: usize = 16;
 
 /// The host owns the slot; no task in it.
 pub const IDLE: u32 = 0;
@@ -147,6 +188,34 @@ impl Default for Slot {
     }
 }
 
+/// The line after the rings: what the host tells every block before the
+/// launch. 128 bytes, the size and alignment of a [`Slot`], so the host
+/// allocates `workers * RING_ENTRIES + 1` slots and writes this into the
+/// last.
+#[repr(C, align(128))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Device address of the publication words: `3 * workers` `u32`s,
+    /// zero at the launch (module doc, "Publication").
+    pub words: u64,
+    /// Worker blocks (rings): the launch's blocks but one.
+    pub workers: u32,
+    /// Pads the header to its line.
+    pub padding: [u32; 29],
+}
+
+impl Header {
+    /// The header of a pool of `workers` rings publishing through the
+    /// words at device address `words`.
+    pub const fn new(words: u64, workers: u32) -> Header {
+        Header {
+            words,
+            workers,
+            padding: [0; 29],
+        }
+    }
+}
+
 /// The name of a slot state, for messages.
 pub const fn state_name(state: u32) -> &'static str {
     match state {
@@ -171,4 +240,8 @@ const _: () = {
     assert!(core::mem::offset_of!(Slot, payload) == PAYLOAD_OFFSET_WORDS * 4);
     assert!(PAYLOAD_OFFSET_WORDS + PAYLOAD_WORDS <= SLOT_WORDS);
     assert!(RING_ENTRIES.is_power_of_two());
+    assert!(core::mem::size_of::<Header>() == core::mem::size_of::<Slot>());
+    assert!(core::mem::align_of::<Header>() == core::mem::align_of::<Slot>());
+    assert!(core::mem::offset_of!(Header, words) == 0);
+    assert!(core::mem::offset_of!(Header, workers) == 8);
 };

@@ -28,13 +28,13 @@
 pub use clustered_abi::pool::*;
 
 use crate::atomic::{
-    load_acquire_system, load_relaxed_system, store_relaxed_system, store_relaxed_system_u64,
-    store_release_system,
+    fence_acq_rel_system, load_acquire_system, load_relaxed_gpu, load_relaxed_system,
+    store_relaxed_gpu, store_relaxed_system, store_relaxed_system_u64, store_release_gpu,
 };
 use crate::cta::Cta;
 use crate::thread::{
-    block_dim_x, block_dim_y, block_idx_x, nanosleep, sync_threads, thread_idx_x, thread_idx_y,
-    thread_idx_z,
+    block_dim_x, block_dim_y, block_dim_z, block_idx_x, grid_dim_x, nanosleep, sync_threads,
+    thread_idx_x, thread_idx_y, thread_idx_z,
 };
 
 /// The first back-off of an idle block's poll, in nanoseconds.
@@ -43,13 +43,23 @@ pub const MIN_BACKOFF_NS: u32 = 32;
 /// waits for its poll, on top of the PCIe read.
 pub const MAX_BACKOFF_NS: u32 = 1024;
 
+/// The longest back-off of the publisher between passes that found
+/// nothing to publish: it adds to the time from a task's end to the host
+/// seeing it, so it is kept short (the publisher polls device memory only).
+pub const MAX_PUBLISH_BACKOFF_NS: u32 = 256;
+
 /// Words of an entry that a block copies when it takes the task: `kind`,
 /// `ctas` and the payload.
 const ENTRY_WORDS: usize = 2 + PAYLOAD_WORDS;
 /// Words of the block's mailbox in shared memory: the state each entry of
 /// the ring showed, from the one served next on, then the copied words of
 /// up to [`RING_ENTRIES`] tasks.
-const MAILBOX_WORDS: usize = RING_ENTRIES + RING_ENTRIES * ENTRY_WORDS;
+const MAILBOX_WORDS: usize = BOOK_AT as usize + 3;
+/// Where thread 0 keeps its block's book in the mailbox: the address of its
+/// `done` word (two words) and its count of finished tasks (read once from
+/// the header, then kept here rather than in registers live across every
+/// task body).
+const BOOK_AT: u32 = (RING_ENTRIES + RING_ENTRIES * ENTRY_WORDS) as u32;
 /// Words of a task each thread loads before it stores any: the loads of
 /// one copy are in flight together (one PCIe round trip, not one each).
 const LOADS_IN_FLIGHT: usize = 4;
@@ -195,6 +205,52 @@ fn thread_linear() -> u32 {
     (thread_idx_z() * block_dim_y() + thread_idx_y()) * block_dim_x() + thread_idx_x()
 }
 
+/// Threads of the block.
+#[inline(always)]
+fn block_threads() -> u32 {
+    block_dim_x() * block_dim_y() * block_dim_z()
+}
+
+/// The publication words of a pool of `workers` rings (`abi::pool`,
+/// "Publication"): `done[b]`, `exited[b]`, `published[b]`.
+#[derive(Clone, Copy)]
+struct Words {
+    base: *mut u32,
+    workers: u32,
+}
+
+impl Words {
+    /// Reads the header after the rings (every thread: one line).
+    #[inline(always)]
+    unsafe fn of(slots: *mut Slot, workers: u32) -> Words {
+        unsafe {
+            let header = slots.add(workers as usize * RING_ENTRIES).cast::<Header>();
+            let at = core::ptr::addr_of!((*header).words).cast::<u32>();
+            let low = u64::from(load_relaxed_system(at));
+            let high = u64::from(load_relaxed_system(at.add(1)));
+            Words {
+                base: ((high << 32) | low) as usize as *mut u32,
+                workers,
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn done(self, b: u32) -> *mut u32 {
+        self.base.wrapping_add(b as usize)
+    }
+
+    #[inline(always)]
+    fn exited(self, b: u32) -> *mut u32 {
+        self.base.wrapping_add((self.workers + b) as usize)
+    }
+
+    #[inline(always)]
+    fn published(self, b: u32) -> *mut u32 {
+        self.base.wrapping_add((2 * self.workers + b) as usize)
+    }
+}
+
 /// Polls `state` until it is READY or EXIT, backing off with `nanosleep`
 /// from [`MIN_BACKOFF_NS`] to [`MAX_BACKOFF_NS`] while the entry stays
 /// idle (an entry already READY costs one read: no sleep).
@@ -216,13 +272,17 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
     }
 }
 
-/// Serves this block's ring (`slots[block_idx_x * RING_ENTRIES ..]`) until
-/// the host writes EXIT: entries `r % RING_ENTRIES` for `r = 0, 1, ...`, in
-/// order. For each task, runs `body(task, cta)` on every thread of the
-/// block for each CTA `0..task.ctas()` of the task's own grid (one after
-/// the other, a barrier between them, so a body may use shared memory and
-/// `sync_threads`), then publishes FINISHED with `status` and thread 0's
-/// last return value as `result`, and goes on to the next entry at once.
+/// The pool kernel's body: the last block of the launch publishes
+/// finished tasks to the host, every other block (a worker) serves its
+/// ring (`slots[block_idx_x * RING_ENTRIES ..]`) until the host writes
+/// EXIT: entries `r % RING_ENTRIES` for `r = 0, 1, ...`, in order. For each
+/// task, a worker runs `body(task, cta)` on every thread of the block for
+/// each CTA `0..task.ctas()` of the task's own grid (one after the other, a
+/// barrier between them, so a body may use shared memory and
+/// `sync_threads`), stores `status` and thread 0's last return value as
+/// `result`, counts the task for the publisher (a GPU-scope release, not a
+/// system one: `clustered_abi::pool`, "Publication"), and goes on to the
+/// next entry at once.
 ///
 /// The ring is read in batches, because each read of mapped host memory is
 /// a PCIe round trip (about a microsecond) and a short task is far
@@ -252,17 +312,44 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 /// acquire).
 ///
 /// # Safety
-/// `slots` points to at least `grid_dim_x * RING_ENTRIES` slots that the
-/// host serves with the protocol of [`clustered_abi::pool`], and the body
-/// is safe to run with any arguments the host pushes for its kind.
+/// `slots` points to `(grid_dim_x - 1) * RING_ENTRIES` slots and a
+/// [`Header`] after them that the host serves with the protocol of
+/// [`clustered_abi::pool`] (at least two blocks), and the body is safe to
+/// run with any arguments the host pushes for its kind.
 #[inline(always)]
-pub unsafe fn serve(slots: *mut Slot, kinds: u32, mut body: impl FnMut(&Task, Cta) -> u64) {
+pub unsafe fn serve(slots: *mut Slot, kinds: u32, body: impl FnMut(&Task, Cta) -> u64) {
+    unsafe {
+        let workers = grid_dim_x() - 1;
+        if block_idx_x() == workers {
+            publish(slots, Words::of(slots, workers));
+        } else {
+            work(slots, kinds, workers, body);
+        }
+    }
+}
+
+/// A worker block: serves its ring (see [`serve`]) and counts each
+/// finished task in its `done` word for the publisher.
+#[inline(always)]
+unsafe fn work(
+    slots: *mut Slot,
+    kinds: u32,
+    workers: u32,
+    mut body: impl FnMut(&Task, Cta) -> u64,
+) {
     unsafe {
         let mailbox = crate::shared_array!(clustered_pool_mailbox: [u32; MAILBOX_WORDS]);
         let ring = slots.add(block_idx_x() as usize * RING_ENTRIES);
         let entry = |served: usize, k: usize| ring.add((served + k) & (RING_ENTRIES - 1));
         let me = thread_linear();
-        let threads = block_dim_x() * block_dim_y() * crate::thread::block_dim_z();
+        let threads = block_threads();
+        if me == 0 {
+            let done = Words::of(slots, workers).done(block_idx_x()) as usize as u64;
+            mailbox.write(BOOK_AT, done as u32);
+            mailbox.write(BOOK_AT + 1, (done >> 32) as u32);
+            // Tasks this block finished (wrapping).
+            mailbox.write(BOOK_AT + 2, 0);
+        }
         // The entry served next: the same on every thread of the block.
         let mut next = 0usize;
         // What thread 0's idle wait saw at `next` (0: it did not wait).
@@ -282,6 +369,12 @@ pub unsafe fn serve(slots: *mut Slot, kinds: u32, mut body: impl FnMut(&Task, Ct
             }
             sync_threads();
             if mailbox.read(0) == EXIT {
+                if me == 0 {
+                    // Every task of the ring was collected: nothing left
+                    // for the publisher, which may end once all did.
+                    let words = Words::of(slots, workers);
+                    store_release_gpu(words.exited(block_idx_x()), 1);
+                }
                 return;
             }
             let mut ready = 0u32;
@@ -347,10 +440,70 @@ pub unsafe fn serve(slots: *mut Slot, kinds: u32, mut body: impl FnMut(&Task, Ct
                 if me == 0 {
                     store_relaxed_system(core::ptr::addr_of_mut!((*slot).status), status);
                     store_relaxed_system_u64(core::ptr::addr_of_mut!((*slot).result), result);
-                    store_release_system(state, FINISHED);
+                    // The barrier above ordered every thread's writes of
+                    // the task before this release; the publisher's
+                    // acquire and system fence pass them on to the host.
+                    let done = (u64::from(mailbox.read(BOOK_AT))
+                        | (u64::from(mailbox.read(BOOK_AT + 1)) << 32))
+                        as usize as *mut u32;
+                    let finished = mailbox.read(BOOK_AT + 2).wrapping_add(1);
+                    mailbox.write(BOOK_AT + 2, finished);
+                    store_release_gpu(done, finished);
                 }
             }
             next = (next + ready as usize) & (RING_ENTRIES - 1);
+        }
+    }
+}
+
+/// The publisher block: stores FINISHED for every task the workers counted
+/// in their `done` words since its last look, one system fence per worker
+/// with news per pass (`abi::pool`, "Publication"), until every worker
+/// exited. Its threads share the workers (`b = thread, thread + threads,
+/// ..`) and need no barrier: each owns its workers' `published` words.
+#[inline(always)]
+unsafe fn publish(slots: *mut Slot, words: Words) {
+    unsafe {
+        let me = thread_linear();
+        let threads = block_threads();
+        let mut backoff = MIN_BACKOFF_NS;
+        loop {
+            let mut news = false;
+            let mut live = false;
+            let mut b = me;
+            while b < words.workers {
+                // Relaxed: an acquire load at GPU scope also drops the SM's
+                // L1 lines, every poll, under the worker that shares the
+                // SM. The
+                // fence below makes it an acquire when it saw news.
+                let done = load_relaxed_gpu(words.done(b));
+                let mut published = load_relaxed_gpu(words.published(b));
+                if done != published {
+                    // With the load above, an acquire of the tasks counted
+                    // (their writes, status and result); and a release of
+                    // the FINISHED stores below, at system scope.
+                    fence_acq_rel_system();
+                    while published != done {
+                        let entry = published as usize & (RING_ENTRIES - 1);
+                        let slot = slots.add(b as usize * RING_ENTRIES + entry);
+                        store_relaxed_system(core::ptr::addr_of_mut!((*slot).state), FINISHED);
+                        published = published.wrapping_add(1);
+                    }
+                    store_relaxed_gpu(words.published(b), published);
+                    news = true;
+                } else if load_relaxed_gpu(words.exited(b)) == 0 {
+                    live = true;
+                }
+                b += threads;
+            }
+            if news {
+                backoff = MIN_BACKOFF_NS;
+            } else if !live {
+                return;
+            } else {
+                nanosleep(backoff);
+                backoff = (backoff * 2).min(MAX_PUBLISH_BACKOFF_NS);
+            }
         }
     }
 }

@@ -12,8 +12,9 @@
 //!
 //! - Each resident block owns a ring of [`RING_ENTRIES`] [`Slot`]s in
 //!   page-locked host memory that the GPU reads through its mapping (on the
-//!   CPU backend, plain host memory) and serves them in order; the protocol
-//!   is [`clustered_device::pool`]'s (version 2, defined in `clustered_abi::pool`).
+//!   CPU backend, plain host memory) and serves them in order; one more
+//!   block, the publisher, stores FINISHED for them; the protocol is
+//!   [`clustered_device::pool`]'s (version 3, defined in `clustered_abi::pool`).
 //! - One scheduler thread moves pushed tasks into the rings and finished
 //!   ones into the output queue, in batches: one lock per pass for all the
 //!   pushes and finishes it saw. It fills the rings level by level (every
@@ -55,8 +56,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use clustered_device::pool::{
-    state_name, Payload, Slot, Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES, POOL_ABI_VERSION, READY,
-    RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
+    state_name, Header, Payload, Slot, Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES, POOL_ABI_VERSION,
+    READY, RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 
 use clustered_device::cpu::MAX_RESIDENT_BLOCKS;
@@ -144,7 +145,7 @@ pub enum PoolError {
     /// More blocks than the device keeps resident at once: a block that
     /// never starts would never serve its ring.
     TooLarge {
-        /// Blocks asked for.
+        /// Blocks the launch needs: the rings asked for and the publisher.
         blocks: u32,
         /// Blocks that fit (resident per SM times SMs).
         resident: u32,
@@ -180,7 +181,9 @@ impl fmt::Display for PoolError {
             PoolError::UnknownDependency(t) => write!(f, "dependency {t:?} was not pushed to this pool"),
             PoolError::TooLarge { blocks, resident } => write!(
                 f,
-                "a pool of {blocks} blocks cannot be co-resident (at most {resident} fit): ask for at most {resident} blocks, or fewer threads per block"
+                "a pool of {rings} rings needs {blocks} co-resident blocks (one more publishes finished tasks), at most {resident} fit: ask for at most {most} blocks, or fewer threads per block",
+                rings = blocks.saturating_sub(1),
+                most = resident.saturating_sub(1),
             ),
             PoolError::Config(what) => write!(f, "bad pool configuration: {what}"),
             PoolError::NothingUnfinished => write!(f, "no task is unfinished: waiting would never end (push first)"),
@@ -277,8 +280,9 @@ impl PoolConfig {
         self
     }
 
-    /// Resident blocks (each a ring of [`RING_ENTRIES`] slots); all must
-    /// fit at once. Default: one per SM.
+    /// Worker blocks, each serving a ring of [`RING_ENTRIES`] slots; the
+    /// pool launches one more, the publisher, and all must fit at once.
+    /// Default: one per SM (one fewer if only that many fit).
     pub fn blocks(mut self, blocks: u32) -> Self {
         self.blocks = Some(blocks);
         self
@@ -298,7 +302,8 @@ impl PoolConfig {
     }
 
     /// Checks the configuration against `resident_per_sm` blocks of the
-    /// kernel on each of `sms` SMs; returns the blocks to launch.
+    /// kernel on each of `sms` SMs; returns the rings (the launch has one
+    /// block more).
     fn plan(&self, resident_per_sm: u32, sms: u32) -> Result<u32, PoolError> {
         if self.block_threads == 0 {
             return Err(PoolError::Config("blocks of 0 threads"));
@@ -308,13 +313,20 @@ impl PoolConfig {
                 "a depth (tasks in flight per block) outside 1..=RING_ENTRIES",
             ));
         }
-        let blocks = self.blocks.unwrap_or(sms);
+        let resident = resident_per_sm.saturating_mul(sms);
+        let blocks = self
+            .blocks
+            .unwrap_or_else(|| sms.min(resident).saturating_sub(1).max(1));
         if blocks == 0 {
             return Err(PoolError::Config("a pool of 0 blocks"));
         }
-        let resident = resident_per_sm.saturating_mul(sms);
-        if blocks > resident {
-            return Err(PoolError::TooLarge { blocks, resident });
+        // The rings' blocks and the publisher (`abi::pool`, "Publication").
+        let launched = blocks.saturating_add(1);
+        if launched > resident {
+            return Err(PoolError::TooLarge {
+                blocks: launched,
+                resident,
+            });
         }
         Ok(blocks)
     }
@@ -413,10 +425,39 @@ impl Slots {
     }
 }
 
-/// Who frees the slots' memory, once the device side ended.
+/// Who frees the slots' memory and the publication words, once the device
+/// side ended.
 enum Memory {
-    Cpu(*mut [Slot]),
-    Gpu(gpu::Pinned),
+    Cpu {
+        slots: *mut [Slot],
+        words: *mut [u32],
+    },
+    Gpu(gpu::Pinned, gpu::Words),
+}
+
+/// Slots to allocate for `rings` rings: the rings and the [`Header`] after
+/// them (`abi::pool`).
+fn slots_with_header(rings: u32) -> usize {
+    rings as usize * RING_ENTRIES + 1
+}
+
+/// Writes the header after `rings` rings at `slots`.
+///
+/// # Safety
+/// `slots` holds [`slots_with_header`]`(rings)` slots, not yet shared.
+unsafe fn write_header(slots: *mut Slot, rings: u32, words: u64) {
+    // SAFETY: the last slot, the size and alignment of a `Header`.
+    unsafe {
+        slots
+            .add(rings as usize * RING_ENTRIES)
+            .cast::<Header>()
+            .write(Header::new(words, rings))
+    };
+}
+
+/// Publication words for `rings` rings (`abi::pool`, "Publication").
+fn publication_words(rings: u32) -> usize {
+    3 * rings as usize
 }
 
 // SAFETY: `Memory` only owns the allocation; see `Slots`.
@@ -465,9 +506,12 @@ impl Drop for Shared {
         }
         match self.memory.get_mut().ok().and_then(Option::take) {
             // SAFETY: made by `Box::into_raw` in `TaskPool::cpu`; the engine
-            // ended, so nothing else points into it.
-            Some(Memory::Cpu(raw)) => drop(unsafe { Box::from_raw(raw) }),
-            Some(Memory::Gpu(pinned)) => drop(pinned),
+            // ended, so nothing else points into them.
+            Some(Memory::Cpu { slots, words }) => unsafe {
+                drop(Box::from_raw(slots));
+                drop(Box::from_raw(words));
+            },
+            Some(Memory::Gpu(pinned, words)) => drop((pinned, words)),
             None => {}
         }
     }
@@ -572,12 +616,15 @@ impl TaskPool {
             ));
         }
         let blocks = config.plan(resident_per_sm, machine.sm_count())?;
-        let raw =
-            Box::into_raw(vec![Slot::IDLE; blocks as usize * RING_ENTRIES].into_boxed_slice());
+        let raw = Box::into_raw(vec![Slot::IDLE; slots_with_header(blocks)].into_boxed_slice());
+        let words = Box::into_raw(vec![0u32; publication_words(blocks)].into_boxed_slice());
         let host = raw.cast::<Slot>();
-        let shared = Self::shared(&config, blocks, host, Memory::Cpu(raw));
+        // SAFETY: just allocated with the header's slot; no block runs yet.
+        unsafe { write_header(host, blocks, words.cast::<u32>() as u64) };
+        let shared = Self::shared(&config, blocks, host, Memory::Cpu { slots: raw, words });
         let launch = CpuLaunch {
-            grid: [blocks, 1, 1],
+            // The rings' blocks and the publisher.
+            grid: [blocks + 1, 1, 1],
             block: [config.block_threads, 1, 1],
             dynamic_shared_bytes: 0,
             resident_blocks: resident_per_sm,
@@ -1408,7 +1455,9 @@ mod gpu {
     use cudarc::driver::sys;
     use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 
-    use super::{PoolConfig, PoolError, Slot, TaskPool, RING_ENTRIES};
+    use cudarc::driver::DevicePtr;
+
+    use super::{PoolConfig, PoolError, Slot, TaskPool};
     use crate::{Gpu, Kernel, LaunchConfig};
 
     /// Page-locked host memory mapped into the device's address space.
@@ -1461,6 +1510,11 @@ mod gpu {
         }
     }
 
+    /// The publication words in device memory, owned until the kernel ended.
+    pub(super) struct Words {
+        _owned: cudarc::driver::CudaSlice<u32>,
+    }
+
     /// The running pool kernel: an event recorded after it on its stream.
     pub(super) struct Running {
         _stream: Arc<CudaStream>,
@@ -1485,8 +1539,10 @@ mod gpu {
     impl TaskPool {
         /// A pool on `gpu`: `kernel` (a pool kernel, one `*mut Slot`
         /// parameter, e.g. `pool_demo` of the suite's module) runs on a
-        /// stream of its own with one block per ring of [`RING_ENTRIES`]
-        /// slots, every block co-resident (from the kernel's occupancy).
+        /// stream of its own with one block per ring of
+        /// [`RING_ENTRIES`](super::RING_ENTRIES) slots and one more that
+        /// publishes finished tasks, every block co-resident (from the
+        /// kernel's occupancy).
         ///
         /// Load every module the program will use before this: loading one
         /// (a lazily loaded function, `CUDA_MODULE_LOADING=LAZY`) while a
@@ -1503,12 +1559,21 @@ mod gpu {
             if loaded != sys::CUresult::CUDA_SUCCESS {
                 return Err(PoolError::Device(format!("cuFuncLoad: {loaded:?}")));
             }
-            let pinned = Pinned::new(gpu.context(), blocks as usize * RING_ENTRIES)?;
+            let pinned = Pinned::new(gpu.context(), super::slots_with_header(blocks))?;
             let stream = gpu.new_stream().map_err(host_error)?;
+            // Zeroed on the kernel's stream, before it.
+            let words = stream
+                .alloc_zeros::<u32>(super::publication_words(blocks))
+                .map_err(|e| PoolError::Device(format!("cuMemAlloc(publication words): {e:?}")))?;
+            let words_address = words.device_ptr(&stream).0;
+            // SAFETY: allocated with the header's slot; no block runs yet.
+            unsafe { super::write_header(pinned.host, blocks, words_address) };
             let address = pinned.device;
-            let launch = LaunchConfig::new([blocks, 1, 1], [config.block_threads, 1, 1]);
-            // SAFETY: the kernel takes one pointer to `blocks` rings, which
-            // live until it ended (`Shared` frees them only then).
+            // The rings' blocks and the publisher.
+            let launch = LaunchConfig::new([blocks + 1, 1, 1], [config.block_threads, 1, 1]);
+            // SAFETY: the kernel takes one pointer to `blocks` rings and the
+            // header after them, which live (with the words) until it ended
+            // (`Shared` frees them only then).
             unsafe {
                 gpu.launch(kernel, launch)
                     .on(&stream)
@@ -1520,7 +1585,12 @@ mod gpu {
                 .record_event(None)
                 .map_err(|e| PoolError::Device(format!("cuEventRecord: {e:?}")))?;
             let host = pinned.host;
-            let shared = TaskPool::shared(&config, blocks, host, super::Memory::Gpu(pinned));
+            let shared = TaskPool::shared(
+                &config,
+                blocks,
+                host,
+                super::Memory::Gpu(pinned, Words { _owned: words }),
+            );
             TaskPool::start(
                 shared,
                 Some(Running {
@@ -1828,6 +1898,33 @@ mod tests {
                 Err(PoolError::Config(_))
             ));
         }
-        assert_eq!(PoolConfig::new(1).depth(1).plan(1, 1), Ok(1));
+        assert_eq!(PoolConfig::new(1).depth(1).plan(2, 1), Ok(1));
+    }
+
+    #[test]
+    fn the_publisher_takes_a_resident_block_of_its_own() {
+        // Default: a ring per SM where one more block fits, else one fewer.
+        assert_eq!(PoolConfig::new(1).plan(2, 4), Ok(4));
+        assert_eq!(PoolConfig::new(1).plan(1, 4), Ok(3));
+        assert_eq!(
+            PoolConfig::new(1).plan(1, 1),
+            Err(PoolError::TooLarge {
+                blocks: 2,
+                resident: 1
+            })
+        );
+        assert_eq!(PoolConfig::new(1).blocks(7).plan(2, 4), Ok(7));
+        let refused = PoolConfig::new(1).blocks(8).plan(2, 4).unwrap_err();
+        assert_eq!(
+            refused,
+            PoolError::TooLarge {
+                blocks: 9,
+                resident: 8
+            }
+        );
+        assert!(
+            refused.to_string().contains("ask for at most 7 blocks"),
+            "{refused}"
+        );
     }
 }

@@ -384,12 +384,13 @@ unsafe fn step(args: Step) -> u64 {
     ((block_idx_x() as u64) << 32) | value as u64
 }
 
-/// The demo pool: every resident block serves its ring of `slots` with the
-/// kinds above (1-D blocks).
+/// The demo pool: every resident block but the last serves its ring of
+/// `slots` with the kinds above (1-D blocks); the last publishes.
 ///
 /// # Safety
-/// `slots` holds one ring of `RING_ENTRIES` slots per block of the grid,
-/// served by a `TaskPool`; each task's arguments are valid for its kind.
+/// `slots` holds one ring of `RING_ENTRIES` slots per block of the grid but
+/// the last, and the pool's header after them, served by a `TaskPool`; each
+/// task's arguments are valid for its kind.
 #[kernel]
 pub unsafe fn pool_demo(slots: *mut Slot) {
     serve(slots, KINDS, |task, cta| match task.kind() {

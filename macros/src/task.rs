@@ -351,7 +351,7 @@ pub fn expand_pool(input: TokenStream) -> TokenStream {
         .map(|path| quote!(#path).to_string().replace(' ', ""))
         .collect::<Vec<_>>();
     let doc = format!(
-        " A task pool (`task_pool!`): each resident block serves its ring of `RING_ENTRIES` slots of `slots`; kind `k` runs the `k`-th of {}.",
+        " A task pool (`task_pool!`): each resident block but the last serves its ring of `RING_ENTRIES` slots of `slots`, the last publishes finished tasks; kind `k` runs the `k`-th of {}.",
         listed
             .iter()
             .map(|k| format!("`{k}`"))
@@ -362,8 +362,8 @@ pub fn expand_pool(input: TokenStream) -> TokenStream {
         ///
         /// # Safety
         /// `slots` holds one ring of `RING_ENTRIES` slots per block of the
-        /// grid, served by a `TaskPool`; each task's arguments are valid for
-        /// its kernel.
+        /// grid but the last, and the pool's header after them, served by a
+        /// `TaskPool`; each task's arguments are valid for its kernel.
     };
     let function: TokenStream = quote! {
         #(#attrs)*

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clustered_host::cpu::{launch_entry, run, CpuLaunch, Machine, NoObserver};
 use clustered_host::pool::{
-    Finished, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool, Ticket,
+    Finished, Header, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool, Ticket,
     DEFAULT_DEPTH, EXIT, FINISHED, IDLE, READY, RING_ENTRIES, RUNNING, STATUS_OK,
     STATUS_UNKNOWN_KIND,
 };
@@ -33,7 +33,7 @@ fn pool(sms: u32, timeout: Duration) -> TaskPool {
         .blocks(sms * 2)
         .block_threads(THREADS)
         .timeout(timeout);
-    TaskPool::cpu(Machine::new(sms), 2, pool_demo, config).expect("the pool starts")
+    TaskPool::cpu(Machine::new(sms), 3, pool_demo, config).expect("the pool starts")
 }
 
 fn mark(runs: &[AtomicU32], index: u32) -> Task {
@@ -213,7 +213,7 @@ fn a_scheduler_that_never_spins_still_runs_every_task_once() {
         .block_threads(THREADS)
         .spin(Duration::ZERO)
         .timeout(Duration::from_secs(60));
-    let pool = TaskPool::cpu(Machine::new(2), 2, pool_demo, config).expect("the pool starts");
+    let pool = TaskPool::cpu(Machine::new(2), 3, pool_demo, config).expect("the pool starts");
     let runs = counters(201);
     for index in 0..200 {
         pool.push(mark(&runs, index)).unwrap();
@@ -301,7 +301,15 @@ fn mixed_kinds_match_the_reference() {
 /// around), and EXIT seen only in the entry the block reads next.
 #[test]
 fn a_block_walks_its_ring_in_order() {
-    let slots: Box<[Slot]> = vec![Slot::IDLE; RING_ENTRIES].into_boxed_slice();
+    // One ring, the header after it, and the publication words; two
+    // blocks: the worker and the publisher.
+    let mut slots: Box<[Slot]> = vec![Slot::IDLE; RING_ENTRIES + 1].into_boxed_slice();
+    let words: Box<[AtomicU32]> = (0..3).map(|_| AtomicU32::new(0)).collect();
+    // SAFETY: the last slot has a header's size and alignment.
+    unsafe {
+        (slots.as_mut_ptr().add(RING_ENTRIES) as *mut Header)
+            .write(Header::new(words.as_ptr() as u64, 1))
+    };
     let ring = slots.as_ptr() as *mut Slot;
     let entry = |e: usize| ring.wrapping_add(e % RING_ENTRIES);
     let state =
@@ -309,10 +317,10 @@ fn a_block_walks_its_ring_in_order() {
     let address = ring as usize;
     let engine = thread::spawn(move || {
         let launch = CpuLaunch {
-            grid: [1, 1, 1],
+            grid: [2, 1, 1],
             block: [THREADS, 1, 1],
             dynamic_shared_bytes: 0,
-            resident_blocks: 1,
+            resident_blocks: 2,
         };
         let body = || unsafe { pool_demo(address as *mut Slot) };
         run(&Machine::new(1), &launch, &mut NoObserver, &body)
@@ -387,6 +395,13 @@ fn a_block_walks_its_ring_in_order() {
         .join()
         .unwrap()
         .expect("the pool kernel ran to its end");
+    // The worker counted its RING_ENTRIES + 3 tasks and left; the publisher
+    // published them all.
+    let word = |i: usize| words[i].load(Ordering::Acquire);
+    assert_eq!(
+        (word(0), word(1), word(2)),
+        (RING_ENTRIES as u32 + 3, 1, RING_ENTRIES as u32 + 3)
+    );
     drop(slots);
 }
 
@@ -400,7 +415,7 @@ fn drain_runs_the_queue_and_cancel_drops_it() {
             .depth(1)
             .block_threads(THREADS)
             .timeout(Duration::from_secs(60));
-        let pool = TaskPool::cpu(Machine::new(1), 1, pool_demo, config).unwrap();
+        let pool = TaskPool::cpu(Machine::new(1), 2, pool_demo, config).unwrap();
         let flag = AtomicU32::new(0);
         let runs = counters(10);
         let started = AtomicU32::new(0);
@@ -531,8 +546,9 @@ fn bad_tasks_and_pools_are_refused() {
     assert_eq!(pool.unfinished(), 0);
     assert_eq!(pool.pop_finished(), Err(PoolError::NothingUnfinished));
     assert_eq!(runs[0].load(Ordering::Relaxed), 0);
-    // 5 blocks on 2 SMs that keep 2 each cannot all be resident.
-    let config = PoolConfig::new(KINDS).blocks(5).block_threads(THREADS);
+    // 4 rings and the publisher on 2 SMs that keep 2 blocks each cannot
+    // all be resident; 3 rings can.
+    let config = PoolConfig::new(KINDS).blocks(4).block_threads(THREADS);
     assert_eq!(
         TaskPool::cpu(Machine::new(2), 2, pool_demo, config).unwrap_err(),
         PoolError::TooLarge {
@@ -540,6 +556,10 @@ fn bad_tasks_and_pools_are_refused() {
             resident: 4
         }
     );
+    let config = PoolConfig::new(KINDS).blocks(3).block_threads(THREADS);
+    let pool = TaskPool::cpu(Machine::new(2), 2, pool_demo, config).expect("3 rings fit");
+    assert_eq!(pool.slots(), 3);
+    pool.shutdown(Shutdown::Drain).expect("an idle pool drains");
 }
 
 /// The workloads of `suite/examples/pool_workloads.rs` at small sizes:
@@ -736,7 +756,7 @@ fn generated_pool_matches_launches(machine: Machine) {
         .blocks(4)
         .block_threads(THREADS)
         .timeout(Duration::from_secs(60));
-    let pool = TaskPool::cpu(machine.clone(), 2, pool_generated, config).expect("the pool starts");
+    let pool = TaskPool::cpu(machine.clone(), 3, pool_generated, config).expect("the pool starts");
     let launch = |ctas: u32| CpuLaunch {
         grid: [ctas, 1, 1],
         block: [THREADS, 1, 1],
@@ -867,7 +887,7 @@ fn a_generated_pool_refuses_a_kind_past_its_list() {
         .blocks(2)
         .block_threads(THREADS)
         .timeout(Duration::from_secs(60));
-    let pool = TaskPool::cpu(Machine::new(1), 2, pool_generated, config).unwrap();
+    let pool = TaskPool::cpu(Machine::new(1), 3, pool_generated, config).unwrap();
     let ticket = pool
         .push(Task::new(pool_generated::KINDS, 1, 0u32))
         .unwrap();
@@ -1084,7 +1104,7 @@ fn a_chain_pushed_while_running_stays_in_order_under_the_race_detector() {
             .block_threads(THREADS)
             .timeout(Duration::from_secs(60));
         let machine = Machine::new(2).interleave(seed).check_races(true);
-        let pool = TaskPool::cpu(machine, 2, pool_demo, config).unwrap();
+        let pool = TaskPool::cpu(machine, 3, pool_demo, config).unwrap();
         let buf = counters(THREADS as usize);
         let seen: Vec<AtomicU32> = (0..STEPS).map(|_| AtomicU32::new(u32::MAX)).collect();
         let mut last: Option<Ticket> = None;
@@ -1151,7 +1171,7 @@ fn shutdown_with_rings_partly_full_loses_nothing() {
             .blocks(2)
             .block_threads(THREADS)
             .timeout(Duration::from_secs(60));
-        let pool = TaskPool::cpu(Machine::new(1), 2, pool_demo, config).unwrap();
+        let pool = TaskPool::cpu(Machine::new(1), 3, pool_demo, config).unwrap();
         // Finished and never popped.
         let early = pool.push(Task::new(EMPTY, 1, 7u32)).unwrap();
         while pool.unfinished() > 0 {
@@ -1218,6 +1238,10 @@ unsafe fn exit_spy(slots: *mut Slot) {
         return;
     }
     let block = clustered_device::thread::block_idx_x() as usize;
+    if block + 1 == clustered_device::thread::grid_dim_x() as usize {
+        // The publisher: no ring of its own.
+        return;
+    }
     let ring = slots.wrapping_add(block * RING_ENTRIES);
     let states: Vec<u32> = (0..RING_ENTRIES)
         .map(|e| unsafe {
@@ -1245,7 +1269,7 @@ fn exit_is_written_only_into_idle_entries() {
             .blocks(4)
             .block_threads(THREADS)
             .timeout(Duration::from_secs(60));
-        let pool = TaskPool::cpu(Machine::new(2), 2, exit_spy, config).unwrap();
+        let pool = TaskPool::cpu(Machine::new(2), 3, exit_spy, config).unwrap();
         let flag = AtomicU32::new(0);
         let started = counters(4);
         for s in &started {
@@ -1323,7 +1347,7 @@ fn a_chain_fills_its_ring_at_depth_one() {
         .block_threads(THREADS)
         .depth(1)
         .timeout(Duration::from_secs(60));
-    let pool = TaskPool::cpu(Machine::new(1), 2, pool_demo, config).unwrap();
+    let pool = TaskPool::cpu(Machine::new(1), 3, pool_demo, config).unwrap();
     let buf = counters(THREADS as usize);
     let seen: Vec<AtomicU32> = (0..STEPS).map(|_| AtomicU32::new(u32::MAX)).collect();
     let flag = AtomicU32::new(0);

@@ -371,12 +371,12 @@ fn small_pool_is_a_kernel_move_it_out_of_the_impl_block() {
     let _ = small_pool_is_a_kernel_move_it_out_of_the_impl_block;
 }
 #[entry_point]
-/// A task pool (`task_pool!`): each resident block serves its ring of `RING_ENTRIES` slots of `slots`; kind `k` runs the `k`-th of `scale`, `halves`.
+/// A task pool (`task_pool!`): each resident block but the last serves its ring of `RING_ENTRIES` slots of `slots`, the last publishes finished tasks; kind `k` runs the `k`-th of `scale`, `halves`.
 ///
 /// # Safety
 /// `slots` holds one ring of `RING_ENTRIES` slots per block of the
-/// grid, served by a `TaskPool`; each task's arguments are valid for
-/// its kernel.
+/// grid but the last, and the pool's header after them, served by a
+/// `TaskPool`; each task's arguments are valid for its kernel.
 pub unsafe fn small_pool(slots: *mut ::clustered_device::pool::Slot) {
     unsafe {
         ::clustered_device::pool::serve(
