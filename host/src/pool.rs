@@ -282,7 +282,8 @@ impl PoolConfig {
 
     /// Worker blocks, each serving a ring of [`RING_ENTRIES`] slots; the
     /// pool launches one more, the publisher, and all must fit at once.
-    /// Default: one per SM (one fewer if only that many fit).
+    /// Default: one per SM but one, so that with the publisher every SM
+    /// holds one block of the pool.
     pub fn blocks(mut self, blocks: u32) -> Self {
         self.blocks = Some(blocks);
         self
@@ -1903,9 +1904,10 @@ mod tests {
 
     #[test]
     fn the_publisher_takes_a_resident_block_of_its_own() {
-        // Default: a ring per SM where one more block fits, else one fewer.
-        assert_eq!(PoolConfig::new(1).plan(2, 4), Ok(4));
+        // Default: a ring per SM but one, whose SM the publisher gets.
+        assert_eq!(PoolConfig::new(1).plan(2, 4), Ok(3));
         assert_eq!(PoolConfig::new(1).plan(1, 4), Ok(3));
+        assert_eq!(PoolConfig::new(1).plan(1, 2), Ok(1));
         assert_eq!(
             PoolConfig::new(1).plan(1, 1),
             Err(PoolError::TooLarge {
