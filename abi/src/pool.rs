@@ -108,8 +108,8 @@ pub const POOL_ABI_VERSION: u32 = 3;
 /// per ring, so more entries make it faster, but a block with work reads
 /// all its entries' states per batch (one PCIe read each), which wide
 /// graphs pay: rings of 64 made a k-means graph 1.4x slower. 16, with the
-/// publisher of version 3: a chained empty task 0.99-1.20 us against
-/// 1.71-2.12 for version 2's rings of 8 (H200, `pool_overhead 20000`;
+/// publisher of version 3: a chained empty task 0.99-1.43 us against
+/// 1.71-2.31 for version 2's rings of 8 (H200, `pool_overhead 20000`;
 /// docs/BENCHMARKS.md, "Protocol v3 shipped").
 pub const RING_ENTRIES: usize = 16;
 
