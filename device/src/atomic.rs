@@ -196,78 +196,111 @@ fn system_access<T>(address: *const T) {
     );
 }
 
-/// `ld.acquire.sys.u32`: reads `*address` at system scope, so that what the
-/// host (or another device) wrote before its release store of this word is
-/// visible to this thread's later reads.
-///
-/// # Safety
-/// `address` must point to a valid, 4-byte aligned `u32` (global memory or
-/// mapped host memory).
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn load_acquire_system(address: *const u32) -> u32 {
-    unsafe {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let value: u32;
-            asm!("ld.acquire.sys.u32 {value}, [{address}];",
-             value = out(reg32) value, address = in(reg64) address, options(nostack));
-            value
+/// Scoped loads of a `u32`, one per line: the named PTX instruction on the
+/// GPU; on the CPU backend an atomic load of that ordering, reported as an
+/// access to memory outside the launch's buffers (mapped host memory, a
+/// pool's words).
+macro_rules! scoped_loads {
+    ($($(#[$doc:meta])* $name:ident = $ptx:literal, $ordering:ident;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        pub unsafe fn $name(address: *const u32) -> u32 {
+            unsafe {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let value: u32;
+                    asm!(concat!($ptx, " {value}, [{address}];"),
+                     value = out(reg32) value, address = in(reg64) address, options(nostack));
+                    value
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    let value = AtomicU32::from_ptr(address.cast_mut()).load($ordering);
+                    system_access(address);
+                    value
+                }
+            }
         }
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            let value = AtomicU32::from_ptr(address.cast_mut()).load(Acquire);
-            system_access(address);
-            value
-        }
-    }
+    )*};
 }
 
-/// `ld.relaxed.sys.u32`: reads `*address` at system scope, never from a line
-/// that L1 kept from an earlier read (a plain `ld` could return the last
-/// task's payload).
-///
-/// # Safety
-/// As [`load_acquire_system`].
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn load_relaxed_system(address: *const u32) -> u32 {
-    unsafe {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let value: u32;
-            asm!("ld.relaxed.sys.u32 {value}, [{address}];",
-             value = out(reg32) value, address = in(reg64) address, options(nostack));
-            value
+/// Scoped stores of a `u32`, as [`scoped_loads`] for loads.
+macro_rules! scoped_stores {
+    ($($(#[$doc:meta])* $name:ident = $ptx:literal, $ordering:ident;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        pub unsafe fn $name(address: *mut u32, value: u32) {
+            unsafe {
+                #[cfg(target_arch = "nvptx64")]
+                asm!(concat!($ptx, " [{address}], {value};"),
+                 address = in(reg64) address, value = in(reg32) value, options(nostack));
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    AtomicU32::from_ptr(address).store(value, $ordering);
+                    system_access(address);
+                }
+            }
         }
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            let value = AtomicU32::from_ptr(address.cast_mut()).load(Relaxed);
-            system_access(address);
-            value
-        }
-    }
+    )*};
 }
 
-/// `st.relaxed.sys.u32`: writes `*address` at system scope (ordered for
-/// others only by a later release).
-///
-/// # Safety
-/// `address` must point to a valid, 4-byte aligned `u32` that this thread
-/// may write.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn store_relaxed_system(address: *mut u32, value: u32) {
-    unsafe {
-        #[cfg(target_arch = "nvptx64")]
-        asm!("st.relaxed.sys.u32 [{address}], {value};",
-         address = in(reg64) address, value = in(reg32) value, options(nostack));
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            AtomicU32::from_ptr(address).store(value, Relaxed);
-            system_access(address);
-        }
-    }
+scoped_loads! {
+    /// `ld.acquire.sys.u32`: reads `*address` at system scope, so that what the
+    /// host (or another device) wrote before its release store of this word is
+    /// visible to this thread's later reads.
+    ///
+    /// # Safety
+    /// `address` must point to a valid, 4-byte aligned `u32` (global memory or
+    /// mapped host memory).
+    load_acquire_system = "ld.acquire.sys.u32", Acquire;
+    /// `ld.relaxed.sys.u32`: reads `*address` at system scope, never from a line
+    /// that L1 kept from an earlier read (a plain `ld` could return the last
+    /// task's payload).
+    ///
+    /// # Safety
+    /// As [`load_acquire_system`].
+    load_relaxed_system = "ld.relaxed.sys.u32", Relaxed;
+    /// `ld.relaxed.gpu.u32`: reads `*address` at GPU scope (a word that blocks
+    /// of the launch share outside its buffers, e.g. a pool's publication words).
+    ///
+    /// # Safety
+    /// `address` must point to a valid, 4-byte aligned `u32` in global memory.
+    load_relaxed_gpu = "ld.relaxed.gpu.u32", Relaxed;
+}
+
+scoped_stores! {
+    /// `st.relaxed.sys.u32`: writes `*address` at system scope (ordered for
+    /// others only by a later release).
+    ///
+    /// # Safety
+    /// `address` must point to a valid, 4-byte aligned `u32` that this thread
+    /// may write.
+    store_relaxed_system = "st.relaxed.sys.u32", Relaxed;
+    /// `st.release.sys.u32`: writes `*address` at system scope after every
+    /// write that this thread made, or saw ordered before it (through a CTA
+    /// barrier), became visible: a reader's acquire load of the value sees them.
+    ///
+    /// # Safety
+    /// As [`store_relaxed_system`].
+    store_release_system = "st.release.sys.u32", Release;
+    /// `st.release.gpu.u32`: writes `*address` at GPU scope after every write
+    /// that this thread made, or saw ordered before it (through a CTA barrier
+    /// or an acquire), became visible at GPU scope. Far cheaper than
+    /// [`store_release_system`] (H200: a chain of pool tasks 1.4 us a task
+    /// with it, 2.1 with the system one, `pool_overhead`), because it does not
+    /// wait for writes to reach the host.
+    ///
+    /// # Safety
+    /// `address` must point to a valid, 4-byte aligned `u32` in global memory
+    /// that this thread may write.
+    store_release_gpu = "st.release.gpu.u32", Release;
+    /// `st.relaxed.gpu.u32`: writes `*address` at GPU scope.
+    ///
+    /// # Safety
+    /// As [`store_release_gpu`].
+    store_relaxed_gpu = "st.relaxed.gpu.u32", Relaxed;
 }
 
 /// `st.relaxed.sys.u64`: as [`store_relaxed_system`], for a `u64`.
@@ -285,96 +318,6 @@ pub unsafe fn store_relaxed_system_u64(address: *mut u64, value: u64) {
         #[cfg(not(target_arch = "nvptx64"))]
         {
             AtomicU64::from_ptr(address).store(value, Relaxed);
-            system_access(address);
-        }
-    }
-}
-
-/// `st.release.sys.u32`: writes `*address` at system scope after every
-/// write that this thread made, or saw ordered before it (through a CTA
-/// barrier), became visible: a reader's acquire load of the value sees them.
-///
-/// # Safety
-/// As [`store_relaxed_system`].
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn store_release_system(address: *mut u32, value: u32) {
-    unsafe {
-        #[cfg(target_arch = "nvptx64")]
-        asm!("st.release.sys.u32 [{address}], {value};",
-         address = in(reg64) address, value = in(reg32) value, options(nostack));
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            AtomicU32::from_ptr(address).store(value, Release);
-            system_access(address);
-        }
-    }
-}
-
-/// `st.release.gpu.u32`: writes `*address` at GPU scope after every write
-/// that this thread made, or saw ordered before it (through a CTA barrier
-/// or an acquire), became visible at GPU scope. Far cheaper than
-/// [`store_release_system`] (H200: a chain of pool tasks 1.4 us a task
-/// with it, 2.1 with the system one, `pool_overhead`), because it does not
-/// wait for writes to reach the host.
-///
-/// # Safety
-/// `address` must point to a valid, 4-byte aligned `u32` in global memory
-/// that this thread may write.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn store_release_gpu(address: *mut u32, value: u32) {
-    unsafe {
-        #[cfg(target_arch = "nvptx64")]
-        asm!("st.release.gpu.u32 [{address}], {value};",
-         address = in(reg64) address, value = in(reg32) value, options(nostack));
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            AtomicU32::from_ptr(address).store(value, Release);
-            system_access(address);
-        }
-    }
-}
-
-/// `ld.relaxed.gpu.u32`: reads `*address` at GPU scope (a word that blocks
-/// of the launch share outside its buffers, e.g. a pool's publication words).
-///
-/// # Safety
-/// `address` must point to a valid, 4-byte aligned `u32` in global memory.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn load_relaxed_gpu(address: *const u32) -> u32 {
-    unsafe {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let value: u32;
-            asm!("ld.relaxed.gpu.u32 {value}, [{address}];",
-             value = out(reg32) value, address = in(reg64) address, options(nostack));
-            value
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            let value = AtomicU32::from_ptr(address.cast_mut()).load(Relaxed);
-            system_access(address);
-            value
-        }
-    }
-}
-
-/// `st.relaxed.gpu.u32`: writes `*address` at GPU scope.
-///
-/// # Safety
-/// As [`store_release_gpu`].
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn store_relaxed_gpu(address: *mut u32, value: u32) {
-    unsafe {
-        #[cfg(target_arch = "nvptx64")]
-        asm!("st.relaxed.gpu.u32 [{address}], {value};",
-         address = in(reg64) address, value = in(reg32) value, options(nostack));
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            AtomicU32::from_ptr(address).store(value, Relaxed);
             system_access(address);
         }
     }
