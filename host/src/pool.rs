@@ -696,8 +696,8 @@ impl TaskPool {
         })
     }
 
-    /// Resident blocks of the pool; each serves a ring of [`RING_ENTRIES`]
-    /// slots.
+    /// Rings of the pool, one per worker block, of [`RING_ENTRIES`] slots
+    /// each (the publisher block, which has none, not counted).
     pub fn slots(&self) -> u32 {
         self.shared.slots.blocks as u32
     }
