@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use clustered_suite::host::cudarc::driver::{result, sys, LaunchConfig, PushKernelArg};
 use clustered_suite::host::pool::{
     Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool, Ticket, EXIT, FINISHED, IDLE,
-    READY,
+    READY, RING_ENTRIES,
 };
 use clustered_suite::host::{Gpu, Module};
 use kernels::pool::{EMPTY, KINDS};
@@ -89,10 +89,13 @@ fn ring_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Durat
     };
     run(false);
     report(
-        &format!("rings ({blocks} blocks of 8), independent"),
+        &format!("rings ({blocks} blocks of {RING_ENTRIES}), independent"),
         run(false),
     );
-    report(&format!("rings ({blocks} blocks of 8), a chain"), run(true));
+    report(
+        &format!("rings ({blocks} blocks of {RING_ENTRIES}), a chain"),
+        run(true),
+    );
     match pool.shutdown(Shutdown::Drain) {
         Ok(_) | Err(PoolError::NothingUnfinished) => {}
         Err(e) => println!("shutdown: {e}"),
