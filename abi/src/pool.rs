@@ -198,20 +198,18 @@ pub struct Header {
     /// Device address of the publication words: `3 * workers` `u32`s,
     /// zero at the launch (module doc, "Publication").
     pub words: u64,
-    /// Worker blocks (rings): the launch's blocks but one.
-    pub workers: u32,
-    /// Pads the header to its line.
-    pub padding: [u32; 29],
+    /// Pads the header to its line. (The ring count is not stored: every
+    /// block has it as `grid_dim_x - 1`.)
+    pub padding: [u32; 30],
 }
 
 impl Header {
-    /// The header of a pool of `workers` rings publishing through the
-    /// words at device address `words`.
-    pub const fn new(words: u64, workers: u32) -> Header {
+    /// The header of a pool publishing through the words at device
+    /// address `words`.
+    pub const fn new(words: u64) -> Header {
         Header {
             words,
-            workers,
-            padding: [0; 29],
+            padding: [0; 30],
         }
     }
 }
@@ -243,5 +241,4 @@ const _: () = {
     assert!(core::mem::size_of::<Header>() == core::mem::size_of::<Slot>());
     assert!(core::mem::align_of::<Header>() == core::mem::align_of::<Slot>());
     assert!(core::mem::offset_of!(Header, words) == 0);
-    assert!(core::mem::offset_of!(Header, workers) == 8);
 };

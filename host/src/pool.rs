@@ -452,7 +452,7 @@ unsafe fn write_header(slots: *mut Slot, rings: u32, words: u64) {
         slots
             .add(rings as usize * RING_ENTRIES)
             .cast::<Header>()
-            .write(Header::new(words, rings))
+            .write(Header::new(words))
     };
 }
 

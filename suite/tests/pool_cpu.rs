@@ -308,7 +308,7 @@ fn a_block_walks_its_ring_in_order() {
     // SAFETY: the last slot has a header's size and alignment.
     unsafe {
         (slots.as_mut_ptr().add(RING_ENTRIES) as *mut Header)
-            .write(Header::new(words.as_ptr() as u64, 1))
+            .write(Header::new(words.as_ptr() as u64))
     };
     let ring = slots.as_ptr() as *mut Slot;
     let entry = |e: usize| ring.wrapping_add(e % RING_ENTRIES);
