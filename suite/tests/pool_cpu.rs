@@ -1124,6 +1124,52 @@ fn a_chain_pushed_while_running_stays_in_order_under_the_race_detector() {
     }
 }
 
+/// A publisher with fewer threads than rings (two threads, seven rings:
+/// each thread watches several workers' words) still publishes every task
+/// exactly once, independent tasks from two producers and a chain riding
+/// in one ring alike, on shuffled thread orders with the race detector on.
+#[test]
+fn a_publisher_with_fewer_threads_than_rings_publishes_every_task_once() {
+    const TASKS: u32 = 120;
+    const STEPS: u32 = 24;
+    for seed in [5, 17] {
+        let config = PoolConfig::new(KINDS)
+            .blocks(7)
+            .block_threads(2)
+            .timeout(Duration::from_secs(60));
+        let machine = Machine::new(4).interleave(seed).check_races(true);
+        let pool = TaskPool::cpu(machine, 2, pool_demo, config).unwrap();
+        let runs = counters((TASKS + STEPS) as usize);
+        thread::scope(|scope| {
+            for producer in 0..2 {
+                let (pool, runs) = (&pool, &runs);
+                scope.spawn(move || {
+                    for i in (producer..TASKS).step_by(2) {
+                        pool.push(mark(runs, i)).unwrap();
+                    }
+                });
+            }
+        });
+        let mut last: Option<Ticket> = None;
+        for i in TASKS..TASKS + STEPS {
+            let after: Vec<Ticket> = last.into_iter().collect();
+            last = Some(pool.push_after(mark(&runs, i), &after).unwrap());
+        }
+        let mut results: Vec<u64> = (0..TASKS + STEPS)
+            .map(|_| match pool.pop_finished().unwrap().outcome {
+                Outcome::Ran { result } => result,
+                other => panic!("seed {seed}: {other:?}"),
+            })
+            .collect();
+        results.sort_unstable();
+        assert_eq!(results, (0..u64::from(TASKS + STEPS)).collect::<Vec<_>>());
+        assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+        for (i, r) in runs.iter().enumerate() {
+            assert_eq!(r.load(Ordering::Relaxed), 1, "seed {seed}: task {i}");
+        }
+    }
+}
+
 /// Of the tasks pushed after one task, only the first rides behind it in
 /// its ring; the others wait for it on the host and then spread.
 #[test]
