@@ -472,10 +472,10 @@ unsafe fn publish(slots: *mut Slot, words: Words) {
             let mut live = false;
             let mut b = me;
             while b < words.workers {
-                // Relaxed: an acquire load also invalidates the SM's L1
-                // (`CCTL.IVALL` in the SASS) on every poll, under any
-                // worker sharing the SM; the fence below makes it an
-                // acquire when it saw news.
+                // Relaxed: the pool kernel's acquire loads are followed by
+                // an L1 invalidation (`CCTL.IVALL`, cuobjdump of pool_demo),
+                // which every poll would do to any worker sharing the SM;
+                // the fence below makes it an acquire when it saw news.
                 let done = load_relaxed_gpu(words.done(b));
                 let mut published = load_relaxed_gpu(words.published(b));
                 if done != published {
