@@ -50,8 +50,14 @@ pub struct DeviceModel {
     pub dram_gbps: f64,
     /// L1 bytes (sectors of 32 looked up) per clock per SM.
     pub l1_bytes_per_clock_per_sm: f64,
+    /// Lines (tags) the L1 looks up per clock per SM: what bounds a load
+    /// whose lanes are in many lines, however few sectors each.
+    pub l1_lines_per_clock_per_sm: f64,
     /// Achievable L2 bandwidth, GB/s.
     pub l2_gbps: f64,
+    /// Sectors written in part (fewer than 32 of their bytes by one warp
+    /// store) that the L2 takes per nanosecond, the whole GPU.
+    pub l2_partial_sectors_per_ns: f64,
     pub launch_overhead_us: f64,
     /// Fraction of the second-largest bound added to the largest.
     pub overlap: f64,
@@ -106,6 +112,8 @@ impl DeviceModel {
             (model.dram_gbps, "dram_gbps"),
             (model.l2_gbps, "l2_gbps"),
             (model.l1_bytes_per_clock_per_sm, "l1_bytes_per_clock_per_sm"),
+            (model.l1_lines_per_clock_per_sm, "l1_lines_per_clock_per_sm"),
+            (model.l2_partial_sectors_per_ns, "l2_partial_sectors_per_ns"),
             (
                 model.load_bytes_in_flight_per_sm,
                 "load_bytes_in_flight_per_sm",

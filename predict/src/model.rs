@@ -26,7 +26,15 @@ pub struct Traffic {
     /// Sectors each warp-wide global load looks up in L1 (its distinct
     /// sectors: 4 for a coalesced 4-byte load, 32 for a strided one).
     pub l1_sectors_per_load: f64,
+    /// Lines each warp-wide global load looks up in L1 (1 for a coalesced
+    /// 4-byte load, 32 for a strided one): the L1 looks up one a clock.
+    pub l1_lines_per_load: f64,
+    /// Bytes sent from the SMs to L2, whole sectors (partial stores
+    /// included, at 32 bytes each).
     pub l2_bytes: f64,
+    /// Of those sectors, stores that write only part of their sector: the
+    /// L2 takes them at its own rate (`l2_partial_sectors_per_ns`).
+    pub l2_partial_store_sectors: f64,
     pub dram_bytes: f64,
     /// Load sectors that hit in L1.
     pub l1_hit_rate: f64,
@@ -39,7 +47,9 @@ impl Traffic {
     pub fn compulsory(bytes: u64) -> Self {
         Traffic {
             l1_sectors_per_load: 4.0,
+            l1_lines_per_load: 1.0,
             l2_bytes: bytes as f64,
+            l2_partial_store_sectors: 0.0,
             dram_bytes: bytes as f64,
             l1_hit_rate: 0.0,
             l2_hit_rate: 0.0,
@@ -354,14 +364,18 @@ pub fn predict(
     let issue_ms = issue_cycles * cycle_ms;
     let latency_ms = latency_cycles * cycle_ms;
     let dram_ms = t.dram_bytes / (device.dram_gbps * 1e6);
-    let l2_ms = t.l2_bytes / (device.l2_gbps * 1e6);
-    // L1: the busiest SM's sector lookups at its L1 rate (an uncoalesced
-    // load looks up one sector per lane, however well it hits).
-    let l1_bytes = warps_per_sm_total
-        * walked.per_warp[Class::LoadGlobal.index()]
-        * t.l1_sectors_per_load
-        * 32.0;
-    let l1_ms = l1_bytes / device.l1_bytes_per_clock_per_sm * cycle_ms;
+    // L2: whole sectors at its bandwidth, sectors stored in part (merged
+    // into what the sector holds) at their own, lower rate.
+    let partial_bytes = (t.l2_partial_store_sectors * 32.0).min(t.l2_bytes);
+    let l2_ms = (t.l2_bytes - partial_bytes) / (device.l2_gbps * 1e6)
+        + partial_bytes / 32.0 / (device.l2_partial_sectors_per_ns * 1e6);
+    // L1: the busiest SM's lookups at its L1 rate, sectors (32 bytes each)
+    // or lines, whichever takes longer (an uncoalesced load looks up one
+    // sector, in its own line, per lane, however well it hits).
+    let loads = warps_per_sm_total * walked.per_warp[Class::LoadGlobal.index()];
+    let l1_cycles = (loads * t.l1_sectors_per_load * 32.0 / device.l1_bytes_per_clock_per_sm)
+        .max(loads * t.l1_lines_per_load / device.l1_lines_per_clock_per_sm);
+    let l1_ms = l1_cycles * cycle_ms;
     let mut bounds = [
         (issue_ms, Bound::Issue),
         (latency_ms, Bound::Latency),
@@ -501,7 +515,9 @@ mod tests {
             resources: None,
             traffic: Traffic {
                 l1_sectors_per_load,
+                l1_lines_per_load: l1_sectors_per_load / 4.0,
                 l2_bytes: 1e6,
+                l2_partial_store_sectors: 0.0,
                 dram_bytes: 1e6,
                 l1_hit_rate: 0.9,
                 l2_hit_rate: 0.9,
@@ -518,6 +534,49 @@ mod tests {
         );
         let coalesced = predict(&module, &query(4.0), &device).unwrap();
         assert_ne!(coalesced.bound, Bound::L1);
+        // One line a clock: 32 lines per load take 32 clocks where 32
+        // sectors at 128 bytes a clock take 8.
+        let mut lines = query(32.0);
+        lines.traffic.l1_lines_per_load = 32.0;
+        let mut one_line = device.clone();
+        one_line.l1_lines_per_clock_per_sm = 1.0;
+        let by_lines = predict(&module, &lines, &one_line).unwrap();
+        let expected = 64.0 * 8.0 * 8.0 * 32.0 / (device.clock_ghz * 1e6);
+        assert!((by_lines.l1_ms - expected).abs() < 1e-6 * expected, "{by_lines:?}");
+    }
+
+    #[test]
+    fn stores_in_part_of_a_sector_take_the_l2_at_their_own_rate() {
+        let module = Module::parse(INTERLEAVED).unwrap();
+        let mut device = DeviceModel::h100_sxm();
+        device.l2_gbps = 6400.0; // 200 sectors per ns
+        device.l2_partial_sectors_per_ns = 50.0;
+        let mut query = Query {
+            entry: "k",
+            launch: LaunchContext {
+                grid: [132, 1, 1],
+                block: [256, 1, 1],
+                params: Vec::new(),
+                tasks_per_block: 1.0,
+                tasks_per_claim: 1.0,
+                persistent: false,
+            },
+            dynamic_shared_bytes: 0,
+            resources: None,
+            traffic: Traffic {
+                l2_bytes: 32e9,
+                dram_bytes: 1e3,
+                ..Traffic::compulsory(0)
+            },
+        };
+        // 1e9 whole sectors: 5 ms.
+        let whole = predict(&module, &query, &device).unwrap();
+        assert!((whole.l2_ms - 5.0).abs() < 1e-9, "{whole:?}");
+        // Half of them stored in part: 2.5 ms + 0.5e9 / 50 per ns = 12.5 ms.
+        query.traffic.l2_partial_store_sectors = 0.5e9;
+        let half = predict(&module, &query, &device).unwrap();
+        assert!((half.l2_ms - 12.5).abs() < 1e-9, "{half:?}");
+        assert_eq!(half.bound, Bound::L2);
     }
 
     const STREAM: &str = r#"

@@ -81,8 +81,15 @@ pub use clustered_device::cpu::{AccessKind, LaneAccess};
 pub struct CacheStats {
     /// Warp instructions seen (all kinds).
     pub instructions: u64,
+    /// Of those, loads ([`AccessKind::Load`] and
+    /// [`AccessKind::LoadBypassL1`]).
+    pub load_instructions: u64,
     /// Load sectors looked up in L1 ([`AccessKind::Load`] only).
     pub l1_sector_lookups: u64,
+    /// Lines (tags) those lookups are in, per instruction: an L1 looks up
+    /// one line per clock, so a load whose lanes are in 32 lines takes 32
+    /// clocks however few sectors each.
+    pub l1_line_lookups: u64,
     /// Of those, sectors found in L1.
     pub l1_sector_hits: u64,
     /// Sectors requested from L2 by the SMs: L1 load misses, bypass loads,
@@ -94,6 +101,12 @@ pub struct CacheStats {
     pub l2_sector_misses: u64,
     /// Stored sectors that missed in L2 and were allocated without a DRAM read.
     pub l2_write_allocations: u64,
+    /// Stored sectors that their instruction writes only in part (fewer
+    /// bytes than the sector's): the L2 merges each into its sector, which
+    /// costs it several times a whole sector's write (a naive transpose's
+    /// stores; `calibrate` measures the rate). Lanes storing the same bytes
+    /// count each time, so such a sector may count as whole.
+    pub l2_partial_store_sectors: u64,
     /// Dirty sectors written back to DRAM: on L2 eviction, and by
     /// [`CacheModel::flush`].
     pub dram_write_sectors: u64,
@@ -149,12 +162,16 @@ impl CacheStats {
     pub fn since(&self, earlier: &CacheStats) -> CacheStats {
         CacheStats {
             instructions: self.instructions - earlier.instructions,
+            load_instructions: self.load_instructions - earlier.load_instructions,
             l1_sector_lookups: self.l1_sector_lookups - earlier.l1_sector_lookups,
+            l1_line_lookups: self.l1_line_lookups - earlier.l1_line_lookups,
             l1_sector_hits: self.l1_sector_hits - earlier.l1_sector_hits,
             l1_to_l2_sectors: self.l1_to_l2_sectors - earlier.l1_to_l2_sectors,
             l2_sector_hits: self.l2_sector_hits - earlier.l2_sector_hits,
             l2_sector_misses: self.l2_sector_misses - earlier.l2_sector_misses,
             l2_write_allocations: self.l2_write_allocations - earlier.l2_write_allocations,
+            l2_partial_store_sectors: self.l2_partial_store_sectors
+                - earlier.l2_partial_store_sectors,
             dram_write_sectors: self.dram_write_sectors - earlier.dram_write_sectors,
             load_sectors: self.load_sectors - earlier.load_sectors,
             reused_sectors: self.reused_sectors - earlier.reused_sectors,
@@ -180,6 +197,8 @@ pub struct CacheModel {
     sectors_per_line_shift: u32,
     /// Sector numbers of the current instruction, reused from call to call.
     sectors: Vec<u64>,
+    /// A store's (sector, bytes written) per lane, reused likewise.
+    written: Vec<(u64, u64)>,
 }
 
 impl CacheModel {
@@ -224,6 +243,7 @@ impl CacheModel {
             sector_shift: profile.l1.sector_bytes.trailing_zeros(),
             sectors_per_line_shift: profile.l1.sectors_per_line().trailing_zeros(),
             sectors: Vec::with_capacity(64),
+            written: Vec::with_capacity(64),
         })
     }
 
@@ -246,6 +266,11 @@ impl CacheModel {
             self.l1.len()
         );
         self.stats.instructions += 1;
+        match kind {
+            AccessKind::Load | AccessKind::LoadBypassL1 => self.stats.load_instructions += 1,
+            AccessKind::Store => self.stats.l2_partial_store_sectors += self.partial_sectors(lanes),
+            _ => {}
+        }
         self.collect_sectors(lanes);
         // Borrow the scratch list out of `self` while the caches change.
         let sectors = std::mem::take(&mut self.sectors);
@@ -290,6 +315,32 @@ impl CacheModel {
         )
     }
 
+    /// The sectors `lanes` write fewer bytes of than the sector holds.
+    fn partial_sectors(&mut self, lanes: &[LaneAccess]) -> u64 {
+        let shift = self.sector_shift;
+        let size = 1u64 << shift;
+        let written = &mut self.written;
+        written.clear();
+        for lane in lanes.iter().filter(|lane| lane.bytes > 0) {
+            let end = lane.address.saturating_add(u64::from(lane.bytes));
+            for sector in lane.address >> shift..=(end - 1) >> shift {
+                let from = lane.address.max(sector << shift);
+                let to = end.min((sector + 1) << shift);
+                written.push((sector, to - from));
+            }
+        }
+        written.sort_unstable_by_key(|&(sector, _)| sector);
+        let mut partial = 0;
+        let mut rest = &written[..];
+        while let Some(&(sector, _)) = rest.first() {
+            let n = rest.iter().take_while(|w| w.0 == sector).count();
+            let bytes: u64 = rest[..n].iter().map(|w| w.1).sum();
+            partial += u64::from(bytes < size);
+            rest = &rest[n..];
+        }
+        partial
+    }
+
     /// Fills `self.sectors` with the distinct sector numbers of `lanes`, in
     /// increasing order.
     fn collect_sectors(&mut self, lanes: &[LaneAccess]) {
@@ -324,6 +375,7 @@ impl CacheModel {
             AccessKind::Load => {
                 self.record_loads(task, line, mask);
                 self.stats.l1_sector_lookups += count(mask);
+                self.stats.l1_line_lookups += 1;
                 let missing = self.fill_l1(sm, line, mask);
                 self.stats.l1_sector_hits += count(mask & !missing);
                 self.l2_read(line, missing);

@@ -151,8 +151,57 @@ fn empty_lanes_count_only_the_instruction() {
         step,
         CacheStats {
             instructions: 1,
+            load_instructions: 1,
             ..CacheStats::default()
         }
+    );
+}
+
+#[test]
+fn a_strided_load_looks_up_a_line_per_lane_a_coalesced_one_line() {
+    let mut model = small_model();
+    let coalesced = delta(&mut model, 0, 0, AccessKind::Load, &whole_line(0));
+    assert_eq!(
+        (coalesced.load_instructions, coalesced.l1_sector_lookups, coalesced.l1_line_lookups),
+        (1, 4, 1)
+    );
+    // 32 lanes a line apart: 32 sectors in 32 lines, hit or miss alike.
+    let strided = delta(&mut model, 0, 0, AccessKind::Load, &warp_f32(0, 32));
+    assert_eq!((strided.l1_sector_lookups, strided.l1_line_lookups), (32, 32));
+    let again = delta(&mut model, 1, 0, AccessKind::Load, &warp_f32(4, 32));
+    assert_eq!(again.l1_line_lookups, 32);
+    // A bypassing load is a load, but looks nothing up in L1.
+    let bypass = delta(&mut model, 0, 0, AccessKind::LoadBypassL1, &warp_f32(0, 32));
+    assert_eq!((bypass.load_instructions, bypass.l1_line_lookups), (1, 0));
+}
+
+#[test]
+fn stores_that_fill_a_sector_in_part_are_counted_per_sector() {
+    let mut model = small_model();
+    // A coalesced store fills its four sectors: none partial.
+    let whole = delta(&mut model, 0, 0, AccessKind::Store, &whole_line(0));
+    assert_eq!((whole.l2_partial_store_sectors, whole.load_instructions), (0, 0));
+    // A transpose's store: 32 lanes, 32 lines, 4 of each sector's 32 bytes.
+    let scattered = delta(&mut model, 0, 0, AccessKind::Store, &warp_f32(0, 32));
+    assert_eq!(scattered.l2_partial_store_sectors, 32);
+    // Eight lanes filling one sector, two more in the next: one partial.
+    let mixed = delta(
+        &mut model,
+        0,
+        0,
+        AccessKind::Store,
+        &lanes((0..10).map(|i| 4 * LINE + i * 4), 4),
+    );
+    assert_eq!(mixed.l2_partial_store_sectors, 1);
+    // One lane's 8 bytes across a sector boundary: both sectors partial.
+    let straddle = delta(&mut model, 0, 0, AccessKind::Store, &lanes([SECTOR - 4], 8));
+    assert_eq!(straddle.l2_partial_store_sectors, 2);
+    // Loads and atomics are not stores.
+    let load = delta(&mut model, 0, 0, AccessKind::Load, &warp_f32(0, 32));
+    let atomic = delta(&mut model, 0, 0, AccessKind::Atomic, &warp_f32(0, 32));
+    assert_eq!(
+        (load.l2_partial_store_sectors, atomic.l2_partial_store_sectors),
+        (0, 0)
     );
 }
 

@@ -18,8 +18,10 @@ use clustered_host::{ClusterOptions, CudaSlice, Gpu, GpuTimer, LaunchConfig, Mod
 use clustered_predict::device::{ClassFigures, DeviceError};
 use clustered_predict::DeviceModel;
 use kernels::calibrate::{
-    fp32_chain, fp32_throughput, int_chain, pointer_chase, pointer_chase_l2, read_sum,
-    FP32_CHAIN_PER_ITERATION, FP32_THROUGHPUT_PER_ITERATION, INT_CHAIN_PER_ITERATION, STAMP_WORDS,
+    fp32_chain, fp32_throughput, int_chain, l1_scattered_loads, pointer_chase, pointer_chase_l2,
+    read_sum, scattered_line, scattered_stores, scattered_value,
+    FP32_CHAIN_PER_ITERATION, FP32_THROUGHPUT_PER_ITERATION, INT_CHAIN_PER_ITERATION,
+    SCATTER_LINES, SCATTER_LOADS_PER_ITERATION, STAMP_WORDS,
 };
 
 /// Why calibration stopped.
@@ -514,11 +516,15 @@ pub enum Field {
     Fp32Rate,
     /// `classes.int.latency`.
     IntLatency,
+    /// `l1_lines_per_clock_per_sm`.
+    L1LinesPerClock,
+    /// `l2_partial_sectors_per_ns`.
+    L2PartialSectors,
 }
 
 impl Field {
     /// Every field, in the table's order.
-    pub const ALL: [Field; 9] = [
+    pub const ALL: [Field; 11] = [
         Field::ClockGhz,
         Field::LatencyL1,
         Field::LatencyL2,
@@ -526,7 +532,9 @@ impl Field {
         Field::Fp32Latency,
         Field::IntLatency,
         Field::Fp32Rate,
+        Field::L1LinesPerClock,
         Field::L2Gbps,
+        Field::L2PartialSectors,
         Field::DramGbps,
     ];
 
@@ -542,6 +550,8 @@ impl Field {
             Field::Fp32Latency => "classes.fp32.latency",
             Field::Fp32Rate => "classes.fp32.rate",
             Field::IntLatency => "classes.int.latency",
+            Field::L1LinesPerClock => "l1_lines_per_clock_per_sm",
+            Field::L2PartialSectors => "l2_partial_sectors_per_ns",
         }
     }
 
@@ -556,6 +566,8 @@ impl Field {
             | Field::IntLatency => "cycles",
             Field::DramGbps | Field::L2Gbps => "GB/s",
             Field::Fp32Rate => "warp instr / clock / SM",
+            Field::L1LinesPerClock => "lines / clock / SM",
+            Field::L2PartialSectors => "sectors / ns",
         }
     }
 
@@ -568,8 +580,9 @@ impl Field {
             | Field::LatencyDram
             | Field::Fp32Latency
             | Field::IntLatency => "latencies",
-            Field::DramGbps | Field::L2Gbps => "bandwidth",
+            Field::DramGbps | Field::L2Gbps | Field::L2PartialSectors => "bandwidth",
             Field::Fp32Rate => "rates",
+            Field::L1LinesPerClock => "l1",
         }
     }
 
@@ -585,6 +598,8 @@ impl Field {
             Field::Fp32Latency => class(model, "fp32").latency,
             Field::Fp32Rate => class(model, "fp32").rate,
             Field::IntLatency => class(model, "int").latency,
+            Field::L1LinesPerClock => model.l1_lines_per_clock_per_sm,
+            Field::L2PartialSectors => model.l2_partial_sectors_per_ns,
         }
     }
 
@@ -600,6 +615,8 @@ impl Field {
             Field::Fp32Latency => class_mut(model, "fp32").latency = value,
             Field::Fp32Rate => class_mut(model, "fp32").rate = value,
             Field::IntLatency => class_mut(model, "int").latency = value,
+            Field::L1LinesPerClock => model.l1_lines_per_clock_per_sm = value,
+            Field::L2PartialSectors => model.l2_partial_sectors_per_ns = value,
         }
     }
 }
@@ -1047,6 +1064,32 @@ pub fn measure(
             l2_bw_bytes >> 20
         ),
     );
+    log("uncoalesced loads in L1, partial-sector stores in L2");
+    record(
+        &mut calibration,
+        l1_line_rate(gpu, module, runs),
+        Field::L1LinesPerClock,
+        &format!(
+            "every SM full of threads ({BLOCK} per block) loading a 16 KiB buffer (L1 hits), \
+             each lane of a warp in its own 128-byte line ({SCATTER_LOADS_PER_ITERATION} \
+             independent loads per thread per iteration, 1024 iterations): per SM its warps' \
+             line lookups over %clock64 from its first warp's start to its last warp's end, \
+             median over SMs"
+        ),
+    );
+    let store_rows = scattered_rows(l2);
+    record(
+        &mut calibration,
+        partial_store_rate(gpu, module, store_rows, runs),
+        Field::L2PartialSectors,
+        &format!(
+            "every SM full of threads storing into a {} MiB buffer (fits L2), each lane of a \
+             warp one 4-byte word in its own line (32 sectors per warp store, 4 of 32 bytes \
+             written, as a naive transpose stores), 64 and 320 passes: sectors over event \
+             time, difference of the two (launch and first pass cancel)",
+            store_rows * 128 >> 20
+        ),
+    );
     match dram_read(gpu, module, dram_bytes, runs) {
         Ok(samples) => {
             if let Some(value) = median(&samples) {
@@ -1418,6 +1461,122 @@ fn dram_read(
     for _ in 0..runs {
         let (ms, _) = read_sum_launch(gpu, module, &data, n32, 1, &mut sums, config)?;
         samples.extend(gbps(bytes as f64, ms));
+    }
+    Ok(samples)
+}
+
+/// The sum thread `t`'s `l1_scattered_loads` computes over `data` in
+/// `iters` iterations: it depends on the thread's lane and its warp's word
+/// only.
+pub fn scattered_sum_expected(data: &[u32], t: u32, iters: u32) -> u32 {
+    let (lane, word) = (t % 32, (t / 32) % 32);
+    (0..iters * SCATTER_LOADS_PER_ITERATION).fold(0u32, |sum, step| {
+        let line = scattered_line(lane, step);
+        sum.wrapping_add(data[(line * 32 + word) as usize])
+    })
+}
+
+/// L1 lines looked up per clock per SM by warp loads whose lanes are in 32
+/// different lines, all hits.
+fn l1_line_rate(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, CalibrateError> {
+    let host: Vec<u32> = (0..SCATTER_LINES * 32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let data = gpu.htod(&host)?;
+    let (config, threads) = full_grid(gpu);
+    let mut sums = gpu.zeros::<u32>(threads)?;
+    let mut stamps = gpu.zeros::<u64>(threads / 32 * STAMP_WORDS)?;
+    let iters = 1024u32;
+    // Per lane and word: the 1024 sums any thread can have.
+    let expected: Vec<u32> = (0..1024)
+        .map(|k| scattered_sum_expected(&host, (k / 32) * 32 + k % 32, iters))
+        .collect();
+    let mut samples = Vec::new();
+    for run in 0..=runs {
+        // SAFETY: data holds SCATTER_LINES x 32 elements, sums one per
+        // thread, stamps 3 per warp; blocks of BLOCK (a multiple of 32).
+        unsafe {
+            gpu.launch_entry(
+                module,
+                l1_scattered_loads::KERNEL,
+                config,
+                &ClusterOptions::default(),
+                (&data, iters, &mut sums, &mut stamps),
+            )?;
+        }
+        let got = gpu.dtoh(&sums)?;
+        if let Some(t) = (0..threads).find(|&t| got[t] != expected[t % 1024]) {
+            return Err(CalibrateError::WrongResult(format!(
+                "l1_scattered_loads: thread {t} summed {}, the host {}",
+                got[t],
+                expected[t % 1024]
+            )));
+        }
+        // The first run warms the instruction cache.
+        if run > 0 {
+            let lines_per_warp = f64::from(iters * SCATTER_LOADS_PER_ITERATION) * 32.0;
+            samples.extend(rate_per_sm(&sm_spans(&gpu.dtoh(&stamps)?), lines_per_warp));
+        }
+    }
+    Ok(samples)
+}
+
+/// Lines of `scattered_stores`' buffer: a power of two, 8 MiB or a quarter
+/// of L2 if less, at least 32.
+pub fn scattered_rows(l2_bytes: usize) -> u32 {
+    let bytes = (8usize << 20).min(l2_bytes / 4).max(32 * 128);
+    let rows = (bytes / 128) as u32;
+    1 << (31 - rows.leading_zeros())
+}
+
+/// Partial-sector stores the L2 takes per nanosecond (the whole GPU).
+fn partial_store_rate(
+    gpu: &Gpu,
+    module: &Module,
+    rows: u32,
+    runs: usize,
+) -> Result<Vec<f64>, CalibrateError> {
+    let words = rows as usize * 32;
+    let mut data = gpu.zeros::<u32>(words)?;
+    let (config, threads) = full_grid(gpu);
+    let mut launch = |passes: u32| -> Result<f64, CalibrateError> {
+        let timer = GpuTimer::new(gpu.stream())?;
+        timer.start()?;
+        // SAFETY: data holds rows x 32 elements, rows is a power of two.
+        unsafe {
+            gpu.launch_entry(
+                module,
+                scattered_stores::KERNEL,
+                config,
+                &ClusterOptions::default(),
+                (&mut data, rows, passes),
+            )?;
+        }
+        timer.stop()?;
+        Ok(f64::from(timer.elapsed_ms()?))
+    };
+    let (short, long) = (64u32, 320u32);
+    launch(short)?;
+    let mut samples = Vec::new();
+    for _ in 0..runs {
+        let (ms1, ms2) = (launch(short)?, launch(long)?);
+        let sectors = |passes: u32| threads as f64 * f64::from(passes);
+        // sectors per ms / 1e6 = per ns.
+        samples.extend(slope(sectors(short), ms1, sectors(long), ms2).map(|per_ms| per_ms / 1e6));
+    }
+    let got = gpu.dtoh(&data)?;
+    // Every warp covers 32 rows, every row gets all 32 columns over 32
+    // passes: with enough warps every word is stored.
+    let covered = threads >= rows as usize;
+    if let Some(w) = (0..words).find(|&w| {
+        let want = scattered_value(w as u32);
+        got[w] != want && (covered || got[w] != 0)
+    }) {
+        return Err(CalibrateError::WrongResult(format!(
+            "scattered_stores: word {w} holds {}, not {}",
+            got[w],
+            scattered_value(w as u32)
+        )));
     }
     Ok(samples)
 }

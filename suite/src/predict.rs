@@ -25,8 +25,12 @@ pub struct TrafficRatio {
     /// atomics count in the denominator: an underestimate where stores are
     /// many): how coalesced the loads are, independent of the size.
     pub l1_sectors_per_load: f64,
+    /// L1 lines looked up per warp load instruction (both load kinds).
+    pub l1_lines_per_load: f64,
     /// L1-to-L2 bytes / compulsory bytes.
     pub l2: f64,
+    /// Sectors stored in part (32 bytes each) / compulsory bytes.
+    pub l2_partial_stores: f64,
     /// DRAM bytes (reads and write-backs) / compulsory bytes.
     pub dram: f64,
     pub l1_hit_rate: f64,
@@ -38,7 +42,9 @@ impl TrafficRatio {
     pub fn at(&self, compulsory: u64) -> Traffic {
         Traffic {
             l1_sectors_per_load: self.l1_sectors_per_load,
+            l1_lines_per_load: self.l1_lines_per_load,
             l2_bytes: self.l2 * compulsory as f64,
+            l2_partial_store_sectors: self.l2_partial_stores * compulsory as f64 / 32.0,
             dram_bytes: self.dram * compulsory as f64,
             l1_hit_rate: self.l1_hit_rate,
             l2_hit_rate: self.l2_hit_rate,
@@ -83,7 +89,13 @@ pub fn traffic_ratios(small: &Workload) -> BTreeMap<&'static str, TrafficRatio> 
                     } else {
                         s.l1_sector_lookups as f64 / s.instructions as f64
                     },
+                    l1_lines_per_load: if s.load_instructions == 0 {
+                        1.0
+                    } else {
+                        s.l1_line_lookups as f64 / s.load_instructions as f64
+                    },
                     l2: s.l1_to_l2_sectors as f64 * sector / compulsory,
+                    l2_partial_stores: s.l2_partial_store_sectors as f64 * sector / compulsory,
                     dram: dram / compulsory,
                     l1_hit_rate: s.l1_hit_rate(),
                     l2_hit_rate: if s.l1_to_l2_sectors == 0 {

@@ -236,3 +236,78 @@ fn the_bandwidth_kernel_reads_every_element_once_per_pass() {
         );
     }
 }
+
+#[test]
+fn the_scattered_loads_sum_what_the_host_sums_and_look_up_a_line_per_lane() {
+    use clustered_suite::calibrate::scattered_sum_expected;
+    let machine = Machine::new(2);
+    let (blocks, block, iters) = (3u32, 64u32, 3u32);
+    let threads = (blocks * block) as usize;
+    let data: Vec<u32> = (0..SCATTER_LINES * 32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let mut sums = vec![0u32; threads];
+    let mut stamps = vec![u64::MAX; threads / 32 * STAMP_WORDS];
+    // SAFETY: data holds SCATTER_LINES x 32 elements, sums one per thread,
+    // stamps 3 per warp; blocks of 64 threads.
+    unsafe {
+        launch_entry(
+            l1_scattered_loads::KERNEL,
+            &machine,
+            launch(blocks, block),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (&data, iters, &mut sums, &mut stamps),
+        )
+    }
+    .unwrap();
+    for (t, &sum) in sums.iter().enumerate() {
+        assert_eq!(sum, scattered_sum_expected(&data, t as u32, iters), "thread {t}");
+    }
+    // What the rate divides by: each step's 32 lanes are in 32 lines.
+    for step in 0..SCATTER_LINES {
+        let mut lines: Vec<u32> = (0..32).map(|lane| scattered_line(lane, step)).collect();
+        lines.sort_unstable();
+        lines.dedup();
+        assert_eq!(lines.len(), 32, "step {step}");
+    }
+    assert!(stamps.iter().all(|&w| w != u64::MAX), "a warp did not stamp");
+}
+
+#[test]
+fn the_scattered_stores_write_every_word_a_sector_in_part_per_lane() {
+    use clustered_suite::calibrate::scattered_rows;
+    let machine = Machine::new(2);
+    // 64 rows of 32 words; 2 blocks of 32 threads = 64 lanes: every row.
+    let (rows, passes) = (64u32, 32u32);
+    let mut data = vec![0u32; rows as usize * 32];
+    // SAFETY: data holds rows x 32 elements, rows is a power of two.
+    unsafe {
+        launch_entry(
+            scattered_stores::KERNEL,
+            &machine,
+            launch(2, 32),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (&mut data, rows, passes),
+        )
+    }
+    .unwrap();
+    for (w, &value) in data.iter().enumerate() {
+        assert_eq!(value, scattered_value(w as u32), "word {w}");
+    }
+    // Each warp store: 32 lanes, 32 lines, one 4-byte word each.
+    for (warp, pass) in [(0, 0), (1, 7), (5, 31)] {
+        let mut lines: Vec<u32> = (0..32)
+            .map(|lane| scattered_word(warp, lane, pass, rows) / 32)
+            .collect();
+        lines.sort_unstable();
+        lines.dedup();
+        assert_eq!(lines.len(), 32, "warp {warp}, pass {pass}");
+    }
+    // The GPU buffer: a power of two of lines, 8 MiB or a quarter of L2.
+    assert_eq!(scattered_rows(50 << 20), 65536);
+    assert_eq!(scattered_rows(60 << 20), 65536);
+    assert_eq!(scattered_rows(4 << 20), 8192);
+    assert_eq!(scattered_rows(0), 32);
+}
