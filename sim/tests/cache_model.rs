@@ -162,12 +162,19 @@ fn a_strided_load_looks_up_a_line_per_lane_a_coalesced_one_line() {
     let mut model = small_model();
     let coalesced = delta(&mut model, 0, 0, AccessKind::Load, &whole_line(0));
     assert_eq!(
-        (coalesced.load_instructions, coalesced.l1_sector_lookups, coalesced.l1_line_lookups),
+        (
+            coalesced.load_instructions,
+            coalesced.l1_sector_lookups,
+            coalesced.l1_line_lookups
+        ),
         (1, 4, 1)
     );
     // 32 lanes a line apart: 32 sectors in 32 lines, hit or miss alike.
     let strided = delta(&mut model, 0, 0, AccessKind::Load, &warp_f32(0, 32));
-    assert_eq!((strided.l1_sector_lookups, strided.l1_line_lookups), (32, 32));
+    assert_eq!(
+        (strided.l1_sector_lookups, strided.l1_line_lookups),
+        (32, 32)
+    );
     let again = delta(&mut model, 1, 0, AccessKind::Load, &warp_f32(4, 32));
     assert_eq!(again.l1_line_lookups, 32);
     // A bypassing load is a load, but looks nothing up in L1.
@@ -180,7 +187,10 @@ fn stores_that_fill_a_sector_in_part_are_counted_per_sector() {
     let mut model = small_model();
     // A coalesced store fills its four sectors: none partial.
     let whole = delta(&mut model, 0, 0, AccessKind::Store, &whole_line(0));
-    assert_eq!((whole.l2_partial_store_sectors, whole.load_instructions), (0, 0));
+    assert_eq!(
+        (whole.l2_partial_store_sectors, whole.load_instructions),
+        (0, 0)
+    );
     // A transpose's store: 32 lanes, 32 lines, 4 of each sector's 32 bytes.
     let scattered = delta(&mut model, 0, 0, AccessKind::Store, &warp_f32(0, 32));
     assert_eq!(scattered.l2_partial_store_sectors, 32);
@@ -200,7 +210,10 @@ fn stores_that_fill_a_sector_in_part_are_counted_per_sector() {
     let load = delta(&mut model, 0, 0, AccessKind::Load, &warp_f32(0, 32));
     let atomic = delta(&mut model, 0, 0, AccessKind::Atomic, &warp_f32(0, 32));
     assert_eq!(
-        (load.l2_partial_store_sectors, atomic.l2_partial_store_sectors),
+        (
+            load.l2_partial_store_sectors,
+            atomic.l2_partial_store_sectors
+        ),
         (0, 0)
     );
 }

@@ -19,9 +19,9 @@ use clustered_predict::device::{ClassFigures, DeviceError};
 use clustered_predict::DeviceModel;
 use kernels::calibrate::{
     fp32_chain, fp32_throughput, int_chain, l1_scattered_loads, pointer_chase, pointer_chase_l2,
-    read_sum, scattered_line, scattered_stores, scattered_value,
-    FP32_CHAIN_PER_ITERATION, FP32_THROUGHPUT_PER_ITERATION, INT_CHAIN_PER_ITERATION,
-    SCATTER_LINES, SCATTER_LOADS_PER_ITERATION, STAMP_WORDS,
+    read_sum, scattered_line, scattered_stores, scattered_value, FP32_CHAIN_PER_ITERATION,
+    FP32_THROUGHPUT_PER_ITERATION, INT_CHAIN_PER_ITERATION, SCATTER_LINES,
+    SCATTER_LOADS_PER_ITERATION, STAMP_WORDS,
 };
 
 /// Why calibration stopped.
@@ -1087,7 +1087,7 @@ pub fn measure(
              warp one 4-byte word in its own line (32 sectors per warp store, 4 of 32 bytes \
              written, as a naive transpose stores), 64 and 320 passes: sectors over event \
              time, difference of the two (launch and first pass cancel)",
-            store_rows * 128 >> 20
+            (store_rows * 128) >> 20
         ),
     );
     match dram_read(gpu, module, dram_bytes, runs) {

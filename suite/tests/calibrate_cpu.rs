@@ -262,7 +262,11 @@ fn the_scattered_loads_sum_what_the_host_sums_and_look_up_a_line_per_lane() {
     }
     .unwrap();
     for (t, &sum) in sums.iter().enumerate() {
-        assert_eq!(sum, scattered_sum_expected(&data, t as u32, iters), "thread {t}");
+        assert_eq!(
+            sum,
+            scattered_sum_expected(&data, t as u32, iters),
+            "thread {t}"
+        );
     }
     // What the rate divides by: each step's 32 lanes are in 32 lines.
     for step in 0..SCATTER_LINES {
@@ -271,7 +275,10 @@ fn the_scattered_loads_sum_what_the_host_sums_and_look_up_a_line_per_lane() {
         lines.dedup();
         assert_eq!(lines.len(), 32, "step {step}");
     }
-    assert!(stamps.iter().all(|&w| w != u64::MAX), "a warp did not stamp");
+    assert!(
+        stamps.iter().all(|&w| w != u64::MAX),
+        "a warp did not stamp"
+    );
 }
 
 #[test]

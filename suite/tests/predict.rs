@@ -90,3 +90,35 @@ fn every_schedule_gets_a_prediction_and_every_record_a_schedule() {
         );
     }
 }
+
+/// The simulator's counts behind the L1 line and partial-store terms, at
+/// the test size: a naive transpose stores 4 bytes of each sector it sends
+/// (8 partial sectors' bytes per stored byte, half its compulsory bytes
+/// stored) and reads coalesced; vector add stores whole sectors; kmeans'
+/// point loads span several lines per warp (at this size, points of 32
+/// bytes: 8 lines, and 1 for the centroid's load), where a coalesced load
+/// looks up one.
+#[test]
+fn the_simulated_traffic_counts_partial_stores_and_line_lookups() {
+    use clustered_suite::predict::traffic_ratios;
+    use clustered_suite::suite::select;
+    let ratios = |name: &str| {
+        let (_, build) = select(Some(name)).unwrap()[0];
+        let workload = build(Size::Test);
+        traffic_ratios(&workload)["baseline"]
+    };
+    let transpose = ratios("transpose");
+    assert!(
+        (transpose.l2_partial_stores - 4.0).abs() < 0.01,
+        "{transpose:?}"
+    );
+    assert!(
+        (transpose.l1_lines_per_load - 1.0).abs() < 0.01,
+        "{transpose:?}"
+    );
+    let vector = ratios("vector_add");
+    assert_eq!(vector.l2_partial_stores, 0.0, "{vector:?}");
+    let kmeans = ratios("kmeans_assign");
+    assert!(kmeans.l1_lines_per_load > 2.0, "{kmeans:?}");
+    assert_eq!(kmeans.l2_partial_stores, 0.0, "{kmeans:?}");
+}
