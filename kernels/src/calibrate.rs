@@ -235,46 +235,52 @@ pub unsafe fn read_sum(data: *const u32, n: u32, passes: u32, sums: *mut u32) {
     *sums.add(t) = s0.wrapping_add(s1).wrapping_add(s2.wrapping_add(s3));
 }
 
-/// Lines (128 bytes each) of [`l1_scattered_loads`](fn@l1_scattered_loads)'s
-/// buffer: 16 KiB, which every SM's L1 holds.
-pub const SCATTER_LINES: u32 = 128;
+/// Words (4 bytes) of [`l1_scattered_loads`](fn@l1_scattered_loads)'s
+/// buffer: 16 KiB (128 lines), which every SM's L1 holds.
+pub const SCATTER_WORDS: u32 = 4096;
 /// Loads per thread per iteration of
 /// [`l1_scattered_loads`](fn@l1_scattered_loads)'s loop, independent of each
 /// other.
 pub const SCATTER_LOADS_PER_ITERATION: u32 = 8;
 
-/// The line lane `lane` of a warp loads in step `step` of
-/// [`l1_scattered_loads`](fn@l1_scattered_loads): the 32 lanes of a warp
-/// always load 32 different lines (4 apart).
+/// The word lane `lane` of a warp loads in step `step` of
+/// [`l1_scattered_loads`](fn@l1_scattered_loads): lanes `stride` words
+/// apart, from a base that moves 33 words a step (so it is rarely at a
+/// line's start). `stride` 32 puts the lanes in 32 consecutive lines, 128
+/// in lines 4 apart, 1 makes a coalesced load across 2 lines.
 #[inline(always)]
-pub fn scattered_line(lane: u32, step: u32) -> u32 {
-    (lane * 4 + step) % SCATTER_LINES
+pub fn scattered_word(lane: u32, step: u32, stride: u32) -> u32 {
+    step.wrapping_mul(33).wrapping_add(lane.wrapping_mul(stride)) % SCATTER_WORDS
 }
 
-/// L1 lookups of uncoalesced loads: every thread loads `iters x 8` words of
-/// `data` (`SCATTER_LINES` lines, 16 KiB) with plain `ld.global`, each lane
-/// of a warp in its own line ([`scattered_line`]), at word `warp % 32` of
-/// it, so every warp load looks up 32 lines and hits L1 after the first
-/// pass. `sums[t]` = the wrapping sum of what thread `t` loaded; lane 0 of
-/// each warp writes `stamps[3 w ..]` = its SM id, first and last `%clock64`
-/// (as [`fp32_throughput`](fn@fp32_throughput)). Launch every SM full of
-/// warps: per SM, the warps' line lookups over its cycles are the lines
-/// its L1 looks up per clock.
+/// L1 lookups of loads whose lanes are in many lines: every thread loads
+/// `iters x 8` words of `data` (`SCATTER_WORDS`, 16 KiB) with plain
+/// `ld.global`, at [`scattered_word`]`(lane, step, stride)`, so they hit L1
+/// after the first pass. `sums[t]` = the wrapping sum of what thread `t`
+/// loaded; lane 0 of each warp writes `stamps[3 w ..]` = its SM id, first
+/// and last `%clock64` (as [`fp32_throughput`](fn@fp32_throughput)).
+/// Launch every SM full of warps: per SM, the warps' line lookups over its
+/// cycles are the lines its L1 looks up per clock.
 ///
 /// # Safety
-/// `data` holds `SCATTER_LINES x 32` elements, `sums` one per launched
-/// thread, `stamps` 3 per warp; blocks are a multiple of 32 threads.
+/// `data` holds `SCATTER_WORDS` elements, `sums` one per launched thread,
+/// `stamps` 3 per warp; blocks are a multiple of 32 threads.
 #[kernel]
-pub unsafe fn l1_scattered_loads(data: *const u32, iters: u32, sums: *mut u32, stamps: *mut u64) {
+pub unsafe fn l1_scattered_loads(
+    data: *const u32,
+    stride: u32,
+    iters: u32,
+    sums: *mut u32,
+    stamps: *mut u64,
+) {
     let begin = clock64();
     let t = index_1d();
     let lane = lane_id();
-    let word = (t / 32) % 32;
     let mut sum = 0u32;
     for i in 0..iters {
         for u in 0..SCATTER_LOADS_PER_ITERATION {
-            let line = scattered_line(lane, i * SCATTER_LOADS_PER_ITERATION + u);
-            sum = sum.wrapping_add(*data.add(line as usize * 32 + word as usize));
+            let word = scattered_word(lane, i * SCATTER_LOADS_PER_ITERATION + u, stride);
+            sum = sum.wrapping_add(*data.add(word as usize));
         }
     }
     *sums.add(t as usize) = sum;
@@ -292,7 +298,7 @@ pub unsafe fn l1_scattered_loads(data: *const u32, iters: u32, sums: *mut u32, s
 /// (a power of two) of 32 words: 32 lanes in 32 different lines, one word
 /// (4 bytes of a 32-byte sector) each, as a naive transpose stores.
 #[inline(always)]
-pub fn scattered_word(warp: u32, lane: u32, pass: u32, rows: u32) -> u32 {
+pub fn stored_word(warp: u32, lane: u32, pass: u32, rows: u32) -> u32 {
     let row = warp.wrapping_mul(32).wrapping_add(lane) & (rows - 1);
     let column = warp.wrapping_add(pass) % 32;
     row * 32 + column
@@ -308,7 +314,7 @@ pub fn scattered_value(word: u32) -> u32 {
 
 /// Partial-sector stores: every thread stores `passes` words of `data`
 /// (`rows` lines of 32 words, `rows` a power of two), each lane of a warp in
-/// its own line ([`scattered_word`]): every warp store sends 32 sectors to
+/// its own line ([`stored_word`]): every warp store sends 32 sectors to
 /// L2 with 4 of their 32 bytes written. On a buffer that fits L2, the time
 /// per pass over many passes is what L2 takes per partial sector.
 ///
@@ -319,7 +325,7 @@ pub unsafe fn scattered_stores(data: *mut u32, rows: u32, passes: u32) {
     let t = index_1d();
     let (warp, lane) = (t / 32, lane_id());
     for pass in 0..passes {
-        let word = scattered_word(warp, lane, pass, rows);
+        let word = stored_word(warp, lane, pass, rows);
         *data.add(word as usize) = scattered_value(word);
     }
 }

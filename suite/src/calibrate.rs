@@ -19,9 +19,9 @@ use clustered_predict::device::{ClassFigures, DeviceError};
 use clustered_predict::DeviceModel;
 use kernels::calibrate::{
     fp32_chain, fp32_throughput, int_chain, l1_scattered_loads, pointer_chase, pointer_chase_l2,
-    read_sum, scattered_line, scattered_stores, scattered_value, FP32_CHAIN_PER_ITERATION,
-    FP32_THROUGHPUT_PER_ITERATION, INT_CHAIN_PER_ITERATION, SCATTER_LINES,
-    SCATTER_LOADS_PER_ITERATION, STAMP_WORDS,
+    read_sum, scattered_stores, scattered_value, scattered_word, FP32_CHAIN_PER_ITERATION,
+    FP32_THROUGHPUT_PER_ITERATION, INT_CHAIN_PER_ITERATION, SCATTER_LOADS_PER_ITERATION,
+    SCATTER_WORDS, STAMP_WORDS,
 };
 
 /// Why calibration stopped.
@@ -1067,16 +1067,36 @@ pub fn measure(
     log("uncoalesced loads in L1, partial-sector stores in L2");
     record(
         &mut calibration,
-        l1_line_rate(gpu, module, runs),
+        l1_line_rate(gpu, module, 32, runs),
         Field::L1LinesPerClock,
         &format!(
             "every SM full of threads ({BLOCK} per block) loading a 16 KiB buffer (L1 hits), \
-             each lane of a warp in its own 128-byte line ({SCATTER_LOADS_PER_ITERATION} \
-             independent loads per thread per iteration, 1024 iterations): per SM its warps' \
-             line lookups over %clock64 from its first warp's start to its last warp's end, \
-             median over SMs"
+             each lane of a warp in its own 128-byte line, 32 consecutive lines per load \
+             ({SCATTER_LOADS_PER_ITERATION} independent loads per thread per iteration, 1024 \
+             iterations): per SM its warps' line lookups over %clock64 from its first warp's \
+             start to its last warp's end, median over SMs"
         ),
     );
+    // The same at other lane strides: whether the rate depends on which
+    // lines (a bank per line address bit, say) or on how many.
+    for (stride, what) in [
+        (128u32, "lanes in lines 4 apart"),
+        (64, "lanes in lines 2 apart"),
+        (1, "coalesced, across 2 lines"),
+    ] {
+        match l1_line_rate(gpu, module, stride, runs).map(|s| median(&s)) {
+            Ok(Some(value)) => calibration.extras.push(Extra {
+                name: format!("L1 lines, stride {stride}"),
+                value,
+                unit: "lines / clock / SM".to_string(),
+                note: format!("{what}; not written"),
+            }),
+            Ok(None) => {}
+            Err(e) => calibration
+                .warnings
+                .push(format!("L1 lines at stride {stride}: not measured: {e}")),
+        }
+    }
     let store_rows = scattered_rows(l2);
     record(
         &mut calibration,
@@ -1465,21 +1485,38 @@ fn dram_read(
     Ok(samples)
 }
 
-/// The sum thread `t`'s `l1_scattered_loads` computes over `data` in
-/// `iters` iterations: it depends on the thread's lane and its warp's word
-/// only.
-pub fn scattered_sum_expected(data: &[u32], t: u32, iters: u32) -> u32 {
-    let (lane, word) = (t % 32, (t / 32) % 32);
+/// The sum a thread in lane `lane` of `l1_scattered_loads` computes over
+/// `data` in `iters` iterations at lane stride `stride`.
+pub fn scattered_sum_expected(data: &[u32], lane: u32, stride: u32, iters: u32) -> u32 {
     (0..iters * SCATTER_LOADS_PER_ITERATION).fold(0u32, |sum, step| {
-        let line = scattered_line(lane, step);
-        sum.wrapping_add(data[(line * 32 + word) as usize])
+        sum.wrapping_add(data[scattered_word(lane, step, stride) as usize])
     })
 }
 
-/// L1 lines looked up per clock per SM by warp loads whose lanes are in 32
-/// different lines, all hits.
-fn l1_line_rate(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, CalibrateError> {
-    let host: Vec<u32> = (0..SCATTER_LINES * 32)
+/// The distinct 128-byte lines of each warp load of `l1_scattered_loads`,
+/// summed over a warp's `iters` iterations at lane stride `stride`.
+pub fn scattered_lines(stride: u32, iters: u32) -> u64 {
+    (0..iters * SCATTER_LOADS_PER_ITERATION)
+        .map(|step| {
+            let mut lines: Vec<u32> = (0..32)
+                .map(|lane| scattered_word(lane, step, stride) / 32)
+                .collect();
+            lines.sort_unstable();
+            lines.dedup();
+            lines.len() as u64
+        })
+        .sum()
+}
+
+/// L1 lines looked up per clock per SM by warp loads at lane stride
+/// `stride` (words), all hits.
+fn l1_line_rate(
+    gpu: &Gpu,
+    module: &Module,
+    stride: u32,
+    runs: usize,
+) -> Result<Vec<f64>, CalibrateError> {
+    let host: Vec<u32> = (0..SCATTER_WORDS)
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
     let data = gpu.htod(&host)?;
@@ -1487,34 +1524,33 @@ fn l1_line_rate(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, Cal
     let mut sums = gpu.zeros::<u32>(threads)?;
     let mut stamps = gpu.zeros::<u64>(threads / 32 * STAMP_WORDS)?;
     let iters = 1024u32;
-    // Per lane and word: the 1024 sums any thread can have.
-    let expected: Vec<u32> = (0..1024)
-        .map(|k| scattered_sum_expected(&host, (k / 32) * 32 + k % 32, iters))
+    let expected: Vec<u32> = (0..32)
+        .map(|lane| scattered_sum_expected(&host, lane, stride, iters))
         .collect();
+    let lines_per_warp = scattered_lines(stride, iters) as f64;
     let mut samples = Vec::new();
     for run in 0..=runs {
-        // SAFETY: data holds SCATTER_LINES x 32 elements, sums one per
-        // thread, stamps 3 per warp; blocks of BLOCK (a multiple of 32).
+        // SAFETY: data holds SCATTER_WORDS elements, sums one per thread,
+        // stamps 3 per warp; blocks of BLOCK (a multiple of 32).
         unsafe {
             gpu.launch_entry(
                 module,
                 l1_scattered_loads::KERNEL,
                 config,
                 &ClusterOptions::default(),
-                (&data, iters, &mut sums, &mut stamps),
+                (&data, stride, iters, &mut sums, &mut stamps),
             )?;
         }
         let got = gpu.dtoh(&sums)?;
-        if let Some(t) = (0..threads).find(|&t| got[t] != expected[t % 1024]) {
+        if let Some(t) = (0..threads).find(|&t| got[t] != expected[t % 32]) {
             return Err(CalibrateError::WrongResult(format!(
                 "l1_scattered_loads: thread {t} summed {}, the host {}",
                 got[t],
-                expected[t % 1024]
+                expected[t % 32]
             )));
         }
         // The first run warms the instruction cache.
         if run > 0 {
-            let lines_per_warp = f64::from(iters * SCATTER_LOADS_PER_ITERATION) * 32.0;
             samples.extend(rate_per_sm(&sm_spans(&gpu.dtoh(&stamps)?), lines_per_warp));
         }
     }

@@ -238,47 +238,43 @@ fn the_bandwidth_kernel_reads_every_element_once_per_pass() {
 }
 
 #[test]
-fn the_scattered_loads_sum_what_the_host_sums_and_look_up_a_line_per_lane() {
-    use clustered_suite::calibrate::scattered_sum_expected;
+fn the_scattered_loads_sum_what_the_host_sums_and_span_the_lines_said() {
+    use clustered_suite::calibrate::{scattered_lines, scattered_sum_expected};
     let machine = Machine::new(2);
     let (blocks, block, iters) = (3u32, 64u32, 3u32);
     let threads = (blocks * block) as usize;
-    let data: Vec<u32> = (0..SCATTER_LINES * 32)
+    let data: Vec<u32> = (0..SCATTER_WORDS)
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
-    let mut sums = vec![0u32; threads];
-    let mut stamps = vec![u64::MAX; threads / 32 * STAMP_WORDS];
-    // SAFETY: data holds SCATTER_LINES x 32 elements, sums one per thread,
-    // stamps 3 per warp; blocks of 64 threads.
-    unsafe {
-        launch_entry(
-            l1_scattered_loads::KERNEL,
-            &machine,
-            launch(blocks, block),
-            &ClusterOptions::default(),
-            &mut NoObserver,
-            (&data, iters, &mut sums, &mut stamps),
-        )
+    for stride in [32u32, 128, 1] {
+        let mut sums = vec![0u32; threads];
+        let mut stamps = vec![u64::MAX; threads / 32 * STAMP_WORDS];
+        // SAFETY: data holds SCATTER_WORDS elements, sums one per thread,
+        // stamps 3 per warp; blocks of 64 threads.
+        unsafe {
+            launch_entry(
+                l1_scattered_loads::KERNEL,
+                &machine,
+                launch(blocks, block),
+                &ClusterOptions::default(),
+                &mut NoObserver,
+                (&data, stride, iters, &mut sums, &mut stamps),
+            )
+        }
+        .unwrap();
+        for (t, &sum) in sums.iter().enumerate() {
+            let expected = scattered_sum_expected(&data, t as u32 % 32, stride, iters);
+            assert_eq!(sum, expected, "stride {stride}, thread {t}");
+        }
+        assert!(stamps.iter().all(|&w| w != u64::MAX), "a warp did not stamp");
     }
-    .unwrap();
-    for (t, &sum) in sums.iter().enumerate() {
-        assert_eq!(
-            sum,
-            scattered_sum_expected(&data, t as u32, iters),
-            "thread {t}"
-        );
-    }
-    // What the rate divides by: each step's 32 lanes are in 32 lines.
-    for step in 0..SCATTER_LINES {
-        let mut lines: Vec<u32> = (0..32).map(|lane| scattered_line(lane, step)).collect();
-        lines.sort_unstable();
-        lines.dedup();
-        assert_eq!(lines.len(), 32, "step {step}");
-    }
-    assert!(
-        stamps.iter().all(|&w| w != u64::MAX),
-        "a warp did not stamp"
-    );
+    // What the rate divides by: a line per lane at strides of a line or
+    // more, one or two lines for a coalesced load (its base moves 33 words
+    // a step: on a line's start once in 32 steps).
+    let loads = u64::from(1024 * SCATTER_LOADS_PER_ITERATION);
+    assert_eq!(scattered_lines(32, 1024), 32 * loads);
+    assert_eq!(scattered_lines(128, 1024), 32 * loads);
+    assert_eq!(scattered_lines(1, 1024), 2 * loads - loads / 32);
 }
 
 #[test]
@@ -306,7 +302,7 @@ fn the_scattered_stores_write_every_word_a_sector_in_part_per_lane() {
     // Each warp store: 32 lanes, 32 lines, one 4-byte word each.
     for (warp, pass) in [(0, 0), (1, 7), (5, 31)] {
         let mut lines: Vec<u32> = (0..32)
-            .map(|lane| scattered_word(warp, lane, pass, rows) / 32)
+            .map(|lane| stored_word(warp, lane, pass, rows) / 32)
             .collect();
         lines.sort_unstable();
         lines.dedup();
