@@ -250,7 +250,9 @@ pub const SCATTER_LOADS_PER_ITERATION: u32 = 8;
 /// in lines 4 apart, 1 makes a coalesced load across 2 lines.
 #[inline(always)]
 pub fn scattered_word(lane: u32, step: u32, stride: u32) -> u32 {
-    step.wrapping_mul(33).wrapping_add(lane.wrapping_mul(stride)) % SCATTER_WORDS
+    step.wrapping_mul(33)
+        .wrapping_add(lane.wrapping_mul(stride))
+        % SCATTER_WORDS
 }
 
 /// L1 lookups of loads whose lanes are in many lines: every thread loads

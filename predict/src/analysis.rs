@@ -39,6 +39,10 @@ pub struct LaunchContext {
     /// grid-stride): its outermost uncounted loop is the task loop, even
     /// with one task or fewer per CTA.
     pub persistent: bool,
+    /// The count of loops whose bound is data (a row's length read from
+    /// memory), as a run of the kernel measured it ([`crate::unknown_trips`]
+    /// solves it from a simulation's loads); `None`: assumed 1.
+    pub unknown_trips: Option<f64>,
 }
 
 /// What the predictor knows of one kernel parameter.
@@ -644,6 +648,17 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
             }
         }
     }
+    // Loops bounded by data: the count a run measured, where there is one.
+    if let Some(trips) = context.unknown_trips {
+        for l in &mut loops {
+            if matches!(l.trips, Trips::Assumed { why, .. } if why == UNKNOWN_WHY) {
+                l.trips = Trips::Assumed {
+                    trips,
+                    why: "the exit compares with data (not the launch's values); assumed the count that makes the simulated run's loads per task",
+                };
+            }
+        }
+    }
     let executions = (0..n)
         .map(|b| {
             if !live[b] {
@@ -660,9 +675,12 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
     FlowAnalysis { loops, executions }
 }
 
+const UNKNOWN_WHY: &str =
+    "the exit does not compare an induction variable with a value known from the launch; assumed 1";
+
 const UNKNOWN: Trips = Trips::Assumed {
     trips: 1.0,
-    why: "the exit does not compare an induction variable with a value known from the launch; assumed 1",
+    why: UNKNOWN_WHY,
 };
 
 fn trip_count(eval: &Evaluator<'_>, graph: &Cfg, body: &[bool], header: usize) -> Trips {
@@ -880,6 +898,7 @@ mod tests {
             tasks_per_block: 1.0,
             tasks_per_claim: 1.0,
             persistent: false,
+            unknown_trips: None,
         }
     }
 

@@ -28,5 +28,5 @@ pub mod stats;
 
 pub use analysis::{LaunchContext, ParamValue, Trips};
 pub use device::DeviceModel;
-pub use model::{predict, Bound, Prediction, Query, Traffic};
+pub use model::{predict, unknown_trips, Bound, Prediction, Query, Traffic};
 pub use ptx::{Class, Module};

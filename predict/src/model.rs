@@ -281,6 +281,35 @@ fn block_latency(block: &crate::ptx::Block, device: &DeviceModel, load_latency: 
     end
 }
 
+/// The trip count of `entry`'s data-bounded loops (those whose exit
+/// compares with a value read from memory: [`LaunchContext::unknown_trips`])
+/// that makes its global loads per task `loads_per_task`, as a run of the
+/// kernel at `launch` counted them (the cache simulator's warp loads over the
+/// launch's original warps). The loads are linear in that count where such
+/// loops are not nested in one another, so two walks solve it. `None`
+/// without such loops, or when they load nothing.
+pub fn unknown_trips(
+    module: &Module,
+    entry: &str,
+    launch: &LaunchContext,
+    device: &DeviceModel,
+    loads_per_task: f64,
+) -> Option<f64> {
+    let function = module.function(entry).filter(|f| f.is_entry)?;
+    let loads = |trips: f64| {
+        let at = LaunchContext {
+            unknown_trips: Some(trips),
+            ..launch.clone()
+        };
+        let walked = walk(module, function, &at, device, 0.0, 0);
+        walked.per_warp[Class::LoadGlobal.index()] / launch.tasks_per_block.max(1.0)
+    };
+    let (one, two) = (loads(1.0), loads(2.0));
+    let per_trip = two - one;
+    (per_trip > 1e-9 && loads_per_task.is_finite())
+        .then(|| (1.0 + (loads_per_task - one) / per_trip).max(0.0))
+}
+
 /// Predicts `query` on `device` from `module`'s PTX.
 pub fn predict(
     module: &Module,
@@ -479,6 +508,7 @@ mod tests {
                 tasks_per_block: 1.0,
                 tasks_per_claim: 1.0,
                 persistent: false,
+                unknown_trips: None,
             },
             dynamic_shared_bytes: 0,
             resources: None,
@@ -512,6 +542,7 @@ mod tests {
                 tasks_per_block: 1.0,
                 tasks_per_claim: 1.0,
                 persistent: false,
+                unknown_trips: None,
             },
             dynamic_shared_bytes: 0,
             resources: None,
@@ -565,6 +596,7 @@ mod tests {
                 tasks_per_block: 1.0,
                 tasks_per_claim: 1.0,
                 persistent: false,
+                unknown_trips: None,
             },
             dynamic_shared_bytes: 0,
             resources: None,
@@ -604,6 +636,50 @@ $L__BB0_1:
 "#;
 
     #[test]
+    fn a_loop_bounded_by_data_runs_as_often_as_the_measured_loads_say() {
+        let module = Module::parse(STREAM).unwrap();
+        let device = DeviceModel::h100_sxm();
+        let launch = |n: ParamValue| LaunchContext {
+            grid: [132, 1, 1],
+            block: [256, 1, 1],
+            params: vec![ParamValue::Unknown, n],
+            tasks_per_block: 1.0,
+            tasks_per_claim: 1.0,
+            persistent: false,
+            unknown_trips: None,
+        };
+        // One load per iteration: 10 loads per task is 10 iterations.
+        let data = launch(ParamValue::Unknown);
+        let trips = unknown_trips(&module, "k", &data, &device, 10.0).unwrap();
+        assert!((trips - 10.0).abs() < 1e-9, "{trips}");
+        // The prediction with it: 10 loads per warp, where 1 was assumed.
+        let query = |launch: LaunchContext| Query {
+            entry: "k",
+            launch,
+            dynamic_shared_bytes: 0,
+            resources: None,
+            traffic: Traffic::compulsory(1),
+        };
+        let assumed = predict(&module, &query(data.clone()), &device).unwrap();
+        let measured = predict(
+            &module,
+            &query(LaunchContext {
+                unknown_trips: Some(trips),
+                ..data.clone()
+            }),
+            &device,
+        )
+        .unwrap();
+        let loads = |p: &Prediction| p.per_warp[Class::LoadGlobal.index()];
+        assert_eq!((loads(&assumed), loads(&measured)), (1.0, 10.0));
+        // A bound from the launch is counted, not solved.
+        assert_eq!(
+            unknown_trips(&module, "k", &launch(ParamValue::Scalar(4)), &device, 10.0),
+            None
+        );
+    }
+
+    #[test]
     fn more_iterations_take_longer_and_memory_bounds_streams() {
         let module = Module::parse(STREAM).unwrap();
         let device = DeviceModel::h100_sxm();
@@ -616,6 +692,7 @@ $L__BB0_1:
                 tasks_per_block: 1.0,
                 tasks_per_claim: 1.0,
                 persistent: false,
+                unknown_trips: None,
             },
             dynamic_shared_bytes: 0,
             resources: Some(Resources {

@@ -139,18 +139,21 @@ fn run() -> Result<(), String> {
 
     let mut rows = Vec::new();
     for (name, build) in suite::select(only.as_deref())? {
-        let ratios = if sim {
-            traffic_ratios(&build(Size::Simulate))
-        } else {
-            BTreeMap::new()
-        };
+        let small = sim.then(|| build(Size::Simulate));
+        let ratios = small.as_ref().map_or(BTreeMap::new(), traffic_ratios);
         // One benchmark-size workload at a time: they allocate their inputs.
         let workload = build(Size::Benchmark);
         let family = workload.variants[0].auto_family.map_or(Vec::new(), |f| f());
-        for (i, (label, entry, prediction)) in
-            predict_workload(&module, &workload, &device, &resources, &ratios)
-                .into_iter()
-                .enumerate()
+        for (i, (label, entry, prediction)) in predict_workload(
+            &module,
+            &workload,
+            small.as_ref(),
+            &device,
+            &resources,
+            &ratios,
+        )
+        .into_iter()
+        .enumerate()
         {
             let measured_here = measured(&bench, name, label);
             rows.push(Row {

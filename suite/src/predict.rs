@@ -10,7 +10,8 @@ use clustered_host::ClusterOptions;
 use clustered_predict::model::occupancy;
 use clustered_predict::ptxas::Resources;
 use clustered_predict::{
-    predict, DeviceModel, LaunchContext, Module, ParamValue, Prediction, Query, Traffic,
+    predict, unknown_trips, DeviceModel, LaunchContext, Module, ParamValue, Prediction, Query,
+    Traffic,
 };
 use clustered_sim::DeviceProfile;
 
@@ -35,6 +36,9 @@ pub struct TrafficRatio {
     pub dram: f64,
     pub l1_hit_rate: f64,
     pub l2_hit_rate: f64,
+    /// Warp global loads per warp of the original launch (CTAs as
+    /// written): what the loops bounded by data ran, measured.
+    pub loads_per_task: f64,
 }
 
 impl TrafficRatio {
@@ -72,6 +76,9 @@ pub fn traffic_ratios(small: &Workload) -> BTreeMap<&'static str, TrafficRatio> 
         return BTreeMap::new();
     };
     let compulsory = small.compulsory_bytes().max(1) as f64;
+    let warps = |g: [u32; 3]| g.iter().map(|&x| f64::from(x)).product::<f64>();
+    let original_warps =
+        warps(small.shape.grid) * f64::from(small.shape.block.iter().product::<u32>().div_ceil(32));
     small
         .variants
         .iter()
@@ -98,6 +105,7 @@ pub fn traffic_ratios(small: &Workload) -> BTreeMap<&'static str, TrafficRatio> 
                     l2_partial_stores: s.l2_partial_store_sectors as f64 * sector / compulsory,
                     dram: dram / compulsory,
                     l1_hit_rate: s.l1_hit_rate(),
+                    loads_per_task: s.load_instructions as f64 / original_warps.max(1.0),
                     l2_hit_rate: if s.l1_to_l2_sectors == 0 {
                         0.0
                     } else {
@@ -134,6 +142,7 @@ pub fn planned_launch(
         tasks_per_block: 1.0,
         tasks_per_claim: 1.0,
         persistent: false,
+        unknown_trips: None,
     };
     let CpuEntry::Clustered(_, contract) = variant.cpu else {
         return Ok(launch);
@@ -176,10 +185,14 @@ pub fn planned_launch(
 }
 
 /// Predicts every schedule of `workload`; `ratios` from [`traffic_ratios`]
-/// (absent: compulsory bytes).
+/// of `small` (absent: compulsory bytes, and loops bounded by data assumed
+/// to run once). With both, each data-bounded loop runs as often as makes
+/// the simulated run's loads per task ([`clustered_predict::unknown_trips`],
+/// solved at `small`'s launch, whose data the simulation ran).
 pub fn predict_workload(
     module: &Module,
     workload: &Workload,
+    small: Option<&Workload>,
     device: &DeviceModel,
     resources: &BTreeMap<String, Resources>,
     ratios: &BTreeMap<&'static str, TrafficRatio>,
@@ -190,7 +203,15 @@ pub fn predict_workload(
         .iter()
         .map(|v| {
             let r = resources.get(v.kernel).copied();
-            let result = planned_launch(workload, v, device, r).and_then(|launch| {
+            let measured = |ratio: &TrafficRatio| {
+                let small = small?;
+                let sv = small.variants.iter().find(|s| s.label == v.label)?;
+                let at = planned_launch(small, sv, device, r).ok()?;
+                unknown_trips(module, v.kernel, &at, device, ratio.loads_per_task)
+            };
+            let trips = ratios.get(v.label).and_then(measured);
+            let result = planned_launch(workload, v, device, r).and_then(|mut launch| {
+                launch.unknown_trips = trips;
                 let traffic = ratios
                     .get(v.label)
                     .map_or(Traffic::compulsory(compulsory), |t| t.at(compulsory));

@@ -266,7 +266,10 @@ fn the_scattered_loads_sum_what_the_host_sums_and_span_the_lines_said() {
             let expected = scattered_sum_expected(&data, t as u32 % 32, stride, iters);
             assert_eq!(sum, expected, "stride {stride}, thread {t}");
         }
-        assert!(stamps.iter().all(|&w| w != u64::MAX), "a warp did not stamp");
+        assert!(
+            stamps.iter().all(|&w| w != u64::MAX),
+            "a warp did not stamp"
+        );
     }
     // What the rate divides by: a line per lane at strides of a line or
     // more, one or two lines for a coalesced load (its base moves 33 words

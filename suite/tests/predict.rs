@@ -24,9 +24,14 @@ fn every_schedule_gets_a_prediction_and_every_record_a_schedule() {
         });
     let mut predicted = Vec::new();
     for workload in all(Size::Test) {
-        for (label, entry, result) in
-            predict_workload(&module, &workload, &device, &resources, &BTreeMap::new())
-        {
+        for (label, entry, result) in predict_workload(
+            &module,
+            &workload,
+            None,
+            &device,
+            &resources,
+            &BTreeMap::new(),
+        ) {
             let p = result.unwrap_or_else(|e| panic!("{} {label}: {e}", workload.name));
             assert!(p.ms.is_finite() && p.ms > 0.0, "{entry}: {} ms", p.ms);
             assert!(
