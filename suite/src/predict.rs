@@ -172,13 +172,26 @@ pub fn planned_launch(
     )
     .map_err(|e| format!("{}: {e}", variant.kernel))?;
     launch.grid = plan.launch.grid;
+    // Throttled agents: only ACTIVE of each SM's MAX agents work, the others
+    // exit at once, so the launch runs as ACTIVE agents per SM (fewer warps
+    // resident to hide latency, more tasks each).
+    if contract.binding == clustered_host::Binding::Agents as u32
+        && plan.active_agents < plan.max_agents_per_sm
+    {
+        let working = plan
+            .active_agents
+            .max(1)
+            .saturating_mul(device.sm_count)
+            .min(plan.launch.grid[0]);
+        launch.grid = [working, 1, 1];
+    }
     // The ClusterLaunch parameter, last, as the kernel reads it: its
     // indexing kind and divisors fold the scheduler's branches.
     launch
         .params
         .push(ParamValue::Bytes(plan.parameter().to_bytes().to_vec()));
     let blocks = |g: [u32; 3]| g.iter().map(|&x| f64::from(x)).product::<f64>();
-    launch.tasks_per_block = blocks(shape.grid) / blocks(plan.launch.grid).max(1.0);
+    launch.tasks_per_block = blocks(shape.grid) / blocks(launch.grid).max(1.0);
     launch.tasks_per_claim = f64::from(contract.chunk.max(1));
     launch.persistent = contract.binding >= 2; // Agents, Persistent, Stride (abi::Binding)
     Ok(launch)

@@ -127,3 +127,25 @@ fn the_simulated_traffic_counts_partial_stores_and_line_lookups() {
     assert!(kmeans.l1_lines_per_load > 2.0, "{kmeans:?}");
     assert_eq!(kmeans.l2_partial_stores, 0.0, "{kmeans:?}");
 }
+
+/// Throttled agents: only ACTIVE of each SM's MAX agents work (the others
+/// exit at once), so the predictor sees ACTIVE agents per SM, each with
+/// more tasks; unthrottled agents keep MAX.
+#[test]
+fn throttled_agents_are_predicted_as_the_agents_that_work() {
+    use clustered_suite::predict::planned_launch;
+    use clustered_suite::suite::select;
+    let device = DeviceModel::h100_sxm();
+    let (_, build) = select(Some("jacobi5")).unwrap()[0];
+    let workload = build(Size::Benchmark);
+    let launch = |label: &str| {
+        let v = workload.variants.iter().find(|v| v.label == label).unwrap();
+        planned_launch(&workload, v, &device, None).unwrap()
+    };
+    let all = launch("agents chunk 8");
+    let four = launch("agents chunk 8, 4 active");
+    assert_eq!(four.grid[0], 4 * device.sm_count, "{four:?}");
+    assert!(all.grid[0] > four.grid[0], "{all:?}");
+    let tasks = |l: &clustered_predict::LaunchContext| l.tasks_per_block * f64::from(l.grid[0]);
+    assert!((tasks(&all) - tasks(&four)).abs() < 1e-6 * tasks(&all));
+}
