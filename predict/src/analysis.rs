@@ -715,11 +715,49 @@ fn trip_count(eval: &Evaluator<'_>, graph: &Cfg, body: &[bool], header: usize) -
         .branch_target()
         .and_then(|t| function.block_of_label(t))
         .is_some_and(|t| !body[t]);
-    let branch_index = instructions.len() - 1;
-    let Some((sb, si)) = eval.reaching_def(predicate, exit, branch_index) else {
+    // The loop leaves where the predicate's value is `leave_on`.
+    let leave_on = taken_leaves != *negated;
+    exit_trips(
+        eval,
+        body,
+        header,
+        predicate,
+        (exit, instructions.len() - 1),
+        leave_on,
+    )
+}
+
+/// The trips of a loop that leaves at the first iteration where
+/// `predicate` (read at `at`) is `leave_on`: solved where it is a compare
+/// of an induction variable with a value from the launch, or, for `or` of
+/// two predicates that leaves when true, the first of the two to leave (the
+/// shape of Rust's `a..=b` range: `i == b`, or `i > b` for an empty range).
+fn exit_trips(
+    eval: &Evaluator<'_>,
+    body: &[bool],
+    header: usize,
+    predicate: &str,
+    at: (usize, usize),
+    leave_on: bool,
+) -> Trips {
+    let function = eval.function;
+    let Some((sb, si)) = eval.reaching_def(predicate, at.0, at.1) else {
         return UNKNOWN;
     };
     let setp = &function.blocks[sb].instructions[si];
+    if setp.op() == "or" && setp.has("pred") && leave_on && setp.guard.is_none() {
+        let first = setp.operands[1..]
+            .iter()
+            .take(2)
+            .filter_map(
+                |p| match exit_trips(eval, body, header, p, (sb, si), true) {
+                    Trips::Known(k) => Some(k),
+                    _ => None,
+                },
+            )
+            .min();
+        return first.map_or(UNKNOWN, Trips::Known);
+    }
     if setp.op() != "setp" || setp.operands.len() < 3 || setp.opcode.contains(".f") {
         return UNKNOWN;
     }
@@ -748,7 +786,21 @@ fn trip_count(eval: &Evaluator<'_>, graph: &Cfg, body: &[bool], header: usize) -
         match defs[..] {
             [] => bound = Some((side, eval.operand(operand, sb, si, 0))),
             [(db, di)] => {
-                let def = &function.blocks[db].instructions[di];
+                let mut def = &function.blocks[db].instructions[di];
+                let (mut db, mut di) = (db, di);
+                // `selp v, end, v + 1, v == end`: a step that saturates at
+                // the end (Rust's `a..=b`): before the end, the step.
+                if def.op() == "selp" && def.guard.is_none() {
+                    let stepped = def.operands.get(2).map(|r| in_loop_defs(r));
+                    let Some([(sb2, si2)]) = stepped.as_deref() else {
+                        return UNKNOWN;
+                    };
+                    (db, di) = (*sb2, *si2);
+                    def = &function.blocks[db].instructions[di];
+                    if def.operands.get(1) != Some(operand) {
+                        return UNKNOWN;
+                    }
+                }
                 if !matches!(def.op(), "add" | "sub") || def.guard.is_some() {
                     return UNKNOWN;
                 }
@@ -813,8 +865,7 @@ fn trip_count(eval: &Evaluator<'_>, graph: &Cfg, body: &[bool], header: usize) -
     let leaves = |k: i128| -> Option<bool> {
         let v = init + step * (k + i128::from(after));
         let (a, b) = if iv_side == 0 { (v, limit) } else { (limit, v) };
-        let p = compare(&setp.opcode, a, b)? != *negated;
-        Some(p == taken_leaves)
+        Some(compare(&setp.opcode, a, b)? == leave_on)
     };
     let cmp = setp.opcode.split('.').nth(1).unwrap_or("");
     let k = if matches!(cmp, "eq" | "ne") {
@@ -1014,6 +1065,46 @@ $L__BB0_7:
         let flow = analyse(module.function("k").unwrap(), &context(vec![Some(100)]));
         assert_eq!(flow.loops.len(), 1);
         assert_eq!(flow.loops[0].trips, Trips::Known(100));
+    }
+
+    /// `for i in 1..=n` as LLVM lowers Rust's inclusive range (the
+    /// backprop port's reduction): the counter saturates at `n` through a
+    /// `selp`, and the loop leaves when it was `n` or (an empty range) is
+    /// past it.
+    const INCLUSIVE: &str = r#"
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	ld.param.b32 	%r9, [k_param_0];
+	mov.b32 	%r41, 1;
+	bra.uni 	$L__BB0_3;
+$L__BB0_5:
+	setp.eq.b32 	%p2, %r41, %r9;
+	add.s32 	%r26, %r41, 1;
+	selp.b32 	%r41, %r9, %r26, %p2;
+	setp.gt.u32 	%p4, %r41, %r9;
+	or.pred 	%p5, %p2, %p4;
+	@%p5 bra 	$L__BB0_6;
+$L__BB0_3:
+	fma.rn.f32 %f2, %f1, %f1, %f2;
+	bra.uni 	$L__BB0_5;
+$L__BB0_6:
+	ret;
+}
+"#;
+
+    #[test]
+    fn an_inclusive_range_runs_from_its_start_to_its_end() {
+        let module = Module::parse(INCLUSIVE).unwrap();
+        let k = module.function("k").unwrap();
+        for n in [1u64, 4, 100] {
+            let flow = analyse(k, &context(vec![Some(n)]));
+            assert_eq!(flow.loops[0].trips, Trips::Known(n), "1..={n}");
+        }
+        // Without the end's value: not counted.
+        let flow = analyse(k, &context(vec![None]));
+        assert!(matches!(flow.loops[0].trips, Trips::Assumed { .. }));
     }
 
     /// The remainder loop of an unrolled-by-8 loop: `n & 7` counted down
