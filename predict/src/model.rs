@@ -447,6 +447,19 @@ mod tests {
     use super::*;
     use crate::analysis::ParamValue;
 
+    /// A plain launch of `ctas` CTAs of 256 threads, no parameters known.
+    fn blocks_of_256(ctas: u32) -> LaunchContext {
+        LaunchContext {
+            grid: [ctas, 1, 1],
+            block: [256, 1, 1],
+            params: Vec::new(),
+            tasks_per_block: 1.0,
+            tasks_per_claim: 1.0,
+            persistent: false,
+            unknown_trips: None,
+        }
+    }
+
     #[test]
     fn occupancy_limits() {
         let d = DeviceModel::h100_sxm();
@@ -501,15 +514,7 @@ mod tests {
         // 5330 bytes in flight per DRAM latency.
         let query = Query {
             entry: "k",
-            launch: LaunchContext {
-                grid: [64, 1, 1],
-                block: [256, 1, 1],
-                params: Vec::new(),
-                tasks_per_block: 1.0,
-                tasks_per_claim: 1.0,
-                persistent: false,
-                unknown_trips: None,
-            },
+            launch: blocks_of_256(64),
             dynamic_shared_bytes: 0,
             resources: None,
             traffic: Traffic::compulsory(1 << 30),
@@ -535,15 +540,7 @@ mod tests {
         device.l1_lines_per_clock_per_sm = 4.0;
         let query = |l1_sectors_per_load: f64| Query {
             entry: "k",
-            launch: LaunchContext {
-                grid: [132 * 64, 1, 1],
-                block: [256, 1, 1],
-                params: Vec::new(),
-                tasks_per_block: 1.0,
-                tasks_per_claim: 1.0,
-                persistent: false,
-                unknown_trips: None,
-            },
+            launch: blocks_of_256(132 * 64),
             dynamic_shared_bytes: 0,
             resources: None,
             traffic: Traffic {
@@ -589,15 +586,7 @@ mod tests {
         device.l2_partial_sectors_per_ns = 50.0;
         let mut query = Query {
             entry: "k",
-            launch: LaunchContext {
-                grid: [132, 1, 1],
-                block: [256, 1, 1],
-                params: Vec::new(),
-                tasks_per_block: 1.0,
-                tasks_per_claim: 1.0,
-                persistent: false,
-                unknown_trips: None,
-            },
+            launch: blocks_of_256(132),
             dynamic_shared_bytes: 0,
             resources: None,
             traffic: Traffic {
