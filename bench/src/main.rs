@@ -205,6 +205,9 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
                 .map_err(|e| format!("--skip {}: {e}", path.display()))?;
             let skips: SkipList = serde_json::from_str(&text)
                 .map_err(|e| format!("--skip {}: {e}", path.display()))?;
+            skips
+                .check()
+                .map_err(|e| format!("--skip {}: {e}", path.display()))?;
             println!(
                 "skip list: {} (predicted on {}, margin {:.0}%)",
                 path.display(),

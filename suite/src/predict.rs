@@ -68,6 +68,39 @@ pub struct SkipList {
     pub kernels: BTreeMap<String, Vec<String>>,
 }
 
+impl SkipList {
+    /// Checks the list against this build's suite: every kernel it names is
+    /// a suite kernel, every entry a candidate of that kernel's automatic
+    /// family (never its baseline). A list written by another build may
+    /// name entries this one does not have; skipping nothing where it says
+    /// to skip would measure a different family than the one reported.
+    pub fn check(&self) -> Result<(), String> {
+        for (kernel, entries) in &self.kernels {
+            let (_, build) = crate::suite::select(Some(kernel))?[0];
+            let workload = build(crate::suite::Size::Test);
+            let baseline = workload.variants[0].kernel;
+            let family = workload.variants[0].auto_family.map_or(Vec::new(), |f| f());
+            let wrong: Vec<&str> = entries
+                .iter()
+                .map(String::as_str)
+                .filter(|e| *e == baseline || !family.contains(e))
+                .collect();
+            if !wrong.is_empty() {
+                return Err(format!(
+                    "{kernel}: {} not a candidate of its automatic family ({}); write the list again with `predict --skips` from this build",
+                    wrong.join(", "),
+                    if family.is_empty() {
+                        "it has none".to_string()
+                    } else {
+                        format!("its candidates: {}", family.join(", "))
+                    }
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Simulates every schedule of `small` (a workload at [`crate::suite::Size::Simulate`])
 /// on an 8-SM slice of an H100 and returns each schedule's traffic ratio, by
 /// label (variants of one entry with other launch options differ).

@@ -149,3 +149,33 @@ fn throttled_agents_are_predicted_as_the_agents_that_work() {
     let tasks = |l: &clustered_predict::LaunchContext| l.tasks_per_block * f64::from(l.grid[0]);
     assert!((tasks(&all) - tasks(&four)).abs() < 1e-6 * tasks(&all));
 }
+
+/// A skip list names suite kernels and candidates of their automatic
+/// families; the shipped lists match this build.
+#[test]
+fn a_skip_list_is_checked_against_the_suite() {
+    use clustered_suite::predict::SkipList;
+    for text in [
+        include_str!("../../predict/data/h200-skips-25.json"),
+        include_str!("../../predict/data/h100-skips-25.json"),
+    ] {
+        let list: SkipList = serde_json::from_str(text).unwrap();
+        assert!(!list.kernels.is_empty());
+        list.check().unwrap();
+    }
+    let list = |kernel: &str, entry: &str| SkipList {
+        device: "test".to_string(),
+        margin: 0.25,
+        kernels: [(kernel.to_string(), vec![entry.to_string()])].into(),
+    };
+    let err = list("no_such_kernel", "x").check().unwrap_err();
+    assert!(err.contains("no_such_kernel"), "{err}");
+    let err = list("jacobi5", "jacobi5_typo").check().unwrap_err();
+    assert!(
+        err.contains("jacobi5_typo") && err.contains("predict --skips"),
+        "{err}"
+    );
+    // The baseline is never skipped.
+    let err = list("jacobi5", "jacobi5").check().unwrap_err();
+    assert!(err.contains("not a candidate"), "{err}");
+}
