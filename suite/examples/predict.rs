@@ -27,7 +27,7 @@ use clustered_predict::bench::{records, Record, H100_2026_11_25, H100_BENCH};
 use clustered_predict::stats::{mape, spearman};
 use clustered_predict::{ptxas, DeviceModel, Module, Prediction};
 use clustered_suite::host::cuda_tool;
-use clustered_suite::predict::{predict_workload, traffic_ratios, SkipList};
+use clustered_suite::predict::{cache_profile, predict_workload, traffic_ratios, SkipList};
 use clustered_suite::suite::{self, Size};
 
 /// Kernels kept out of any fitting (`--fit`), reported apart: five suite
@@ -134,13 +134,15 @@ fn run() -> Result<(), String> {
         device.dram_gbps,
         device.l2_gbps,
         device.overlap,
-        if sim { "simulated (8-SM H100 slice, ratios to compulsory bytes)" } else { "compulsory bytes (--sim for the simulator's)" }
+        if sim { "simulated (an 8-SM slice of the device's cache profile, ratios to compulsory bytes)" } else { "compulsory bytes (--sim for the simulator's)" }
     );
 
     let mut rows = Vec::new();
     for (name, build) in suite::select(only.as_deref())? {
         let small = sim.then(|| build(Size::Simulate));
-        let ratios = small.as_ref().map_or(BTreeMap::new(), traffic_ratios);
+        let ratios = small.as_ref().map_or(BTreeMap::new(), |small| {
+            traffic_ratios(small, &cache_profile(&device))
+        });
         // One benchmark-size workload at a time: they allocate their inputs.
         let workload = build(Size::Benchmark);
         let family = workload.variants[0].auto_family.map_or(Vec::new(), |f| f());

@@ -101,11 +101,25 @@ impl SkipList {
     }
 }
 
+/// The simulator's cache profile for `device`: the H200's (its 60 MB L2)
+/// for an H200 model, else the H100 SXM's.
+pub fn cache_profile(device: &DeviceModel) -> DeviceProfile {
+    if device.name.contains("H200") {
+        DeviceProfile::h200()
+    } else {
+        DeviceProfile::h100_sxm()
+    }
+}
+
 /// Simulates every schedule of `small` (a workload at [`crate::suite::Size::Simulate`])
-/// on an 8-SM slice of an H100 and returns each schedule's traffic ratio, by
-/// label (variants of one entry with other launch options differ).
-pub fn traffic_ratios(small: &Workload) -> BTreeMap<&'static str, TrafficRatio> {
-    let Ok(profile) = DeviceProfile::h100_sxm().scaled(8) else {
+/// on an 8-SM slice of `profile` (see [`cache_profile`]) and returns each
+/// schedule's traffic ratio, by label (variants of one entry with other
+/// launch options differ).
+pub fn traffic_ratios(
+    small: &Workload,
+    profile: &DeviceProfile,
+) -> BTreeMap<&'static str, TrafficRatio> {
+    let Ok(profile) = profile.scaled(8) else {
         return BTreeMap::new();
     };
     let compulsory = small.compulsory_bytes().max(1) as f64;

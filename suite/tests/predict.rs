@@ -110,7 +110,7 @@ fn the_simulated_traffic_counts_partial_stores_and_line_lookups() {
     let ratios = |name: &str| {
         let (_, build) = select(Some(name)).unwrap()[0];
         let workload = build(Size::Test);
-        traffic_ratios(&workload)["baseline"]
+        traffic_ratios(&workload, &clustered_suite::sim::DeviceProfile::h100_sxm())["baseline"]
     };
     let transpose = ratios("transpose");
     assert!(
@@ -178,4 +178,17 @@ fn a_skip_list_is_checked_against_the_suite() {
     // The baseline is never skipped.
     let err = list("jacobi5", "jacobi5").check().unwrap_err();
     assert!(err.contains("not a candidate"), "{err}");
+}
+
+/// The simulator's cache follows the device model: an H200 model's
+/// traffic comes from the H200's 60 MB L2, an H100's from its 50 MB.
+#[test]
+fn the_cache_profile_follows_the_device_model() {
+    use clustered_suite::predict::cache_profile;
+    let h200 =
+        DeviceModel::from_json(include_str!("../../predict/devices/h200-calibrated.json")).unwrap();
+    let h100 = DeviceModel::h100_sxm();
+    let (a, b) = (cache_profile(&h200), cache_profile(&h100));
+    assert_eq!((a.name.as_str(), b.name.as_str()), ("H200", "H100 SXM"));
+    assert!(a.l2.bytes > b.l2.bytes);
 }
