@@ -730,8 +730,9 @@ fn trip_count(eval: &Evaluator<'_>, graph: &Cfg, body: &[bool], header: usize) -
 /// The trips of a loop that leaves at the first iteration where
 /// `predicate` (read at `at`) is `leave_on`: solved where it is a compare
 /// of an induction variable with a value from the launch, or, for `or` of
-/// two predicates that leaves when true, the first of the two to leave (the
-/// shape of Rust's `a..=b` range: `i == b`, or `i > b` for an empty range).
+/// two predicates that leaves when true, the first to leave of those it can
+/// solve (an upper bound if the other could leave sooner; the shape of
+/// Rust's `a..=b` range: `i == b`, or `i > b` for an empty range).
 fn exit_trips(
     eval: &Evaluator<'_>,
     body: &[bool],
