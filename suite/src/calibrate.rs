@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use clustered_host::{ClusterOptions, CudaSlice, Gpu, GpuTimer, LaunchConfig, Module};
+use clustered_host::{ClusterOptions, CudaSlice, Gpu, LaunchConfig, Module};
 use clustered_predict::device::{ClassFigures, DeviceError};
 use clustered_predict::DeviceModel;
 use kernels::calibrate::{
@@ -1328,20 +1328,16 @@ fn throughput_launch(
     out: &mut CudaSlice<f32>,
     stamps: &mut CudaSlice<u64>,
 ) -> Result<(f64, BTreeMap<u32, SmSpan>), CalibrateError> {
-    let timer = GpuTimer::new(gpu.stream())?;
-    timer.start()?;
     // SAFETY: out holds one element per thread, stamps 3 per warp.
-    unsafe {
+    let ms = f64::from(gpu.time_ms(|| unsafe {
         gpu.launch_entry(
             module,
             fp32_throughput::KERNEL,
             config,
             &ClusterOptions::default(),
             (iters, 0.999_9f32, 1e-4f32, &mut *out, &mut *stamps),
-        )?;
-    }
-    timer.stop()?;
-    let ms = f64::from(timer.elapsed_ms()?);
+        )
+    })?);
     let spans = sm_spans(&gpu.dtoh(stamps)?);
     Ok((ms, spans))
 }
@@ -1399,20 +1395,16 @@ fn read_sum_launch(
     sums: &mut CudaSlice<u32>,
     config: LaunchConfig,
 ) -> Result<(f64, u32), CalibrateError> {
-    let timer = GpuTimer::new(gpu.stream())?;
-    timer.start()?;
     // SAFETY: data holds n elements, sums one per launched thread.
-    unsafe {
+    let ms = f64::from(gpu.time_ms(|| unsafe {
         gpu.launch_entry(
             module,
             read_sum::KERNEL,
             config,
             &ClusterOptions::default(),
             (data, n, passes, &mut *sums),
-        )?;
-    }
-    timer.stop()?;
-    let ms = f64::from(timer.elapsed_ms()?);
+        )
+    })?);
     let total = gpu.dtoh(sums)?.iter().fold(0u32, |s, &x| s.wrapping_add(x));
     Ok((ms, total))
 }
@@ -1576,20 +1568,17 @@ fn partial_store_rate(
     let mut data = gpu.zeros::<u32>(words)?;
     let (config, threads) = full_grid(gpu);
     let mut launch = |passes: u32| -> Result<f64, CalibrateError> {
-        let timer = GpuTimer::new(gpu.stream())?;
-        timer.start()?;
         // SAFETY: data holds rows x 32 elements, rows is a power of two.
-        unsafe {
+        let ms = gpu.time_ms(|| unsafe {
             gpu.launch_entry(
                 module,
                 scattered_stores::KERNEL,
                 config,
                 &ClusterOptions::default(),
                 (&mut data, rows, passes),
-            )?;
-        }
-        timer.stop()?;
-        Ok(f64::from(timer.elapsed_ms()?))
+            )
+        })?;
+        Ok(f64::from(ms))
     };
     let (short, long) = (64u32, 320u32);
     launch(short)?;
