@@ -395,9 +395,9 @@ pub fn predict(
     let dram_ms = t.dram_bytes / (device.dram_gbps * 1e6);
     // L2: whole sectors at its bandwidth, sectors stored in part (merged
     // into what the sector holds) at their own, lower rate.
-    let partial_bytes = (t.l2_partial_store_sectors * 32.0).min(t.l2_bytes);
-    let l2_ms = (t.l2_bytes - partial_bytes) / (device.l2_gbps * 1e6)
-        + partial_bytes / 32.0 / (device.l2_partial_sectors_per_ns * 1e6);
+    let partial = t.l2_partial_store_sectors.min(t.l2_bytes / 32.0);
+    let l2_ms = (t.l2_bytes - 32.0 * partial) / (device.l2_gbps * 1e6)
+        + partial / (device.l2_partial_sectors_per_ns * 1e6);
     // L1: the busiest SM's lookups at its L1 rate, sectors (32 bytes each)
     // or lines, whichever takes longer (an uncoalesced load looks up one
     // sector, in its own line, per lane, however well it hits).

@@ -22,11 +22,11 @@ use crate::suite::{Arg, CpuEntry, Variant, Workload};
 /// simulator's size: applied to the benchmark's compulsory bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TrafficRatio {
-    /// L1 sector lookups per warp memory instruction (loads, stores and
-    /// atomics count in the denominator: an underestimate where stores are
-    /// many): how coalesced the loads are, independent of the size.
+    /// L1 sector lookups per warp load instruction (both load kinds; a
+    /// bypassing load looks up none): how coalesced the loads are,
+    /// independent of the size.
     pub l1_sectors_per_load: f64,
-    /// L1 lines looked up per warp load instruction (both load kinds).
+    /// L1 lines looked up per warp load instruction, likewise.
     pub l1_lines_per_load: f64,
     /// L1-to-L2 bytes / compulsory bytes.
     pub l2: f64,
@@ -101,6 +101,11 @@ impl SkipList {
     }
 }
 
+/// CTAs of a grid.
+fn ctas(grid: [u32; 3]) -> f64 {
+    grid.iter().map(|&x| f64::from(x)).product()
+}
+
 /// The simulator's cache profile for `device`: the H200's (its 60 MB L2)
 /// for an H200 model, else the H100 SXM's.
 pub fn cache_profile(device: &DeviceModel) -> DeviceProfile {
@@ -123,9 +128,8 @@ pub fn traffic_ratios(
         return BTreeMap::new();
     };
     let compulsory = small.compulsory_bytes().max(1) as f64;
-    let warps = |g: [u32; 3]| g.iter().map(|&x| f64::from(x)).product::<f64>();
     let original_warps =
-        warps(small.shape.grid) * f64::from(small.shape.block.iter().product::<u32>().div_ceil(32));
+        ctas(small.shape.grid) * f64::from(small.shape.block.iter().product::<u32>().div_ceil(32));
     small
         .variants
         .iter()
@@ -134,20 +138,20 @@ pub fn traffic_ratios(
                 .ok()?
                 .stats;
             let sector = 32.0;
+            // Per warp load; a schedule without loads as a coalesced one.
+            let per_load = |lookups: u64, coalesced: f64| {
+                if s.load_instructions == 0 {
+                    coalesced
+                } else {
+                    lookups as f64 / s.load_instructions as f64
+                }
+            };
             let dram = (s.l2_sector_misses + s.dram_write_sectors) as f64 * sector;
             Some((
                 v.label,
                 TrafficRatio {
-                    l1_sectors_per_load: if s.instructions == 0 {
-                        4.0
-                    } else {
-                        s.l1_sector_lookups as f64 / s.instructions as f64
-                    },
-                    l1_lines_per_load: if s.load_instructions == 0 {
-                        1.0
-                    } else {
-                        s.l1_line_lookups as f64 / s.load_instructions as f64
-                    },
+                    l1_sectors_per_load: per_load(s.l1_sector_lookups, 4.0),
+                    l1_lines_per_load: per_load(s.l1_line_lookups, 1.0),
                     l2: s.l1_to_l2_sectors as f64 * sector / compulsory,
                     l2_partial_stores: s.l2_partial_store_sectors as f64 * sector / compulsory,
                     dram: dram / compulsory,
@@ -237,8 +241,7 @@ pub fn planned_launch(
     launch
         .params
         .push(ParamValue::Bytes(plan.parameter().to_bytes().to_vec()));
-    let blocks = |g: [u32; 3]| g.iter().map(|&x| f64::from(x)).product::<f64>();
-    launch.tasks_per_block = blocks(shape.grid) / blocks(launch.grid).max(1.0);
+    launch.tasks_per_block = ctas(shape.grid) / ctas(launch.grid).max(1.0);
     launch.tasks_per_claim = f64::from(contract.chunk.max(1));
     launch.persistent = contract.binding >= 2; // Agents, Persistent, Stride (abi::Binding)
     Ok(launch)
