@@ -1124,6 +1124,58 @@ fn a_chain_pushed_while_running_stays_in_order_under_the_race_detector() {
     }
 }
 
+/// A dependency pushed on one thread runs before its dependent pushed on
+/// another right after (the ticket passed over a channel), while a third
+/// thread keeps the scheduler taking pushes: the threads push into
+/// different shards of the inbox, and the scheduler must never take the
+/// dependent without the dependency (it takes every shard under all their
+/// locks at once).
+#[test]
+fn a_dependency_pushed_on_another_thread_runs_first() {
+    const PAIRS: u32 = 400;
+    const FILLERS: u32 = 800;
+    let pool = pool(2, Duration::from_secs(60));
+    let counter = AtomicU32::new(0);
+    let order = counters(2 * PAIRS as usize + FILLERS as usize);
+    let (send, receive) = std::sync::mpsc::channel::<(u32, Ticket)>();
+    thread::scope(|scope| {
+        let (pool, counter, order) = (&pool, &counter, &order);
+        scope.spawn(move || {
+            for i in 0..PAIRS {
+                let first = pool.push(order_task(counter, order, 2 * i)).unwrap();
+                send.send((i, first)).unwrap();
+            }
+        });
+        scope.spawn(move || {
+            for (i, first) in receive {
+                pool.push_after(order_task(counter, order, 2 * i + 1), &[first])
+                    .unwrap();
+            }
+        });
+        scope.spawn(move || {
+            for i in 0..FILLERS {
+                pool.push(order_task(counter, order, 2 * PAIRS + i))
+                    .unwrap();
+            }
+        });
+    });
+    for _ in 0..2 * PAIRS + FILLERS {
+        let f = pool.pop_finished().unwrap();
+        assert!(matches!(f.outcome, Outcome::Ran { .. }), "{f:?}");
+    }
+    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+    for i in 0..PAIRS as usize {
+        let (first, second) = (
+            order[2 * i].load(Ordering::Relaxed),
+            order[2 * i + 1].load(Ordering::Relaxed),
+        );
+        assert!(
+            first < second,
+            "pair {i}: the dependent ran {second}th, its dependency {first}th"
+        );
+    }
+}
+
 /// A publisher with fewer threads than rings (two threads, seven rings:
 /// each thread watches several workers' words) still publishes every task
 /// exactly once, independent tasks from two producers and a chain riding
