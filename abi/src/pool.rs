@@ -25,6 +25,10 @@
 //! idled from its FINISHED until the host's next READY reached it).
 //! An entry is reused only after the host collected it (back to IDLE), so
 //! at most `RING_ENTRIES` tasks of a block are in flight.
+//! A block reads the states of its ring from the entry it serves next on,
+//! [`FIRST_READ`] at once and the rest only when all of those were READY,
+//! then copies the READY tasks in a row and runs them: two round trips over
+//! the bus per batch (three for a batch longer than [`FIRST_READ`]).
 //!
 //! Because a block runs its ring in order with a CTA barrier between tasks,
 //! a task put behind another task in the *same* ring sees that task's
@@ -98,20 +102,27 @@
 //!   belongs to the device), so a task in a ring always runs.
 
 /// The version of the pool protocol (the slot layout, the ring and the
-/// states). 3: a publisher block stores FINISHED (2: each block did, with
+/// states). 4: rings of 32, their states read in two steps (3: 16, read
+/// whole); 3: a publisher block stores FINISHED (2: each block did, with
 /// a system-scope release per task); 2: a ring of [`RING_ENTRIES`] slots
 /// per block (1: one slot).
-pub const POOL_ABI_VERSION: u32 = 3;
+pub const POOL_ABI_VERSION: u32 = 4;
 
 /// Entries in each block's ring. A power of two (the device wraps with a
-/// mask). A chain riding in one ring pays the host's refill round trip once
-/// per ring, so more entries make it faster, but a block with work reads
-/// all its entries' states per batch (one PCIe read each), which wide
-/// graphs pay: rings of 64 made a k-means graph 1.4x slower. 16, with the
-/// publisher of version 3: a chained empty task 0.99-1.43 us against
-/// 1.71-2.31 for version 2's rings of 8 (H200, `pool_overhead 20000`;
-/// docs/BENCHMARKS.md, "Protocol v3 shipped").
-pub const RING_ENTRIES: usize = 16;
+/// mask). An entry goes back to the host only after its task ran and was
+/// collected, so a chain riding in one ring runs in batches of about a
+/// third of it, each batch two round trips over the bus: more entries make
+/// a chain faster. A block reads the states of its first
+/// [`FIRST_READ`] entries per batch and the rest only when all of those
+/// were READY, so a wide graph (a few tasks per ring) does not pay a read
+/// per entry: reading whole rings of 64 made a k-means graph 1.4x slower.
+/// 32 (version 4): a chained empty task 0.85-0.96 us against 1.08-1.22 for
+/// rings of 16 (H100, `pool_overhead 20000`; docs/BENCHMARKS.md, "Rings of
+/// 32, read in two steps").
+pub const RING_ENTRIES: usize = 32;
+
+/// Entries whose states a block reads first in a batch (module doc).
+pub const FIRST_READ: usize = 16;
 
 /// The host owns the slot; no task in it.
 pub const IDLE: u32 = 0;
@@ -238,6 +249,7 @@ const _: () = {
     assert!(core::mem::offset_of!(Slot, payload) == PAYLOAD_OFFSET_WORDS * 4);
     assert!(PAYLOAD_OFFSET_WORDS + PAYLOAD_WORDS <= SLOT_WORDS);
     assert!(RING_ENTRIES.is_power_of_two());
+    assert!(FIRST_READ <= RING_ENTRIES);
     assert!(core::mem::size_of::<Header>() == core::mem::size_of::<Slot>());
     assert!(core::mem::align_of::<Header>() == core::mem::align_of::<Slot>());
     assert!(core::mem::offset_of!(Header, words) == 0);

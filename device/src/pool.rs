@@ -286,12 +286,14 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 ///
 /// The ring is read in batches, because each read of mapped host memory is
 /// a PCIe round trip (about a microsecond) and a short task is far
-/// shorter: one thread per entry reads the states of the whole ring at
-/// once, the block copies the tasks of every READY entry in a row from the
-/// next one on at once, and runs them in order. A chain the host queued in
-/// one ring then costs two round trips per batch of up to
-/// [`RING_ENTRIES`] tasks, not two per task (`pool_overhead 20000`, H100:
-/// a chained empty task 4.8 us before, 2.4-2.5 us after). An idle block polls only the
+/// shorter: one thread per entry reads the states of [`FIRST_READ`]
+/// entries at once (the rest of the ring too, in a second read, when all
+/// of those were READY), the block copies the tasks of every READY entry
+/// in a row from the next one on at once, and runs them in order. A chain
+/// the host queued in one ring then costs two or three round trips per
+/// batch of up to [`RING_ENTRIES`] tasks, not two per task
+/// (`pool_overhead 20000`, H100: a chained empty task 4.8 us before,
+/// 2.4-2.5 us after, with rings of 8). An idle block polls only the
 /// entry it serves next (one thread, `nanosleep` back-off), so idle blocks
 /// put one read each on the bus, not one per entry.
 ///
@@ -355,19 +357,26 @@ unsafe fn work(
         // What thread 0's idle wait saw at `next` (0: it did not wait).
         let mut waited = 0u32;
         loop {
-            // The states of the ring from `next` on, one thread per entry,
-            // all in flight at once (acquire: each orders the copy below).
-            let mut k = me;
-            while k < RING_ENTRIES as u32 {
-                let seen = if k == 0 && waited != 0 {
-                    waited
-                } else {
-                    load_acquire_system(core::ptr::addr_of!((*entry(next, k as usize)).state))
-                };
-                mailbox.write(k, seen);
-                k += threads;
-            }
-            sync_threads();
+            // The states of entries `from..to` after `next`, one thread per
+            // entry, all in flight at once (acquire: each orders the copy
+            // below).
+            let read_states = |from: u32, to: u32, waited: u32| {
+                let mut k = from + me;
+                while k < to {
+                    let seen = if k == 0 && waited != 0 {
+                        waited
+                    } else {
+                        load_acquire_system(core::ptr::addr_of!((*entry(next, k as usize)).state))
+                    };
+                    mailbox.write(k, seen);
+                    k += threads;
+                }
+                sync_threads();
+            };
+            // The first FIRST_READ states, then the rest only if all of
+            // those were READY: a block with a task or two does not put a
+            // read per entry on the bus.
+            read_states(0, FIRST_READ as u32, waited);
             if mailbox.read(0) == EXIT {
                 if me == 0 {
                     // Every task of the ring was collected: nothing left
@@ -377,9 +386,16 @@ unsafe fn work(
                 }
                 return;
             }
-            let mut ready = 0u32;
-            while ready < RING_ENTRIES as u32 && mailbox.read(ready) == READY {
-                ready += 1;
+            let ready_from = |mut ready: u32, to: u32| {
+                while ready < to && mailbox.read(ready) == READY {
+                    ready += 1;
+                }
+                ready
+            };
+            let mut ready = ready_from(0, FIRST_READ as u32);
+            if ready == FIRST_READ as u32 && FIRST_READ < RING_ENTRIES {
+                read_states(FIRST_READ as u32, RING_ENTRIES as u32, 0);
+                ready = ready_from(ready, RING_ENTRIES as u32);
             }
             if ready == 0 {
                 if me == 0 {

@@ -14,7 +14,7 @@
 //!   page-locked host memory that the GPU reads through its mapping (on the
 //!   CPU backend, plain host memory) and serves them in order; one more
 //!   block, the publisher, stores FINISHED for them; the protocol is
-//!   [`clustered_device::pool`]'s (version 3, defined in `clustered_abi::pool`).
+//!   [`clustered_device::pool`]'s (version 4, defined in `clustered_abi::pool`).
 //! - One scheduler thread moves pushed tasks into the rings and finished
 //!   ones into the output queue, in batches: pushes wait in an inbox under
 //!   a lock of their own, which the scheduler empties in one swap per pass,

@@ -1439,7 +1439,8 @@ fn a_finished_task_is_not_held_back_by_the_next_one_in_its_batch() {
 /// the chain.
 #[test]
 fn a_chain_fills_its_ring_at_depth_one() {
-    const STEPS: u32 = 20;
+    // More steps than a ring holds.
+    const STEPS: u32 = RING_ENTRIES as u32 + 4;
     let config = PoolConfig::new(KINDS)
         .blocks(2)
         .block_threads(THREADS)
