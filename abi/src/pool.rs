@@ -116,7 +116,7 @@ pub const POOL_ABI_VERSION: u32 = 4;
 /// [`FIRST_READ`] entries per batch and the rest only when all of those
 /// were READY, so a wide graph (a few tasks per ring) does not pay a read
 /// per entry: reading whole rings of 64 made a k-means graph 1.4x slower.
-/// 32 (version 4): a chained empty task 0.85-0.96 us against 1.08-1.22 for
+/// 32 (version 4): a chained empty task 0.85-0.96 us against 1.07-1.22 for
 /// rings of 16 (H100, `pool_overhead 20000`; docs/BENCHMARKS.md, "Rings of
 /// 32, read in two steps").
 pub const RING_ENTRIES: usize = 32;
