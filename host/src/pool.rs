@@ -16,10 +16,10 @@
 //!   block, the publisher, stores FINISHED for them; the protocol is
 //!   [`clustered_device::pool`]'s (version 4, defined in `clustered_abi::pool`).
 //! - One scheduler thread moves pushed tasks into the rings and finished
-//!   ones into the output queue, in batches: pushes wait in an inbox under
-//!   a lock of their own, which the scheduler empties in one swap per pass,
-//!   and the finished tasks it saw go to the poppers under one lock per
-//!   pass. It fills the rings level by level (every
+//!   ones into the output queue, in batches: pushes wait in an inbox in
+//!   shards by pushing thread, each under a lock of its own, which the
+//!   scheduler empties under all their locks at once per pass, and the
+//!   finished tasks it saw go to the poppers under one lock per pass. It fills the rings level by level (every
 //!   block with nothing in flight gets a task before any gets a second), up
 //!   to [`PoolConfig::depth`] tasks per block, so a block finds its next
 //!   task already there when it finishes one. While tasks are in flight it
@@ -800,15 +800,15 @@ impl TaskPool {
         Ok((first..first + tasks.len() as u64).map(Ticket).collect())
     }
 
-    /// Checks `tasks`, then queues them in order under the inbox's lock,
-    /// each after `after`; returns the first one's ticket (the others
-    /// follow it).
+    /// Checks `tasks`, then queues them in order under the lock of this
+    /// thread's shard of the inbox, each after `after`; returns the first
+    /// one's ticket (the others follow it).
     fn enqueue(&self, tasks: &[Task], after: &[Ticket]) -> Result<u64, PoolError> {
         for task in tasks {
             self.check(task)?;
         }
         // Before the inbox's lock: the scheduler takes the state's lock,
-        // then the inbox's, never the reverse.
+        // then the inbox's shards', never the reverse.
         if self.shared.device_gone.load(Ordering::Acquire) {
             if let Some(e) = Shared::device_error(&self.shared.lock()) {
                 return Err(e);
