@@ -26,9 +26,9 @@
 //! An entry is reused only after the host collected it (back to IDLE), so
 //! at most `RING_ENTRIES` tasks of a block are in flight.
 //! A block reads the states of its ring from the entry it serves next on,
-//! [`FIRST_READ`] at once and the rest only when all of those were READY,
-//! then copies the READY tasks in a row and runs them: two round trips over
-//! the bus per batch (three for a batch longer than [`FIRST_READ`]).
+//! [`FIRST_READ`] at once, then twice as many more while all it read were
+//! READY (16, 32, 64), then copies the READY tasks in a row and runs them:
+//! two round trips over the bus per batch, one more per doubling.
 //!
 //! Because a block runs its ring in order with a CTA barrier between tasks,
 //! a task put behind another task in the *same* ring sees that task's
@@ -102,8 +102,8 @@
 //!   belongs to the device), so a task in a ring always runs.
 
 /// The version of the pool protocol (the slot layout, the ring and the
-/// states). 4: rings of 32, their states read in two steps (3: 16, read
-/// whole); 3: a publisher block stores FINISHED (2: each block did, with
+/// states). 4: rings of 64, their states read in doubling steps from 16
+/// (3: 16, read whole); 3: a publisher block stores FINISHED (2: each block did, with
 /// a system-scope release per task); 2: a ring of [`RING_ENTRIES`] slots
 /// per block (1: one slot).
 pub const POOL_ABI_VERSION: u32 = 4;
@@ -111,15 +111,16 @@ pub const POOL_ABI_VERSION: u32 = 4;
 /// Entries in each block's ring. A power of two (the device wraps with a
 /// mask). An entry goes back to the host only after its task ran and was
 /// collected, so a chain riding in one ring runs in batches of about a
-/// third of it, each batch two round trips over the bus: more entries make
-/// a chain faster. A block reads the states of its first
-/// [`FIRST_READ`] entries per batch and the rest only when all of those
-/// were READY, so a wide graph (a few tasks per ring) does not pay a read
-/// per entry: reading whole rings of 64 made a k-means graph 1.4x slower.
-/// 32 (version 4): a chained empty task 0.85-0.96 us against 1.07-1.22 for
-/// rings of 16 (H100, `pool_overhead 20000`; docs/BENCHMARKS.md, "Rings of
-/// 32, read in two steps").
-pub const RING_ENTRIES: usize = 32;
+/// third of it, each batch two or more round trips over the bus: more
+/// entries make a chain faster. A block reads the states of its first
+/// [`FIRST_READ`] entries per batch and doubles the read only while all it
+/// read were READY, so a wide graph (a few tasks per ring) does not pay a
+/// read per entry: reading whole rings of 64 made a k-means graph 1.4x
+/// slower. 64 (version 4): a chained empty task 0.74-0.96 us against
+/// 0.93-1.06 for rings of 32 and 1.07-1.22 for rings of 16 (H100,
+/// `pool_overhead 20000`; docs/BENCHMARKS.md, "Bigger rings, read in
+/// steps").
+pub const RING_ENTRIES: usize = 64;
 
 /// Entries whose states a block reads first in a batch (module doc).
 pub const FIRST_READ: usize = 16;

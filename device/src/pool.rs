@@ -61,8 +61,9 @@ const MAILBOX_WORDS: usize = BOOK_AT as usize + 3;
 /// task body).
 const BOOK_AT: u32 = (RING_ENTRIES + RING_ENTRIES * ENTRY_WORDS) as u32;
 /// Words of a task each thread loads before it stores any: the loads of
-/// one copy are in flight together (one PCIe round trip, not one each).
-const LOADS_IN_FLIGHT: usize = 4;
+/// one copy are in flight together (one PCIe round trip, not one each;
+/// a ring's worth, 64 tasks of 18 words, in two with 128 threads).
+const LOADS_IN_FLIGHT: usize = 6;
 
 /// Arguments a task may carry: plain data of at most [`PAYLOAD_BYTES`]
 /// bytes, laid out alike on the host and the GPU.
@@ -287,10 +288,10 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 /// The ring is read in batches, because each read of mapped host memory is
 /// a PCIe round trip (about a microsecond) and a short task is far
 /// shorter: one thread per entry reads the states of [`FIRST_READ`]
-/// entries at once (the rest of the ring too, in a second read, when all
-/// of those were READY), the block copies the tasks of every READY entry
-/// in a row from the next one on at once, and runs them in order. A chain
-/// the host queued in one ring then costs two or three round trips per
+/// entries at once (and twice as many more, while all were READY), the
+/// block copies the tasks of every READY entry in a row from the next one
+/// on at once, and runs them in order. A chain the host queued in one ring
+/// then costs two to four round trips per
 /// batch of up to [`RING_ENTRIES`] tasks, not two per task
 /// (`pool_overhead 20000`, H100: a chained empty task 4.8 us before,
 /// 2.4-2.5 us after, with rings of 8). An idle block polls only the
@@ -373,8 +374,8 @@ unsafe fn work(
                 }
                 sync_threads();
             };
-            // The first FIRST_READ states, then the rest only if all of
-            // those were READY: a block with a task or two does not put a
+            // The first FIRST_READ states, then twice as many more while
+            // all were READY: a block with a task or two does not put a
             // read per entry on the bus.
             read_states(0, FIRST_READ as u32, waited);
             if mailbox.read(0) == EXIT {
@@ -392,10 +393,13 @@ unsafe fn work(
                 }
                 ready
             };
-            let mut ready = ready_from(0, FIRST_READ as u32);
-            if ready == FIRST_READ as u32 && FIRST_READ < RING_ENTRIES {
-                read_states(FIRST_READ as u32, RING_ENTRIES as u32, 0);
-                ready = ready_from(ready, RING_ENTRIES as u32);
+            let mut read = FIRST_READ as u32;
+            let mut ready = ready_from(0, read);
+            while ready == read && read < RING_ENTRIES as u32 {
+                let to = (2 * read).min(RING_ENTRIES as u32);
+                read_states(read, to, 0);
+                ready = ready_from(ready, to);
+                read = to;
             }
             if ready == 0 {
                 if me == 0 {
