@@ -26,8 +26,8 @@
 //! An entry is reused only after the host collected it (back to IDLE), so
 //! at most `RING_ENTRIES` tasks of a block are in flight.
 //! A block reads the states of its ring from the entry it serves next on,
-//! [`FIRST_READ`] at once, then twice as many more while all it read were
-//! READY (16, 32, 64), then copies the READY tasks in a row and runs them:
+//! [`FIRST_READ`] at once, then up to twice as far while all it read were
+//! READY (to 32, then 64), then copies the READY tasks in a row and runs them:
 //! two round trips over the bus per batch, one more per doubling.
 //!
 //! Because a block runs its ring in order with a CTA barrier between tasks,
@@ -116,8 +116,8 @@ pub const POOL_ABI_VERSION: u32 = 4;
 /// [`FIRST_READ`] entries per batch and doubles the read only while all it
 /// read were READY, so a wide graph (a few tasks per ring) does not pay a
 /// read per entry: reading whole rings of 64 made a k-means graph 1.4x
-/// slower. 64 (version 4): a chained empty task 0.74-0.96 us against
-/// 0.93-1.06 for rings of 32 and 1.07-1.22 for rings of 16 (H100,
+/// slower (H200, `pool_workloads`, "Protocol v3, measured"). 64 (version 4): a chained empty task 0.74-0.96 us against
+/// 0.85-1.06 for rings of 32 and 1.07-1.22 for rings of 16 (H100,
 /// `pool_overhead 20000`; docs/BENCHMARKS.md, "Bigger rings, read in
 /// steps").
 pub const RING_ENTRIES: usize = 64;

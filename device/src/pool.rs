@@ -288,7 +288,7 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 /// The ring is read in batches, because each read of mapped host memory is
 /// a PCIe round trip (about a microsecond) and a short task is far
 /// shorter: one thread per entry reads the states of [`FIRST_READ`]
-/// entries at once (and twice as many more, while all were READY), the
+/// entries at once (and up to twice as far, while all were READY), the
 /// block copies the tasks of every READY entry in a row from the next one
 /// on at once, and runs them in order. A chain the host queued in one ring
 /// then costs two to four round trips per
@@ -361,7 +361,7 @@ unsafe fn work(
             // The states of entries `from..to` after `next`, one thread per
             // entry, all in flight at once (acquire: each orders the copy
             // below).
-            let read_states = |from: u32, to: u32, waited: u32| {
+            let read_states = |from: u32, to: u32| {
                 let mut k = from + me;
                 while k < to {
                     let seen = if k == 0 && waited != 0 {
@@ -374,10 +374,10 @@ unsafe fn work(
                 }
                 sync_threads();
             };
-            // The first FIRST_READ states, then twice as many more while
-            // all were READY: a block with a task or two does not put a
-            // read per entry on the bus.
-            read_states(0, FIRST_READ as u32, waited);
+            // The first FIRST_READ states, then up to twice as far while
+            // all read so far were READY (16, 32, 64): a block with a task
+            // or two does not put a read per entry on the bus.
+            read_states(0, FIRST_READ as u32);
             if mailbox.read(0) == EXIT {
                 if me == 0 {
                     // Every task of the ring was collected: nothing left
@@ -397,7 +397,7 @@ unsafe fn work(
             let mut ready = ready_from(0, read);
             while ready == read && read < RING_ENTRIES as u32 {
                 let to = (2 * read).min(RING_ENTRIES as u32);
-                read_states(read, to, 0);
+                read_states(read, to);
                 ready = ready_from(ready, to);
                 read = to;
             }

@@ -491,8 +491,8 @@ struct Shared {
     /// The scheduler sleeps on `work`: a push or a shutdown must wake it
     /// (`Shared::announce`).
     scheduler_asleep: AtomicBool,
-    /// The device side ended (`State::device` says how): pushes check it
-    /// without the state's lock.
+    /// The device side ended (`State::device` says how; both set by
+    /// `Shared::end_device`): pushes check it without the state's lock.
     device_gone: AtomicBool,
     /// Poppers and `shutdown` wait here: signalled when tasks finished, the
     /// blocks were told to exit, or the device ended.
@@ -583,6 +583,13 @@ impl Shared {
             let _state = self.lock();
             self.work.notify_one();
         }
+    }
+
+    /// Records that the device side ended, in the state and in the flag
+    /// pushes read without the state's lock.
+    fn end_device(&self, state: &mut State, end: Result<(), String>) {
+        state.device = DeviceState::Ended(end);
+        self.device_gone.store(true, Ordering::Release);
     }
 
     /// Pushed and not finished (queued, blocked, in a ring).
@@ -703,8 +710,7 @@ impl TaskPool {
                     .map(|_| ())
                     .map_err(|e| e.to_string());
                 let mut state = engine_shared.lock();
-                state.device = DeviceState::Ended(ended);
-                engine_shared.device_gone.store(true, Ordering::Release);
+                engine_shared.end_device(&mut state, ended);
                 drop(state);
                 engine_shared.announce();
                 engine_shared.work.notify_all();
@@ -1018,8 +1024,7 @@ fn schedule(shared: &Shared, mut device: Option<gpu::Running>) {
             let mut state = shared.lock();
             seen_news = shared.news.load(Ordering::SeqCst);
             if let Some(end) = device_end {
-                state.device = DeviceState::Ended(end);
-                shared.device_gone.store(true, Ordering::Release);
+                shared.end_device(&mut state, end);
             }
             mode = state.shutdown;
             // After the mode: a shutdown closed the inbox before setting it.
@@ -1029,7 +1034,8 @@ fn schedule(shared: &Shared, mut device: Option<gpu::Running>) {
             // Shards interleave, and a dependency must be taken in before
             // its dependents: then in ticket order. (Sorting every pass
             // moved 100-byte entries around: 4 producers pushing batches
-            // ran 1.6x slower.)
+            // ran 1.6x slower; H100, `pool_overhead 20000`,
+            // docs/BENCHMARKS.md, "Pushes under a lock of their own".)
             if incoming.iter().any(|queued| !queued.after.is_empty())
                 && !incoming.is_sorted_by_key(|queued| queued.ticket)
             {
@@ -1121,8 +1127,7 @@ fn wait_for_device_end(shared: &Shared, device: &mut Option<gpu::Running>) {
         let mut state = shared.lock();
         if let Some(gpu) = device.as_ref() {
             if let Some(ended) = gpu.ended() {
-                state.device = DeviceState::Ended(ended);
-                shared.device_gone.store(true, Ordering::Release);
+                shared.end_device(&mut state, ended);
             }
         }
         if matches!(state.device, DeviceState::Ended(_)) {

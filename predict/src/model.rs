@@ -629,13 +629,8 @@ $L__BB0_1:
         let module = Module::parse(STREAM).unwrap();
         let device = DeviceModel::h100_sxm();
         let launch = |n: ParamValue| LaunchContext {
-            grid: [132, 1, 1],
-            block: [256, 1, 1],
             params: vec![ParamValue::Unknown, n],
-            tasks_per_block: 1.0,
-            tasks_per_claim: 1.0,
-            persistent: false,
-            unknown_trips: None,
+            ..blocks_of_256(132)
         };
         // One load per iteration: 10 loads per task is 10 iterations.
         let data = launch(ParamValue::Unknown);
@@ -675,13 +670,8 @@ $L__BB0_1:
         let query = |n: u64, bytes: u64| Query {
             entry: "k",
             launch: LaunchContext {
-                grid: [132 * 8, 1, 1],
-                block: [256, 1, 1],
                 params: vec![ParamValue::Unknown, ParamValue::Scalar(n)],
-                tasks_per_block: 1.0,
-                tasks_per_claim: 1.0,
-                persistent: false,
-                unknown_trips: None,
+                ..blocks_of_256(132 * 8)
             },
             dynamic_shared_bytes: 0,
             resources: Some(Resources {
