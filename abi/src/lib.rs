@@ -19,6 +19,12 @@ use core::fmt;
 pub mod access;
 pub mod pool;
 
+/// Prefix of the symbol that links a schedule to the kernel it was made
+/// from: `#[clustered]` emits `__clustered_baseline_<schedule>`, the bytes
+/// of the kernel's name, beside each schedule's contract; the host reads it
+/// from the PTX text to keep the schedule at its kernel's occupancy.
+pub const BASELINE_LINK_PREFIX: &str = "__clustered_baseline_";
+
 /// How the new kernel's CTAs choose the original CTAs they run.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -14,7 +14,9 @@ pub const ABI_VERSION: u32 = 2;
 /// "CLST": marks a contract global, so a stray symbol is never mistaken for one.
 pub const CONTRACT_MAGIC: u32 = u32::from_le_bytes(*b"CLST");
 
-pub use clustered_abi::{access, Binding, IndexingKind, OptionError, Options, ScheduleOption};
+pub use clustered_abi::{
+    access, Binding, IndexingKind, OptionError, Options, ScheduleOption, BASELINE_LINK_PREFIX,
+};
 
 /// The indexing kinds as stored in a contract.
 pub mod indexing_kind {

@@ -48,6 +48,16 @@ pub fn schedule(
     // name: the host finds it by symbol.
     let task = format_ident!("__{}_task", name, span = name.span());
     let contract = format_ident!("__clustered_contract_{}", name, span = name.span());
+    let baseline_link = format_ident!(
+        "{}{}",
+        clustered_abi::BASELINE_LINK_PREFIX,
+        name,
+        span = name.span()
+    );
+    let baseline_name = syn::LitByteStr::new(
+        function.sig.ident.to_string().as_bytes(),
+        function.sig.ident.span(),
+    );
     let Parameters {
         names,
         types,
@@ -189,6 +199,13 @@ pub fn schedule(
             #chunk,
             #active,
         )#with_waves;
+
+        // The kernel this schedule was made from, by name: the host keeps
+        // the schedule at that kernel's occupancy (`clustered_host::Module`).
+        #[doc(hidden)]
+        #[no_mangle]
+        #[allow(non_upper_case_globals)]
+        pub static #baseline_link: [u8; #baseline_name.len()] = *#baseline_name;
 
         #device::entry_point! {
             #(#attrs)*

@@ -55,6 +55,10 @@ pub static __clustered_contract_row_sums_redirect: ::clustered_device::abi::Kern
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_row_sums_redirect: [u8; b"row_sums".len()] = *b"row_sums";
 #[entry_point]
 /// Loads through a pointer made from a bypassed parameter skip L1 too.
 ///

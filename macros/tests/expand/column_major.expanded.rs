@@ -65,6 +65,10 @@ pub static __clustered_contract_stencil_columns: ::clustered_device::abi::Kernel
     1u32,
     4u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_stencil_columns: [u8; b"stencil".len()] = *b"stencil";
 #[entry_point]
 /// A 5-point stencil; neighbouring columns of blocks share halos, so they are
 /// clustered column by column. No barrier: agents need no barrier between

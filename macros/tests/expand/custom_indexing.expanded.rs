@@ -57,6 +57,10 @@ pub static __clustered_contract_rows_snake: ::clustered_device::abi::KernelContr
     2u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_rows_snake: [u8; b"row_sums".len()] = *b"row_sums";
 #[entry_point]
 /// Clustered `row_sums`: `binding = agents`, `indexing = custom(snake)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[allow(clippy::too_many_arguments)]

@@ -49,6 +49,10 @@ pub static __clustered_contract_fill_clustered: ::clustered_device::abi::KernelC
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_fill_clustered: [u8; b"fill".len()] = *b"fill";
 #[entry_point]
 /// No options: one agents schedule named `fill_clustered`, row-major, one
 /// task at a time.

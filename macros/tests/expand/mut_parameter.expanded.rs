@@ -50,6 +50,10 @@ pub static __clustered_contract_countdown_tiles: ::clustered_device::abi::Kernel
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_countdown_tiles: [u8; b"countdown".len()] = *b"countdown";
 #[entry_point]
 /// A `mut` parameter: the task function keeps `mut` (its body is the
 /// kernel's), the entry point only forwards the value.

@@ -57,6 +57,10 @@ pub static __clustered_contract_shift_redirect: ::clustered_device::abi::KernelC
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_shift_redirect: [u8; b"shift".len()] = *b"shift";
 #[entry_point]
 /// Parameters named like the locals of the generated entry points (`v`,
 /// `to_cta`): each task must still get the kernel's arguments.
@@ -114,6 +118,10 @@ pub static __clustered_contract_shift_agents: ::clustered_device::abi::KernelCon
     2u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_shift_agents: [u8; b"shift".len()] = *b"shift";
 #[entry_point]
 /// Parameters named like the locals of the generated entry points (`v`,
 /// `to_cta`): each task must still get the kernel's arguments.

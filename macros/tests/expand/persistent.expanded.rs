@@ -56,6 +56,10 @@ pub static __clustered_contract_scale_persistent: ::clustered_device::abi::Kerne
     8u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_scale_persistent: [u8; b"scale".len()] = *b"scale";
 #[entry_point]
 /// One queue for all persistent CTAs, claimed 8 tasks at a time in row order.
 ///

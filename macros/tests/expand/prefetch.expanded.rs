@@ -57,6 +57,10 @@ pub static __clustered_contract_copy_prefetch: ::clustered_device::abi::KernelCo
     4u32,
     2u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_copy_prefetch: [u8; b"copy".len()] = *b"copy";
 #[entry_point]
 /// Clustered `copy`: `binding = agents`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[allow(clippy::too_many_arguments)]

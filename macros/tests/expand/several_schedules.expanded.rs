@@ -83,6 +83,10 @@ pub static __clustered_contract_block_sums_raster: ::clustered_device::abi::Kern
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_block_sums_raster: [u8; b"block_sums".len()] = *b"block_sums";
 #[entry_point]
 /// Sum of each block's 256 elements, with three schedules.
 ///
@@ -153,6 +157,10 @@ pub static __clustered_contract_block_sums_agents: ::clustered_device::abi::Kern
     2u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_block_sums_agents: [u8; b"block_sums".len()] = *b"block_sums";
 #[entry_point]
 /// Sum of each block's 256 elements, with three schedules.
 ///
@@ -227,6 +235,10 @@ pub static __clustered_contract_block_sums_redirect: ::clustered_device::abi::Ke
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_block_sums_redirect: [u8; b"block_sums".len()] = *b"block_sums";
 #[entry_point]
 /// Sum of each block's 256 elements, with three schedules.
 ///

@@ -60,6 +60,10 @@ pub static __clustered_contract_sgemm_raster: ::clustered_device::abi::KernelCon
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_sgemm_raster: [u8; b"sgemm".len()] = *b"sgemm";
 #[entry_point]
 /// Clustered `sgemm`: `binding = reorder`, `indexing = column_tile(8, 1)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[allow(clippy::too_many_arguments)]
@@ -118,6 +122,10 @@ pub static __clustered_contract_sgemm_persistent: ::clustered_device::abi::Kerne
     4u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_sgemm_persistent: [u8; b"sgemm".len()] = *b"sgemm";
 #[entry_point]
 /// Clustered `sgemm`: `binding = persistent`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[allow(clippy::too_many_arguments)]
@@ -177,6 +185,10 @@ pub static __clustered_contract_sgemm_auto_raster_y4: ::clustered_device::abi::K
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_sgemm_auto_raster_y4: [u8; b"sgemm".len()] = *b"sgemm";
 #[entry_point]
 /// Clustered `sgemm`: `binding = reorder`, `indexing = column_tile(4, 1)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[allow(clippy::too_many_arguments)]
@@ -235,6 +247,10 @@ pub static __clustered_contract_sgemm_auto_raster_y32: ::clustered_device::abi::
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_sgemm_auto_raster_y32: [u8; b"sgemm".len()] = *b"sgemm";
 #[entry_point]
 /// Clustered `sgemm`: `binding = reorder`, `indexing = column_tile(32, 1)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[allow(clippy::too_many_arguments)]
@@ -293,6 +309,10 @@ pub static __clustered_contract_sgemm_auto_agents_tile4: ::clustered_device::abi
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_sgemm_auto_agents_tile4: [u8; b"sgemm".len()] = *b"sgemm";
 #[entry_point]
 /// Clustered `sgemm`: `binding = agents`, `indexing = tile(4, 4)`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[allow(clippy::too_many_arguments)]

@@ -105,6 +105,10 @@ pub static __clustered_contract_sgemm_tiled_raster: ::clustered_device::abi::Ker
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_sgemm_tiled_raster: [u8; b"sgemm_tiled".len()] = *b"sgemm_tiled";
 #[entry_point]
 /// The CUDA SDK's shared-memory tiled SGEMM, run in the grouped raster order
 /// (tiles of 16 x 4 CTAs).

@@ -71,6 +71,10 @@ pub static __clustered_contract_stencil_stride_prefetch: ::clustered_device::abi
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_stencil_stride_prefetch: [u8; b"stencil".len()] = *b"stencil";
 #[entry_point]
 /// A 5-point stencil whose grid-stride loop prefetches, through the hook the
 /// macro writes, the next task's loads: one prefetch for `c`, `n`, `s`, `e`

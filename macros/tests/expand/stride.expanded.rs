@@ -51,6 +51,10 @@ pub static __clustered_contract_blur_stride: ::clustered_device::abi::KernelCont
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_blur_stride: [u8; b"blur".len()] = *b"blur";
 #[entry_point]
 /// A grid-stride loop over the original 2D grid, in grouped order.
 ///

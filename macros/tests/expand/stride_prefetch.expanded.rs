@@ -59,6 +59,10 @@ pub static __clustered_contract_scale_stride: ::clustered_device::abi::KernelCon
         0u32,
     )
     .with_waves(2u32);
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_scale_stride: [u8; b"scale".len()] = *b"scale";
 #[entry_point]
 /// A grid-stride loop in two waves that prefetches each next task.
 ///

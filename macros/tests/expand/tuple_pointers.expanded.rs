@@ -62,6 +62,10 @@ pub static __clustered_contract_dot_rows_stride: ::clustered_device::abi::Kernel
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_dot_rows_stride: [u8; b"dot_rows".len()] = *b"dot_rows";
 #[entry_point]
 /// Clustered `dot_rows`: `binding = stride`, `indexing = row_major`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.
 #[allow(clippy::too_many_arguments)]

@@ -54,6 +54,10 @@ pub static __clustered_contract_vector_add_agents: ::clustered_device::abi::Kern
     8u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_vector_add_agents: [u8; b"vector_add".len()] = *b"vector_add";
 #[entry_point]
 /// `c[i] = a[i] + b[i]` for `i < n`: agents claim 8 tasks at a time, and the
 /// loads of `a` and `b` skip L1.

@@ -56,6 +56,10 @@ pub static __clustered_contract_scale_redirect: ::clustered_device::abi::KernelC
     1u32,
     0u32,
 );
+#[doc(hidden)]
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __clustered_baseline_scale_redirect: [u8; b"scale".len()] = *b"scale";
 #[entry_point]
 /// `x[i] *= s`, with the paper's round-robin redirection.
 ///
