@@ -30,7 +30,7 @@ use serde::Serialize;
 
 use clustered_suite::host::autotune::TunePolicy;
 use clustered_suite::host::tuner::{Choice, TuneKey, Tuner};
-use clustered_suite::host::{Error, Gpu, Module};
+use clustered_suite::host::{Error, Gpu, Module, ModuleOptions};
 use clustered_suite::measure::{
     copy_bandwidth, measure_with_twin, tune_auto, AutoChoice, CopyWidth, Measurement,
 };
@@ -56,6 +56,10 @@ struct Options {
     /// The predictor's skip list (`predict --skips FILE`): tune the
     /// automatic choice a second time without the candidates it names.
     skip: Option<PathBuf>,
+    /// Load the suite without keeping schedules at their kernels'
+    /// occupancy (`ModuleOptions::keep_occupancy(false)`): to measure what
+    /// the register caps do.
+    no_register_cap: bool,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -71,6 +75,7 @@ fn parse_options() -> Result<Options, String> {
         list: false,
         no_auto: false,
         skip: None,
+        no_register_cap: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -84,9 +89,10 @@ fn parse_options() -> Result<Options, String> {
             "--list" => options.list = true,
             "--no-auto" => options.no_auto = true,
             "--skip" => options.skip = Some(value()?.into()),
+            "--no-register-cap" => options.no_register_cap = true,
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`; usage: bench [--only KERNEL[,KERNEL...]] [--out DIR] [--twins PTX] [--tuner FILE] [--ptx PTX] [--no-auto] [--skip FILE] [--list]"
+                    "unknown argument `{other}`; usage: bench [--only KERNEL[,KERNEL...]] [--out DIR] [--twins PTX] [--tuner FILE] [--ptx PTX] [--no-auto] [--skip FILE] [--no-register-cap] [--list]"
                 ))
             }
         }
@@ -168,16 +174,32 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
         p.compute_capability.0,
         p.compute_capability.1
     );
+    let module_options = ModuleOptions::default().keep_occupancy(!options.no_register_cap);
+    let loading = std::time::Instant::now();
     let module = match &options.ptx {
         Some(path) => {
             let ptx = std::fs::read_to_string(path)
                 .map_err(|e| format!("--ptx {}: {e}", path.display()))?;
             println!("PTX: {} (not the built suite's)", path.display());
-            gpu.load_module(&ptx)
+            gpu.load_module_with(&ptx, module_options)
         }
-        None => gpu.load_module(clustered_suite::PTX),
+        None => gpu.load_module_with(clustered_suite::PTX, module_options),
     }
     .map_err(|e| e.to_string())?;
+    println!(
+        "module loaded in {:.2} s; schedules kept at their kernel's occupancy: {}",
+        loading.elapsed().as_secs_f64(),
+        if options.no_register_cap {
+            "off (--no-register-cap)"
+        } else if module.register_caps().is_empty() {
+            "none needed"
+        } else {
+            ""
+        }
+    );
+    for cap in module.register_caps() {
+        println!("  {cap}");
+    }
     let twins = load_twins(gpu, &options.twins);
     // The tuner's file is only a cache: a corrupt one is moved aside (and
     // said so) rather than stopping the benchmark.

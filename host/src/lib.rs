@@ -32,6 +32,7 @@ mod error;
 mod gpu;
 mod launch;
 mod module;
+mod occupancy;
 pub mod pool;
 mod timing;
 mod tools;
@@ -53,7 +54,12 @@ pub use gpu::Gpu;
 pub use launch::{
     needs_shared_opt_in, validate_launch, KernelArg, Launch, LaunchConfig, PORTABLE_CLUSTER_BLOCKS,
 };
-pub use module::{ptx_entry_names, ptx_entry_params, Kernel, KernelAttributes, Module};
+pub use module::{
+    ptx_entry_names, ptx_entry_params, Kernel, KernelAttributes, Module, ModuleOptions,
+};
+pub use occupancy::{
+    ptx_baseline_links, ptx_with_register_caps, register_cap, CapOutcome, RegisterCap,
+};
 pub use timing::GpuTimer;
 pub use tools::cuda_tool;
 pub use typed::Cuda;

@@ -7,12 +7,19 @@ use cudarc::driver::sys::{self, CUfunction_attribute as F, CUjit_option, CUresul
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, DriverError};
 use cudarc::nvrtc::Ptx;
 
+use crate::occupancy::{
+    ptx_baseline_links, ptx_with_register_caps, register_cap, CapOutcome, RegisterCap,
+};
 use crate::{Error, Gpu};
 
 /// A loaded (JIT-compiled) PTX module.
 #[derive(Debug, Clone)]
 pub struct Module {
     module: Arc<CudaModule>,
+    /// The schedules compiled again at their kernel's occupancy, when any
+    /// needed it (`occupancy.rs`), and what was decided for each.
+    capped: Option<Arc<CudaModule>>,
+    caps: Arc<Vec<RegisterCap>>,
     ctx: Arc<CudaContext>,
     entries: Vec<String>,
     params: Arc<Vec<(String, Option<Vec<u32>>)>>,
@@ -129,33 +136,163 @@ fn jit_error_log(ctx: &CudaContext, ptx: &CString) -> String {
     String::from_utf8_lossy(&log[..end]).trim().to_string()
 }
 
+/// How [`Gpu::load_module_with`] loads a module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModuleOptions {
+    keep_occupancy: bool,
+}
+
+impl Default for ModuleOptions {
+    fn default() -> Self {
+        ModuleOptions {
+            keep_occupancy: true,
+        }
+    }
+}
+
+impl ModuleOptions {
+    /// Whether a schedule whose registers would fit fewer warps per SM than
+    /// its kernel's is compiled again at the kernel's occupancy (on by
+    /// default; see [`Module::register_caps`]). Off, every entry runs as
+    /// ptxas first compiled it: for measuring what the cap does.
+    pub fn keep_occupancy(mut self, on: bool) -> Self {
+        self.keep_occupancy = on;
+        self
+    }
+}
+
 impl Gpu {
     /// Loads PTX text (e.g. `include_str!` of rustc's nvptx64 output) into
     /// this GPU's context; the driver JIT-compiles it for the device.
     ///
+    /// Schedules made by `#[clustered]` are kept at their kernel's
+    /// occupancy where ptxas can do so without spilling
+    /// ([`Module::register_caps`]); [`Gpu::load_module_with`] can turn that
+    /// off.
+    ///
     /// On failure, [`Error::ModuleLoad`] carries the driver's error and the
     /// JIT compiler's log.
     pub fn load_module(&self, ptx: &str) -> Result<Module, Error> {
+        self.load_module_with(ptx, ModuleOptions::default())
+    }
+
+    /// [`Gpu::load_module`] with options.
+    pub fn load_module_with(&self, ptx: &str, options: ModuleOptions) -> Result<Module, Error> {
         let c_ptx = CString::new(ptx).map_err(|e| Error::InvalidPtx {
             nul_at: e.nul_position(),
         })?;
         let ctx = self.context().clone();
-        match ctx.load_module(Ptx::from_src(ptx)) {
-            Ok(module) => Ok(Module {
-                module,
-                ctx,
-                entries: ptx_entry_names(ptx),
-                params: Arc::new(ptx_entry_params(ptx)),
-                cache: Default::default(),
-                ptx_hash: ptx.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-                    (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-                }),
-            }),
-            Err(source) => Err(Error::ModuleLoad {
+        let module = ctx
+            .load_module(Ptx::from_src(ptx))
+            .map_err(|source| Error::ModuleLoad {
                 source,
                 log: jit_error_log(&ctx, &c_ptx),
+            })?;
+        let (capped, caps) = if options.keep_occupancy {
+            self.keep_occupancy(&module, ptx)?
+        } else {
+            (None, Vec::new())
+        };
+        // The code that runs changes with the caps: tuned choices follow it.
+        let hashed = caps
+            .iter()
+            .filter(|c| matches!(c.outcome, CapOutcome::Applied { .. }))
+            .map(|c| format!("\n.maxnreg {} {}", c.cap, c.entry))
+            .fold(ptx.to_string(), |text, cap| text + &cap);
+        Ok(Module {
+            module,
+            capped,
+            caps: Arc::new(caps),
+            ctx,
+            entries: ptx_entry_names(ptx),
+            params: Arc::new(ptx_entry_params(ptx)),
+            cache: Default::default(),
+            ptx_hash: hashed.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
             }),
+        })
+    }
+
+    /// Compiles again, with `.maxnreg`, the schedules whose registers fit
+    /// fewer warps per SM than their kernel's (`occupancy.rs`); returns the
+    /// module of capped copies (if any compiled) and a decision per schedule.
+    fn keep_occupancy(
+        &self,
+        module: &Arc<CudaModule>,
+        ptx: &str,
+    ) -> Result<(Option<Arc<CudaModule>>, Vec<RegisterCap>), Error> {
+        let device = self.properties();
+        let attributes = |name: &str| -> Result<Option<KernelAttributes>, Error> {
+            match module.load_function(name) {
+                Ok(func) => KernelAttributes::query(&func).map(Some),
+                Err(DriverError(CUresult::CUDA_ERROR_NOT_FOUND)) => Ok(None),
+                Err(source) => Err(Error::Driver {
+                    context: "cuModuleGetFunction",
+                    source,
+                }),
+            }
+        };
+        let mut caps = Vec::new();
+        let mut before = Vec::new();
+        for (entry, baseline) in ptx_baseline_links(ptx) {
+            let (Some(schedule), Some(kernel)) = (attributes(&entry)?, attributes(&baseline)?)
+            else {
+                continue;
+            };
+            let (registers, baseline_registers) =
+                (schedule.registers_per_thread, kernel.registers_per_thread);
+            let Some(cap) = register_cap(registers, baseline_registers, device) else {
+                continue;
+            };
+            before.push(schedule.local_bytes_per_thread);
+            caps.push(RegisterCap {
+                entry,
+                baseline,
+                baseline_registers,
+                registers,
+                cap,
+                outcome: CapOutcome::NotCompiled(String::new()),
+            });
         }
+        if caps.is_empty() {
+            return Ok((None, caps));
+        }
+        let wanted: Vec<(&str, u32)> = caps.iter().map(|c| (c.entry.as_str(), c.cap)).collect();
+        let compiled = match ptx_with_register_caps(ptx, &wanted) {
+            None => Err("the entries' extent in the PTX could not be read".to_string()),
+            Some(text) => self
+                .context()
+                .load_module(Ptx::from_src(text))
+                .map_err(|e| e.to_string()),
+        };
+        let capped = match compiled {
+            Ok(capped) => capped,
+            Err(error) => {
+                for cap in &mut caps {
+                    cap.outcome = CapOutcome::NotCompiled(error.clone());
+                }
+                return Ok((None, caps));
+            }
+        };
+        for (cap, before) in caps.iter_mut().zip(before) {
+            cap.outcome = match capped.load_function(&cap.entry) {
+                Err(e) => CapOutcome::NotCompiled(e.to_string()),
+                Ok(func) => {
+                    let after = KernelAttributes::query(&func)?;
+                    if after.local_bytes_per_thread > before {
+                        CapOutcome::Spills {
+                            before,
+                            after: after.local_bytes_per_thread,
+                        }
+                    } else {
+                        CapOutcome::Applied {
+                            registers: after.registers_per_thread,
+                        }
+                    }
+                }
+            };
+        }
+        Ok((Some(capped), caps))
     }
 }
 
@@ -181,7 +318,15 @@ impl Module {
         self.ctx
             .bind_to_thread()
             .map_err(Error::driver("cuCtxSetCurrent"))?;
-        let func = match self.module.load_function(name) {
+        let applied = self
+            .caps
+            .iter()
+            .any(|c| c.entry == name && matches!(c.outcome, CapOutcome::Applied { .. }));
+        let module = match &self.capped {
+            Some(capped) if applied => capped,
+            _ => &self.module,
+        };
+        let func = match module.load_function(name) {
             Ok(f) => f,
             Err(DriverError(CUresult::CUDA_ERROR_NOT_FOUND)) => return Err(not_found()),
             Err(source) => {
@@ -205,6 +350,13 @@ impl Module {
             params: params.map(Arc::from),
             occupancy: Default::default(),
         })
+    }
+
+    /// The schedules whose registers would have fit fewer warps per SM
+    /// than their kernel's, and whether each now runs compiled again at the
+    /// kernel's occupancy ([`ModuleOptions::keep_occupancy`]).
+    pub fn register_caps(&self) -> &[RegisterCap] {
+        &self.caps
     }
 
     /// The `.entry` names of the module's PTX text.

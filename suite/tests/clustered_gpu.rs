@@ -523,3 +523,56 @@ fn the_automatic_choice_tunes_without_skipped_candidates() {
     assert_ne!(auto.schedule, family[1]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A schedule whose loop state pushed ptxas past its kernel's occupancy runs
+/// compiled again at it: Black-Scholes' grid-stride loop takes 35 registers
+/// (48 warps per H100 SM) where the kernel takes 21 (64). The bench checks
+/// its output against the baseline's; here, that loading capped it, and
+/// that the cap can be turned off.
+#[test]
+fn a_schedule_over_its_kernels_occupancy_is_compiled_at_it() {
+    use clustered_suite::host::{CapOutcome, ModuleOptions};
+    let Some((gpu, module)) = gpu() else {
+        return;
+    };
+    let name = "black_scholes_stride";
+    let baseline = module.kernel("black_scholes").unwrap();
+    let schedule = module.kernel(name).unwrap();
+    let cap = module
+        .register_caps()
+        .iter()
+        .find(|c| c.entry == name)
+        .unwrap_or_else(|| {
+            panic!(
+                "{name} kept its registers ({}): {:?}",
+                schedule.attributes().registers_per_thread,
+                module.register_caps()
+            )
+        });
+    println!("{cap}");
+    assert_eq!(cap.baseline, "black_scholes");
+    if let CapOutcome::Applied { registers } = cap.outcome {
+        assert_eq!(schedule.attributes().registers_per_thread, registers);
+        assert!(registers <= cap.cap);
+        assert_eq!(
+            schedule.occupancy(256, 0).unwrap(),
+            baseline.occupancy(256, 0).unwrap(),
+            "blocks of 256 per SM"
+        );
+    }
+    let uncapped = gpu
+        .load_module_with(
+            clustered_suite::PTX,
+            ModuleOptions::default().keep_occupancy(false),
+        )
+        .unwrap();
+    assert!(uncapped.register_caps().is_empty());
+    assert_eq!(
+        uncapped
+            .kernel(name)
+            .unwrap()
+            .attributes()
+            .registers_per_thread,
+        cap.registers
+    );
+}

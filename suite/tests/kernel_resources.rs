@@ -97,11 +97,14 @@ const BODY_OPS: &[&str] = &[
     "FFMA", "FADD", "FMUL", "LDG", "STG", "LDS", "STS", "LD", "ST", "SHFL", "VOTE", "ATOMG", "REDG",
 ];
 
-fn assemble(ptxas: &PathBuf, cuobjdump: &PathBuf) -> BTreeMap<String, Resources> {
-    let dir = std::env::temp_dir().join(format!("clustered-ptx-{}", std::process::id()));
+fn assemble(text: &str, ptxas: &PathBuf, cuobjdump: &PathBuf) -> BTreeMap<String, Resources> {
+    // Tests run in parallel: a folder per call.
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("clustered-ptx-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (ptx, cubin) = (dir.join("kernels.ptx"), dir.join("kernels.cubin"));
-    std::fs::write(&ptx, clustered_suite::PTX).unwrap();
+    std::fs::write(&ptx, text).unwrap();
     let out = Command::new(ptxas)
         .args(["-arch=sm_90", "-v"])
         .arg(&ptx)
@@ -183,17 +186,26 @@ fn assemble(ptxas: &PathBuf, cuobjdump: &PathBuf) -> BTreeMap<String, Resources>
     kernels
 }
 
-#[test]
-fn clustered_variants_cost_what_their_baseline_costs() {
+/// ptxas and cuobjdump, or `None` after saying why the test skips (a
+/// failure under CI).
+fn tools() -> Option<(PathBuf, PathBuf)> {
     let (Some(ptxas), Some(cuobjdump)) = (cuda_tool("ptxas"), cuda_tool("cuobjdump")) else {
         let message = "ptxas/cuobjdump not found: `pip install nvidia-cuda-nvcc nvidia-cuda-cuobjdump`, or set PTXAS and CUOBJDUMP";
         if std::env::var_os("CI").is_some() {
             panic!("{message}");
         }
         eprintln!("skipped: {message}");
+        return None;
+    };
+    Some((ptxas, cuobjdump))
+}
+
+#[test]
+fn clustered_variants_cost_what_their_baseline_costs() {
+    let Some((ptxas, cuobjdump)) = tools() else {
         return;
     };
-    let kernels = assemble(&ptxas, &cuobjdump);
+    let kernels = assemble(clustered_suite::PTX, &ptxas, &cuobjdump);
     assert!(
         kernels.len() >= 10,
         "expected the whole suite, got {:?}",
@@ -337,6 +349,64 @@ fn clustered_variants_cost_what_their_baseline_costs() {
         "clustered variants cost more than their baselines:\n{}",
         failures.join("\n")
     );
+}
+
+/// What `Gpu::load_module` does for a schedule whose registers cost its
+/// kernel's occupancy, done here with ptxas for an H100: the capped copy of
+/// the module assembles, every capped schedule fits its cap, and the cap
+/// takes effect (no more spills) on some of the suite's schedules.
+#[test]
+fn schedules_over_their_kernels_occupancy_fit_it_when_capped() {
+    use clustered_suite::host::{ptx_baseline_links, ptx_with_register_caps, register_cap};
+    let Some((ptxas, cuobjdump)) = tools() else {
+        return;
+    };
+    let h100 = clustered_suite::host::DeviceProperties::h100_sxm();
+    let kernels = assemble(clustered_suite::PTX, &ptxas, &cuobjdump);
+    let links = ptx_baseline_links(clustered_suite::PTX);
+    assert!(
+        links.len() > 100,
+        "only {} schedules linked to their kernels",
+        links.len()
+    );
+    let caps: Vec<(&str, &str, u32)> = links
+        .iter()
+        .filter_map(|(entry, baseline)| {
+            let cap = register_cap(kernels[entry].registers, kernels[baseline].registers, &h100)?;
+            Some((entry.as_str(), baseline.as_str(), cap))
+        })
+        .collect();
+    assert!(!caps.is_empty(), "no schedule of the suite costs occupancy");
+    let wanted: Vec<(&str, u32)> = caps.iter().map(|&(e, _, cap)| (e, cap)).collect();
+    let text = ptx_with_register_caps(clustered_suite::PTX, &wanted)
+        .expect("the suite's entries can be cut out");
+    let capped = assemble(&text, &ptxas, &cuobjdump);
+    let mut applied = 0;
+    for &(entry, baseline, cap) in &caps {
+        let (before, after) = (&kernels[entry], &capped[entry]);
+        assert!(
+            after.registers <= cap,
+            "{entry}: {} registers under .maxnreg {cap}",
+            after.registers
+        );
+        let used = after.spill_bytes <= before.spill_bytes;
+        applied += used as u32;
+        println!(
+            "{entry}: {} registers ({baseline} {}) -> {} (.maxnreg {cap}), spills {} -> {} bytes: {}",
+            before.registers,
+            kernels[baseline].registers,
+            after.registers,
+            before.spill_bytes,
+            after.spill_bytes,
+            if used { "capped" } else { "kept as it was" }
+        );
+    }
+    assert_eq!(
+        capped.len(),
+        caps.len(),
+        "the capped module holds only the capped entries"
+    );
+    assert!(applied > 0, "no cap fitted without spills");
 }
 
 /// The binding of a contract from the bytes of its PTX initializer

@@ -1,0 +1,342 @@
+//! Keeping a schedule at its kernel's occupancy.
+//!
+//! A schedule's entry is its kernel's body inside a task loop, and the loop's
+//! state can push ptxas past a register count where fewer warps fit on an
+//! SM: Black-Scholes' grid-stride loop takes 35 registers where the kernel
+//! takes 21, and at 35 (allocated as 40) an H100 SM holds 48 warps instead
+//! of 64. Memory-bound bodies lose what those warps kept in flight (hotspot's
+//! grid-stride loop ran at 0.92x of its kernel; capped at 32 registers,
+//! where ptxas spilled nothing, 0.99x: docs/BENCHMARKS.md, "Schedules at
+//! their kernel's occupancy").
+//!
+//! So when a module is loaded, each schedule linked to its kernel
+//! ([`BASELINE_LINK_PREFIX`]) whose registers allow fewer warps per SM than
+//! the kernel's is compiled again with `.maxnreg` at the most registers that
+//! keep the kernel's warps, and the capped code is used only if ptxas fitted
+//! it without spilling more than before; otherwise the schedule keeps its
+//! own code. Every decision is kept ([`RegisterCap`]).
+
+use std::fmt;
+
+use clustered_device::abi::BASELINE_LINK_PREFIX;
+
+use crate::DeviceProperties;
+
+/// Registers are allocated per warp in units of this many (sm_70 and later,
+/// the CUDA occupancy calculator's "register allocation unit size").
+const REGISTER_UNIT: u32 = 256;
+/// Warps are given registers in groups of this many (one per scheduler;
+/// the calculator's "warp allocation granularity").
+const WARP_GROUP: u32 = 4;
+/// The most registers a thread may have (`.maxnreg`'s upper bound).
+const MAX_REGISTERS: u32 = 255;
+
+/// Warps per SM that `registers` per thread allow (other limits aside).
+pub fn warps_by_registers(registers: u32, device: &DeviceProperties) -> u32 {
+    let max_warps = device.max_warps_per_sm;
+    if registers == 0 {
+        return max_warps;
+    }
+    let per_warp = (registers * device.warp_size).div_ceil(REGISTER_UNIT) * REGISTER_UNIT;
+    let warps = device.max_registers_per_sm / per_warp / WARP_GROUP * WARP_GROUP;
+    warps.min(max_warps)
+}
+
+/// The most registers per thread that still allow as many warps per SM as
+/// `registers` do: 32 for any kernel of 32 or fewer on an H100.
+pub fn registers_keeping_warps(registers: u32, device: &DeviceProperties) -> u32 {
+    let warps = warps_by_registers(registers, device);
+    (registers.max(1)..=MAX_REGISTERS)
+        .take_while(|&r| warps_by_registers(r, device) >= warps)
+        .last()
+        .unwrap_or(registers)
+}
+
+/// The `.maxnreg` for a schedule of `registers` per thread made from a kernel
+/// of `baseline_registers`: `None` when the schedule fits as many warps per
+/// SM as its kernel, else the most registers that do.
+pub fn register_cap(
+    registers: u32,
+    baseline_registers: u32,
+    device: &DeviceProperties,
+) -> Option<u32> {
+    (warps_by_registers(registers, device) < warps_by_registers(baseline_registers, device))
+        .then(|| registers_keeping_warps(baseline_registers, device))
+}
+
+/// What loading did about one schedule whose registers cost warps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisterCap {
+    /// The schedule's entry.
+    pub entry: String,
+    /// The kernel it was made from.
+    pub baseline: String,
+    /// The kernel's registers per thread.
+    pub baseline_registers: u32,
+    /// The schedule's registers as ptxas chose them.
+    pub registers: u32,
+    /// The `.maxnreg` it was compiled again with.
+    pub cap: u32,
+    /// What came of it.
+    pub outcome: CapOutcome,
+}
+
+/// Whether a [`RegisterCap`] is in use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CapOutcome {
+    /// The capped code runs: `registers` per thread, no more local memory
+    /// (spills) than before.
+    Applied {
+        /// Registers per thread of the capped code.
+        registers: u32,
+    },
+    /// ptxas needed more local memory (spills) under the cap: the
+    /// schedule keeps its own code.
+    Spills {
+        /// Local bytes per thread without the cap.
+        before: u32,
+        /// Local bytes per thread with it.
+        after: u32,
+    },
+    /// Compiling the capped copy failed (the driver's message): the schedule
+    /// keeps its own code.
+    NotCompiled(String),
+}
+
+impl fmt::Display for RegisterCap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let RegisterCap {
+            entry,
+            baseline,
+            baseline_registers,
+            registers,
+            cap,
+            outcome,
+        } = self;
+        write!(
+            f,
+            "{entry}: {registers} registers ({baseline}: {baseline_registers}); .maxnreg {cap}: "
+        )?;
+        match outcome {
+            CapOutcome::Applied { registers } => write!(f, "{registers} registers, no spills"),
+            CapOutcome::Spills { before, after } => write!(
+                f,
+                "not used, local memory {before} -> {after} bytes per thread (spills)"
+            ),
+            CapOutcome::NotCompiled(error) => write!(f, "not used, did not compile: {error}"),
+        }
+    }
+}
+
+/// The schedules of PTX text linked to the kernels they were made from:
+/// `(schedule, kernel)`, read from `.global` byte arrays named
+/// [`BASELINE_LINK_PREFIX`]`<schedule>` whose bytes spell the kernel's name.
+pub fn ptx_baseline_links(ptx: &str) -> Vec<(String, String)> {
+    let mut links = Vec::new();
+    for line in ptx.lines() {
+        let Some(at) = line.find(BASELINE_LINK_PREFIX) else {
+            continue;
+        };
+        if !line.contains(".global") {
+            continue;
+        }
+        let rest = &line[at + BASELINE_LINK_PREFIX.len()..];
+        let schedule: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
+            .collect();
+        let bytes = line
+            .split_once('{')
+            .and_then(|(_, rest)| rest.split_once('}'))
+            .and_then(|(list, _)| {
+                list.split(',')
+                    .map(|b| b.trim().parse::<u8>().ok())
+                    .collect::<Option<Vec<u8>>>()
+            });
+        if let Some(kernel) = bytes.and_then(|b| String::from_utf8(b).ok()) {
+            if !schedule.is_empty() && !kernel.is_empty() {
+                links.push((schedule, kernel));
+            }
+        }
+    }
+    links
+}
+
+/// PTX text with only the `.entry` definitions named in `caps`, each given
+/// `.maxnreg` (between its parameter list and its body); everything else at
+/// module scope (functions, globals, shared arrays) is kept as it is, so the
+/// kept entries compile as they did. `None` if an entry's extent cannot be
+/// read.
+pub fn ptx_with_register_caps(ptx: &str, caps: &[(&str, u32)]) -> Option<String> {
+    let mut out = String::with_capacity(ptx.len() / 4);
+    let mut rest = ptx;
+    while let Some(start) = next_entry(rest) {
+        let (before, entry_text) = rest.split_at(start);
+        out.push_str(before);
+        let end = entry_end(entry_text)?;
+        let (entry, after) = entry_text.split_at(end);
+        let name = entry_name(entry)?;
+        if let Some(&(_, cap)) = caps.iter().find(|(n, _)| *n == name) {
+            let params_end = entry.find(')')? + 1;
+            out.push_str(&entry[..params_end]);
+            out.push_str(&format!("\n.maxnreg {cap}"));
+            out.push_str(&entry[params_end..]);
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// Where the next `.entry` definition starts: the start of its line (with
+/// `.visible` or `.weak` before it).
+fn next_entry(ptx: &str) -> Option<usize> {
+    let mut offset = 0;
+    for line in ptx.split_inclusive('\n') {
+        let code = line.split("//").next().unwrap_or("");
+        let mut words = code.split_whitespace();
+        let mut word = words.next();
+        if matches!(word, Some(".visible" | ".weak")) {
+            word = words.next();
+        }
+        if word == Some(".entry") {
+            return Some(offset);
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// The length of the entry definition at the start of `text`: through the
+/// `}` that closes its body, and the line's end after it.
+fn entry_end(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut entered = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let code = line.split("//").next().unwrap_or("");
+        for c in code.chars() {
+            match c {
+                '{' => {
+                    depth += 1;
+                    entered = true;
+                }
+                '}' => depth = depth.checked_sub(1)?,
+                _ => {}
+            }
+        }
+        offset += line.len();
+        if entered && depth == 0 {
+            return Some(offset);
+        }
+    }
+    None
+}
+
+/// The name of the entry whose definition `text` starts with.
+fn entry_name(text: &str) -> Option<&str> {
+    let at = text.find(".entry")? + ".entry".len();
+    let name = text[at..].trim_start();
+    let end = name.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))?;
+    Some(&name[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_h100_keeps_64_warps_up_to_32_registers() {
+        let h100 = DeviceProperties::h100_sxm();
+        assert_eq!(warps_by_registers(21, &h100), 64);
+        assert_eq!(warps_by_registers(32, &h100), 64);
+        // 33 registers are allocated as 40: 65536 / 1280 = 51, in groups of 4.
+        assert_eq!(warps_by_registers(33, &h100), 48);
+        assert_eq!(warps_by_registers(40, &h100), 48);
+        assert_eq!(warps_by_registers(48, &h100), 40);
+        assert_eq!(warps_by_registers(255, &h100), 8);
+        assert_eq!(registers_keeping_warps(21, &h100), 32);
+        assert_eq!(registers_keeping_warps(32, &h100), 32);
+        assert_eq!(registers_keeping_warps(35, &h100), 40);
+        // 56 registers allow 36 warps, 57-64 allow 32.
+        assert_eq!(warps_by_registers(56, &h100), 36);
+        assert_eq!(registers_keeping_warps(50, &h100), 56);
+        assert_eq!(registers_keeping_warps(255, &h100), 255);
+        assert_eq!(register_cap(35, 21, &h100), Some(32));
+        assert_eq!(register_cap(32, 21, &h100), None);
+        assert_eq!(register_cap(55, 32, &h100), Some(32));
+        // More registers than the kernel, as many warps: no cap.
+        assert_eq!(register_cap(40, 36, &h100), None);
+    }
+
+    const PTX: &str = "\
+.version 7.8
+.target sm_90
+.address_size 64
+
+.visible .global .align 1 .b8 __clustered_baseline_k_stride[1] = {107};
+.visible .global .align 1 .b8 __clustered_baseline_k_agents[1] = {107};
+.shared .align 16 .b8 tile[64];
+
+.func helper(.param .b32 x)
+{
+\tret;
+}
+
+\t// .globl\tk
+.visible .entry k(
+\t.param .u64 .ptr .align 1 k_param_0
+)
+{
+\tret;
+}
+
+.visible .entry k_stride(
+\t.param .u64 .ptr .align 1 k_stride_param_0,
+\t.param .align 8 .b8 k_stride_param_1[184]
+)
+{
+\t{ .reg .pred p; // a scoped block, as inline PTX writes one
+\tsetp.ne.u32 p, 1, 0; }
+\tret;
+}
+.visible .entry k_agents(
+\t.param .u64 .ptr .align 1 k_agents_param_0
+)
+{
+\tret;
+}
+";
+
+    #[test]
+    fn links_name_each_schedule_and_its_kernel() {
+        assert_eq!(
+            ptx_baseline_links(PTX),
+            [
+                ("k_stride".to_string(), "k".to_string()),
+                ("k_agents".to_string(), "k".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_capped_copy_keeps_module_scope_and_only_the_capped_entries() {
+        let capped = ptx_with_register_caps(PTX, &[("k_stride", 32)]).unwrap();
+        assert!(capped.contains("k_stride_param_1[184]\n)\n.maxnreg 32\n{"));
+        assert!(!capped.contains(".entry k("), "{capped}");
+        assert!(!capped.contains(".entry k_agents("), "{capped}");
+        for kept in [
+            ".version 7.8",
+            ".shared .align 16 .b8 tile[64];",
+            ".func helper(",
+        ] {
+            assert!(capped.contains(kept), "{kept} missing from {capped}");
+        }
+        assert!(capped.contains("setp.ne.u32 p, 1, 0; }\n\tret;\n}\n"));
+        // An entry whose body never closes cannot be cut out.
+        assert_eq!(
+            ptx_with_register_caps("\n.visible .entry k(\n)\n{\n", &[]),
+            None
+        );
+    }
+}
