@@ -58,7 +58,7 @@ pub use module::{
     ptx_entry_names, ptx_entry_params, Kernel, KernelAttributes, Module, ModuleOptions,
 };
 pub use occupancy::{
-    ptx_baseline_links, ptx_with_register_caps, register_cap, CapOutcome, RegisterCap,
+    capped_name, ptx_baseline_links, ptx_with_register_caps, register_cap, CapOutcome, RegisterCap,
 };
 pub use timing::GpuTimer;
 pub use tools::cuda_tool;

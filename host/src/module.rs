@@ -8,7 +8,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, DriverError};
 use cudarc::nvrtc::Ptx;
 
 use crate::occupancy::{
-    ptx_baseline_links, ptx_with_register_caps, register_cap, CapOutcome, RegisterCap,
+    capped_name, ptx_baseline_links, ptx_with_register_caps, register_cap, CapOutcome, RegisterCap,
 };
 use crate::{Error, Gpu};
 
@@ -16,9 +16,9 @@ use crate::{Error, Gpu};
 #[derive(Debug, Clone)]
 pub struct Module {
     module: Arc<CudaModule>,
-    /// The schedules compiled again at their kernel's occupancy, when any
-    /// needed it (`occupancy.rs`), and what was decided for each.
-    capped: Option<Arc<CudaModule>>,
+    /// The schedules that needed compiling again at their kernel's
+    /// occupancy (`occupancy.rs`), and what was decided for each; an applied
+    /// cap's code is the entry `capped_name(entry)` of `module`.
     caps: Arc<Vec<RegisterCap>>,
     ctx: Arc<CudaContext>,
     entries: Vec<String>,
@@ -188,10 +188,10 @@ impl Gpu {
                 source,
                 log: jit_error_log(&ctx, &c_ptx),
             })?;
-        let (capped, caps) = if options.keep_occupancy {
-            self.keep_occupancy(&module, ptx)?
+        let (module, caps) = if options.keep_occupancy {
+            self.keep_occupancy(module, ptx)?
         } else {
-            (None, Vec::new())
+            (module, Vec::new())
         };
         // The code that runs changes with the caps: tuned choices follow it.
         let hashed = caps
@@ -201,7 +201,6 @@ impl Gpu {
             .fold(ptx.to_string(), |text, cap| text + &cap);
         Ok(Module {
             module,
-            capped,
             caps: Arc::new(caps),
             ctx,
             entries: ptx_entry_names(ptx),
@@ -213,14 +212,15 @@ impl Gpu {
         })
     }
 
-    /// Compiles again, with `.maxnreg`, the schedules whose registers fit
-    /// fewer warps per SM than their kernel's (`occupancy.rs`); returns the
-    /// module of capped copies (if any compiled) and a decision per schedule.
+    /// Loads the module again with a copy of each schedule whose registers
+    /// fit fewer warps per SM than its kernel's, capped with `.maxnreg`
+    /// (`occupancy.rs`); returns the module to use (that one if it
+    /// compiled, else `module`) and a decision per schedule.
     fn keep_occupancy(
         &self,
-        module: &Arc<CudaModule>,
+        module: Arc<CudaModule>,
         ptx: &str,
-    ) -> Result<(Option<Arc<CudaModule>>, Vec<RegisterCap>), Error> {
+    ) -> Result<(Arc<CudaModule>, Vec<RegisterCap>), Error> {
         let device = self.properties();
         let attributes = |name: &str| -> Result<Option<KernelAttributes>, Error> {
             match module.load_function(name) {
@@ -255,7 +255,7 @@ impl Gpu {
             });
         }
         if caps.is_empty() {
-            return Ok((None, caps));
+            return Ok((module, caps));
         }
         let wanted: Vec<(&str, u32)> = caps.iter().map(|c| (c.entry.as_str(), c.cap)).collect();
         let compiled = match ptx_with_register_caps(ptx, &wanted) {
@@ -271,11 +271,11 @@ impl Gpu {
                 for cap in &mut caps {
                     cap.outcome = CapOutcome::NotCompiled(error.clone());
                 }
-                return Ok((None, caps));
+                return Ok((module, caps));
             }
         };
         for (cap, before) in caps.iter_mut().zip(before) {
-            cap.outcome = match capped.load_function(&cap.entry) {
+            cap.outcome = match capped.load_function(&capped_name(&cap.entry)) {
                 Err(e) => CapOutcome::NotCompiled(e.to_string()),
                 Ok(func) => {
                     let after = KernelAttributes::query(&func)?;
@@ -292,7 +292,7 @@ impl Gpu {
                 }
             };
         }
-        Ok((Some(capped), caps))
+        Ok((capped, caps))
     }
 }
 
@@ -322,11 +322,11 @@ impl Module {
             .caps
             .iter()
             .any(|c| c.entry == name && matches!(c.outcome, CapOutcome::Applied { .. }));
-        let module = match &self.capped {
-            Some(capped) if applied => capped,
-            _ => &self.module,
-        };
-        let func = match module.load_function(name) {
+        let func = match self.module.load_function(&if applied {
+            capped_name(name)
+        } else {
+            name.to_string()
+        }) {
             Ok(f) => f,
             Err(DriverError(CUresult::CUDA_ERROR_NOT_FOUND)) => return Err(not_found()),
             Err(source) => {

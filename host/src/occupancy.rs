@@ -11,10 +11,10 @@
 //!
 //! So when a module is loaded, each schedule linked to its kernel
 //! ([`BASELINE_LINK_PREFIX`]) whose registers allow fewer warps per SM than
-//! the kernel's is compiled again with `.maxnreg` at the most registers that
-//! keep the kernel's warps, and the capped code is used only if ptxas fitted
-//! it without spilling more than before; otherwise the schedule keeps its
-//! own code. Every decision is kept ([`RegisterCap`]).
+//! the kernel's gets a copy, in the same module, capped with `.maxnreg` at
+//! the most registers that keep the kernel's warps, and the copy is used
+//! only if ptxas fitted it without spilling more than before; otherwise the
+//! schedule keeps its own code. Every decision is kept ([`RegisterCap`]).
 
 use std::fmt;
 
@@ -162,30 +162,48 @@ pub fn ptx_baseline_links(ptx: &str) -> Vec<(String, String)> {
     links
 }
 
-/// PTX text with only the `.entry` definitions named in `caps`, each given
-/// `.maxnreg` (between its parameter list and its body); everything else at
-/// module scope (functions, globals, shared arrays) is kept as it is, so the
-/// kept entries compile as they did. `None` if an entry's extent cannot be
-/// read.
+/// What a capped copy of entry `name` is called in the module
+/// [`ptx_with_register_caps`] writes.
+pub fn capped_name(name: &str) -> String {
+    format!("{name}{CAPPED_SUFFIX}")
+}
+
+/// Suffix of a capped copy's name (`capped_name`).
+const CAPPED_SUFFIX: &str = "__clustered_capped";
+
+/// PTX text with, after everything it had, a copy of each `.entry` named in
+/// `caps`, renamed ([`capped_name`], its parameters too) and given
+/// `.maxnreg` between its parameter list and its body. One module, so the
+/// copies share the module's globals with the entries they copy (a second
+/// module would have globals of its own, and a kernel that keeps state in
+/// one, or reads one the host wrote, would see another). `None` if an
+/// entry's extent cannot be read or a copy's name is taken.
 pub fn ptx_with_register_caps(ptx: &str, caps: &[(&str, u32)]) -> Option<String> {
-    let mut out = String::with_capacity(ptx.len() / 4);
+    let mut copies = String::new();
     let mut rest = ptx;
     while let Some(start) = next_entry(rest) {
-        let (before, entry_text) = rest.split_at(start);
-        out.push_str(before);
+        let entry_text = &rest[start..];
         let end = entry_end(entry_text)?;
-        let (entry, after) = entry_text.split_at(end);
+        let entry = &entry_text[..end];
         let name = entry_name(entry)?;
         if let Some(&(_, cap)) = caps.iter().find(|(n, _)| *n == name) {
+            let copy = capped_name(name);
+            if ptx.contains(&format!(".entry {copy}(")) {
+                return None;
+            }
             let params_end = entry.find(')')? + 1;
-            out.push_str(&entry[..params_end]);
-            out.push_str(&format!("\n.maxnreg {cap}"));
-            out.push_str(&entry[params_end..]);
+            let renamed = |text: &str| {
+                text.replacen(&format!(".entry {name}("), &format!(".entry {copy}("), 1)
+                    .replace(&format!("{name}_param_"), &format!("{copy}_param_"))
+            };
+            copies.push('\n');
+            copies.push_str(&renamed(&entry[..params_end]));
+            copies.push_str(&format!("\n.maxnreg {cap}"));
+            copies.push_str(&renamed(&entry[params_end..]));
         }
-        rest = after;
+        rest = &entry_text[end..];
     }
-    out.push_str(rest);
-    Some(out)
+    Some(format!("{ptx}{copies}"))
 }
 
 /// Where the next `.entry` definition starts: the start of its line (with
@@ -320,20 +338,33 @@ mod tests {
     }
 
     #[test]
-    fn a_capped_copy_keeps_module_scope_and_only_the_capped_entries() {
+    fn capped_copies_follow_the_module_renamed_with_their_cap() {
         let capped = ptx_with_register_caps(PTX, &[("k_stride", 32)]).unwrap();
-        assert!(capped.contains("k_stride_param_1[184]\n)\n.maxnreg 32\n{"));
-        assert!(!capped.contains(".entry k("), "{capped}");
-        assert!(!capped.contains(".entry k_agents("), "{capped}");
-        for kept in [
-            ".version 7.8",
-            ".shared .align 16 .b8 tile[64];",
-            ".func helper(",
-        ] {
-            assert!(capped.contains(kept), "{kept} missing from {capped}");
-        }
-        assert!(capped.contains("setp.ne.u32 p, 1, 0; }\n\tret;\n}\n"));
-        // An entry whose body never closes cannot be cut out.
+        assert!(
+            capped.starts_with(PTX),
+            "the module as it was, then the copies"
+        );
+        let copy = &capped[PTX.len()..];
+        assert!(copy.contains(
+            ".visible .entry k_stride__clustered_capped(\n\t.param .u64 .ptr .align 1 k_stride__clustered_capped_param_0,"
+        ), "{copy}");
+        assert!(
+            copy.contains("k_stride__clustered_capped_param_1[184]\n)\n.maxnreg 32\n{"),
+            "{copy}"
+        );
+        assert!(
+            copy.contains("setp.ne.u32 p, 1, 0; }\n\tret;\n}\n"),
+            "{copy}"
+        );
+        assert!(
+            !copy.contains(".entry k_agents") && !copy.contains(".entry k("),
+            "{copy}"
+        );
+        assert_eq!(capped_name("k_stride"), "k_stride__clustered_capped");
+        // A copy's name already taken, or an entry whose body never closes:
+        // no copy.
+        let taken = format!("{PTX}.visible .entry k_stride__clustered_capped(\n)\n{{\n}}\n");
+        assert_eq!(ptx_with_register_caps(&taken, &[("k_stride", 32)]), None);
         assert_eq!(
             ptx_with_register_caps("\n.visible .entry k(\n)\n{\n", &[]),
             None

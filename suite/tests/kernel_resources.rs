@@ -352,12 +352,15 @@ fn clustered_variants_cost_what_their_baseline_costs() {
 }
 
 /// What `Gpu::load_module` does for a schedule whose registers cost its
-/// kernel's occupancy, done here with ptxas for an H100: the capped copy of
-/// the module assembles, every capped schedule fits its cap, and the cap
-/// takes effect (no more spills) on some of the suite's schedules.
+/// kernel's occupancy, done here with ptxas for an H100: the module with a
+/// capped copy of each such schedule assembles, its own entries compile as
+/// before, every copy fits its cap, and the cap takes effect (no more
+/// spills) on some of the suite's schedules.
 #[test]
 fn schedules_over_their_kernels_occupancy_fit_it_when_capped() {
-    use clustered_suite::host::{ptx_baseline_links, ptx_with_register_caps, register_cap};
+    use clustered_suite::host::{
+        capped_name, ptx_baseline_links, ptx_with_register_caps, register_cap,
+    };
     let Some((ptxas, cuobjdump)) = tools() else {
         return;
     };
@@ -383,7 +386,12 @@ fn schedules_over_their_kernels_occupancy_fit_it_when_capped() {
     let capped = assemble(&text, &ptxas, &cuobjdump);
     let mut applied = 0;
     for &(entry, baseline, cap) in &caps {
-        let (before, after) = (&kernels[entry], &capped[entry]);
+        let (before, after) = (&kernels[entry], &capped[&capped_name(entry)]);
+        assert_eq!(
+            (capped[entry].registers, capped[entry].spill_bytes),
+            (before.registers, before.spill_bytes),
+            "{entry}: compiled otherwise beside its capped copy"
+        );
         assert!(
             after.registers <= cap,
             "{entry}: {} registers under .maxnreg {cap}",
@@ -403,8 +411,8 @@ fn schedules_over_their_kernels_occupancy_fit_it_when_capped() {
     }
     assert_eq!(
         capped.len(),
-        caps.len(),
-        "the capped module holds only the capped entries"
+        kernels.len() + caps.len(),
+        "the module, and a copy of each capped entry"
     );
     assert!(applied > 0, "no cap fitted without spills");
 }
