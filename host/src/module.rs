@@ -136,6 +136,16 @@ fn jit_error_log(ctx: &CudaContext, ptx: &CString) -> String {
     String::from_utf8_lossy(&log[..end]).trim().to_string()
 }
 
+/// FNV-1a's offset basis: the hash of no bytes.
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a of `bytes`, continued from `hash` (the same in every process).
+fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 /// How [`Gpu::load_module_with`] loads a module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ModuleOptions {
@@ -194,11 +204,12 @@ impl Gpu {
             (module, Vec::new())
         };
         // The code that runs changes with the caps: tuned choices follow it.
-        let hashed = caps
+        let ptx_hash = caps
             .iter()
             .filter(|c| matches!(c.outcome, CapOutcome::Applied { .. }))
-            .map(|c| format!("\n.maxnreg {} {}", c.cap, c.entry))
-            .fold(ptx.to_string(), |text, cap| text + &cap);
+            .fold(fnv1a(FNV_OFFSET, ptx.as_bytes()), |hash, c| {
+                fnv1a(hash, format!("\n.maxnreg {} {}", c.cap, c.entry).as_bytes())
+            });
         Ok(Module {
             module,
             caps: Arc::new(caps),
@@ -206,9 +217,7 @@ impl Gpu {
             entries: ptx_entry_names(ptx),
             params: Arc::new(ptx_entry_params(ptx)),
             cache: Default::default(),
-            ptx_hash: hashed.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-            }),
+            ptx_hash,
         })
     }
 
@@ -232,8 +241,8 @@ impl Gpu {
                 }),
             }
         };
-        let mut caps = Vec::new();
-        let mut before = Vec::new();
+        // Each schedule that loses warps, with its local bytes before a cap.
+        let mut wanted: Vec<(RegisterCap, u32)> = Vec::new();
         for (entry, baseline) in ptx_baseline_links(ptx) {
             let (Some(schedule), Some(kernel)) = (attributes(&entry)?, attributes(&baseline)?)
             else {
@@ -241,41 +250,38 @@ impl Gpu {
             };
             let (registers, baseline_registers) =
                 (schedule.registers_per_thread, kernel.registers_per_thread);
-            let Some(cap) = register_cap(registers, baseline_registers, device) else {
-                continue;
-            };
-            before.push(schedule.local_bytes_per_thread);
-            caps.push(RegisterCap {
-                entry,
-                baseline,
-                baseline_registers,
-                registers,
-                cap,
-                outcome: CapOutcome::NotCompiled(String::new()),
-            });
+            if let Some(cap) = register_cap(registers, baseline_registers, device) {
+                let cap = RegisterCap {
+                    entry,
+                    baseline,
+                    baseline_registers,
+                    registers,
+                    cap,
+                    outcome: CapOutcome::NotCompiled("not compiled yet".to_string()),
+                };
+                wanted.push((cap, schedule.local_bytes_per_thread));
+            }
         }
-        if caps.is_empty() {
-            return Ok((module, caps));
+        if wanted.is_empty() {
+            return Ok((module, Vec::new()));
         }
-        let wanted: Vec<(&str, u32)> = caps.iter().map(|c| (c.entry.as_str(), c.cap)).collect();
-        let compiled = match ptx_with_register_caps(ptx, &wanted) {
+        let caps: Vec<(&str, u32)> = wanted
+            .iter()
+            .map(|(c, _)| (c.entry.as_str(), c.cap))
+            .collect();
+        let compiled = match ptx_with_register_caps(ptx, &caps) {
             None => Err("the entries' extent in the PTX could not be read".to_string()),
             Some(text) => self
                 .context()
                 .load_module(Ptx::from_src(text))
                 .map_err(|e| e.to_string()),
         };
-        let capped = match compiled {
-            Ok(capped) => capped,
-            Err(error) => {
-                for cap in &mut caps {
-                    cap.outcome = CapOutcome::NotCompiled(error.clone());
-                }
-                return Ok((module, caps));
-            }
-        };
-        for (cap, before) in caps.iter_mut().zip(before) {
-            cap.outcome = match capped.load_function(&capped_name(&cap.entry)) {
+        let outcome = |entry: &str, before: u32| -> Result<CapOutcome, Error> {
+            let capped = match &compiled {
+                Ok(capped) => capped,
+                Err(error) => return Ok(CapOutcome::NotCompiled(error.clone())),
+            };
+            Ok(match capped.load_function(&capped_name(entry)) {
                 Err(e) => CapOutcome::NotCompiled(e.to_string()),
                 Ok(func) => {
                     let after = KernelAttributes::query(&func)?;
@@ -290,9 +296,18 @@ impl Gpu {
                         }
                     }
                 }
-            };
-        }
-        Ok((capped, caps))
+            })
+        };
+        let decided = wanted
+            .into_iter()
+            .map(|(cap, before)| {
+                Ok(RegisterCap {
+                    outcome: outcome(&cap.entry, before)?,
+                    ..cap
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok((compiled.unwrap_or(module), decided))
     }
 }
 
