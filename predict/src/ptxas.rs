@@ -50,7 +50,10 @@ pub fn resources(
     ptx: &str,
     arch: &str,
 ) -> Result<BTreeMap<String, Resources>, PtxasError> {
-    let dir = std::env::temp_dir().join(format!("clustered-predict-{}", std::process::id()));
+    // A folder per call: calls on other threads (tests) must not share files.
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("clustered-predict-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(PtxasError::Io)?;
     let (input, output) = (dir.join("kernels.ptx"), dir.join("kernels.cubin"));
     std::fs::write(&input, ptx).map_err(PtxasError::Io)?;

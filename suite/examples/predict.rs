@@ -5,7 +5,7 @@
 //! cargo run --release --example predict -- KERNEL[,KERNEL...]   # breakdown per schedule
 //! cargo run --release --example predict -- --all --sim          # every kernel, traffic from the simulator
 //!     [--device predict/devices/h100-sxm.json] [--bench FILE] [--fit]
-//!     [--skips FILE [--margin 0.25]]
+//!     [--skips FILE [--margin 0.25]] [--no-register-cap]
 //! ```
 //!
 //! Per schedule: the launch the host plans, registers and resident CTAs,
@@ -17,6 +17,9 @@
 //! `--skips FILE` writes, per kernel, the entries of its automatic family
 //! predicted slower than its baseline by more than `--margin` (a fraction):
 //! `bench --skip FILE` tunes the automatic choice without them.
+//! Registers are those the loader runs (`Gpu::load_module` keeps schedules
+//! at their kernel's occupancy); `--no-register-cap` takes ptxas's own, as
+//! the bench runs recorded before those caps ran.
 //! Building a workload at benchmark size allocates its buffers (up to 3 GiB
 //! for vector_add): use `--release`.
 
@@ -27,7 +30,9 @@ use clustered_predict::bench::{records, Record, H100_2026_11_25, H100_BENCH};
 use clustered_predict::stats::{mape, spearman};
 use clustered_predict::{ptxas, DeviceModel, Module, Prediction};
 use clustered_suite::host::cuda_tool;
-use clustered_suite::predict::{cache_profile, predict_workload, traffic_ratios, SkipList};
+use clustered_suite::predict::{
+    as_loaded, cache_profile, predict_workload, traffic_ratios, SkipList,
+};
 use clustered_suite::suite::{self, Size};
 
 /// Kernels kept out of any fitting (`--fit`), reported apart: five suite
@@ -80,12 +85,14 @@ fn run() -> Result<(), String> {
     let mut bench_path = None;
     let mut skips_path = None;
     let mut margin = 0.25;
+    let mut register_caps = true;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--all" => only = None,
             "--sim" => sim = true,
             "--fit" => fit = true,
+            "--no-register-cap" => register_caps = false,
             "--device" => device_path = Some(args.next().ok_or("--device needs a file")?),
             "--bench" => bench_path = Some(args.next().ok_or("--bench needs a file")?),
             "--skips" => skips_path = Some(args.next().ok_or("--skips needs a file")?),
@@ -97,7 +104,7 @@ fn run() -> Result<(), String> {
                     .ok_or("--margin needs a fraction, 0 or more (0.25: 25% slower)")?
             }
             other if !other.starts_with("--") => only = Some(other.to_string()),
-            other => return Err(format!("unknown argument `{other}`; usage: predict [KERNEL[,KERNEL...] | --all] [--sim] [--fit] [--device FILE] [--bench FILE] [--skips FILE [--margin FRACTION]]")),
+            other => return Err(format!("unknown argument `{other}`; usage: predict [KERNEL[,KERNEL...] | --all] [--sim] [--fit] [--device FILE] [--bench FILE] [--skips FILE [--margin FRACTION]] [--no-register-cap]")),
         }
     }
     let mut device = match &device_path {
@@ -119,7 +126,21 @@ fn run() -> Result<(), String> {
     let module = Module::parse(clustered_suite::PTX).map_err(|e| e.to_string())?;
     let resources = match cuda_tool("ptxas") {
         Some(path) => {
-            ptxas::resources(&path, clustered_suite::PTX, "sm_90").map_err(|e| e.to_string())?
+            let mut resources = ptxas::resources(&path, clustered_suite::PTX, "sm_90")
+                .map_err(|e| e.to_string())?;
+            if register_caps {
+                let changed = as_loaded(&path, clustered_suite::PTX, &mut resources, &device)
+                    .map_err(|e| e.to_string())?;
+                println!(
+                    "registers as the loader runs them (kept at the kernel's occupancy; --no-register-cap for bench runs from before 2026-11-26's caps): {}",
+                    changed
+                        .iter()
+                        .map(|(e, before, after)| format!("{e} {before}->{after}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            resources
         }
         None => {
             println!("ptxas not found (pip install nvidia-cuda-nvcc, or set PTXAS): every entry assumed 32 registers");

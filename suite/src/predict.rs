@@ -18,6 +18,54 @@ use clustered_sim::DeviceProfile;
 use crate::simulate::simulate;
 use crate::suite::{Arg, CpuEntry, Variant, Workload};
 
+/// The resources each entry runs with once `Gpu::load_module` has kept the
+/// schedules at their kernel's occupancy (`clustered_host::register_cap`):
+/// `resources` as ptxas gave them for `ptx`, with a schedule's replaced by
+/// its capped copy's where the loader would use that copy (no more spills),
+/// judged by ptxas at `ptxas` on `device`'s register file. Returns the
+/// entries it changed, with their registers before and after.
+pub fn as_loaded(
+    ptxas: &std::path::Path,
+    ptx: &str,
+    resources: &mut BTreeMap<String, Resources>,
+    device: &DeviceModel,
+) -> Result<Vec<(String, u32, u32)>, clustered_predict::ptxas::PtxasError> {
+    let mut properties = clustered_host::DeviceProperties::h100_sxm();
+    properties.max_registers_per_sm = device.registers_per_sm;
+    properties.max_warps_per_sm = device.max_warps_per_sm;
+    let wanted: Vec<(String, u32)> = clustered_host::ptx_baseline_links(ptx)
+        .into_iter()
+        .filter_map(|(entry, baseline)| {
+            let cap = clustered_host::register_cap(
+                resources.get(&entry)?.registers,
+                resources.get(&baseline)?.registers,
+                &properties,
+            )?;
+            Some((entry, cap))
+        })
+        .collect();
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let caps: Vec<(&str, u32)> = wanted.iter().map(|(e, c)| (e.as_str(), *c)).collect();
+    let Some(text) = clustered_host::ptx_with_register_caps(ptx, &caps) else {
+        return Ok(Vec::new());
+    };
+    let capped = clustered_predict::ptxas::resources(ptxas, &text, "sm_90")?;
+    let mut changed = Vec::new();
+    for (entry, _) in &wanted {
+        let Some(copy) = capped.get(&clustered_host::capped_name(entry)) else {
+            continue;
+        };
+        let own = resources[entry];
+        if copy.spill_bytes <= own.spill_bytes {
+            changed.push((entry.clone(), own.registers, copy.registers));
+            resources.insert(entry.clone(), *copy);
+        }
+    }
+    Ok(changed)
+}
+
 /// Memory traffic relative to compulsory bytes, from a simulation at the
 /// simulator's size: applied to the benchmark's compulsory bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]

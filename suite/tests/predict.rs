@@ -192,3 +192,37 @@ fn the_cache_profile_follows_the_device_model() {
     assert_eq!((a.name.as_str(), b.name.as_str()), ("H200", "H100 SXM"));
     assert!(a.l2.bytes > b.l2.bytes);
 }
+
+/// The predictor takes registers as `Gpu::load_module` runs them: a schedule
+/// over its kernel's occupancy with its capped copy's (Black-Scholes'
+/// grid-stride loop, 35 registers from ptxas 13, 32 capped), its kernel and
+/// a schedule already within it as ptxas gave them.
+#[test]
+fn registers_are_the_loaders() {
+    let Some(path) = cuda_tool("ptxas") else {
+        if std::env::var_os("CI").is_some() {
+            panic!("ptxas not found under CI");
+        }
+        eprintln!("skipped: ptxas not found (pip install nvidia-cuda-nvcc)");
+        return;
+    };
+    let device = DeviceModel::h100_sxm();
+    let own = ptxas::resources(&path, clustered_suite::PTX, "sm_90").unwrap();
+    let mut loaded = own.clone();
+    let changed =
+        clustered_suite::predict::as_loaded(&path, clustered_suite::PTX, &mut loaded, &device)
+            .unwrap();
+    let stride = "black_scholes_stride";
+    assert!(own[stride].registers > 32, "{:?}", own[stride]);
+    assert!(loaded[stride].registers <= 32, "{:?}", loaded[stride]);
+    assert!(changed.iter().any(|(e, _, _)| e == stride), "{changed:?}");
+    for (entry, before, after) in &changed {
+        assert_eq!(own[entry].registers, *before);
+        assert!(after < before, "{entry}: {before} -> {after}");
+        assert!(loaded[entry].spill_bytes <= own[entry].spill_bytes);
+    }
+    for unchanged in ["black_scholes", "black_scholes_redirect"] {
+        assert_eq!(loaded[unchanged], own[unchanged], "{unchanged}");
+    }
+    assert_eq!(loaded.len(), own.len());
+}
