@@ -59,6 +59,7 @@ pub use module::{
 };
 pub use occupancy::{
     capped_name, ptx_baseline_links, ptx_with_register_caps, register_cap, CapOutcome, RegisterCap,
+    RegisterFile,
 };
 pub use timing::GpuTimer;
 pub use tools::cuda_tool;

@@ -9,6 +9,7 @@ use cudarc::nvrtc::Ptx;
 
 use crate::occupancy::{
     capped_name, ptx_baseline_links, ptx_with_register_caps, register_cap, CapOutcome, RegisterCap,
+    RegisterFile,
 };
 use crate::{Error, Gpu};
 
@@ -230,7 +231,7 @@ impl Gpu {
         module: Arc<CudaModule>,
         ptx: &str,
     ) -> Result<(Arc<CudaModule>, Vec<RegisterCap>), Error> {
-        let device = self.properties();
+        let device = &RegisterFile::from(self.properties());
         let attributes = |name: &str| -> Result<Option<KernelAttributes>, Error> {
             match module.load_function(name) {
                 Ok(func) => KernelAttributes::query(&func).map(Some),

@@ -31,20 +31,41 @@ const WARP_GROUP: u32 = 4;
 /// The most registers a thread may have (`.maxnreg`'s upper bound).
 const MAX_REGISTERS: u32 = 255;
 
+/// What the register rule needs to know of a GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegisterFile {
+    /// 32-bit registers per SM.
+    pub registers_per_sm: u32,
+    /// Most warps resident on an SM.
+    pub max_warps_per_sm: u32,
+    /// Threads per warp.
+    pub warp_size: u32,
+}
+
+impl From<&DeviceProperties> for RegisterFile {
+    fn from(device: &DeviceProperties) -> Self {
+        RegisterFile {
+            registers_per_sm: device.max_registers_per_sm,
+            max_warps_per_sm: device.max_warps_per_sm,
+            warp_size: device.warp_size,
+        }
+    }
+}
+
 /// Warps per SM that `registers` per thread allow (other limits aside).
-pub fn warps_by_registers(registers: u32, device: &DeviceProperties) -> u32 {
+pub fn warps_by_registers(registers: u32, device: &RegisterFile) -> u32 {
     let max_warps = device.max_warps_per_sm;
     if registers == 0 {
         return max_warps;
     }
     let per_warp = (registers * device.warp_size).div_ceil(REGISTER_UNIT) * REGISTER_UNIT;
-    let warps = device.max_registers_per_sm / per_warp / WARP_GROUP * WARP_GROUP;
+    let warps = device.registers_per_sm / per_warp / WARP_GROUP * WARP_GROUP;
     warps.min(max_warps)
 }
 
 /// The most registers per thread that still allow as many warps per SM as
 /// `registers` do: 32 for any kernel of 32 or fewer on an H100.
-pub fn registers_keeping_warps(registers: u32, device: &DeviceProperties) -> u32 {
+pub fn registers_keeping_warps(registers: u32, device: &RegisterFile) -> u32 {
     let warps = warps_by_registers(registers, device);
     (registers.max(1)..=MAX_REGISTERS)
         .take_while(|&r| warps_by_registers(r, device) >= warps)
@@ -55,11 +76,7 @@ pub fn registers_keeping_warps(registers: u32, device: &DeviceProperties) -> u32
 /// The `.maxnreg` for a schedule of `registers` per thread made from a kernel
 /// of `baseline_registers`: `None` when the schedule fits as many warps per
 /// SM as its kernel, else the most registers that do.
-pub fn register_cap(
-    registers: u32,
-    baseline_registers: u32,
-    device: &DeviceProperties,
-) -> Option<u32> {
+pub fn register_cap(registers: u32, baseline_registers: u32, device: &RegisterFile) -> Option<u32> {
     (warps_by_registers(registers, device) < warps_by_registers(baseline_registers, device))
         .then(|| registers_keeping_warps(baseline_registers, device))
 }
@@ -265,7 +282,7 @@ mod tests {
 
     #[test]
     fn an_h100_keeps_64_warps_up_to_32_registers() {
-        let h100 = DeviceProperties::h100_sxm();
+        let h100 = RegisterFile::from(&DeviceProperties::h100_sxm());
         assert_eq!(warps_by_registers(21, &h100), 64);
         assert_eq!(warps_by_registers(32, &h100), 64);
         // 33 registers are allocated as 40: 65536 / 1280 = 51, in groups of 4.

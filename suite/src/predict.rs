@@ -30,16 +30,18 @@ pub fn as_loaded(
     resources: &mut BTreeMap<String, Resources>,
     device: &DeviceModel,
 ) -> Result<Vec<(String, u32, u32)>, clustered_predict::ptxas::PtxasError> {
-    let mut properties = clustered_host::DeviceProperties::h100_sxm();
-    properties.max_registers_per_sm = device.registers_per_sm;
-    properties.max_warps_per_sm = device.max_warps_per_sm;
+    let registers = clustered_host::RegisterFile {
+        registers_per_sm: device.registers_per_sm,
+        max_warps_per_sm: device.max_warps_per_sm,
+        warp_size: 32,
+    };
     let wanted: Vec<(String, u32)> = clustered_host::ptx_baseline_links(ptx)
         .into_iter()
         .filter_map(|(entry, baseline)| {
             let cap = clustered_host::register_cap(
                 resources.get(&entry)?.registers,
                 resources.get(&baseline)?.registers,
-                &properties,
+                &registers,
             )?;
             Some((entry, cap))
         })

@@ -364,7 +364,9 @@ fn schedules_over_their_kernels_occupancy_fit_it_when_capped() {
     let Some((ptxas, cuobjdump)) = tools() else {
         return;
     };
-    let h100 = clustered_suite::host::DeviceProperties::h100_sxm();
+    let h100 = clustered_suite::host::RegisterFile::from(
+        &clustered_suite::host::DeviceProperties::h100_sxm(),
+    );
     let kernels = assemble(clustered_suite::PTX, &ptxas, &cuobjdump);
     let links = ptx_baseline_links(clustered_suite::PTX);
     assert!(
