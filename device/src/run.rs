@@ -303,9 +303,13 @@ unsafe fn publish(ticket: Shared<u32>, parity: u32, partition: &Partition, claim
 ///   double-buffered shared ticket, so one barrier per chunk both publishes
 ///   the next claim and separates consecutive chunks. Claims and the exit are
 ///   therefore uniform across the CTA, and barriers inside `task` stay legal.
-/// - The leader claims the next chunk before running the current one and
-///   publishes it after, so the atomic can complete while the chunk runs
-///   (the intent; its effect on time has not been measured separately).
+/// - The leader claims the next chunk after the current one ran, just before
+///   the barrier that publishes it. Claiming it before the chunk, to hide
+///   the atomic behind the chunk's work, measured slower on every streaming
+///   kernel (H100: persistent Black-Scholes 0.80x of its kernel against
+///   1.03x, Jacobi 7 0.87x against 1.06x; docs/BENCHMARKS.md, "The claim
+///   after the chunk"), and with about one claim per agent it let the
+///   first agents to arrive take two claims each while others found none.
 /// - Throttling: the first `launch.active_agents` agents to arrive on an SM
 ///   work; the others exit at once.
 /// - A body that uses shared memory or barriers ends each task with
@@ -356,11 +360,6 @@ pub unsafe fn agents(
             if count == 0 {
                 break;
             }
-            let next = if leader {
-                claimer.claim(&counters, &partition, claim_chunk)
-            } else {
-                None
-            };
             // Stepping costs a compare per task where delinearizing cost two
             // divisions by multiplication (DESIGN.md section 7: no division per
             // task). In H100 bench runs before and after (the session that made
@@ -378,8 +377,11 @@ pub unsafe fn agents(
                 task(start + k, Cta::new(index, grid));
                 index = delinearize.step(index, start + k + 1);
             }
+            // Claimed after the chunk ran, not before it: see the function's
+            // documentation.
             parity ^= 1;
             if leader {
+                let next = claimer.claim(&counters, &partition, claim_chunk);
                 publish(ticket, parity, &partition, next);
             }
             hardware::scheduler_barrier();
