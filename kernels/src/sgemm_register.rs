@@ -54,10 +54,12 @@ const A_STRIDE: u32 = BM + 4;
 ///   X-partitioning.
 /// - `_agents`: persistent agents, ACTIVE = MAX, clusters cut from 4x4 tiles
 ///   of CTAs. MAX is 2 per SM at 256 threads only within 128 registers; the
-///   agent loop's own state once took this variant to 130 (1 per SM, 0.76x)
-///   and takes it to 128 since its ticket carries whole claims (2 per SM,
-///   1.02x on the H100): check `scripts/ptx-report.sh` before reading its
-///   timings.
+///   agent loop's own state once took this variant to 130 (1 per SM, 0.76x),
+///   then to 128 once its ticket carried whole claims (2 per SM, 1.02x on
+///   the H100), and to 129 since the leader claims after each chunk; the
+///   loader keeps it at 2 per SM with `.maxnreg 128` (124 registers, no
+///   spills: `Module::register_caps`), 0.98x on the H100. Check
+///   `scripts/ptx-report.sh` before reading its timings.
 #[clustered(name = sgemm_register_raster8, binding = reorder, indexing = tile(1, 8))]
 #[clustered(name = sgemm_register_raster16, binding = reorder, indexing = tile(1, 16))]
 #[clustered(name = sgemm_register_redirect_rows, binding = redirect, indexing = row_major)]
