@@ -44,7 +44,7 @@ const A_STRIDE: u32 = BM + 4;
 /// of `A`, a grid column the same 128 columns of `B`. Register and shared
 /// tiling make it far less L1-bound than the naive kernel; whether L2
 /// locality then pays is what the variants measure (on the H100 only the
-/// agents gained, 1.02x: docs/BENCHMARKS.md).
+/// agents ever gained, 1.02x, and no longer do: docs/BENCHMARKS.md).
 ///
 /// Variants:
 /// - `_raster8`, `_raster16`: the grouped raster, `tile(1, G)` (GROUP_M = G);
