@@ -36,9 +36,20 @@ crate::sm::read_u32_register! {
     cluster_nctaid_y => "%cluster_nctaid.y", 1;
 }
 
+/// Proof that every block of this cluster has started: [`cluster_sync`]
+/// returns it and [`Shared::in_block`] asks for it. A block's shared memory
+/// exists only once the block runs, so the first access to another block's
+/// must follow a cluster barrier (CUDA's rule; compute-sanitizer's racecheck
+/// reports such an access as one into "a block that might not have entered
+/// yet"). Holding the token is having passed one.
+#[derive(Clone, Copy, Debug)]
+pub struct ClusterStarted(());
+
 /// Waits until every thread of every block of the cluster arrived
 /// (`barrier.cluster.arrive` then `.wait`: release then acquire, so shared
 /// memory written before it is visible to the cluster's reads after it).
+/// Returns the proof that every block of the cluster runs, which another
+/// block's shared memory asks for ([`Shared::in_block`]).
 ///
 /// Also the last thing a block does before it exits when others may still
 /// read or write its shared memory: a block's shared memory goes away with
@@ -52,7 +63,7 @@ crate::sm::read_u32_register! {
 /// costs in time was not measured apart.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub fn cluster_sync() {
+pub fn cluster_sync() -> ClusterStarted {
     #[cfg(target_arch = "nvptx64")]
     if cluster_nctarank() == 1 {
         crate::thread::sync_threads();
@@ -69,6 +80,7 @@ pub fn cluster_sync() {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     crate::thread::sync_threads();
+    ClusterStarted(())
 }
 
 /// An address in the shared memory of some block of this cluster.
@@ -81,13 +93,15 @@ pub struct ClusterShared<T> {
 
 impl<T: SharedElement> Shared<T> {
     /// The same array in the shared memory of block `rank` of this cluster
-    /// (`mapa.shared::cluster`).
+    /// (`mapa.shared::cluster`), once a [`cluster_sync`] has shown that
+    /// every block of the cluster runs (`started`).
     ///
     /// # Panics
     /// On the CPU backend, for a rank other than 0 (a cluster of one).
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-    pub fn in_block(self, rank: u32) -> ClusterShared<T> {
+    pub fn in_block(self, rank: u32, started: ClusterStarted) -> ClusterShared<T> {
+        let _ = started;
         #[cfg(target_arch = "nvptx64")]
         {
             let address: u32;
@@ -174,13 +188,13 @@ mod tests {
         assert_eq!((cluster_nctaid_x(), cluster_nctaid_y()), (1, 1));
         // SAFETY: only the address is used.
         let shared = unsafe { Shared::<f32>::from_address(64) };
-        assert_eq!(shared.in_block(0).address, 64);
+        assert_eq!(shared.in_block(0, ClusterStarted(())).address, 64);
     }
 
     #[test]
     #[should_panic(expected = "runs every block as a cluster of one")]
     fn another_rank_is_refused_by_name() {
         // SAFETY: only the address is used.
-        let _ = unsafe { Shared::<f32>::from_address(0) }.in_block(1);
+        let _ = unsafe { Shared::<f32>::from_address(0) }.in_block(1, ClusterStarted(()));
     }
 }

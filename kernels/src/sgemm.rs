@@ -77,6 +77,10 @@ pub unsafe fn sgemm_tiled_dsmem(a: *const f32, b: *const f32, c: *mut f32, n: u3
     let mut sum = 0.0f32;
     let mut k0 = 0;
     let mut buffer = 0;
+    // Every block of the cluster runs before any stores into another's
+    // shared memory (without it compute-sanitizer's racecheck reported the
+    // first step's stores, 2026-11-26).
+    let started = cluster_sync();
     while k0 < n {
         let tile_a = tiles_a.offset(buffer * TILE * TILE);
         let tile_b = tiles_b.offset(buffer * TILE * TILE);
@@ -103,7 +107,9 @@ pub unsafe fn sgemm_tiled_dsmem(a: *const f32, b: *const f32, c: *mut f32, n: u3
             let mut x = 0;
             while x < nx {
                 if x != cx {
-                    tile_a.in_block(cy * nx + x).write(element, value_a);
+                    tile_a
+                        .in_block(cy * nx + x, started)
+                        .write(element, value_a);
                 }
                 x += 1;
             }
@@ -113,7 +119,9 @@ pub unsafe fn sgemm_tiled_dsmem(a: *const f32, b: *const f32, c: *mut f32, n: u3
             let mut y = 0;
             while y < ny {
                 if y != cy {
-                    tile_b.in_block(y * nx + cx).write(element, value_b);
+                    tile_b
+                        .in_block(y * nx + cx, started)
+                        .write(element, value_b);
                 }
                 y += 1;
             }
