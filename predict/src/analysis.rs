@@ -266,6 +266,43 @@ struct Evaluator<'a> {
     /// first iteration's value on the first path found, not its value.
     uniform: bool,
     definitions: HashMap<&'a str, u32>,
+    /// The CFG and each register's defining blocks, to see a definition
+    /// that reaches a use around its dominators (a counter stepped in an
+    /// earlier loop); `None`: dominators only (the uniform evaluator, which
+    /// takes no register with two definitions anyway).
+    flow: Option<(&'a Cfg, HashMap<&'a str, Vec<usize>>)>,
+}
+
+/// The blocks defining each register.
+fn defining_blocks(function: &Function) -> HashMap<&str, Vec<usize>> {
+    let mut blocks: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (b, block) in function.blocks.iter().enumerate() {
+        for i in &block.instructions {
+            if let Some(d) = i.destination() {
+                let list = blocks.entry(d).or_default();
+                if list.last() != Some(&b) {
+                    list.push(b);
+                }
+            }
+        }
+    }
+    blocks
+}
+
+/// Whether `to` can be reached from `from` along the CFG's edges.
+fn reaches(graph: &Cfg, from: usize, to: usize) -> bool {
+    let mut seen = vec![false; graph.successors.len()];
+    let mut stack = vec![from];
+    while let Some(b) = stack.pop() {
+        if b == to {
+            return true;
+        }
+        if std::mem::replace(&mut seen[b], true) {
+            continue;
+        }
+        stack.extend(graph.successors[b].iter().copied());
+    }
+    false
 }
 
 fn definitions(function: &Function) -> HashMap<&str, u32> {
@@ -286,7 +323,11 @@ impl Evaluator<'_> {
     }
 
     /// The instruction defining `register` that reaches instruction `index`
-    /// of `block`: in the block before it, else in its dominators.
+    /// of `block`: in the block before it, else in its dominators. `None`
+    /// where another definition, in a block between that dominator and the
+    /// use, reaches the use too (the register's value there depends on the
+    /// path: a counter that an earlier loop stepped enters the next loop at
+    /// its exit value, not at the value it had before that loop).
     fn reaching_def(&self, register: &str, block: usize, index: usize) -> Option<(usize, usize)> {
         let mut b = block;
         let mut end = index;
@@ -297,7 +338,28 @@ impl Evaluator<'_> {
                     return Some((b, i));
                 }
             }
-            b = self.idom[b]?;
+            let up = self.idom[b]?;
+            if let Some((graph, defining)) = &self.flow {
+                // In `b` itself only a definition after the use can reach
+                // it, and only around a cycle (none came before it: the
+                // scan above).
+                let in_cycle = |x: usize| graph.successors[x].iter().any(|&s| reaches(graph, s, x));
+                let around = defining.get(register).is_some_and(|blocks| {
+                    blocks.iter().any(|&x| {
+                        x != up
+                            && dominates(self.idom, up, x)
+                            && if x == b {
+                                in_cycle(b)
+                            } else {
+                                reaches(graph, x, b)
+                            }
+                    })
+                });
+                if around {
+                    return None;
+                }
+            }
+            b = up;
             end = usize::MAX;
         }
     }
@@ -514,6 +576,7 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
         idom: &idom,
         uniform: true,
         definitions: definitions(function),
+        flow: None,
     };
     let mut folded = HashMap::new();
     for (b, block) in function.blocks.iter().enumerate() {
@@ -541,6 +604,7 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
         idom: &idom,
         uniform: false,
         definitions: HashMap::new(),
+        flow: Some((&graph, defining_blocks(function))),
     };
 
     // Natural loops, merged by header.
@@ -1138,6 +1202,50 @@ $L__BB0_11:
         assert_eq!(flow.executions[1], 0.0);
         let flow = analyse(k, &context(vec![Some(2051)]));
         assert_eq!(flow.loops[0].trips, Trips::Known(3));
+    }
+
+    /// A loop stepping `%r1` by 16 to `n`, then a remainder loop stepping
+    /// it by 1 to `n`: the second loop's counter enters at the first one's
+    /// exit value, not at the 0 it had before the first loop (which counted
+    /// ATAX's remainder loop 4096 times where it runs none).
+    const STEPPED_BEFORE: &str = r#"
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	ld.param.b32 	%r9, [k_param_0];
+	mov.b32 	%r1, 0;
+$L__BB0_1:
+	fma.rn.f32 %f2, %f1, %f1, %f2;
+	add.s32 	%r1, %r1, 16;
+	setp.lt.u32 	%p1, %r1, %r9;
+	@%p1 bra 	$L__BB0_1;
+	setp.ge.u32 	%p2, %r1, %r9;
+	@%p2 bra 	$L__BB0_3;
+$L__BB0_2:
+	fma.rn.f32 %f2, %f1, %f1, %f2;
+	add.s32 	%r1, %r1, 1;
+	setp.lt.u32 	%p3, %r1, %r9;
+	@%p3 bra 	$L__BB0_2;
+$L__BB0_3:
+	ret;
+}
+"#;
+
+    #[test]
+    fn a_counter_stepped_by_an_earlier_loop_is_not_taken_at_its_start() {
+        let module = Module::parse(STEPPED_BEFORE).unwrap();
+        let k = module.function("k").unwrap();
+        let flow = analyse(k, &context(vec![Some(2048)]));
+        let first = flow.loops.iter().find(|l| l.label == "$L__BB0_1").unwrap();
+        assert_eq!(first.trips, Trips::Known(128));
+        let remainder = flow.loops.iter().find(|l| l.label == "$L__BB0_2").unwrap();
+        // Its entering value depends on the path: not counted, and said so.
+        assert!(
+            matches!(remainder.trips, Trips::Assumed { .. }),
+            "{:?}",
+            remainder.trips
+        );
     }
 
     /// A persistent CTA's claim loop: an atomic claims a chunk, the chunk
