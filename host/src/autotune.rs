@@ -186,7 +186,7 @@ pub fn bucket(v: u64) -> u64 {
 /// FNV-1a, for keys that must be the same in every process (the standard
 /// hasher is seeded per process).
 #[derive(Clone, Copy)]
-struct Fnv(u64);
+pub(crate) struct Fnv(u64);
 
 impl Default for Fnv {
     fn default() -> Self {

@@ -1,15 +1,16 @@
 //! PTX modules, kernel handles, kernel attributes and occupancy.
 
 use std::ffi::{c_uint, c_void, CString};
+use std::hash::Hasher;
 use std::sync::Arc;
 
 use cudarc::driver::sys::{self, CUfunction_attribute as F, CUjit_option, CUresult};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, DriverError};
 use cudarc::nvrtc::Ptx;
 
+use crate::autotune::Fnv;
 use crate::occupancy::{
-    capped_name, ptx_baseline_links, ptx_with_register_caps, register_cap, CapOutcome, RegisterCap,
-    RegisterFile,
+    capped_name, plan_register_caps, ptx_with_register_caps, CapOutcome, RegisterCap, RegisterFile,
 };
 use crate::{Error, Gpu};
 
@@ -30,6 +31,15 @@ pub struct Module {
     ptx_hash: u64,
 }
 
+/// The PTX identifier `text` starts with (letters, digits, `_`, `$`;
+/// empty if none).
+pub(crate) fn ptx_identifier(text: &str) -> &str {
+    let end = text
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
 /// The `.entry` names declared in PTX text (best effort: a plain scan, for
 /// error messages).
 pub fn ptx_entry_names(ptx: &str) -> Vec<String> {
@@ -43,11 +53,7 @@ pub fn ptx_entry_names(ptx: &str) -> Vec<String> {
         if !before_ok || !rest.starts_with(|c: char| c.is_whitespace()) {
             continue;
         }
-        let name: String = rest
-            .trim_start()
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
-            .collect();
+        let name = ptx_identifier(rest.trim_start()).to_string();
         if !name.is_empty() && !names.contains(&name) {
             names.push(name);
         }
@@ -137,16 +143,6 @@ fn jit_error_log(ctx: &CudaContext, ptx: &CString) -> String {
     String::from_utf8_lossy(&log[..end]).trim().to_string()
 }
 
-/// FNV-1a's offset basis: the hash of no bytes.
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-
-/// FNV-1a of `bytes`, continued from `hash` (the same in every process).
-fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(hash, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 /// How [`Gpu::load_module_with`] loads a module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ModuleOptions {
@@ -205,12 +201,15 @@ impl Gpu {
             (module, Vec::new())
         };
         // The code that runs changes with the caps: tuned choices follow it.
-        let ptx_hash = caps
+        let mut hash = Fnv::default();
+        hash.write(ptx.as_bytes());
+        for c in caps
             .iter()
             .filter(|c| matches!(c.outcome, CapOutcome::Applied { .. }))
-            .fold(fnv1a(FNV_OFFSET, ptx.as_bytes()), |hash, c| {
-                fnv1a(hash, format!("\n.maxnreg {} {}", c.cap, c.entry).as_bytes())
-            });
+        {
+            hash.write(format!("\n.maxnreg {} {}", c.cap, c.entry).as_bytes());
+        }
+        let ptx_hash = hash.finish();
         Ok(Module {
             module,
             caps: Arc::new(caps),
@@ -242,34 +241,13 @@ impl Gpu {
                 }),
             }
         };
-        // Each schedule that loses warps, with its local bytes before a cap.
-        let mut wanted: Vec<(RegisterCap, u32)> = Vec::new();
-        for (entry, baseline) in ptx_baseline_links(ptx) {
-            let (Some(schedule), Some(kernel)) = (attributes(&entry)?, attributes(&baseline)?)
-            else {
-                continue;
-            };
-            let (registers, baseline_registers) =
-                (schedule.registers_per_thread, kernel.registers_per_thread);
-            if let Some(cap) = register_cap(registers, baseline_registers, device) {
-                let cap = RegisterCap {
-                    entry,
-                    baseline,
-                    baseline_registers,
-                    registers,
-                    cap,
-                    outcome: CapOutcome::NotCompiled("not compiled yet".to_string()),
-                };
-                wanted.push((cap, schedule.local_bytes_per_thread));
-            }
-        }
-        if wanted.is_empty() {
+        let planned = plan_register_caps(ptx, device, |name| {
+            attributes(name).map(|a| a.map(|a| a.registers_per_thread))
+        })?;
+        if planned.is_empty() {
             return Ok((module, Vec::new()));
         }
-        let caps: Vec<(&str, u32)> = wanted
-            .iter()
-            .map(|(c, _)| (c.entry.as_str(), c.cap))
-            .collect();
+        let caps: Vec<(&str, u32)> = planned.iter().map(|p| (p.entry.as_str(), p.cap)).collect();
         let compiled = match ptx_with_register_caps(ptx, &caps) {
             None => Err("the entries' extent in the PTX could not be read".to_string()),
             Some(text) => self
@@ -277,7 +255,7 @@ impl Gpu {
                 .load_module(Ptx::from_src(text))
                 .map_err(|e| e.to_string()),
         };
-        let outcome = |entry: &str, before: u32| -> Result<CapOutcome, Error> {
+        let outcome = |entry: &str| -> Result<CapOutcome, Error> {
             let capped = match &compiled {
                 Ok(capped) => capped,
                 Err(error) => return Ok(CapOutcome::NotCompiled(error.clone())),
@@ -286,26 +264,20 @@ impl Gpu {
                 Err(e) => CapOutcome::NotCompiled(e.to_string()),
                 Ok(func) => {
                     let after = KernelAttributes::query(&func)?;
-                    if after.local_bytes_per_thread > before {
-                        CapOutcome::Spills {
-                            before,
-                            after: after.local_bytes_per_thread,
-                        }
-                    } else {
-                        CapOutcome::Applied {
-                            registers: after.registers_per_thread,
-                        }
-                    }
+                    let before = attributes(entry)?.map_or(0, |a| a.local_bytes_per_thread);
+                    CapOutcome::judge(
+                        after.registers_per_thread,
+                        before,
+                        after.local_bytes_per_thread,
+                    )
                 }
             })
         };
-        let decided = wanted
+        let decided = planned
             .into_iter()
-            .map(|(cap, before)| {
-                Ok(RegisterCap {
-                    outcome: outcome(&cap.entry, before)?,
-                    ..cap
-                })
+            .map(|p| {
+                let outcome = outcome(&p.entry)?;
+                Ok(RegisterCap::new(p, outcome))
             })
             .collect::<Result<Vec<_>, Error>>()?;
         Ok((compiled.unwrap_or(module), decided))

@@ -20,6 +20,7 @@ use std::fmt;
 
 use clustered_device::abi::BASELINE_LINK_PREFIX;
 
+use crate::module::ptx_identifier;
 use crate::DeviceProperties;
 
 /// Registers are allocated per warp in units of this many (sm_70 and later,
@@ -81,6 +82,51 @@ pub fn register_cap(registers: u32, baseline_registers: u32, device: &RegisterFi
         .then(|| registers_keeping_warps(baseline_registers, device))
 }
 
+/// A schedule whose registers fit fewer warps per SM than its kernel's, and
+/// the `.maxnreg` that would keep the kernel's warps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedCap {
+    /// The schedule's entry.
+    pub entry: String,
+    /// The kernel it was made from.
+    pub baseline: String,
+    /// The kernel's registers per thread.
+    pub baseline_registers: u32,
+    /// The schedule's registers as ptxas chose them.
+    pub registers: u32,
+    /// The `.maxnreg` to compile it again with.
+    pub cap: u32,
+}
+
+/// The schedules of `ptx` (linked to their kernels: [`ptx_baseline_links`])
+/// that lose warps to their registers on `device`, each with its cap;
+/// `registers(entry)` gives an entry's registers per thread, `None` for one
+/// that was not compiled (such links are skipped). What the loader and the
+/// tools that stand in for it (the predictor, `kernel_resources`) decide
+/// from: one rule.
+pub fn plan_register_caps<E>(
+    ptx: &str,
+    device: &RegisterFile,
+    mut registers: impl FnMut(&str) -> Result<Option<u32>, E>,
+) -> Result<Vec<PlannedCap>, E> {
+    let mut planned = Vec::new();
+    for (entry, baseline) in ptx_baseline_links(ptx) {
+        let (Some(own), Some(kernel)) = (registers(&entry)?, registers(&baseline)?) else {
+            continue;
+        };
+        if let Some(cap) = register_cap(own, kernel, device) {
+            planned.push(PlannedCap {
+                entry,
+                baseline,
+                baseline_registers: kernel,
+                registers: own,
+                cap,
+            });
+        }
+    }
+    Ok(planned)
+}
+
 /// What loading did about one schedule whose registers cost warps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegisterCap {
@@ -118,6 +164,42 @@ pub enum CapOutcome {
     /// Compiling the capped copy failed (the driver's message): the schedule
     /// keeps its own code.
     NotCompiled(String),
+}
+
+impl CapOutcome {
+    /// Whether a capped copy is used: only where it needs no more local
+    /// memory (spills) per thread than the schedule's own code.
+    pub fn judge(registers: u32, local_before: u32, local_after: u32) -> Self {
+        if local_after > local_before {
+            CapOutcome::Spills {
+                before: local_before,
+                after: local_after,
+            }
+        } else {
+            CapOutcome::Applied { registers }
+        }
+    }
+}
+
+impl RegisterCap {
+    /// `planned`'s decision.
+    pub fn new(planned: PlannedCap, outcome: CapOutcome) -> Self {
+        let PlannedCap {
+            entry,
+            baseline,
+            baseline_registers,
+            registers,
+            cap,
+        } = planned;
+        RegisterCap {
+            entry,
+            baseline,
+            baseline_registers,
+            registers,
+            cap,
+            outcome,
+        }
+    }
 }
 
 impl fmt::Display for RegisterCap {
@@ -158,10 +240,7 @@ pub fn ptx_baseline_links(ptx: &str) -> Vec<(String, String)> {
             continue;
         }
         let rest = &line[at + BASELINE_LINK_PREFIX.len()..];
-        let schedule: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
-            .collect();
+        let schedule = ptx_identifier(rest).to_string();
         let bytes = line
             .split_once('{')
             .and_then(|(_, rest)| rest.split_once('}'))
@@ -271,9 +350,8 @@ fn entry_end(text: &str) -> Option<usize> {
 /// The name of the entry whose definition `text` starts with.
 fn entry_name(text: &str) -> Option<&str> {
     let at = text.find(".entry")? + ".entry".len();
-    let name = text[at..].trim_start();
-    let end = name.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))?;
-    Some(&name[..end])
+    let name = ptx_identifier(text[at..].trim_start());
+    (!name.is_empty()).then_some(name)
 }
 
 #[cfg(test)]
@@ -351,6 +429,49 @@ mod tests {
                 ("k_stride".to_string(), "k".to_string()),
                 ("k_agents".to_string(), "k".to_string())
             ]
+        );
+    }
+
+    #[test]
+    fn only_schedules_that_lose_warps_are_planned_and_a_cap_that_spills_is_not_used() {
+        let h100 = RegisterFile::from(&DeviceProperties::h100_sxm());
+        let registers = |name: &str| {
+            Ok::<_, ()>(match name {
+                "k" => Some(21),
+                "k_stride" => Some(35),
+                "k_agents" => Some(32),
+                _ => None,
+            })
+        };
+        let planned = plan_register_caps(PTX, &h100, registers).unwrap();
+        assert_eq!(
+            planned,
+            [PlannedCap {
+                entry: "k_stride".to_string(),
+                baseline: "k".to_string(),
+                baseline_registers: 21,
+                registers: 35,
+                cap: 32,
+            }]
+        );
+        // An entry the module does not have: its link is skipped.
+        let missing =
+            plan_register_caps(PTX, &h100, |name| Ok::<_, ()>((name != "k").then_some(40)));
+        assert_eq!(missing, Ok(Vec::new()));
+        assert_eq!(
+            CapOutcome::judge(32, 0, 0),
+            CapOutcome::Applied { registers: 32 }
+        );
+        assert_eq!(
+            CapOutcome::judge(32, 8, 8),
+            CapOutcome::Applied { registers: 32 }
+        );
+        assert_eq!(
+            CapOutcome::judge(32, 0, 16),
+            CapOutcome::Spills {
+                before: 0,
+                after: 16
+            }
         );
     }
 

@@ -35,34 +35,30 @@ pub fn as_loaded(
         max_warps_per_sm: device.max_warps_per_sm,
         warp_size: 32,
     };
-    let wanted: Vec<(String, u32)> = clustered_host::ptx_baseline_links(ptx)
-        .into_iter()
-        .filter_map(|(entry, baseline)| {
-            let cap = clustered_host::register_cap(
-                resources.get(&entry)?.registers,
-                resources.get(&baseline)?.registers,
-                &registers,
-            )?;
-            Some((entry, cap))
-        })
-        .collect();
-    if wanted.is_empty() {
+    let planned = clustered_host::plan_register_caps(ptx, &registers, |name| {
+        Ok::<_, std::convert::Infallible>(resources.get(name).map(|r| r.registers))
+    })
+    .unwrap_or_else(|never| match never {});
+    if planned.is_empty() {
         return Ok(Vec::new());
     }
-    let caps: Vec<(&str, u32)> = wanted.iter().map(|(e, c)| (e.as_str(), *c)).collect();
+    let caps: Vec<(&str, u32)> = planned.iter().map(|p| (p.entry.as_str(), p.cap)).collect();
     let Some(text) = clustered_host::ptx_with_register_caps(ptx, &caps) else {
         return Ok(Vec::new());
     };
     let capped = clustered_predict::ptxas::resources(ptxas, &text, "sm_90")?;
     let mut changed = Vec::new();
-    for (entry, _) in &wanted {
-        let Some(copy) = capped.get(&clustered_host::capped_name(entry)) else {
+    for p in &planned {
+        let Some(copy) = capped.get(&clustered_host::capped_name(&p.entry)) else {
             continue;
         };
-        let own = resources[entry];
-        if copy.spill_bytes <= own.spill_bytes {
-            changed.push((entry.clone(), own.registers, copy.registers));
-            resources.insert(entry.clone(), *copy);
+        // ptxas's spill bytes stand for the local memory the loader compares.
+        let own = resources[&p.entry];
+        let outcome =
+            clustered_host::CapOutcome::judge(copy.registers, own.spill_bytes, copy.spill_bytes);
+        if matches!(outcome, clustered_host::CapOutcome::Applied { .. }) {
+            changed.push((p.entry.clone(), own.registers, copy.registers));
+            resources.insert(p.entry.clone(), *copy);
         }
     }
     Ok(changed)
