@@ -308,8 +308,10 @@ unsafe fn publish(ticket: Shared<u32>, parity: u32, partition: &Partition, claim
 ///   the atomic behind the chunk's work, measured slower on every streaming
 ///   kernel (H100: persistent Black-Scholes 0.80x of its kernel against
 ///   1.03x, Jacobi 7 0.87x against 1.06x; docs/BENCHMARKS.md, "The claim
-///   after the chunk"), and with about one claim per agent it let the
-///   first agents to arrive take two claims each while others found none.
+///   after the chunk"). With as many tasks as agents (ATAX's 64) it was
+///   worse still (0.38x against 0.74x): an agent held a second claim that
+///   an idle agent could have run (c in that section, which claims ahead
+///   only from its second chunk on, ran ATAX as fast as the claim after).
 /// - Throttling: the first `launch.active_agents` agents to arrive on an SM
 ///   work; the others exit at once.
 /// - A body that uses shared memory or barriers ends each task with
