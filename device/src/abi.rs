@@ -8,8 +8,9 @@
 
 use crate::mapping::{grid_size, Delinearize, FastDiv, Grid, Indexing, MappingError, Partition};
 
-/// The version of the launch contract.
-pub const ABI_VERSION: u32 = 2;
+/// The version of the launch contract. 3: the agents' scratch ends with
+/// marks of drained clusters and their count ([`scratch_words`]).
+pub const ABI_VERSION: u32 = 3;
 
 /// "CLST": marks a contract global, so a stray symbol is never mistaken for one.
 pub const CONTRACT_MAGIC: u32 = u32::from_le_bytes(*b"CLST");
@@ -124,10 +125,13 @@ impl KernelContract {
     }
 }
 
-/// Words of scratch memory per launch: an arrival counter per SM slot and a
-/// task counter per cluster. Zeroed by the host before every launch.
+/// Words of scratch memory per launch: an arrival counter per SM slot, a
+/// task counter per cluster, a bit per cluster set once an agent found it
+/// drained, and the count of those bits
+/// (`schedule::TaskCounters::mark_drained`). Zeroed by the host before
+/// every launch.
 pub const fn scratch_words(sm_slots: u32, clusters: u32) -> usize {
-    sm_slots as usize + clusters as usize
+    sm_slots as usize + clusters as usize + clusters.div_ceil(32) as usize + 1
 }
 
 /// Whether [`ClusterLaunch`] is its fields' bytes and nothing else: four
@@ -164,7 +168,7 @@ pub struct ClusterLaunch {
     pub clusters: FastDiv,
     /// `v -> (x, y, z)` in the original grid.
     pub delinearize: Delinearize,
-    /// Agents: `sm_slots + M` zeroed `u32`s, private to this launch.
+    /// Agents: [`scratch_words`] zeroed `u32`s, private to this launch.
     pub scratch: u64,
 }
 

@@ -133,6 +133,52 @@ pub unsafe fn fetch_inc_wrapping(address: *mut u32, bound: u32) -> u32 {
     }
 }
 
+/// `ld.relaxed.gpu.global.u32`: reads a word that other blocks update with
+/// atomics (the count of drained clusters), at GPU scope.
+///
+/// # Safety
+/// `address` must point to a valid, 4-byte aligned `u32` in global memory.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn load_relaxed_gpu_global(address: *const u32) -> u32 {
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let value: u32;
+            asm!("ld.relaxed.gpu.global.u32 {value}, [{address}];",
+             value = out(reg32) value, address = in(reg64) address, options(nostack));
+            value
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        traced(address.cast_mut(), || {
+            AtomicU32::from_ptr(address.cast_mut()).load(Relaxed)
+        })
+    }
+}
+
+/// `atom.global.or.b32`: `*address |= bits`, returns the old value.
+///
+/// # Safety
+/// `address` must point to a valid, 4-byte aligned `u32` in global memory.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn fetch_or_u32(address: *mut u32, bits: u32) -> u32 {
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let old: u32;
+            asm!("atom.relaxed.gpu.global.or.b32 {old}, [{address}], {bits};",
+             old = out(reg32) old, address = in(reg64) address, bits = in(reg32) bits,
+             options(nostack));
+            old
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        traced(address, || {
+            AtomicU32::from_ptr(address).fetch_or(bits, Relaxed)
+        })
+    }
+}
+
 /// `atom.global.cas.b32`: if `*address == expected` stores `new`; returns the
 /// old value.
 ///

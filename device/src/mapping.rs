@@ -102,6 +102,16 @@ impl Partition {
         self.base_len + (cluster < self.longer) as u32
     }
 
+    /// Clusters with at least one CTA: `M`, or `r` when `|V| < M`.
+    #[inline(always)]
+    pub const fn clusters_with_tasks(&self) -> u32 {
+        if self.base_len == 0 {
+            self.longer
+        } else {
+            self.clusters
+        }
+    }
+
     /// `s_i = i*q + min(i, r)`: the first linear id of cluster `i`.
     #[inline(always)]
     pub const fn cluster_start(&self, cluster: u32) -> u32 {

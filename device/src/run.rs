@@ -3,7 +3,7 @@
 //! stays short and this logic is written (and reviewed) once.
 
 use crate::abi::{ClusterLaunch, ABI_VERSION};
-use crate::atomic::fetch_inc_wrapping;
+use crate::atomic::{fetch_add_u32, fetch_inc_wrapping, fetch_or_u32, load_relaxed_gpu_global};
 use crate::cta::Cta;
 use crate::mapping::{round_robin, Partition};
 use crate::schedule::{fold_sm_id, Claim, Claimer, TaskCounters};
@@ -265,14 +265,49 @@ pub fn strided(
     }
 }
 
-/// The chunk counters of a launch, in its scratch buffer after the SM slots.
-struct GlobalCounters(*mut u32);
+/// The chunk counters of a launch, its drained marks and their count, in
+/// its scratch buffer after the SM slots (`abi::scratch_words`).
+struct GlobalCounters {
+    counters: *mut u32,
+    marks: *mut u32,
+    count: *mut u32,
+}
+
+impl GlobalCounters {
+    /// The counters of a launch of `clusters` clusters at `scratch + sm_slots`.
+    #[inline(always)]
+    fn at(counters: *mut u32, clusters: u32) -> Self {
+        let marks = counters.wrapping_add(clusters as usize);
+        GlobalCounters {
+            counters,
+            marks,
+            count: marks.wrapping_add(clusters.div_ceil(32) as usize),
+        }
+    }
+}
 
 impl TaskCounters for GlobalCounters {
     #[inline(always)]
     fn next_chunk(&self, cluster: u32) -> u32 {
-        // SAFETY: the host allocates `sm_slots + M` words; cluster < M.
-        unsafe { fetch_inc_wrapping(self.0.add(cluster as usize), u32::MAX - 1) }
+        // SAFETY: the host allocates `scratch_words` words; cluster < M.
+        unsafe { fetch_inc_wrapping(self.counters.add(cluster as usize), u32::MAX - 1) }
+    }
+
+    #[inline(always)]
+    fn mark_drained(&self, cluster: u32) -> u32 {
+        let bit = 1 << (cluster % 32);
+        // SAFETY: as above. The count is read before the mark waits, so
+        // both round trips overlap; a count that misses a concurrent mark
+        // only delays the stop to the next claim.
+        unsafe {
+            let known = load_relaxed_gpu_global(self.count);
+            if fetch_or_u32(self.marks.add(cluster as usize / 32), bit) & bit == 0 {
+                fetch_add_u32(self.count, 1);
+                known + 1
+            } else {
+                known
+            }
+        }
     }
 }
 
@@ -320,7 +355,8 @@ unsafe fn publish(ticket: Shared<u32>, parity: u32, partition: &Partition, claim
 ///   reads the last task's shared data.
 ///
 /// # Safety
-/// `launch.scratch` holds `sm_slots + M` zeroed words private to this launch.
+/// `launch.scratch` holds `scratch_words(sm_slots, M)` zeroed words private
+/// to this launch.
 #[inline(always)]
 pub unsafe fn agents(
     launch: &ClusterLaunch,
@@ -334,27 +370,34 @@ pub unsafe fn agents(
         let leader = thread_idx_x() == 0 && thread_idx_y() == 0 && thread_idx_z() == 0;
         let partition = launch.partition;
         let scratch = launch.scratch as *mut u32;
-        let counters = GlobalCounters(scratch.add(launch.sm_slots as usize));
+        let counters =
+            GlobalCounters::at(scratch.add(launch.sm_slots as usize), partition.clusters);
         // Claims may be smaller than `chunk` (the host sizes them to the work);
         // `chunk` still bounds the task loop below.
         let claim_chunk = launch.claim_chunk(chunk);
         let sm = sm_id();
         let mut claimer = Claimer::new(sm, partition.clusters);
-        if leader {
+        // Throttling: the first ACTIVE agents to arrive on an SM work.
+        let working = leader && {
             let slot = fold_sm_id(sm, launch.sm_slots);
-            let arrival = fetch_inc_wrapping(scratch.add(slot as usize), u32::MAX - 1);
-            let first = if arrival < launch.active_agents {
-                claimer.claim(&counters, &partition, claim_chunk)
-            } else {
-                None
-            };
-            publish(ticket, 0, &partition, first);
-        }
-        hardware::scheduler_barrier();
+            fetch_inc_wrapping(scratch.add(slot as usize), u32::MAX - 1) < launch.active_agents
+        };
         let delinearize = &launch.delinearize;
         let grid = delinearize.grid();
         let mut parity = 0;
         loop {
+            // One claim site (the first claim, then one after each chunk,
+            // just before the barrier that publishes it): written twice,
+            // the claim's code took more registers.
+            if leader {
+                let next = if working {
+                    claimer.claim(&counters, &partition, claim_chunk)
+                } else {
+                    None
+                };
+                publish(ticket, parity, &partition, next);
+            }
+            hardware::scheduler_barrier();
             let start = ticket.read(2 * parity);
             // Never above `chunk`; saying so keeps LLVM from unrolling the task
             // loop into copies of the body (`tests/kernel_resources.rs`).
@@ -379,14 +422,9 @@ pub unsafe fn agents(
                 task(start + k, Cta::new(index, grid));
                 index = delinearize.step(index, start + k + 1);
             }
-            // Claimed after the chunk ran, not before it: see the function's
-            // documentation.
+            // The next claim comes after the chunk ran, not before it: see
+            // the function's documentation.
             parity ^= 1;
-            if leader {
-                let next = claimer.claim(&counters, &partition, claim_chunk);
-                publish(ticket, parity, &partition, next);
-            }
-            hardware::scheduler_barrier();
         }
     }
 }
