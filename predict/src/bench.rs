@@ -65,10 +65,18 @@ pub const H200_2026_11_26_ALL: &str = include_str!("../data/h200-2026-11-26-all.
 /// All 23 suite and ported kernels on an H100 (2026-11-26), one binary
 /// with the loader's register caps and the agents claiming after each chunk,
 /// two bench calls (275 records: 260 schedules, 15 nvcc twins): the run of
-/// docs/BENCHMARKS.md "The whole suite now". Validate with
+/// docs/BENCHMARKS.md "The whole suite after the claim change". Validate with
 /// `cargo run --release -p clustered-suite --example predict -- --all --sim
 /// --bench predict/data/h100-2026-11-26-all.json`.
 pub const H100_2026_11_26_ALL: &str = include_str!("../data/h100-2026-11-26-all.json");
+
+/// The same 23 kernels on an H100 (2026-11-26, later), one binary with the
+/// agents stopping once every cluster is counted drained, two bench calls
+/// (275 records): the run of docs/BENCHMARKS.md "The whole suite now".
+/// Validate with `cargo run --release -p clustered-suite --example predict
+/// -- --all --sim --bench predict/data/h100-2026-11-26-drained.json`.
+pub const H100_2026_11_26_DRAINED: &str =
+    include_str!("../data/h100-2026-11-26-drained.json");
 
 #[cfg(test)]
 mod tests {
@@ -88,15 +96,17 @@ mod tests {
     }
 
     #[test]
-    fn the_run_with_claims_after_the_chunk_parses() {
-        let (device, records) = records(H100_2026_11_26_ALL).unwrap();
-        assert_eq!(device, "NVIDIA H100 80GB HBM3");
-        assert_eq!(records.len(), 275);
-        assert_eq!(records.iter().filter(|r| r.entry.is_some()).count(), 260);
-        let kernels: std::collections::BTreeSet<&str> =
-            records.iter().map(|r| r.kernel.as_str()).collect();
-        assert_eq!(kernels.len(), 23);
-        assert!(records.iter().all(|r| r.median_ms > 0.0));
+    fn the_runs_with_claims_after_the_chunk_parse() {
+        for run in [H100_2026_11_26_ALL, H100_2026_11_26_DRAINED] {
+            let (device, records) = records(run).unwrap();
+            assert_eq!(device, "NVIDIA H100 80GB HBM3");
+            assert_eq!(records.len(), 275);
+            assert_eq!(records.iter().filter(|r| r.entry.is_some()).count(), 260);
+            let kernels: std::collections::BTreeSet<&str> =
+                records.iter().map(|r| r.kernel.as_str()).collect();
+            assert_eq!(kernels.len(), 23);
+            assert!(records.iter().all(|r| r.median_ms > 0.0));
+        }
     }
 
     #[test]
