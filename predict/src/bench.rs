@@ -75,8 +75,7 @@ pub const H100_2026_11_26_ALL: &str = include_str!("../data/h100-2026-11-26-all.
 /// (275 records): the run of docs/BENCHMARKS.md "The whole suite now".
 /// Validate with `cargo run --release -p clustered-suite --example predict
 /// -- --all --sim --bench predict/data/h100-2026-11-26-drained.json`.
-pub const H100_2026_11_26_DRAINED: &str =
-    include_str!("../data/h100-2026-11-26-drained.json");
+pub const H100_2026_11_26_DRAINED: &str = include_str!("../data/h100-2026-11-26-drained.json");
 
 #[cfg(test)]
 mod tests {
