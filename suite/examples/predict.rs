@@ -12,7 +12,9 @@
 //! warp instructions, each bound (issue, latency, DRAM, L2, L1) in ms, the
 //! prediction, which bound it is and by how much, and the measured median
 //! where the bench has one. With `--all`: MAPE over every record, Spearman's
-//! rank correlation per kernel, for training and held-out kernels apart.
+//! rank correlation per kernel and how many of its schedule pairs measured
+//! more than 2% apart the prediction orders right, for training and
+//! held-out kernels apart.
 //! `--fit` searches the overlap fraction on the training kernels only.
 //! `--skips FILE` writes, per kernel, the entries of its automatic family
 //! predicted slower than its baseline by more than `--margin` (a fraction):
@@ -27,7 +29,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use clustered_predict::bench::{records, Record, H100_2026_11_25, H100_BENCH};
-use clustered_predict::stats::{mape, spearman};
+use clustered_predict::stats::{mape, ordered_pairs, spearman};
 use clustered_predict::{ptxas, DeviceModel, Module, Prediction};
 use clustered_suite::host::cuda_tool;
 use clustered_suite::predict::{
@@ -332,8 +334,8 @@ fn print_validation(rows: &[Row], bench: &[Record], measured: impl Fn(&Row) -> O
         .count();
     println!("\nvalidation: {predicted} of {suite_records} suite records predicted (the {} nvcc twins are not in the suite's PTX)", bench.len() - suite_records);
     println!(
-        "{:<18} {:>9} {:>8} {:>9}  set",
-        "kernel", "schedules", "MAPE", "spearman"
+        "{:<18} {:>9} {:>8} {:>9} {:>12}  set",
+        "kernel", "schedules", "MAPE", "spearman", "ordered"
     );
     let mut kernels: Vec<&str> = rows
         .iter()
@@ -344,11 +346,12 @@ fn print_validation(rows: &[Row], bench: &[Record], measured: impl Fn(&Row) -> O
     for k in &kernels {
         let p = pairs(rows.iter().filter(|r| r.kernel == *k), &measured);
         println!(
-            "{:<18} {:>9} {:>7.1}% {:>9}  {}",
+            "{:<18} {:>9} {:>7.1}% {:>9} {:>12}  {}",
             k,
             p.len(),
             mape(&p).unwrap_or(f64::NAN),
             spearman(&p).map_or("-".to_string(), |s| format!("{s:.2}")),
+            ordered_pairs(&p, APART).map_or("-".to_string(), |(right, n)| format!("{right}/{n}")),
             if HELD_OUT.contains(k) {
                 "held out"
             } else {
@@ -362,23 +365,36 @@ fn print_validation(rows: &[Row], bench: &[Record], measured: impl Fn(&Row) -> O
                 .filter(|r| set == "all" || HELD_OUT.contains(&r.kernel) == held),
             &measured,
         );
-        let rho: Vec<f64> = kernels
+        let in_set: Vec<Vec<(f64, f64)>> = kernels
             .iter()
             .filter(|k| set == "all" || HELD_OUT.contains(k) == held)
-            .filter_map(|k| spearman(&pairs(rows.iter().filter(|r| r.kernel == *k), &measured)))
+            .map(|k| pairs(rows.iter().filter(|r| r.kernel == *k), &measured))
             .collect();
+        let rho: Vec<f64> = in_set.iter().filter_map(|p| spearman(p)).collect();
+        // Pairs of one kernel's schedules, summed over its kernels.
+        let (right, apart) = in_set
+            .iter()
+            .filter_map(|p| ordered_pairs(p, APART))
+            .fold((0.0, 0), |(r, n), (right, apart)| (r + right, n + apart));
         if p.is_empty() {
             println!("{set:<9}: no measured records");
             continue;
         }
         println!(
-            "{set:<9}: MAPE {:.1}% over {} records; median per-kernel spearman {}",
+            "{set:<9}: MAPE {:.1}% over {} records; median per-kernel spearman {}; schedule pairs more than {:.0}% apart ordered right: {right} of {apart} ({:.0}%)",
             mape(&p).unwrap_or(f64::NAN),
             p.len(),
-            median(&rho).map_or("-".to_string(), |m| format!("{m:.2}"))
+            median(&rho).map_or("-".to_string(), |m| format!("{m:.2}")),
+            APART * 100.0,
+            100.0 * right / apart.max(1) as f64
         );
     }
 }
+
+/// Measured times closer than this fraction are an order that a rerun may
+/// swap (one machine's runs repeat within about 0.5%, docs/BENCHMARKS.md;
+/// the tuner's margin is 1%): `ordered` counts only pairs further apart.
+const APART: f64 = 0.02;
 
 fn median(values: &[f64]) -> Option<f64> {
     let mut v = values.to_vec();
