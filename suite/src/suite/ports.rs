@@ -523,9 +523,15 @@ struct Jds {
 /// Parboil spmv (JDS): `y = A x` for a random `dim x dim` matrix of 1 to
 /// 64 nonzeros per row.
 pub(super) fn spmv_jds(size: Size) -> Workload {
+    // At the simulator's size the gathered vector must outgrow L1 and fit
+    // L2, as at the benchmark's (16 MiB against an SM's L1 of at most 256
+    // KiB and a 50 MiB L2): 2^17 rows give 512 KiB against the simulated
+    // L1's 156 KiB and the 8-SM slice's 3 MiB of L2. At 2^15 (128 KiB) it
+    // fit in L1, and the predictor, reading that traffic, was 49% fast
+    // (27-30% at this size; docs/PREDICTION.md).
     let dim: u32 = match size {
         Size::Test => 1000,
-        Size::Simulate => 1 << 15,
+        Size::Simulate => 1 << 17,
         Size::Benchmark => 1 << 22,
     };
     let Jds {
