@@ -81,43 +81,26 @@ pub const H100_2026_11_26_DRAINED: &str = include_str!("../data/h100-2026-11-26-
 mod tests {
     use super::*;
 
+    /// The whole-suite runs: their device, records, schedules (records with
+    /// an entry; the others are nvcc twins), all 23 kernels, no zero median.
     #[test]
-    fn the_run_of_all_kernels_parses() {
-        let (device, records) = records(H100_2026_11_25_ALL).unwrap();
-        assert!(device.contains("H100"), "{device}");
-        assert_eq!(records.len(), 228);
-        let schedules = records.iter().filter(|r| r.entry.is_some()).count();
-        assert_eq!(schedules, 213);
-        let kernels: std::collections::BTreeSet<&str> =
-            records.iter().map(|r| r.kernel.as_str()).collect();
-        assert_eq!(kernels.len(), 23);
-        assert!(records.iter().all(|r| r.median_ms > 0.0));
-    }
-
-    #[test]
-    fn the_runs_with_claims_after_the_chunk_parse() {
-        for run in [H100_2026_11_26_ALL, H100_2026_11_26_DRAINED] {
+    fn the_runs_of_all_kernels_parse() {
+        for (run, on, all, schedules) in [
+            (H100_2026_11_25_ALL, "NVIDIA H100 80GB HBM3", 228, 213),
+            (H100_2026_11_26_ALL, "NVIDIA H100 80GB HBM3", 275, 260),
+            (H100_2026_11_26_DRAINED, "NVIDIA H100 80GB HBM3", 275, 260),
+            (H200_2026_11_26_ALL, "NVIDIA H200", 253, 238),
+        ] {
             let (device, records) = records(run).unwrap();
-            assert_eq!(device, "NVIDIA H100 80GB HBM3");
-            assert_eq!(records.len(), 275);
-            assert_eq!(records.iter().filter(|r| r.entry.is_some()).count(), 260);
+            assert_eq!(device, on);
+            assert_eq!(records.len(), all, "{on}");
+            let with_entry = records.iter().filter(|r| r.entry.is_some()).count();
+            assert_eq!(with_entry, schedules, "{on}");
             let kernels: std::collections::BTreeSet<&str> =
                 records.iter().map(|r| r.kernel.as_str()).collect();
             assert_eq!(kernels.len(), 23);
             assert!(records.iter().all(|r| r.median_ms > 0.0));
         }
-    }
-
-    #[test]
-    fn the_h200_run_parses() {
-        let (device, records) = records(H200_2026_11_26_ALL).unwrap();
-        assert_eq!(device, "NVIDIA H200");
-        assert_eq!(records.len(), 253);
-        assert_eq!(records.iter().filter(|r| r.entry.is_some()).count(), 238);
-        let kernels: std::collections::BTreeSet<&str> =
-            records.iter().map(|r| r.kernel.as_str()).collect();
-        assert_eq!(kernels.len(), 23);
-        assert!(records.iter().all(|r| r.median_ms > 0.0));
     }
 
     #[test]
