@@ -32,27 +32,42 @@ fn traced<T, R>(address: *mut T, atomic: impl FnOnce() -> R) -> R {
     result
 }
 
-/// `atom.global.add.u32`: adds `value` to `*address`, returns the old value.
-///
-/// # Safety
-/// `address` must point to a valid, 4-byte aligned `u32` in global memory.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn fetch_add_u32(address: *mut u32, value: u32) -> u32 {
-    unsafe {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let old: u32;
-            asm!("atom.relaxed.gpu.global.add.u32 {old}, [{address}], {value};",
-             old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
-             options(nostack));
-            old
+/// Read-modify-write atomics on a `u32` that return the old value, one per
+/// line: the named PTX instruction on the GPU; on the CPU backend the
+/// `AtomicU32` method of that name, checked against the launch's buffers.
+macro_rules! u32_atomics {
+    ($($(#[$doc:meta])* $name:ident = $ptx:literal, $method:ident;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `address` must point to a valid, 4-byte aligned `u32` in global memory.
+        #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        pub unsafe fn $name(address: *mut u32, value: u32) -> u32 {
+            unsafe {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let old: u32;
+                    asm!(concat!($ptx, " {old}, [{address}], {value};"),
+                     old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
+                     options(nostack));
+                    old
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                traced(address, || AtomicU32::from_ptr(address).$method(value, Relaxed))
+            }
         }
-        #[cfg(not(target_arch = "nvptx64"))]
-        traced(address, || {
-            AtomicU32::from_ptr(address).fetch_add(value, Relaxed)
-        })
-    }
+    )*};
+}
+
+u32_atomics! {
+    /// `atom.global.add.u32`: adds `value` to `*address`, returns the old value.
+    fetch_add_u32 = "atom.relaxed.gpu.global.add.u32", fetch_add;
+    /// `atom.global.or.b32`: `*address |= value`, returns the old value.
+    fetch_or_u32 = "atom.relaxed.gpu.global.or.b32", fetch_or;
+    /// `atom.global.max.u32`: `*address = max(*address, value)`, returns the
+    /// old value.
+    fetch_max_u32 = "atom.relaxed.gpu.global.max.u32", fetch_max;
 }
 
 /// `atom.global.add.u64`.
@@ -156,29 +171,6 @@ pub unsafe fn load_relaxed_gpu_global(address: *const u32) -> u32 {
     }
 }
 
-/// `atom.global.or.b32`: `*address |= bits`, returns the old value.
-///
-/// # Safety
-/// `address` must point to a valid, 4-byte aligned `u32` in global memory.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn fetch_or_u32(address: *mut u32, bits: u32) -> u32 {
-    unsafe {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let old: u32;
-            asm!("atom.relaxed.gpu.global.or.b32 {old}, [{address}], {bits};",
-             old = out(reg32) old, address = in(reg64) address, bits = in(reg32) bits,
-             options(nostack));
-            old
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        traced(address, || {
-            AtomicU32::from_ptr(address).fetch_or(bits, Relaxed)
-        })
-    }
-}
-
 /// `atom.global.cas.b32`: if `*address == expected` stores `new`; returns the
 /// old value.
 ///
@@ -201,29 +193,6 @@ pub unsafe fn compare_and_swap_u32(address: *mut u32, expected: u32, new: u32) -
             let old =
                 AtomicU32::from_ptr(address).compare_exchange(expected, new, Relaxed, Relaxed);
             old.unwrap_or_else(|old| old)
-        })
-    }
-}
-
-/// `atom.global.max.u32`.
-///
-/// # Safety
-/// `address` must point to a valid, 4-byte aligned `u32` in global memory.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn fetch_max_u32(address: *mut u32, value: u32) -> u32 {
-    unsafe {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let old: u32;
-            asm!("atom.relaxed.gpu.global.max.u32 {old}, [{address}], {value};",
-             old = out(reg32) old, address = in(reg64) address, value = in(reg32) value,
-             options(nostack));
-            old
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        traced(address, || {
-            AtomicU32::from_ptr(address).fetch_max(value, Relaxed)
         })
     }
 }
