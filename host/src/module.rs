@@ -203,11 +203,8 @@ impl Gpu {
         // The code that runs changes with the caps: tuned choices follow it.
         let mut hash = Fnv::default();
         hash.write(ptx.as_bytes());
-        for c in caps
-            .iter()
-            .filter(|c| matches!(c.outcome, CapOutcome::Applied { .. }))
-        {
-            hash.write(format!("\n.maxnreg {} {}", c.cap, c.entry).as_bytes());
+        for c in caps.iter().filter(|c| c.applied()) {
+            hash.write(format!("\n.maxnreg {} {}", c.plan.cap, c.plan.entry).as_bytes());
         }
         let ptx_hash = hash.finish();
         Ok(Module {
@@ -275,9 +272,9 @@ impl Gpu {
         };
         let decided = planned
             .into_iter()
-            .map(|p| {
-                let outcome = outcome(&p.entry)?;
-                Ok(RegisterCap::new(p, outcome))
+            .map(|plan| {
+                let outcome = outcome(&plan.entry)?;
+                Ok(RegisterCap { plan, outcome })
             })
             .collect::<Result<Vec<_>, Error>>()?;
         Ok((compiled.unwrap_or(module), decided))
@@ -309,7 +306,7 @@ impl Module {
         let applied = self
             .caps
             .iter()
-            .any(|c| c.entry == name && matches!(c.outcome, CapOutcome::Applied { .. }));
+            .any(|c| c.plan.entry == name && c.applied());
         let func = match self.module.load_function(&if applied {
             capped_name(name)
         } else {

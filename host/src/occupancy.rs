@@ -130,18 +130,18 @@ pub fn plan_register_caps<E>(
 /// What loading did about one schedule whose registers cost warps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegisterCap {
-    /// The schedule's entry.
-    pub entry: String,
-    /// The kernel it was made from.
-    pub baseline: String,
-    /// The kernel's registers per thread.
-    pub baseline_registers: u32,
-    /// The schedule's registers as ptxas chose them.
-    pub registers: u32,
-    /// The `.maxnreg` it was compiled again with.
-    pub cap: u32,
+    /// The schedule, its kernel, their registers and the `.maxnreg` it was
+    /// compiled again with.
+    pub plan: PlannedCap,
     /// What came of it.
     pub outcome: CapOutcome,
+}
+
+impl RegisterCap {
+    /// Whether the capped copy runs in the schedule's place.
+    pub fn applied(&self) -> bool {
+        self.outcome.is_applied()
+    }
 }
 
 /// Whether a [`RegisterCap`] is in use.
@@ -167,6 +167,11 @@ pub enum CapOutcome {
 }
 
 impl CapOutcome {
+    /// Whether the capped copy is used.
+    pub fn is_applied(&self) -> bool {
+        matches!(self, CapOutcome::Applied { .. })
+    }
+
     /// Whether a capped copy is used: only where it needs no more local
     /// memory (spills) per thread than the schedule's own code.
     pub fn judge(registers: u32, local_before: u32, local_after: u32) -> Self {
@@ -181,35 +186,17 @@ impl CapOutcome {
     }
 }
 
-impl RegisterCap {
-    /// `planned`'s decision.
-    pub fn new(planned: PlannedCap, outcome: CapOutcome) -> Self {
-        let PlannedCap {
-            entry,
-            baseline,
-            baseline_registers,
-            registers,
-            cap,
-        } = planned;
-        RegisterCap {
-            entry,
-            baseline,
-            baseline_registers,
-            registers,
-            cap,
-            outcome,
-        }
-    }
-}
-
 impl fmt::Display for RegisterCap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let RegisterCap {
-            entry,
-            baseline,
-            baseline_registers,
-            registers,
-            cap,
+            plan:
+                PlannedCap {
+                    entry,
+                    baseline,
+                    baseline_registers,
+                    registers,
+                    cap,
+                },
             outcome,
         } = self;
         write!(

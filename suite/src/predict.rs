@@ -56,7 +56,7 @@ pub fn as_loaded(
         let own = resources[&p.entry];
         let outcome =
             clustered_host::CapOutcome::judge(copy.registers, own.spill_bytes, copy.spill_bytes);
-        if matches!(outcome, clustered_host::CapOutcome::Applied { .. }) {
+        if outcome.is_applied() {
             changed.push((p.entry.clone(), own.registers, copy.registers));
             resources.insert(p.entry.clone(), *copy);
         }

@@ -541,7 +541,7 @@ fn a_schedule_over_its_kernels_occupancy_is_compiled_at_it() {
     let cap = module
         .register_caps()
         .iter()
-        .find(|c| c.entry == name)
+        .find(|c| c.plan.entry == name)
         .unwrap_or_else(|| {
             panic!(
                 "{name} kept its registers ({}): {:?}",
@@ -550,10 +550,10 @@ fn a_schedule_over_its_kernels_occupancy_is_compiled_at_it() {
             )
         });
     println!("{cap}");
-    assert_eq!(cap.baseline, "black_scholes");
+    assert_eq!(cap.plan.baseline, "black_scholes");
     if let CapOutcome::Applied { registers } = cap.outcome {
         assert_eq!(schedule.attributes().registers_per_thread, registers);
-        assert!(registers <= cap.cap);
+        assert!(registers <= cap.plan.cap);
         assert_eq!(
             schedule.occupancy(256, 0).unwrap(),
             baseline.occupancy(256, 0).unwrap(),
@@ -573,6 +573,6 @@ fn a_schedule_over_its_kernels_occupancy_is_compiled_at_it() {
             .unwrap()
             .attributes()
             .registers_per_thread,
-        cap.registers
+        cap.plan.registers
     );
 }

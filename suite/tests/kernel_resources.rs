@@ -397,10 +397,8 @@ fn schedules_over_their_kernels_occupancy_fit_it_when_capped() {
             "{entry}: {} registers under .maxnreg {cap}",
             after.registers
         );
-        let used = matches!(
-            CapOutcome::judge(after.registers, before.spill_bytes, after.spill_bytes),
-            CapOutcome::Applied { .. }
-        );
+        let used =
+            CapOutcome::judge(after.registers, before.spill_bytes, after.spill_bytes).is_applied();
         applied += used as u32;
         println!(
             "{entry}: {} registers ({baseline} {}) -> {} (.maxnreg {cap}), spills {} -> {} bytes: {}",
