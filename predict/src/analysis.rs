@@ -266,11 +266,11 @@ struct Evaluator<'a> {
     /// first iteration's value on the first path found, not its value.
     uniform: bool,
     definitions: HashMap<&'a str, u32>,
-    /// The CFG and each register's defining blocks, to see a definition
-    /// that reaches a use around its dominators (a counter stepped in an
-    /// earlier loop); `None`: dominators only (the uniform evaluator, which
-    /// takes no register with two definitions anyway).
-    flow: Option<(&'a Cfg, HashMap<&'a str, Vec<usize>>)>,
+    /// Which blocks reach which and each register's defining blocks, to
+    /// see a definition that reaches a use around its dominators (a counter
+    /// stepped in an earlier loop); `None`: dominators only (the uniform
+    /// evaluator, which takes no register with two definitions anyway).
+    flow: Option<(Reach, HashMap<&'a str, Vec<usize>>)>,
 }
 
 /// The blocks defining each register.
@@ -289,20 +289,35 @@ fn defining_blocks(function: &Function) -> HashMap<&str, Vec<usize>> {
     blocks
 }
 
-/// Whether `to` can be reached from `from` along the CFG's edges.
-fn reaches(graph: &Cfg, from: usize, to: usize) -> bool {
-    let mut seen = vec![false; graph.successors.len()];
-    let mut stack = vec![from];
-    while let Some(b) = stack.pop() {
-        if b == to {
-            return true;
-        }
-        if std::mem::replace(&mut seen[b], true) {
-            continue;
-        }
-        stack.extend(graph.successors[b].iter().copied());
+/// Which blocks a path of one or more CFG edges leads to from each block,
+/// found once per function rather than by a walk per query (the answers
+/// are the same: `predict --all` printed the same bytes; its time is
+/// ptxas's either way).
+struct Reach(Vec<Vec<bool>>);
+
+impl Reach {
+    fn of(graph: &Cfg) -> Reach {
+        let n = graph.successors.len();
+        let rows = (0..n)
+            .map(|from| {
+                let mut seen = vec![false; n];
+                let mut stack = graph.successors[from].clone();
+                while let Some(b) = stack.pop() {
+                    if !std::mem::replace(&mut seen[b], true) {
+                        stack.extend(graph.successors[b].iter().copied());
+                    }
+                }
+                seen
+            })
+            .collect();
+        Reach(rows)
     }
-    false
+
+    /// Whether a path of at least one edge leads from `from` to `to`
+    /// (`reaches(b, b)`: `b` is on a cycle).
+    fn reaches(&self, from: usize, to: usize) -> bool {
+        self.0[from][to]
+    }
 }
 
 fn definitions(function: &Function) -> HashMap<&str, u32> {
@@ -339,21 +354,14 @@ impl Evaluator<'_> {
                 }
             }
             let up = self.idom[b]?;
-            if let Some((graph, defining)) = &self.flow {
+            if let Some((reach, defining)) = &self.flow {
                 // In `b` itself only a definition after the use can reach
                 // it, and only around a cycle (none came before it: the
-                // scan above).
-                let in_cycle = |x: usize| graph.successors[x].iter().any(|&s| reaches(graph, s, x));
+                // scan above): `reaches(b, b)` says both.
                 let around = defining.get(register).is_some_and(|blocks| {
-                    blocks.iter().any(|&x| {
-                        x != up
-                            && dominates(self.idom, up, x)
-                            && if x == b {
-                                in_cycle(b)
-                            } else {
-                                reaches(graph, x, b)
-                            }
-                    })
+                    blocks
+                        .iter()
+                        .any(|&x| x != up && dominates(self.idom, up, x) && reach.reaches(x, b))
                 });
                 if around {
                     return None;
@@ -604,7 +612,7 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
         idom: &idom,
         uniform: false,
         definitions: HashMap::new(),
-        flow: Some((&graph, defining_blocks(function))),
+        flow: Some((Reach::of(&graph), defining_blocks(function))),
     };
 
     // Natural loops, merged by header.
