@@ -42,6 +42,21 @@ crate::sm::read_u32_register! {
 /// must follow a cluster barrier (CUDA's rule; compute-sanitizer's racecheck
 /// reports such an access as one into "a block that might not have entered
 /// yet"). Holding the token is having passed one.
+///
+/// Another block's shared memory without one does not compile:
+///
+/// ```compile_fail,E0061
+/// use clustered_device::shared::Shared;
+/// // SAFETY: only the address is used.
+/// let tile = unsafe { Shared::<f32>::from_address(0) };
+/// let _ = tile.in_block(1); // no cluster barrier passed yet
+/// ```
+///
+/// and a token cannot be made but by [`cluster_sync`]:
+///
+/// ```compile_fail,E0423
+/// let _ = clustered_device::cluster::ClusterStarted(());
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct ClusterStarted(());
 
