@@ -5,7 +5,7 @@
 # the PyPI package nvidia-cuda-nvcc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ptx=$(ls -t target/*/build/clustered-suite-*/out/ptx-target/nvptx64-nvidia-cuda/release/kernels.ptx 2>/dev/null | head -1)
+ptx=$(ls -t target/*/build/clustered-suite-*/out/kernels.ptx 2>/dev/null | head -1)
 [ -n "$ptx" ] || { echo "no kernels.ptx: run cargo build first" >&2; exit 1; }
 ptxas=${PTXAS:-$(command -v ptxas || python3 -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin', 'ptxas'))")}
 echo "ptxas -arch=sm_90 -v $ptx"

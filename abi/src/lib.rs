@@ -9,6 +9,9 @@
 //! `no_std` and dependency-free: it builds for nvptx64, the host and the
 //! proc-macro alike.
 //!
+//! [`bounds`] are a kernel's launch bounds (`#[launch_bounds]`), which
+//! the builder writes into its PTX.
+//!
 //! [`pool`] is the task pool's protocol: the slot that the host and a
 //! resident block share, and who writes which word in which order.
 #![warn(missing_docs)]
@@ -17,7 +20,10 @@
 use core::fmt;
 
 pub mod access;
+pub mod bounds;
 pub mod pool;
+
+pub use bounds::{BoundsError, LaunchBounds, LAUNCH_BOUNDS_PREFIX};
 
 /// Prefix of the symbol that links a schedule to the kernel it was made
 /// from: `#[clustered]` emits `__clustered_baseline_<schedule>`, the bytes

@@ -41,6 +41,7 @@ use std::process::Command;
 /// The rustup components the NVPTX build needs.
 pub const REQUIRED_COMPONENTS: &str = "rust-src llvm-bitcode-linker llvm-tools";
 
+mod bounds;
 pub mod ptx_check;
 
 const TARGET: &str = "nvptx64-nvidia-cuda";
@@ -91,6 +92,16 @@ pub enum BuildError {
         symbol: String,
         /// The PTX file.
         ptx: PathBuf,
+    },
+    /// A kernel's launch bounds (`#[launch_bounds]`) could not be written
+    /// into its PTX entry.
+    LaunchBounds(String),
+    /// The PTX with the launch bounds written in could not be saved.
+    WritePtx {
+        /// The file.
+        ptx: PathBuf,
+        /// Why it could not be written.
+        error: std::io::Error,
     },
     /// The PTX could not be read back for the checks above.
     ReadPtx {
@@ -153,6 +164,13 @@ impl fmt::Display for BuildError {
                  (or in a helper function), and give each `shared_array!` its own name",
                 ptx.display()
             ),
+            BuildError::LaunchBounds(why) => write!(
+                f,
+                "{why}: the PTX does not hold what #[launch_bounds] emits; please report this with the kernel's source"
+            ),
+            BuildError::WritePtx { ptx, error } => {
+                write!(f, "cannot write the PTX to {}: {error}", ptx.display())
+            }
             BuildError::ReadPtx { ptx, error } => {
                 write!(f, "cannot read the PTX at {}: {error}", ptx.display())
             }
@@ -309,6 +327,15 @@ impl Builder {
         if !problems.is_empty() {
             return Err(BuildError::Check(problems));
         }
+        // The module as it is loaded: rustc's PTX with the launch bounds
+        // written in, beside the nested build (never over its output, which
+        // cargo may keep as fresh).
+        let text = bounds::apply(&text).map_err(BuildError::LaunchBounds)?;
+        let ptx = out_dir.join(format!("{}.ptx", package.replace('-', "_")));
+        std::fs::write(&ptx, text).map_err(|error| BuildError::WritePtx {
+            ptx: ptx.clone(),
+            error,
+        })?;
         println!(
             "cargo:rustc-env={}={}",
             ptx_env_var(&package),

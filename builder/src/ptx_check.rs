@@ -146,7 +146,7 @@ struct Module<'a> {
 }
 
 /// The code of `line`, without a trailing `//` comment.
-fn code(line: &str) -> &str {
+pub(crate) fn code(line: &str) -> &str {
     line.split("//").next().unwrap_or("")
 }
 
@@ -169,17 +169,35 @@ fn function_name(header: &str) -> Option<&str> {
         .filter(|w| !w.starts_with('.'))
 }
 
-/// A contract global's binding: the third little-endian `u32` of
-/// `.global .align 4 .b8 __clustered_contract_k[44] = {67, 76, ...};`.
-fn contract_binding(line: &str) -> Option<u32> {
-    let bytes: Vec<u8> = line
-        .split_once('{')?
+/// The bytes a global is initialised with:
+/// `.global .align 4 .b8 name[8] = {0, 1, 0, 0, 1};`, the bytes that LLVM
+/// leaves out at the end being zeros.
+pub(crate) fn global_bytes(line: &str) -> Option<Vec<u8>> {
+    let (declaration, initialiser) = line.split_once('{')?;
+    let size: usize = declaration
+        .split_once('[')?
         .1
+        .split(']')
+        .next()?
+        .parse()
+        .ok()?;
+    let mut bytes: Vec<u8> = initialiser
         .split('}')
         .next()?
         .split(',')
         .map(|b| b.trim().parse().ok())
         .collect::<Option<_>>()?;
+    if bytes.len() > size {
+        return None;
+    }
+    bytes.resize(size, 0);
+    Some(bytes)
+}
+
+/// A contract global's binding: the third little-endian `u32` of
+/// `.global .align 4 .b8 __clustered_contract_k[44] = {67, 76, ...};`.
+fn contract_binding(line: &str) -> Option<u32> {
+    let bytes = global_bytes(line)?;
     let word = bytes.get(8..12)?;
     Some(u32::from_le_bytes(word.try_into().ok()?))
 }

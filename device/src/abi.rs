@@ -16,7 +16,8 @@ pub const ABI_VERSION: u32 = 3;
 pub const CONTRACT_MAGIC: u32 = u32::from_le_bytes(*b"CLST");
 
 pub use clustered_abi::{
-    access, Binding, IndexingKind, OptionError, Options, ScheduleOption, BASELINE_LINK_PREFIX,
+    access, Binding, BoundsError, IndexingKind, LaunchBounds, OptionError, Options, ScheduleOption,
+    BASELINE_LINK_PREFIX, LAUNCH_BOUNDS_PREFIX,
 };
 
 /// The indexing kinds as stored in a contract.

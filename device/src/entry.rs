@@ -30,7 +30,7 @@
 
 use std::fmt;
 
-use crate::abi::{Binding, ClusterLaunch, KernelContract};
+use crate::abi::{Binding, ClusterLaunch, KernelContract, LaunchBounds};
 use crate::cpu::{Buffers, Host};
 use crate::mapping::CustomIndexing;
 
@@ -81,6 +81,8 @@ pub trait Visitor<'a, B: Backend> {
 pub trait KernelFn: Sized + 'static {
     /// The kernel function's name (its baseline's PTX entry).
     const NAME: &'static str;
+    /// Its `#[launch_bounds(..)]`, which hold for every entry of the kernel.
+    const LAUNCH_BOUNDS: Option<LaunchBounds> = None;
     /// Its arguments on backend `B`, as a tuple in parameter order.
     type Args<'a, B: Backend>;
     /// Its parameters as the function takes them (raw pointers, scalars).
@@ -196,6 +198,16 @@ impl<K: KernelFn> Entry<K> {
     /// The schedule's binding; `None` for the baseline.
     pub fn binding(&self) -> Option<Binding> {
         self.contract.and_then(|c| Binding::from_u32(c.binding))
+    }
+
+    /// The kernel's `#[launch_bounds(..)]`, which every entry of it keeps;
+    /// `None` for a [foreign](Entry::foreign) entry, whose PTX has its own.
+    pub const fn launch_bounds(&self) -> Option<LaunchBounds> {
+        if self.foreign {
+            None
+        } else {
+            K::LAUNCH_BOUNDS
+        }
     }
 
     /// Runs the entry's host function for the current simulated thread.

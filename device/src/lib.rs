@@ -36,7 +36,7 @@ pub mod sm;
 pub mod thread;
 pub mod trace;
 
-pub use clustered_macros::{clustered, kernel, task_pool};
+pub use clustered_macros::{clustered, kernel, launch_bounds, task_pool};
 
 /// A panic in a kernel traps: the launch fails and the host gets an error
 /// (`CUDA_ERROR_LAUNCH_FAILED`) instead of a wrong result.

@@ -31,6 +31,7 @@ use clustered_device::entry::{Entry, KernelFn};
 use clustered_device::mapping::{Grid, Indexing};
 
 use crate::clustered::{check_contract, layout, ClusterError, ClusterOptions};
+use crate::error::{LaunchError, ThreadLimit};
 
 /// A clustered launch planned for a simulated machine.
 #[derive(Debug)]
@@ -124,6 +125,9 @@ pub enum CpuLaunchError {
     /// A [foreign](clustered_device::entry::Entry::foreign) entry: PTX built
     /// elsewhere, which the CPU backend has no code for.
     Foreign(&'static str),
+    /// A launch the GPU would refuse: a block over the kernel's
+    /// `#[launch_bounds]`.
+    Launch(LaunchError),
 }
 
 impl fmt::Display for CpuLaunchError {
@@ -131,6 +135,7 @@ impl fmt::Display for CpuLaunchError {
         match self {
             CpuLaunchError::Plan(e) => write!(f, "cannot plan the launch: {e}"),
             CpuLaunchError::Run(e) => write!(f, "the CPU run failed: {e}"),
+            CpuLaunchError::Launch(e) => e.fmt(f),
             CpuLaunchError::Foreign(name) => write!(
                 f,
                 "`{name}` is a foreign entry (PTX built elsewhere): it runs only on a GPU; run the kernel's own entry on the CPU backend"
@@ -144,6 +149,7 @@ impl std::error::Error for CpuLaunchError {
         match self {
             CpuLaunchError::Plan(e) => Some(e),
             CpuLaunchError::Run(e) => Some(e),
+            CpuLaunchError::Launch(e) => Some(e),
             CpuLaunchError::Foreign(_) => None,
         }
     }
@@ -190,6 +196,21 @@ pub unsafe fn launch_entry<K: KernelFn>(
 ) -> Result<CpuRun, CpuLaunchError> {
     if entry.is_foreign() {
         return Err(CpuLaunchError::Foreign(entry.name()));
+    }
+    if let Some(bounds) = entry.launch_bounds() {
+        // What the GPU refuses (`.maxntid`), refused here too.
+        let threads = original
+            .block
+            .iter()
+            .map(|&d| u64::from(d))
+            .product::<u64>();
+        if threads > u64::from(bounds.max_threads) {
+            return Err(CpuLaunchError::Launch(LaunchError::BlockTooLarge {
+                threads,
+                limit: bounds.max_threads,
+                limited_by: ThreadLimit::Kernel,
+            }));
+        }
     }
     crate::clustered::check_indexing(&entry, original.grid, true)?;
     let mut buffers = Buffers::new();

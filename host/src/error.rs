@@ -381,7 +381,8 @@ impl fmt::Display for LaunchError {
                     ThreadLimit::Device => "the device's maximum threads per block",
                     ThreadLimit::Kernel => {
                         "this kernel's own maximum threads per block \
-                         (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, lowered by its register use)"
+                         (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, lowered by its register use \
+                         or its #[launch_bounds])"
                     }
                 };
                 write!(

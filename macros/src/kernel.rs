@@ -21,6 +21,7 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream, tasks: bool) -> Token
         errors.push(Error::new_spanned(&attr, "#[kernel] takes no arguments"));
     }
     errors.extend(check_signature(&function, "#[kernel]"));
+    let bounds = crate::bounds::take(&mut function, &mut errors);
     // `#[kernel]` above `#[clustered]`: report it here, and drop the
     // `#[clustered]`s so that they do not expand into entry points that the
     // host cannot compile.
@@ -36,10 +37,11 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream, tasks: bool) -> Token
     }
     let entry = traced_entry_point(&function);
     let accesses = crate::access::analyse(&function);
-    let registry = crate::registry::registry(&function, &[], &accesses, &[]);
+    let registry = crate::registry::registry(&function, &[], &accesses, &[], bounds.as_ref());
+    let bounds = crate::bounds::globals(bounds.as_ref(), &[&function.sig.ident]);
     let warnings = crate::lint::wrapping_index(&function);
     let task = tasks.then(|| crate::task::task_support(&function));
-    quote!(#entry #registry #task #warnings)
+    quote!(#entry #bounds #registry #task #warnings)
 }
 
 /// What `#[kernel]` together with `#[clustered]` is told.

@@ -3,6 +3,7 @@
 //! - `#[kernel]` turns an `unsafe fn` into a PTX entry point, like
 //!   `cuda_std::kernel`.
 //! - `#[clustered(..)]` adds locality-aware schedules of a kernel.
+//! - `#[launch_bounds(..)]` gives either one CUDA's launch bounds.
 //!
 //! Each attribute is parsed, checked and expanded in its own module; errors
 //! are collected with their spans and reported together.
@@ -10,6 +11,7 @@
 #![warn(missing_docs)]
 
 mod access;
+mod bounds;
 mod clustered;
 mod kernel;
 mod lint;
@@ -60,6 +62,30 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn clustered(attr: TokenStream, item: TokenStream) -> TokenStream {
     clustered::expand(attr.into(), item.into()).into()
+}
+
+/// Launch bounds of a `#[kernel]` or `#[clustered]` kernel, CUDA's
+/// `__launch_bounds__(maxThreadsPerBlock, minBlocksPerMultiprocessor)`:
+///
+/// ```ignore
+/// #[launch_bounds(max_threads = 256, min_blocks_per_sm = 1)]
+/// #[clustered(auto)]
+/// pub unsafe fn atax_columns(..) { .. }
+/// ```
+///
+/// `max_threads`: the most threads a block of the kernel has (a launch with
+/// more is refused, on the GPU and on the CPU backend). `min_blocks_per_sm`
+/// (optional): how many such blocks an SM must hold at once, which lets
+/// ptxas give a thread up to `65536 / (max_threads * min_blocks_per_sm)`
+/// registers. Without it ptxas keeps about 32, enough for a full SM of
+/// blocks: right for a big grid, and a loss for a kernel with fewer blocks
+/// than SMs, whose speed is the loads each thread keeps in flight.
+/// Both hold for the kernel and every schedule of it; `clustered-builder`
+/// writes them into the PTX (`.maxntid`, `.minnctapersm`). Values are
+/// constant `u32` expressions.
+#[proc_macro_attribute]
+pub fn launch_bounds(attr: TokenStream, item: TokenStream) -> TokenStream {
+    bounds::expand(attr.into(), item.into()).into()
 }
 
 /// A task pool kernel from ordinary kernels (issue 15): resident blocks

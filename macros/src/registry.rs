@@ -65,6 +65,7 @@ pub fn registry(
     schedules: &[(Ident, Option<syn::Path>)],
     accesses: &crate::access::Analysis,
     auto: &[Ident],
+    bounds: Option<&crate::bounds::Bounds>,
 ) -> TokenStream {
     let mut errors = Vec::new();
     for (name, _) in schedules {
@@ -196,6 +197,7 @@ pub fn registry(
         }
     );
     let host = quote!(#[cfg(not(target_arch = "nvptx64"))]);
+    let bounds = crate::bounds::handle_const(bounds);
     let accesses_tokens = crate::access::to_tokens(accesses, &quote!(#device::abi));
     // The handle type exists on the GPU too: a pool task's items
     // (`crate::task`) are implemented on it.
@@ -207,6 +209,7 @@ pub fn registry(
         #host
         impl #entry::KernelFn for #kernel {
             const NAME: &'static str = #name;
+            #bounds
             type Args<#lifetime, #backend: #entry::Backend> = (#(#arg_types,)*);
             type Raw = (#(#raw_types,)*);
             fn visit<#lifetime, #backend: #entry::Backend, V: #entry::Visitor<#lifetime, #backend>>(

@@ -24,7 +24,7 @@ const EXPANDED: &str = ".expanded.rs";
 
 /// Which of our attributes this is, if any.
 fn ours(attr: &Attribute) -> Option<&'static str> {
-    ["clustered", "kernel"]
+    ["clustered", "kernel", "launch_bounds"]
         .into_iter()
         .find(|name| crate::kernel::is_attribute(attr, name))
 }
@@ -89,6 +89,22 @@ fn expand_file(source: &str) -> Result<String, String> {
         let item = quote::quote!(#function);
         let output = match ours(&attr) {
             Some("clustered") => crate::clustered::expand(args, item),
+            Some("launch_bounds") => {
+                // Written above the kernel attribute: it puts itself below
+                // it, and rustc expands the function again.
+                let again = crate::bounds::expand(args, item);
+                let again = syn::parse2::<syn::ItemFn>(again).map_err(|e| {
+                    format!("#[launch_bounds] does not give the function back: {e}")
+                })?;
+                let source = format!("{}", quote::quote!(#again));
+                items.extend(
+                    syn::parse_file(&expand_file(&source)?)
+                        .map_err(|e| e.to_string())?
+                        .items,
+                );
+                expanded += 1;
+                continue;
+            }
             _ => crate::kernel::expand(args, item),
         };
         if output.to_string().contains("compile_error") {

@@ -18,6 +18,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(tokens) => return tokens,
     };
     let mut errors = check_signature(&function, "#[clustered]");
+    let bounds = crate::bounds::take(&mut function, &mut errors);
 
     // The first attribute is the one being expanded; the others are still on
     // the function. Take them all, so one expansion emits every schedule.
@@ -138,12 +139,16 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return errors;
     }
     let baseline = crate::kernel::traced_entry_point(&function);
-    let registry = crate::registry::registry(&function, &registered, &accesses, &auto);
+    let registry =
+        crate::registry::registry(&function, &registered, &accesses, &auto, bounds.as_ref());
+    let entries: Vec<_> = std::iter::once(original).chain(&names).collect();
+    let bounds = crate::bounds::globals(bounds.as_ref(), &entries);
     let warnings = crate::lint::wrapping_index(&function);
     let task = crate::task::task_support(&function);
     quote! {
         #baseline
         #(#kernels)*
+        #bounds
         #registry
         #prefetch_hook
         #task
