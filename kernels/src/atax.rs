@@ -1,13 +1,13 @@
 //! ATAX: `y = A^T (A x)` (PolyBench/GPU), as its two passes.
 
-use clustered_device::clustered;
 use clustered_device::index::at;
 use clustered_device::math::fma;
 use clustered_device::thread::index_1d;
+use clustered_device::{clustered, launch_bounds};
 
 /// Rows of `A` whose loads [`atax_columns`](fn@atax_columns) issues before
 /// their FMAs.
-const COLUMN_BATCH: usize = 16;
+const COLUMN_BATCH: usize = 32;
 
 /// Threads per block of [`atax_rows`](fn@atax_rows) and [`atax_columns`](fn@atax_columns) (PolyBench/GPU's
 /// 256 x 1).
@@ -19,7 +19,10 @@ pub const ATAX_BLOCK: u32 = 256;
 ///
 /// Launch: block `256 x 1`, grid `ceil(nx / 256)`; one row of `A` per
 /// thread. A warp reads 32 rows at once, one float of each (uncoalesced);
-/// each line then serves the same thread for 32 iterations from L1.
+/// each line then serves the same thread for 32 iterations from L1. No
+/// launch bounds: with one block per SM, as the column pass has, its time
+/// did not change (2.21 ms at 16384^2 on an H100; its nvcc twin's went from
+/// 2.28 to 2.20, and the twin keeps them).
 ///
 /// Sharing: only `x`, read by every CTA (warp-uniform). The L1 must hold a
 /// 128-byte line per resident thread (256 KB at 2048 threads), which is the
@@ -58,7 +61,9 @@ pub unsafe fn atax_rows(a: *const f32, x: *const f32, tmp: *mut f32, nx: u32, ny
 ///
 /// Launch: block `256 x 1`, grid `ceil(ny / 256)`; one column of `A` per
 /// thread, so consecutive threads read consecutive addresses of each row
-/// (coalesced) and every element of `A` is read once: streaming.
+/// (coalesced) and every element of `A` is read once: streaming. Launch
+/// bounds of one such block per SM (`#[launch_bounds]`): the grid has
+/// fewer blocks than SMs, so ptxas may spend registers on loads in flight.
 ///
 /// Sharing: only `tmp`, read by every CTA (warp-uniform). No schedule
 /// gained, in the C++ reference (DESIGN.md section 7: 0.999-1.01x) nor in
@@ -70,6 +75,7 @@ pub unsafe fn atax_rows(a: *const f32, x: *const f32, tmp: *mut f32, nx: u32, ny
 /// - `_agents_chunked`: agents claiming 8 consecutive CTAs at a time.
 /// - `_agents_bypass`: the same, with `A` (read once) loaded past L1
 ///   (`ld.global.cg`), so it does not evict `tmp`.
+#[launch_bounds(max_threads = ATAX_BLOCK, min_blocks_per_sm = 1)]
 #[clustered(auto)]
 #[clustered(name = atax_columns_redirect, binding = redirect)]
 #[clustered(name = atax_columns_agents, binding = agents)]
@@ -81,11 +87,14 @@ pub unsafe fn atax_columns(a: *const f32, tmp: *const f32, y: *mut f32, nx: u32,
         let mut sum = 0.0f32;
         // 64 blocks for 132 SMs: loads in flight per thread are all this
         // kernel's parallelism. Rounds of COLUMN_BATCH rows, all loads of a
-        // round before its FMAs (the same FMAs in the same order), so 16 are
-        // in flight where LLVM's own unroll gave ptxas 8 (1.78 ms against
-        // nvcc's 1.06 at 16384^2, H100; docs/BENCHMARKS.md). Rust has no
-        // `#pragma unroll`: an array filled by a loop of constant count is
-        // the portable way to ask for it.
+        // round before its FMAs (the same FMAs in the same order). Rust has
+        // no `#pragma unroll`: an array filled by a loop of constant count
+        // is the portable way to ask for it. The launch bounds let ptxas
+        // keep a whole round in registers (80 a thread; without them it
+        // holds 32 and issues FMAs among the loads): 0.48 ms at 16384^2 on
+        // an H100, against 1.09 with rounds of 16 and no bounds, and 1.78
+        // with LLVM's own unroll (docs/BENCHMARKS.md). Rounds of 64 put the
+        // array on the stack.
         // Each address from its own index (`at`: u32 that does not wrap,
         // widened per load), as nvcc's `int` indexing gets: a pointer stepped
         // by the row is one 64-bit add chain through the round, and with about

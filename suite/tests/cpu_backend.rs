@@ -943,6 +943,73 @@ fn foreign_entries_are_refused_on_the_cpu_backend() {
     );
 }
 
+/// A kernel's `#[launch_bounds]` hold on the CPU backend as on a GPU: a
+/// block over `max_threads` is refused, for the kernel and each schedule,
+/// with the GPU's typed error; a block within them runs. ATAX's column pass
+/// is bounded to 256 threads.
+#[test]
+fn launch_bounds_refuse_bigger_blocks_on_the_cpu_backend() {
+    use clustered_suite::host::{LaunchError, ThreadLimit};
+    use kernels::atax::{atax_columns, ATAX_BLOCK};
+    let bounds = atax_columns::KERNEL
+        .launch_bounds()
+        .expect("atax_columns has bounds");
+    assert_eq!(
+        (bounds.max_threads, bounds.min_blocks_per_sm),
+        (ATAX_BLOCK, 1)
+    );
+    let machine = Machine::new(2);
+    let (nx, ny) = (4u32, 1024u32);
+    let a = vec![1.0f32; (nx * ny) as usize];
+    let tmp = vec![2.0f32; nx as usize];
+    for entry in
+        std::iter::once(atax_columns::KERNEL).chain(atax_columns::SCHEDULES.iter().copied())
+    {
+        assert_eq!(entry.launch_bounds(), Some(bounds), "{}", entry.name());
+        let mut y = vec![0.0f32; ny as usize];
+        // SAFETY: refused before it runs.
+        let refused = unsafe {
+            launch_entry(
+                entry,
+                &machine,
+                launch([2, 1, 1], 512, 2),
+                &ClusterOptions::default(),
+                &mut NoObserver,
+                (&a[..], &tmp[..], &mut y[..], nx, ny),
+            )
+        };
+        assert_eq!(
+            refused.unwrap_err(),
+            CpuLaunchError::Launch(LaunchError::BlockTooLarge {
+                threads: 512,
+                limit: ATAX_BLOCK,
+                limited_by: ThreadLimit::Kernel
+            }),
+            "{}",
+            entry.name()
+        );
+        assert!(y.iter().all(|&v| v == 0.0), "{}: nothing ran", entry.name());
+        // SAFETY: 4 blocks of 256 threads, one column each, `nx` rows.
+        unsafe {
+            launch_entry(
+                entry,
+                &machine,
+                launch([4, 1, 1], 256, 2),
+                &ClusterOptions::default(),
+                &mut NoObserver,
+                (&a[..], &tmp[..], &mut y[..], nx, ny),
+            )
+        }
+        .unwrap();
+        assert!(y.iter().all(|&v| v == 8.0), "{}", entry.name());
+    }
+    assert_eq!(
+        kernels::vector::vector_add::KERNEL.launch_bounds(),
+        None,
+        "a kernel without the attribute has none"
+    );
+}
+
 /// Agents and persistent schedules launch no more blocks than their claims
 /// can keep busy, and size claims to the work: a grid of a few CTAs used to
 /// start MAX x SMs blocks, and `chunk = 5` left all but one agent idle on

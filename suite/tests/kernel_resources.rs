@@ -351,6 +351,57 @@ fn clustered_variants_cost_what_their_baseline_costs() {
     );
 }
 
+/// `#[launch_bounds]` reaches ptxas: every entry that has the bounds'
+/// global carries `.maxntid` before its body, and ATAX's column pass,
+/// bounded to one block per SM, keeps a whole round of its loads in flight
+/// (32 of `A`, beside `tmp`'s), which the same PTX without the directives
+/// does not: ptxas then keeps 32 registers and reads loads among the rest.
+#[test]
+fn launch_bounds_reach_ptxas() {
+    let Some((ptxas, cuobjdump)) = tools() else {
+        return;
+    };
+    let ptx = clustered_suite::PTX;
+    let bounded: Vec<&str> = ptx
+        .lines()
+        .filter(|line| line.contains(".global"))
+        .filter_map(|line| line.split("__clustered_bounds_").nth(1)?.split('[').next())
+        .collect();
+    assert!(
+        bounded.contains(&"atax_columns") && bounded.contains(&"atax_columns_agents"),
+        "the column pass and its schedules have bounds: {bounded:?}"
+    );
+    for entry in &bounded {
+        let header = ptx
+            .find(&format!(".entry {entry}("))
+            .unwrap_or_else(|| panic!("no .entry {entry}"));
+        let body = header + ptx[header..].find("\n{").expect("a body");
+        assert!(
+            ptx[header..body].contains("\n.maxntid 256, 1, 1\n.minnctapersm 1"),
+            "{entry}: no launch bounds before its body:\n{}",
+            &ptx[header..body]
+        );
+    }
+
+    let unbounded: String = ptx
+        .lines()
+        .filter(|line| !line.starts_with(".maxntid") && !line.starts_with(".minnctapersm"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let with = &assemble(ptx, &ptxas, &cuobjdump)["atax_columns"];
+    let without = &assemble(&unbounded, &ptxas, &cuobjdump)["atax_columns"];
+    let (in_flight, before) = (loads_in_flight(&with.sass), loads_in_flight(&without.sass));
+    println!(
+        "atax_columns: {} registers, {in_flight} loads in flight; without its bounds {} and {before}",
+        with.registers, without.registers
+    );
+    assert_eq!(with.spill_bytes, 0, "no spills");
+    assert!(
+        in_flight >= 32 && in_flight > before,
+        "a round of 32 loads in flight with the bounds ({in_flight}), more than without ({before})"
+    );
+}
+
 /// What `Gpu::load_module` does for a schedule whose registers cost its
 /// kernel's occupancy, done here with ptxas for an H100: the module with a
 /// capped copy of each such schedule assembles, its own entries compile as
