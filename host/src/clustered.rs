@@ -235,6 +235,10 @@ impl std::error::Error for ClusterError {}
 pub struct ClusteredKernel {
     kernel: Kernel,
     contract: KernelContract,
+    /// Where the module runs `kernel` capped at its kernel's occupancy: its
+    /// own code, for launches that do not need the cap
+    /// ([`crate::cap_needed`]).
+    uncapped: Option<Kernel>,
 }
 
 impl ClusteredKernel {
@@ -251,6 +255,26 @@ impl ClusteredKernel {
     /// Its binding.
     pub fn binding(&self) -> Binding {
         Binding::from_u32(self.contract.binding).expect("checked when the kernel was looked up")
+    }
+
+    /// The code a launch of `original` runs: the module's (capped, where
+    /// it is) unless the schedule's own code holds the whole grid at once.
+    fn for_launch(&self, original: &LaunchConfig, sm_count: u32) -> Result<ClusteredKernel, Error> {
+        if let Some(uncapped) = &self.uncapped {
+            let fits = uncapped.occupancy(
+                original.block_threads() as u32,
+                original.dynamic_shared_bytes,
+            )?;
+            let blocks = original.grid.iter().map(|&d| u64::from(d)).product();
+            if !crate::cap_needed(blocks, fits, sm_count) {
+                return Ok(ClusteredKernel {
+                    kernel: uncapped.clone(),
+                    contract: self.contract,
+                    uncapped: None,
+                });
+            }
+        }
+        Ok(self.clone())
     }
 }
 
@@ -311,7 +335,12 @@ impl Module {
         // SAFETY: KernelContract is repr(C) plain u32s; any bytes are a value.
         let found: KernelContract = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) };
         let contract = check_contract(name, found)?;
-        Ok(ClusteredKernel { kernel, contract })
+        let uncapped = self.uncapped_kernel(name)?;
+        Ok(ClusteredKernel {
+            kernel,
+            contract,
+            uncapped,
+        })
     }
 }
 
@@ -600,6 +629,7 @@ impl Gpu {
     ) -> Result<ClusteredPlan, Error> {
         let props = self.properties();
         crate::validate_launch(&original, props, &kernel.kernel.attributes())?;
+        let kernel = &kernel.for_launch(&original, props.sm_count)?;
         let block_threads = original.block_threads();
         let dynamic_shared_bytes = original.dynamic_shared_bytes;
         let Layout {

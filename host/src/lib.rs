@@ -58,8 +58,8 @@ pub use module::{
     ptx_entry_names, ptx_entry_params, Kernel, KernelAttributes, Module, ModuleOptions,
 };
 pub use occupancy::{
-    capped_name, plan_register_caps, ptx_baseline_links, ptx_with_register_caps, register_cap,
-    CapOutcome, PlannedCap, RegisterCap, RegisterFile,
+    cap_needed, capped_name, plan_register_caps, ptx_baseline_links, ptx_with_register_caps,
+    register_cap, CapOutcome, PlannedCap, RegisterCap, RegisterFile,
 };
 pub use timing::GpuTimer;
 pub use tools::cuda_tool;

@@ -293,6 +293,27 @@ impl Module {
     /// Reads its [`KernelAttributes`] once, here, so launches validate
     /// without driver calls.
     pub fn kernel(&self, name: &str) -> Result<Kernel, Error> {
+        self.load_kernel(name, self.cap_applied(name))
+    }
+
+    /// Whether `name` runs capped (see [`Module::register_caps`]).
+    fn cap_applied(&self, name: &str) -> bool {
+        self.caps
+            .iter()
+            .any(|c| c.plan.entry == name && c.applied())
+    }
+
+    /// `name`'s own code, without the register cap that [`Module::kernel`]
+    /// gives it; `None` when it has none.
+    pub(crate) fn uncapped_kernel(&self, name: &str) -> Result<Option<Kernel>, Error> {
+        if !self.cap_applied(name) {
+            return Ok(None);
+        }
+        self.load_kernel(name, false).map(Some)
+    }
+
+    /// `name`'s kernel, its capped copy's code where `capped`.
+    fn load_kernel(&self, name: &str, capped: bool) -> Result<Kernel, Error> {
         let not_found = || Error::KernelNotFound {
             name: name.to_string(),
             available: self.entries.clone(),
@@ -303,11 +324,7 @@ impl Module {
         self.ctx
             .bind_to_thread()
             .map_err(Error::driver("cuCtxSetCurrent"))?;
-        let applied = self
-            .caps
-            .iter()
-            .any(|c| c.plan.entry == name && c.applied());
-        let func = match self.module.load_function(&if applied {
+        let func = match self.module.load_function(&if capped {
             capped_name(name)
         } else {
             name.to_string()

@@ -15,6 +15,12 @@
 //! the most registers that keep the kernel's warps, and the copy is used
 //! only if ptxas fitted it without spilling more than before; otherwise the
 //! schedule keeps its own code. Every decision is kept ([`RegisterCap`]).
+//!
+//! A launch uses the capped copy only where its grid needs the warps
+//! ([`cap_needed`]): a grid that the schedule's own code holds in one wave
+//! has no more blocks for an SM than that code keeps, and the cap would only
+//! take registers from the body (ATAX's column pass, 64 blocks under launch
+//! bounds: its grid-stride loop at 0.86x of the kernel capped, 0.99x not).
 
 use std::fmt;
 
@@ -80,6 +86,14 @@ pub fn registers_keeping_warps(registers: u32, device: &RegisterFile) -> u32 {
 pub fn register_cap(registers: u32, baseline_registers: u32, device: &RegisterFile) -> Option<u32> {
     (warps_by_registers(registers, device) < warps_by_registers(baseline_registers, device))
         .then(|| registers_keeping_warps(baseline_registers, device))
+}
+
+/// Whether a launch of `blocks` original CTAs needs a schedule's capped
+/// copy: `false` when its own code, `blocks_per_sm` of which fit an SM,
+/// holds the whole grid at once on `sm_count` SMs (the kernel itself
+/// would then have no more blocks on an SM either).
+pub fn cap_needed(blocks: u64, blocks_per_sm: u32, sm_count: u32) -> bool {
+    blocks_per_sm == 0 || blocks > u64::from(blocks_per_sm) * u64::from(sm_count)
 }
 
 /// A schedule whose registers fit fewer warps per SM than its kernel's, and
@@ -344,6 +358,20 @@ fn entry_name(text: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ATAX's column pass: 64 blocks, its grid-stride loop at 92 registers
+    /// (2 blocks of 256 an SM) where the kernel has 80 (3).
+    #[test]
+    fn a_grid_held_in_one_wave_needs_no_cap() {
+        assert!(!cap_needed(64, 2, 132));
+        assert!(!cap_needed(264, 2, 132), "exactly one wave");
+        assert!(cap_needed(265, 2, 132));
+        assert!(cap_needed(1 << 20, 2, 132), "a big grid keeps the warps");
+        assert!(
+            cap_needed(1, 0, 132),
+            "does not fit at all: the cap is all there is"
+        );
+    }
 
     #[test]
     fn an_h100_keeps_64_warps_up_to_32_registers() {

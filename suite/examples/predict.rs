@@ -33,7 +33,7 @@ use clustered_predict::stats::{mape, ordered_pairs, spearman};
 use clustered_predict::{ptxas, DeviceModel, Module, Prediction};
 use clustered_suite::host::cuda_tool;
 use clustered_suite::predict::{
-    as_loaded, cache_profile, predict_workload, traffic_ratios, SkipList,
+    as_loaded, cache_profile, predict_workload, traffic_ratios, LoadedResources, SkipList,
 };
 use clustered_suite::suite::{self, Size};
 
@@ -128,25 +128,31 @@ fn run() -> Result<(), String> {
     let module = Module::parse(clustered_suite::PTX).map_err(|e| e.to_string())?;
     let resources = match cuda_tool("ptxas") {
         Some(path) => {
-            let mut resources = ptxas::resources(&path, clustered_suite::PTX, "sm_90")
+            let own = ptxas::resources(&path, clustered_suite::PTX, "sm_90")
                 .map_err(|e| e.to_string())?;
             if register_caps {
-                let changed = as_loaded(&path, clustered_suite::PTX, &mut resources, &device)
+                let loaded = as_loaded(&path, clustered_suite::PTX, own, &device)
                     .map_err(|e| e.to_string())?;
                 println!(
-                    "registers as the loader runs them (kept at the kernel's occupancy; --no-register-cap for bench runs from before 2026-11-26's caps): {}",
-                    changed
+                    "registers as the loader runs them (kept at the kernel's occupancy where a launch's grid needs it; --no-register-cap for bench runs from before 2026-11-26's caps): {}",
+                    loaded
+                        .capped
                         .iter()
-                        .map(|(e, before, after)| format!("{e} {before}->{after}"))
+                        .map(|(e, capped)| format!(
+                            "{e} {}->{}",
+                            loaded.own[e].registers, capped.registers
+                        ))
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
+                loaded
+            } else {
+                LoadedResources::uncapped(own)
             }
-            resources
         }
         None => {
             println!("ptxas not found (pip install nvidia-cuda-nvcc, or set PTXAS): every entry assumed 32 registers");
-            BTreeMap::new()
+            LoadedResources::default()
         }
     };
     println!(

@@ -18,50 +18,98 @@ use clustered_sim::DeviceProfile;
 use crate::simulate::simulate;
 use crate::suite::{Arg, CpuEntry, Variant, Workload};
 
+/// Each entry's ptxas resources as the loader runs it.
+#[derive(Clone, Debug, Default)]
+pub struct LoadedResources {
+    /// As ptxas gave them for the module's own code.
+    pub own: BTreeMap<String, Resources>,
+    /// The capped copy's, for each schedule the loader caps at its kernel's
+    /// occupancy ([`as_loaded`]).
+    pub capped: BTreeMap<String, Resources>,
+}
+
+impl LoadedResources {
+    /// The module's own resources, nothing capped.
+    pub fn uncapped(own: BTreeMap<String, Resources>) -> Self {
+        LoadedResources {
+            own,
+            capped: BTreeMap::new(),
+        }
+    }
+
+    /// What `entry` runs with for a launch of `shape` on `device`: the
+    /// capped copy's, unless the entry's own code holds the whole grid at
+    /// once (`clustered_host::cap_needed`, as `Gpu::plan_clustered`
+    /// decides).
+    pub fn for_launch(
+        &self,
+        entry: &str,
+        shape: &clustered_host::LaunchConfig,
+        device: &DeviceModel,
+    ) -> Option<Resources> {
+        let own = self.own.get(entry).copied();
+        let (Some(capped), Some(mine)) = (self.capped.get(entry).copied(), own) else {
+            return own;
+        };
+        let (fits, _) = occupancy(
+            device,
+            shape.block.iter().product(),
+            mine.registers,
+            mine.shared_bytes + shape.dynamic_shared_bytes,
+        );
+        let blocks = shape.grid.iter().map(|&d| u64::from(d)).product();
+        Some(
+            if clustered_host::cap_needed(blocks, fits, device.sm_count) {
+                capped
+            } else {
+                mine
+            },
+        )
+    }
+}
+
 /// The resources each entry runs with once `Gpu::load_module` has kept the
 /// schedules at their kernel's occupancy (`clustered_host::register_cap`):
-/// `resources` as ptxas gave them for `ptx`, with a schedule's replaced by
-/// its capped copy's where the loader would use that copy (no more spills),
-/// judged by ptxas at `ptxas` on `device`'s register file. Returns the
-/// entries it changed, with their registers before and after.
+/// `own` as ptxas gave them for `ptx`, with each schedule's capped copy's
+/// where the loader would use that copy (no more spills), judged by ptxas
+/// at `ptxas` on `device`'s register file.
 pub fn as_loaded(
     ptxas: &std::path::Path,
     ptx: &str,
-    resources: &mut BTreeMap<String, Resources>,
+    own: BTreeMap<String, Resources>,
     device: &DeviceModel,
-) -> Result<Vec<(String, u32, u32)>, clustered_predict::ptxas::PtxasError> {
+) -> Result<LoadedResources, clustered_predict::ptxas::PtxasError> {
     let registers = clustered_host::RegisterFile {
         registers_per_sm: device.registers_per_sm,
         max_warps_per_sm: device.max_warps_per_sm,
         warp_size: 32,
     };
     let planned = clustered_host::plan_register_caps(ptx, &registers, |name| {
-        Ok::<_, std::convert::Infallible>(resources.get(name).map(|r| r.registers))
+        Ok::<_, std::convert::Infallible>(own.get(name).map(|r| r.registers))
     })
     .unwrap_or_else(|never| match never {});
-    if planned.is_empty() {
-        return Ok(Vec::new());
-    }
     let caps: Vec<(&str, u32)> = planned.iter().map(|p| (p.entry.as_str(), p.cap)).collect();
-    let Some(text) = clustered_host::ptx_with_register_caps(ptx, &caps) else {
-        return Ok(Vec::new());
+    let text = match clustered_host::ptx_with_register_caps(ptx, &caps) {
+        Some(text) if !planned.is_empty() => text,
+        _ => return Ok(LoadedResources::uncapped(own)),
     };
-    let capped = clustered_predict::ptxas::resources(ptxas, &text, "sm_90")?;
-    let mut changed = Vec::new();
+    let copies = clustered_predict::ptxas::resources(ptxas, &text, "sm_90")?;
+    let mut capped = BTreeMap::new();
     for p in &planned {
-        let Some(copy) = capped.get(&clustered_host::capped_name(&p.entry)) else {
+        let Some(copy) = copies.get(&clustered_host::capped_name(&p.entry)) else {
             continue;
         };
         // ptxas's spill bytes stand for the local memory the loader compares.
-        let own = resources[&p.entry];
-        let outcome =
-            clustered_host::CapOutcome::judge(copy.registers, own.spill_bytes, copy.spill_bytes);
+        let outcome = clustered_host::CapOutcome::judge(
+            copy.registers,
+            own[&p.entry].spill_bytes,
+            copy.spill_bytes,
+        );
         if outcome.is_applied() {
-            changed.push((p.entry.clone(), own.registers, copy.registers));
-            resources.insert(p.entry.clone(), *copy);
+            capped.insert(p.entry.clone(), *copy);
         }
     }
-    Ok(changed)
+    Ok(LoadedResources { own, capped })
 }
 
 /// Memory traffic relative to compulsory bytes, from a simulation at the
@@ -303,7 +351,7 @@ pub fn predict_workload(
     workload: &Workload,
     small: Option<&Workload>,
     device: &DeviceModel,
-    resources: &BTreeMap<String, Resources>,
+    resources: &LoadedResources,
     ratios: &BTreeMap<&'static str, TrafficRatio>,
 ) -> Vec<(&'static str, &'static str, Result<Prediction, String>)> {
     let compulsory = workload.compulsory_bytes();
@@ -311,10 +359,11 @@ pub fn predict_workload(
         .variants
         .iter()
         .map(|v| {
-            let r = resources.get(v.kernel).copied();
+            let r = resources.for_launch(v.kernel, &workload.shape, device);
             let measured = |ratio: &TrafficRatio| {
                 let small = small?;
                 let sv = small.variants.iter().find(|s| s.label == v.label)?;
+                let r = resources.for_launch(v.kernel, &small.shape, device);
                 let at = planned_launch(small, sv, device, r).ok()?;
                 unknown_trips(module, v.kernel, &at, device, ratio.loads_per_task)
             };

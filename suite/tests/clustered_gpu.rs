@@ -559,6 +559,18 @@ fn a_schedule_over_its_kernels_occupancy_is_compiled_at_it() {
             baseline.occupancy(256, 0).unwrap(),
             "blocks of 256 per SM"
         );
+        // The capped copy runs where the grid needs the warps; a grid that
+        // the schedule's own code holds at once runs that code.
+        let clustered = module.clustered_kernel(name).unwrap();
+        let planned = |blocks: u64| {
+            let original = clustered_suite::host::LaunchConfig::linear(blocks * 256, 256);
+            let plan = gpu
+                .plan_clustered(&clustered, original, ClusterOptions::default())
+                .unwrap();
+            plan.kernel().kernel().attributes().registers_per_thread
+        };
+        assert_eq!(planned(1 << 18), registers, "a big grid runs capped");
+        assert_eq!(planned(64), cap.plan.registers, "64 blocks run uncapped");
     }
     let uncapped = gpu
         .load_module_with(
