@@ -77,6 +77,14 @@ pub const H100_2026_11_26_ALL: &str = include_str!("../data/h100-2026-11-26-all.
 /// -- --all --sim --bench predict/data/h100-2026-11-26-drained.json`.
 pub const H100_2026_11_26_DRAINED: &str = include_str!("../data/h100-2026-11-26-drained.json");
 
+/// That run with ATAX's two kernels measured again (session 13: the column
+/// pass under launch bounds, 2.27x faster; register caps only where the
+/// grid needs them), one bench call on an H100 of the same kind; the other
+/// 21 kernels' code did not change. The suite's PTX as it is now. Validate
+/// with `cargo run --release -p clustered-suite --example predict -- --all
+/// --sim --bench predict/data/h100-2026-11-26-bounds.json`.
+pub const H100_2026_11_26_BOUNDS: &str = include_str!("../data/h100-2026-11-26-bounds.json");
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,6 +97,7 @@ mod tests {
             (H100_2026_11_25_ALL, "NVIDIA H100 80GB HBM3", 228, 213),
             (H100_2026_11_26_ALL, "NVIDIA H100 80GB HBM3", 275, 260),
             (H100_2026_11_26_DRAINED, "NVIDIA H100 80GB HBM3", 275, 260),
+            (H100_2026_11_26_BOUNDS, "NVIDIA H100 80GB HBM3", 275, 260),
             (H200_2026_11_26_ALL, "NVIDIA H200", 253, 238),
         ] {
             let (device, records) = records(run).unwrap();

@@ -15,6 +15,10 @@ pub struct Resources {
     pub shared_bytes: u32,
     /// Spill stores and loads, bytes.
     pub spill_bytes: u32,
+    /// The global loads its hot loop keeps in flight per thread, from the
+    /// SASS ([`crate::sass::loads_in_flight`]; `None` without `cuobjdump`):
+    /// what the registers ptxas gave it let it issue before reading one.
+    pub loads_in_flight: Option<u32>,
 }
 
 /// Why ptxas gave no resources.
@@ -65,13 +69,41 @@ pub fn resources(
         .arg(&output)
         .output()
         .map_err(PtxasError::Spawn);
+    let sass = out
+        .as_ref()
+        .is_ok_and(|out| out.status.success())
+        .then(|| disassemble(ptxas, &output))
+        .flatten();
     let _ = std::fs::remove_dir_all(&dir);
     let out = out?;
     let log = String::from_utf8_lossy(&out.stderr).into_owned();
     if !out.status.success() {
         return Err(PtxasError::Failed { log });
     }
-    Ok(parse_log(&log))
+    let mut entries = parse_log(&log);
+    if let Some(sass) = sass {
+        for (name, instructions) in crate::sass::functions(&sass) {
+            if let Some(entry) = entries.get_mut(&name) {
+                entry.loads_in_flight = Some(crate::sass::loads_in_flight(&instructions));
+            }
+        }
+    }
+    Ok(entries)
+}
+
+/// The SASS of `cubin` from the `cuobjdump` beside `ptxas` (the CUDA
+/// toolkit and its PyPI packages install both in one folder) or at
+/// `$CUOBJDUMP`; `None` without one.
+fn disassemble(ptxas: &Path, cubin: &Path) -> Option<String> {
+    let tool = std::env::var_os("CUOBJDUMP")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            ptxas.with_file_name(format!("cuobjdump{}", std::env::consts::EXE_SUFFIX))
+        });
+    let out = Command::new(tool).arg("-sass").arg(cubin).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Each entry's resources from a `ptxas -v` log.
@@ -137,7 +169,8 @@ ptxas info    : Used 12 registers, 364 bytes cmem[0]\n";
             Resources {
                 registers: 40,
                 shared_bytes: 2048,
-                spill_bytes: 0
+                spill_bytes: 0,
+                loads_in_flight: None,
             }
         );
         assert_eq!(
@@ -145,7 +178,8 @@ ptxas info    : Used 12 registers, 364 bytes cmem[0]\n";
             Resources {
                 registers: 12,
                 shared_bytes: 0,
-                spill_bytes: 12
+                spill_bytes: 12,
+                loads_in_flight: None,
             }
         );
     }
