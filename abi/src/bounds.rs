@@ -41,6 +41,15 @@ pub enum BoundsError {
     MaxThreads(u32),
     /// `min_blocks_per_sm` is over [`LaunchBounds::MAX_BLOCKS_PER_SM`].
     MinBlocks(u32),
+    /// `min_blocks_per_sm` blocks of `max_threads` are more threads than
+    /// an SM holds ([`LaunchBounds::MAX_THREADS_PER_SM`]): ptxas would
+    /// budget registers for a residency no GPU reaches.
+    OverAnSm {
+        /// `max_threads`.
+        max_threads: u32,
+        /// `min_blocks_per_sm`.
+        min_blocks_per_sm: u32,
+    },
 }
 
 impl fmt::Display for BoundsError {
@@ -56,6 +65,17 @@ impl fmt::Display for BoundsError {
                 "`min_blocks_per_sm = {n}`: an SM keeps at most {} blocks",
                 LaunchBounds::MAX_BLOCKS_PER_SM
             ),
+            BoundsError::OverAnSm {
+                max_threads,
+                min_blocks_per_sm,
+            } => write!(
+                f,
+                "`min_blocks_per_sm = {min_blocks_per_sm}` blocks of `max_threads = {max_threads}` \
+                 are {} threads, and an SM holds at most {}: ask for at most {} blocks",
+                u64::from(min_blocks_per_sm) * u64::from(max_threads),
+                LaunchBounds::MAX_THREADS_PER_SM,
+                LaunchBounds::MAX_THREADS_PER_SM / max_threads
+            ),
         }
     }
 }
@@ -65,6 +85,8 @@ impl LaunchBounds {
     pub const MAX_THREADS: u32 = 1024;
     /// The most blocks any current GPU keeps on one SM (32 on sm_90).
     pub const MAX_BLOCKS_PER_SM: u32 = 32;
+    /// The most threads any current GPU keeps on one SM (2048 on sm_90).
+    pub const MAX_THREADS_PER_SM: u32 = 2048;
 
     /// Bounds of `max_threads` (1 to [`MAX_THREADS`](Self::MAX_THREADS))
     /// and `min_blocks_per_sm` (0, not given, to
@@ -75,6 +97,12 @@ impl LaunchBounds {
         }
         if min_blocks_per_sm > Self::MAX_BLOCKS_PER_SM {
             return Err(BoundsError::MinBlocks(min_blocks_per_sm));
+        }
+        if min_blocks_per_sm as u64 * max_threads as u64 > Self::MAX_THREADS_PER_SM as u64 {
+            return Err(BoundsError::OverAnSm {
+                max_threads,
+                min_blocks_per_sm,
+            });
         }
         Ok(LaunchBounds {
             max_threads,
@@ -95,6 +123,9 @@ impl LaunchBounds {
             Err(BoundsError::MinBlocks(_)) => {
                 panic!("#[launch_bounds]: `min_blocks_per_sm` must be at most 32")
             }
+            Err(BoundsError::OverAnSm { .. }) => panic!(
+                "#[launch_bounds]: `min_blocks_per_sm` x `max_threads` must be at most 2048 threads, what an SM holds"
+            ),
         }
     }
 
@@ -137,7 +168,15 @@ mod tests {
             Err(BoundsError::MaxThreads(1025))
         );
         assert_eq!(LaunchBounds::new(256, 33), Err(BoundsError::MinBlocks(33)));
-        assert!(LaunchBounds::new(1024, 32).is_ok());
+        assert_eq!(
+            LaunchBounds::new(1024, 4),
+            Err(BoundsError::OverAnSm {
+                max_threads: 1024,
+                min_blocks_per_sm: 4
+            })
+        );
+        assert!(LaunchBounds::new(1024, 2).is_ok());
+        assert!(LaunchBounds::new(64, 32).is_ok());
         assert!(LaunchBounds::new(1, 0).is_ok());
     }
 

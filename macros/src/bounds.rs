@@ -140,7 +140,8 @@ fn parse(args: TokenStream, span: Span, errors: &mut Vec<Error>) -> Option<(Expr
     if let Err(error) = LaunchBounds::new(threads, blocks) {
         let at: &dyn quote::ToTokens = match error {
             clustered_abi::BoundsError::MaxThreads(_) => &max_threads,
-            clustered_abi::BoundsError::MinBlocks(_) => min_blocks_per_sm.as_ref()?,
+            clustered_abi::BoundsError::MinBlocks(_)
+            | clustered_abi::BoundsError::OverAnSm { .. } => min_blocks_per_sm.as_ref()?,
         };
         errors.push(Error::new_spanned(at, error.to_string()));
         return None;

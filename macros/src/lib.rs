@@ -75,7 +75,8 @@ pub fn clustered(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// `max_threads`: the most threads a block of the kernel has (a launch with
 /// more is refused, on the GPU and on the CPU backend). `min_blocks_per_sm`
-/// (optional): how many such blocks an SM must hold at once, which lets
+/// (optional, at most `2048 / max_threads`, the threads an SM holds): how
+/// many such blocks an SM must hold at once, which lets
 /// ptxas give a thread up to `65536 / (max_threads * min_blocks_per_sm)`
 /// registers. Without it ptxas keeps about 32, enough for a full SM of
 /// blocks: right for a big grid, and a loss for a kernel with fewer blocks

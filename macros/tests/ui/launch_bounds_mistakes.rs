@@ -13,6 +13,12 @@ pub unsafe fn too_many_blocks(x: *mut f32) {
     let _ = x;
 }
 
+#[kernel]
+#[launch_bounds(max_threads = 1024, min_blocks_per_sm = 4)]
+pub unsafe fn more_than_an_sm(x: *mut f32) {
+    let _ = x;
+}
+
 #[clustered(binding = redirect)]
 #[launch_bounds(min_blocks_per_sm = 1)]
 pub unsafe fn no_threads(x: *mut f32) {
