@@ -588,3 +588,50 @@ fn a_schedule_over_its_kernels_occupancy_is_compiled_at_it() {
         cap.plan.registers
     );
 }
+
+/// The builder's `.maxntid` reaches the driver: every entry of ATAX's
+/// column pass (`#[launch_bounds(max_threads = 256, ..)]`) reports 256
+/// threads at most, and a typed launch of 512 is the same typed error the
+/// CPU backend gives, before the driver sees it; 256 runs and matches.
+#[test]
+fn launch_bounds_reach_the_driver() {
+    use clustered_suite::host::{LaunchError, ThreadLimit};
+    use kernels::atax::{atax_columns, ATAX_BLOCK};
+    let Some((gpu, module)) = gpu() else { return };
+    let (nx, ny) = (64u32, 1024u32);
+    let a = gpu.htod(&vec![1.0f32; (nx * ny) as usize]).unwrap();
+    let tmp = gpu.htod(&vec![0.5f32; nx as usize]).unwrap();
+    let options = ClusterOptions::default();
+    for entry in
+        std::iter::once(atax_columns::KERNEL).chain(atax_columns::SCHEDULES.iter().copied())
+    {
+        let name = entry.name();
+        let attributes = module.kernel(name).unwrap().attributes();
+        assert_eq!(attributes.max_threads_per_block, ATAX_BLOCK, "{name}");
+        let mut y = gpu.zeros::<f32>(ny as usize).unwrap();
+        let too_big = LaunchConfig::linear(u64::from(ny), 512);
+        // SAFETY: refused before it runs; a and tmp hold nx x ny and nx floats.
+        let refused = unsafe {
+            gpu.launch_entry(
+                &module,
+                entry,
+                too_big,
+                &options,
+                (&a, &tmp, &mut y, nx, ny),
+            )
+        };
+        match refused {
+            Err(Error::Launch(LaunchError::BlockTooLarge {
+                threads: 512,
+                limit,
+                limited_by: ThreadLimit::Kernel,
+            })) if limit == ATAX_BLOCK => {}
+            other => panic!("{name}: {other:?}"),
+        }
+        let config = LaunchConfig::linear(u64::from(ny), ATAX_BLOCK);
+        // SAFETY: as above, one column per thread.
+        unsafe { gpu.launch_entry(&module, entry, config, &options, (&a, &tmp, &mut y, nx, ny)) }
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(gpu.dtoh(&y).unwrap().iter().all(|&v| v == 32.0), "{name}");
+    }
+}
