@@ -602,3 +602,34 @@ fn the_band_from_occupancy_is_the_power_of_two_below_the_root() {
     assert_eq!(band(1056, 6), 6);
     assert_eq!(RasterGroup::Ctas(7).ctas(1056, 3), 7);
 }
+
+/// Agents with at most one task each run one queue (no home clusters to
+/// steal between: ATAX's column pass, 64 tasks for 132 SMs); with more
+/// tasks than working agents, a cluster per SM, or what the caller chose.
+#[test]
+fn agents_with_a_task_each_run_one_queue() {
+    use crate::cpu::{CpuLaunch, CpuPlan, Machine};
+    use clustered_device::abi::indexing_kind;
+    let machine = Machine::new(132);
+    let agents = KernelContract::new(Binding::Agents, indexing_kind::ROW_MAJOR, [0, 0], 1, 0);
+    let clusters = |tasks: u32, options: &ClusterOptions| {
+        let original = CpuLaunch {
+            grid: [tasks, 1, 1],
+            block: [256, 1, 1],
+            dynamic_shared_bytes: 0,
+            resident_blocks: 2,
+        };
+        let mut plan = CpuPlan::new(&agents, original, &machine, options).unwrap();
+        plan.parameter().partition.clusters
+    };
+    let default = ClusterOptions::default();
+    assert_eq!(clusters(64, &default), 1);
+    assert_eq!(clusters(264, &default), 1, "2 agents on each of 132 SMs");
+    assert_eq!(clusters(265, &default), 132);
+    assert_eq!(clusters(1 << 20, &default), 132);
+    let chosen = ClusterOptions {
+        clusters: Some(8),
+        ..ClusterOptions::default()
+    };
+    assert_eq!(clusters(64, &chosen), 8, "the caller's count stands");
+}
