@@ -72,18 +72,19 @@ pub const H100_2026_11_26_ALL: &str = include_str!("../data/h100-2026-11-26-all.
 
 /// The same 23 kernels on an H100 (2026-11-26, later), one binary with the
 /// agents stopping once every cluster is counted drained, two bench calls
-/// (275 records): the run of docs/BENCHMARKS.md "The whole suite now".
+/// (275 records): the run of docs/BENCHMARKS.md "The whole suite in
+/// session 12".
 /// Validate with `cargo run --release -p clustered-suite --example predict
 /// -- --all --sim --bench predict/data/h100-2026-11-26-drained.json`.
 pub const H100_2026_11_26_DRAINED: &str = include_str!("../data/h100-2026-11-26-drained.json");
 
-/// That run with ATAX's two kernels measured again (session 13: the column
-/// pass under launch bounds, 2.27x faster; register caps only where the
-/// grid needs them), one bench call on an H100 of the same kind; the other
-/// 21 kernels' code did not change. The suite's PTX as it is now. Validate
-/// with `cargo run --release -p clustered-suite --example predict -- --all
-/// --sim --bench predict/data/h100-2026-11-26-bounds.json`.
-pub const H100_2026_11_26_BOUNDS: &str = include_str!("../data/h100-2026-11-26-bounds.json");
+/// The 23 kernels on an H100 (2026-11-26, session 13), one binary with
+/// ATAX's column pass under launch bounds, register caps only where the
+/// grid needs them and agents with a task each on one queue, two bench
+/// calls (275 records): the run of docs/BENCHMARKS.md "The whole suite
+/// now". Validate with `cargo run --release -p clustered-suite --example
+/// predict -- --all --sim --bench predict/data/h100-2026-11-26-s13.json`.
+pub const H100_2026_11_26_S13: &str = include_str!("../data/h100-2026-11-26-s13.json");
 
 #[cfg(test)]
 mod tests {
@@ -97,7 +98,7 @@ mod tests {
             (H100_2026_11_25_ALL, "NVIDIA H100 80GB HBM3", 228, 213),
             (H100_2026_11_26_ALL, "NVIDIA H100 80GB HBM3", 275, 260),
             (H100_2026_11_26_DRAINED, "NVIDIA H100 80GB HBM3", 275, 260),
-            (H100_2026_11_26_BOUNDS, "NVIDIA H100 80GB HBM3", 275, 260),
+            (H100_2026_11_26_S13, "NVIDIA H100 80GB HBM3", 275, 260),
             (H200_2026_11_26_ALL, "NVIDIA H200", 253, 238),
         ] {
             let (device, records) = records(run).unwrap();
