@@ -25,6 +25,12 @@ pub mod pool;
 
 pub use bounds::{BoundsError, LaunchBounds, LAUNCH_BOUNDS_PREFIX};
 
+/// Prefix of a schedule's contract global: `#[clustered]` emits
+/// `__clustered_contract_<schedule>` (the device runtime's `KernelContract`),
+/// which the host reads before a launch and the builder's PTX checks
+/// read for the schedule's binding.
+pub const CONTRACT_PREFIX: &str = "__clustered_contract_";
+
 /// Prefix of the symbol that links a schedule to the kernel it was made
 /// from: `#[clustered]` emits `__clustered_baseline_<schedule>`, the bytes
 /// of the kernel's name, beside each schedule's contract; the host reads it

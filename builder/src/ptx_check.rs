@@ -34,12 +34,13 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
+// Where the generated contracts live: `__clustered_contract_<entry>`.
+use clustered_abi::CONTRACT_PREFIX;
+
 /// Tags the device runtime puts on its inline PTX.
 const SCHEDULER_TAG: &str = "// clustered:scheduler";
 const TASK_TAG: &str = "// clustered:task";
 const SEPARATE_TAG: &str = "// clustered:separate";
-/// Where the generated contracts live: `__clustered_contract_<entry>`.
-const CONTRACT_PREFIX: &str = "__clustered_contract_";
 /// The agents' claim ticket, the scheduler's own shared memory.
 const SCHEDULER_SHARED_PREFIX: &str = "clustered_ticket";
 

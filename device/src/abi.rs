@@ -17,7 +17,7 @@ pub const CONTRACT_MAGIC: u32 = u32::from_le_bytes(*b"CLST");
 
 pub use clustered_abi::{
     access, Binding, BoundsError, IndexingKind, LaunchBounds, OptionError, Options, ScheduleOption,
-    BASELINE_LINK_PREFIX, LAUNCH_BOUNDS_PREFIX,
+    BASELINE_LINK_PREFIX, CONTRACT_PREFIX, LAUNCH_BOUNDS_PREFIX,
 };
 
 /// The indexing kinds as stored in a contract.

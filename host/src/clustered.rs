@@ -308,7 +308,7 @@ impl Module {
     /// Looks up a kernel made by `#[clustered]` and checks its contract.
     pub fn clustered_kernel(&self, name: &str) -> Result<ClusteredKernel, Error> {
         let kernel = self.kernel(name)?;
-        let symbol = format!("__clustered_contract_{name}");
+        let symbol = format!("{}{name}", clustered_device::abi::CONTRACT_PREFIX);
         let stream = kernel.context().default_stream();
         let global = match self.cuda_module().get_global(&symbol, &stream) {
             Ok(global) => global,

@@ -163,7 +163,7 @@ pub fn registry(
     };
     let baseline = call(kernel, false);
     let schedule_consts = schedules.iter().map(|(schedule, indexing)| {
-        let contract = format_ident!("__clustered_contract_{}", schedule);
+        let contract = format_ident!("{}{}", clustered_abi::CONTRACT_PREFIX, schedule);
         let call = call(schedule, true);
         let entry_name = schedule.to_string();
         let with_indexing = indexing.as_ref().map(|path| {

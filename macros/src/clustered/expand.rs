@@ -47,7 +47,12 @@ pub fn schedule(
     // ("defined multiple times"), never silently used. The contract keeps its
     // name: the host finds it by symbol.
     let task = format_ident!("__{}_task", name, span = name.span());
-    let contract = format_ident!("__clustered_contract_{}", name, span = name.span());
+    let contract = format_ident!(
+        "{}{}",
+        clustered_abi::CONTRACT_PREFIX,
+        name,
+        span = name.span()
+    );
     let baseline_link = format_ident!(
         "{}{}",
         clustered_abi::BASELINE_LINK_PREFIX,
