@@ -294,20 +294,22 @@ impl TaskCounters for GlobalCounters {
     }
 
     #[inline(always)]
-    fn mark_drained(&self, cluster: u32) -> u32 {
+    fn drained_count(&self) -> u32 {
+        // SAFETY: the count's word is in the scratch, as above.
+        unsafe { load_relaxed_gpu_global(self.count) }
+    }
+
+    #[inline(always)]
+    fn set_mark(&self, cluster: u32) -> bool {
         let bit = 1 << (cluster % 32);
-        // SAFETY: as above. The count is read before the mark waits, so
-        // both round trips overlap; a count that misses a concurrent mark
-        // only delays the stop to the next claim.
-        unsafe {
-            let known = load_relaxed_gpu_global(self.count);
-            if fetch_or_u32(self.marks.add(cluster as usize / 32), bit) & bit == 0 {
-                fetch_add_u32(self.count, 1);
-                known + 1
-            } else {
-                known
-            }
-        }
+        // SAFETY: a mark word per 32 clusters, cluster < M.
+        unsafe { fetch_or_u32(self.marks.add(cluster as usize / 32), bit) & bit == 0 }
+    }
+
+    #[inline(always)]
+    fn count_drained(&self) {
+        // SAFETY: as above.
+        unsafe { fetch_add_u32(self.count, 1) };
     }
 }
 

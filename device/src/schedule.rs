@@ -24,11 +24,31 @@ pub trait TaskCounters {
     /// the cluster's tasks mean it is drained).
     fn next_chunk(&self, cluster: u32) -> u32;
 
+    /// How many clusters are counted drained.
+    fn drained_count(&self) -> u32;
+
+    /// Sets `cluster`'s drained mark; `true` if this call set it.
+    fn set_mark(&self, cluster: u32) -> bool;
+
+    /// Adds one to the count of drained clusters.
+    fn count_drained(&self);
+
     /// Marks `cluster` drained and returns how many clusters are known
     /// drained: each cluster is counted once, by the first agent to mark
     /// it, so the count reaches the number of clusters with tasks only
-    /// when all are drained.
-    fn mark_drained(&self, cluster: u32) -> u32;
+    /// when all are drained. The count is read before the mark, so that
+    /// on a GPU both round trips overlap; a count that misses a concurrent
+    /// mark only delays the stop to the next claim.
+    #[inline(always)]
+    fn mark_drained(&self, cluster: u32) -> u32 {
+        let known = self.drained_count();
+        if self.set_mark(cluster) {
+            self.count_drained();
+            known + 1
+        } else {
+            known
+        }
+    }
 }
 
 /// `sm_id` folded into `0..bound` (`sm_id % bound`, and 0 for a zero bound).
@@ -146,16 +166,15 @@ mod tests {
         fn next_chunk(&self, cluster: u32) -> u32 {
             self.0[cluster as usize].fetch_add(1, Ordering::Relaxed)
         }
-        fn mark_drained(&self, cluster: u32) -> u32 {
+        fn drained_count(&self) -> u32 {
+            self.2.load(Ordering::Relaxed)
+        }
+        fn set_mark(&self, cluster: u32) -> bool {
             let bit = 1 << (cluster % 32);
-            let old = self.1[cluster as usize / 32].fetch_or(bit, Ordering::Relaxed);
-            let known = self.2.load(Ordering::Relaxed);
-            if old & bit == 0 {
-                self.2.fetch_add(1, Ordering::Relaxed);
-                known + 1
-            } else {
-                known
-            }
+            self.1[cluster as usize / 32].fetch_or(bit, Ordering::Relaxed) & bit == 0
+        }
+        fn count_drained(&self) {
+            self.2.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -235,8 +254,14 @@ mod tests {
             self.1.fetch_add(1, Ordering::Relaxed);
             self.0.next_chunk(cluster)
         }
-        fn mark_drained(&self, cluster: u32) -> u32 {
-            self.0.mark_drained(cluster)
+        fn drained_count(&self) -> u32 {
+            self.0.drained_count()
+        }
+        fn set_mark(&self, cluster: u32) -> bool {
+            self.0.set_mark(cluster)
+        }
+        fn count_drained(&self) {
+            self.0.count_drained()
         }
     }
 
