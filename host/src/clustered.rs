@@ -497,11 +497,36 @@ pub(crate) fn layout<E: From<ClusterError>>(
     let binding =
         Binding::from_u32(contract.binding).expect("a contract checked by check_contract");
     let tasks = grid_size(grid).ok_or(ClusterError::Mapping(MappingError::GridTooLarge))?;
-    let clusters = if binding.clusters_by_sm() {
-        options.clusters.unwrap_or(sm_count)
+    // The persistent bindings' agents: MAX per SM, those launched per SM,
+    // ACTIVE, and the agents that work.
+    let agents = if binding.is_persistent() {
+        let max = max_agents()?;
+        let per_sm = options.agents_per_sm.unwrap_or(max);
+        if per_sm == 0 || per_sm > max {
+            return Err(ClusterError::TooManyAgents {
+                requested: per_sm,
+                max,
+            }
+            .into());
+        }
+        let active = active_for(binding, options.active, max, contract.default_active)?;
+        let working = active.min(per_sm).saturating_mul(sm_count).max(1);
+        Some((max, per_sm, active, working))
     } else {
+        None
+    };
+    let clusters = match (binding.clusters_by_sm(), options.clusters) {
         // One queue: the order itself keeps co-running tasks together.
-        1
+        (false, _) => 1,
+        (true, Some(clusters)) => clusters,
+        // Agents with a task or none each: one queue too. Clusters per SM
+        // keep an SM's tasks together, and at most one task an agent
+        // leaves nothing to keep together, only steals: an agent whose home
+        // cluster's task was taken walks the others, two atomics a cluster
+        // (ATAX's column pass: 64 tasks for 132 SMs, its agents 0.92x of the
+        // kernel).
+        (true, None) if agents.is_some_and(|(.., working)| tasks <= working) => 1,
+        (true, None) => sm_count,
     };
     // Each cluster costs a word of scratch memory: a count past both the
     // CTAs and the SMs only adds empty clusters (and, at 2^32 - 1, 16 GiB).
@@ -530,34 +555,12 @@ pub(crate) fn layout<E: From<ClusterError>>(
         }
         .into());
     }
-    if !binding.is_persistent() {
+    let Some((max, per_sm, active, working)) = agents else {
         return Ok(Layout {
             parameter,
             block_cluster,
             agents: None,
         });
-    }
-    let max = max_agents()?;
-    let per_sm = options.agents_per_sm.unwrap_or(max);
-    if per_sm == 0 || per_sm > max {
-        return Err(ClusterError::TooManyAgents {
-            requested: per_sm,
-            max,
-        }
-        .into());
-    }
-    let active = active_for(binding, options.active, max, contract.default_active)?;
-    // Agents with a task or none each: one queue. Clusters per SM keep an
-    // SM's tasks together, and at most one task an agent leaves nothing to
-    // keep together, only steals: an agent whose home cluster's task was
-    // taken walks the others, two atomics a cluster (ATAX's column pass:
-    // 64 tasks for 132 SMs, its agents 0.92x of the kernel).
-    let working = active.min(per_sm).saturating_mul(sm_count).max(1);
-    let clusters = if binding == Binding::Agents && options.clusters.is_none() && tasks <= working {
-        parameter = ClusterLaunch::new(indexing, grid, 1).map_err(ClusterError::Mapping)?;
-        1
-    } else {
-        clusters
     };
     // Arrival slots per SM id; ids past this share slots (modulo), which
     // only blurs throttling, never correctness.
