@@ -8,65 +8,38 @@ use clustered_abi::{LaunchBounds, LAUNCH_BOUNDS_PREFIX};
 
 /// `ptx` with every entry's bounds written into its header; an error names
 /// a global that cannot be read or whose entry is missing (neither happens
-/// with what the macro emits).
+/// with what the macro emits). One pass: the globals come before the
+/// entries in rustc's PTX, and an entry's directives go just before the
+/// `{` that opens its body.
 pub fn apply(ptx: &str) -> Result<String, String> {
-    let mut bounds = Vec::new();
-    for line in ptx.lines() {
-        let code = crate::ptx_check::code(line.trim());
-        let Some(at) = code.find(LAUNCH_BOUNDS_PREFIX) else {
-            continue;
-        };
-        if !code.contains(".global") {
-            continue;
-        }
-        let rest = &code[at + LAUNCH_BOUNDS_PREFIX.len()..];
-        let entry = rest.split(['[', ' ', ';']).next().unwrap_or(rest);
-        let value = crate::ptx_check::global_bytes(code)
-            .and_then(|bytes| LaunchBounds::from_bytes(&bytes))
-            .ok_or_else(|| {
-                format!("the launch bounds of `{entry}` cannot be read from `{code}`")
-            })?;
-        bounds.push((entry, value));
-    }
-    let mut text = ptx.to_string();
-    for (entry, value) in bounds {
-        let header = entry_header(&text, entry)
-            .ok_or_else(|| format!("`{LAUNCH_BOUNDS_PREFIX}{entry}` has no `.entry {entry}`"))?;
-        let body = text[header..]
-            .match_indices('\n')
-            .map(|(at, _)| header + at + 1)
-            .find(|&line| {
-                text[line..]
-                    .trim_start_matches([' ', '\t'])
-                    .starts_with('{')
-            })
-            .ok_or_else(|| format!("`.entry {entry}` has no body"))?;
-        text.insert_str(body, &format!("{value}\n"));
-    }
-    Ok(text)
-}
-
-/// Where the line `.visible .entry <entry>(` starts.
-fn entry_header(ptx: &str, entry: &str) -> Option<usize> {
-    let mut offset = 0;
+    use crate::ptx_check::{function_name, global_bytes, global_named};
+    let mut bounds = std::collections::BTreeMap::new();
+    let mut text = String::with_capacity(ptx.len());
+    let mut pending = None;
     for line in ptx.split_inclusive('\n') {
-        let code = crate::ptx_check::code(line.trim());
-        let mut words = code.split_whitespace();
-        let mut word = words.next();
-        if matches!(word, Some(".visible" | ".weak")) {
-            word = words.next();
+        let trimmed = line.trim();
+        if let Some(entry) = global_named(trimmed, LAUNCH_BOUNDS_PREFIX) {
+            let value = global_bytes(trimmed)
+                .and_then(|bytes| LaunchBounds::from_bytes(&bytes))
+                .ok_or_else(|| {
+                    format!("the launch bounds of `{entry}` cannot be read from `{trimmed}`")
+                })?;
+            bounds.insert(entry, value);
+        } else if crate::ptx_check::code(trimmed).contains(".entry") {
+            pending = function_name(trimmed).and_then(|name| bounds.remove(name));
+        } else if trimmed.starts_with('{') {
+            if let Some(value) = pending.take() {
+                text.push_str(&format!("{value}\n"));
+            }
         }
-        if word == Some(".entry")
-            && words
-                .next()
-                .and_then(|w| w.split('(').next())
-                .is_some_and(|name| name == entry)
-        {
-            return Some(offset);
-        }
-        offset += line.len();
+        text.push_str(line);
     }
-    None
+    match bounds.keys().next() {
+        Some(entry) => Err(format!(
+            "`{LAUNCH_BOUNDS_PREFIX}{entry}` has no `.entry {entry}` after it"
+        )),
+        None => Ok(text),
+    }
 }
 
 #[cfg(test)]

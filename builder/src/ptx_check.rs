@@ -153,7 +153,7 @@ pub(crate) fn code(line: &str) -> &str {
 
 /// The name declared by a `.entry`/`.func` header line, e.g.
 /// `.visible .entry k(` or `.func  (.param .b32 func_retval0) helper(`.
-fn function_name(header: &str) -> Option<&str> {
+pub(crate) fn function_name(header: &str) -> Option<&str> {
     let code = code(header);
     if !(code.contains(".entry") || code.contains(".func")) {
         return None;
@@ -195,6 +195,19 @@ pub(crate) fn global_bytes(line: &str) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
+/// The name after `prefix` in a module-scope global's line
+/// (`.global .align 4 .b8 <prefix><name>[44] = {..};`), if the line
+/// declares one.
+pub(crate) fn global_named<'a>(line: &'a str, prefix: &str) -> Option<&'a str> {
+    let code = code(line);
+    let at = code.find(prefix)?;
+    if !code.contains(".global") {
+        return None;
+    }
+    let rest = &code[at + prefix.len()..];
+    rest.split(['[', ' ', ';']).next()
+}
+
 /// A contract global's binding: the third little-endian `u32` of
 /// `.global .align 4 .b8 __clustered_contract_k[44] = {67, 76, ...};`.
 fn contract_binding(line: &str) -> Option<u32> {
@@ -228,9 +241,7 @@ fn parse(ptx: &str) -> Module<'_> {
                 {
                     shared.push(name);
                 }
-            } else if let Some(at) = trimmed.find(CONTRACT_PREFIX) {
-                let rest = &trimmed[at + CONTRACT_PREFIX.len()..];
-                let entry = rest.split(['[', ' ', ';']).next().unwrap_or(rest);
+            } else if let Some(entry) = global_named(trimmed, CONTRACT_PREFIX) {
                 contracts.push((entry, contract_binding(trimmed)));
             }
             if current.is_none() {
