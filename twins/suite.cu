@@ -251,9 +251,9 @@ extern "C" __global__ void syrk_twin(const float *a, float *c, float alpha, floa
 // Both passes run 64 blocks for 132 SMs, so an expert bounds them to one
 // block per SM and lets ptxas spend registers on loads in flight: the row
 // pass 2.28 -> 2.20 ms, the column pass, unrolled 32 deep like the Rust
-// rounds, 1.06 -> 0.51 ms (H100). The Rust column pass has the same
-// #[launch_bounds]; its row pass gained nothing from them (2.21 ms either
-// way) and has none.
+// rounds, 1.06 -> 0.51 ms (H100; docs/BENCHMARKS.md, "Launch bounds").
+// The Rust column pass has the same #[launch_bounds]; its row pass gained
+// nothing from them (2.21 ms either way) and has none.
 
 extern "C" __global__ void __launch_bounds__(256, 1) atax_rows_twin(const float *a, const float *x, float *tmp,
                                           unsigned int nx, unsigned int ny) {

@@ -21,8 +21,8 @@ pub const ATAX_BLOCK: u32 = 256;
 /// thread. A warp reads 32 rows at once, one float of each (uncoalesced);
 /// each line then serves the same thread for 32 iterations from L1. No
 /// launch bounds: with one block per SM, as the column pass has, its time
-/// did not change (2.21 ms at 16384^2 on an H100; its nvcc twin's went from
-/// 2.28 to 2.20, and the twin keeps them).
+/// did not change (2.21 ms, 16384^2, H100; its twin's 2.28 -> 2.20, and the
+/// twin keeps them: docs/BENCHMARKS.md, "Launch bounds").
 ///
 /// Sharing: only `x`, read by every CTA (warp-uniform). The L1 must hold a
 /// 128-byte line per resident thread (256 KB at 2048 threads), which is the
@@ -93,13 +93,13 @@ pub unsafe fn atax_columns(a: *const f32, tmp: *const f32, y: *mut f32, nx: u32,
         // keep a whole round in registers (80 a thread; without them it
         // holds 32 and issues FMAs among the loads): 0.48 ms at 16384^2 on
         // an H100, against 1.09 with rounds of 16 and no bounds, and 1.78
-        // with LLVM's own unroll (docs/BENCHMARKS.md). Rounds of 64 put the
-        // array on the stack.
+        // with LLVM's own unroll (docs/BENCHMARKS.md, "Launch bounds"). Rounds
+        // of 64 put the array on the stack (1.69 ms).
         // Each address from its own index (`at`: u32 that does not wrap,
         // widened per load), as nvcc's `int` indexing gets: a pointer stepped
         // by the row is one 64-bit add chain through the round, and with about
-        // one warp per scheduler its latency is exposed. H100, two runs each:
-        // this form 1.094-1.096 ms (nvcc 1.062-1.066); the same rounds written
+        // one warp per scheduler its latency is exposed. H100, two runs each,
+        // rounds of 16 before the launch bounds: this form 1.094-1.096 ms (nvcc 1.062-1.066); the same rounds written
         // `for round in 0..rounds` with `for u in 0..COLUMN_BATCH` and a
         // `for` remainder 1.324 ms, reproducibly, from alike SASS: this
         // kernel's time hangs on ptxas's schedule (docs/BENCHMARKS.md).
