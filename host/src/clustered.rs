@@ -265,8 +265,7 @@ impl ClusteredKernel {
                 original.block_threads() as u32,
                 original.dynamic_shared_bytes,
             )?;
-            let blocks = original.grid.iter().map(|&d| u64::from(d)).product();
-            if !crate::cap_needed(blocks, fits, sm_count) {
+            if !crate::cap_needed(original.grid_blocks(), fits, sm_count) {
                 return Ok(ClusteredKernel {
                     kernel: uncapped.clone(),
                     contract: self.contract,

@@ -199,11 +199,7 @@ pub unsafe fn launch_entry<K: KernelFn>(
     }
     if let Some(bounds) = entry.launch_bounds() {
         // What the GPU refuses (`.maxntid`), refused here too.
-        let threads = original
-            .block
-            .iter()
-            .map(|&d| u64::from(d))
-            .product::<u64>();
+        let threads = original.block_threads();
         if threads > u64::from(bounds.max_threads) {
             return Err(CpuLaunchError::Launch(LaunchError::BlockTooLarge {
                 threads,

@@ -53,13 +53,12 @@ impl LoadedResources {
         };
         let (fits, _) = occupancy(
             device,
-            shape.block.iter().product(),
+            shape.block_threads() as u32,
             mine.registers,
             mine.shared_bytes + shape.dynamic_shared_bytes,
         );
-        let blocks = shape.grid.iter().map(|&d| u64::from(d)).product();
         Some(
-            if clustered_host::cap_needed(blocks, fits, device.sm_count) {
+            if clustered_host::cap_needed(shape.grid_blocks(), fits, device.sm_count) {
                 capped
             } else {
                 mine

@@ -426,8 +426,13 @@ impl fmt::Display for CpuError {
 impl std::error::Error for CpuError {}
 
 impl CpuLaunch {
+    /// Threads per block (x * y * z).
+    pub fn block_threads(&self) -> u64 {
+        self.block.iter().map(|&d| d as u64).product()
+    }
+
     pub(crate) fn check(&self) -> Result<(), CpuError> {
-        let threads: u64 = self.block.iter().map(|&d| d as u64).product();
+        let threads = self.block_threads();
         let blocks: u64 = self.grid.iter().map(|&d| d as u64).product();
         if threads == 0 || blocks == 0 {
             return Err(CpuError::BadLaunch(format!(
