@@ -989,19 +989,24 @@ fn launch_bounds_refuse_bigger_blocks_on_the_cpu_backend() {
             entry.name()
         );
         assert!(y.iter().all(|&v| v == 0.0), "{}: nothing ran", entry.name());
-        // SAFETY: 4 blocks of 256 threads, one column each, `nx` rows.
-        unsafe {
-            launch_entry(
-                entry,
-                &machine,
-                launch([4, 1, 1], 256, 2),
-                &ClusterOptions::default(),
-                &mut NoObserver,
-                (&a[..], &tmp[..], &mut y[..], nx, ny),
-            )
+        // Within the bounds every entry runs, also under random interleavings.
+        let random = Machine::new(5).with_dispatch(Dispatch::Random(7));
+        for machine in [&machine, &random] {
+            let mut y = vec![0.0f32; ny as usize];
+            // SAFETY: 4 blocks of 256 threads, one column each, `nx` rows.
+            unsafe {
+                launch_entry(
+                    entry,
+                    machine,
+                    launch([4, 1, 1], 256, 2),
+                    &ClusterOptions::default(),
+                    &mut NoObserver,
+                    (&a[..], &tmp[..], &mut y[..], nx, ny),
+                )
+            }
+            .unwrap();
+            assert!(y.iter().all(|&v| v == 8.0), "{}", entry.name());
         }
-        .unwrap();
-        assert!(y.iter().all(|&v| v == 8.0), "{}", entry.name());
     }
     assert_eq!(
         kernels::vector::vector_add::KERNEL.launch_bounds(),
