@@ -36,10 +36,22 @@
 //! and the barrier orders their writes before the next task's reads) without
 //! the host in between: the host uses that for dependencies.
 //!
+//! # Shares: a task over several blocks
+//!
+//! A task's CTAs are independent, as a launch's are, so an entry runs a
+//! share of them: CTAs `first..first + count` of the task's grid
+//! ([`Slot::first`], [`Slot::count`]). The host gives a task of several
+//! CTAs one share on each of several idle blocks when it has more idle
+//! blocks than ready tasks (a task of 16 CTAs on one block took 16 of its
+//! CTAs' times), and collects the task when every share finished; its
+//! result is the one of the share that ran CTA `ctas - 1`. A task is spread
+//! only from the ready queue (its dependencies finished on the host), and
+//! nothing rides behind a spread task: no block saw all of its writes.
+//!
 //! # States and who writes them (per entry)
 //!
 //! ```text
-//!   host: payload, kind, ctas        worker: RUNNING (relaxed)
+//!   host: payload, kind, ctas, share  worker: RUNNING (relaxed)
 //!   host ──────────────► READY ──────────────► RUNNING ──┐
 //!    ▲  (release store)        (acquire load)            │ worker: status, result;
 //!    │                                                   ▼ publisher: FINISHED
@@ -51,7 +63,8 @@
 //! ```
 //!
 //! - The **host** owns an entry in [`IDLE`] and [`FINISHED`]: it writes
-//!   `kind`, `ctas` and `payload` with plain stores, then `state = READY`
+//!   `kind`, `ctas`, the share (`first`, `count`) and `payload` with plain
+//!   stores, then `state = READY`
 //!   with a release store, so the payload is visible before the flag.
 //!   It reads `status` and `result` only after an acquire load saw
 //!   `FINISHED`, then stores `IDLE` (no other party reads it until the host
@@ -102,11 +115,12 @@
 //!   belongs to the device), so a task in a ring always runs.
 
 /// The version of the pool protocol (the slot layout, the ring and the
-/// states). 4: rings of 64, their states read in doubling steps from 16
+/// states). 5: an entry runs a share of its task's CTAs ([`Slot::first`],
+/// [`Slot::count`]), so the host spreads a task over idle blocks; 4: rings of 64, their states read in doubling steps from 16
 /// (3: 16, read whole); 3: a publisher block stores FINISHED (2: each block did, with
 /// a system-scope release per task); 2: a ring of [`RING_ENTRIES`] slots
 /// per block (1: one slot).
-pub const POOL_ABI_VERSION: u32 = 4;
+pub const POOL_ABI_VERSION: u32 = 5;
 
 /// Entries in each block's ring. A power of two (the device wraps with a
 /// mask). An entry goes back to the host only after its task ran and was
@@ -141,18 +155,21 @@ pub const EXIT: u32 = 4;
 pub const STATUS_OK: u32 = 0;
 /// The task named a kind the kernel does not serve: nothing ran.
 pub const STATUS_UNKNOWN_KIND: u32 = 1;
-/// The task asked for zero CTAs: nothing ran.
+/// The entry's share of the task's grid was empty (the task asked for zero
+/// CTAs): nothing ran.
 pub const STATUS_EMPTY_GRID: u32 = 2;
 
 /// Bytes of a task's arguments, copied into the slot.
 pub const PAYLOAD_BYTES: usize = 64;
 /// [`PAYLOAD_BYTES`] in 32-bit words.
 pub const PAYLOAD_WORDS: usize = PAYLOAD_BYTES / 4;
-/// Words of a slot that a block reads when it takes a task: the header
-/// (`state`, `kind`, `ctas`, `status`) and the payload, 32 bytes on.
+/// Words of a slot: the header (`state`, `kind`, `ctas`, `status`,
+/// `result`, the share) and the payload, 32 bytes on.
 pub const SLOT_WORDS: usize = 32;
 /// Where the payload starts, in words.
 pub const PAYLOAD_OFFSET_WORDS: usize = 8;
+/// Where the share ([`Slot::first`], then [`Slot::count`]) starts, in words.
+pub const FIRST_OFFSET_WORDS: usize = 6;
 
 /// One entry of a resident block's ring. 128 bytes and 128-byte aligned:
 /// one entry per cache line (and PCIe read), so blocks, entries and the
@@ -164,16 +181,25 @@ pub struct Slot {
     pub state: u32,
     /// Which task body the kernel runs: `0..kinds` of the pool kernel.
     pub kind: u32,
-    /// The task's own grid: CTAs the resident block runs one after the
-    /// other, with virtual block indices `0..ctas`.
+    /// The task's own grid: CTAs with virtual block indices `0..ctas`, of
+    /// which this entry runs `first..first + count` (clamped to `ctas`),
+    /// one after the other.
     pub ctas: u32,
     /// Written by the device with FINISHED: one of the `STATUS_` codes.
     pub status: u32,
     /// Written by the device with FINISHED: what the body returned
-    /// (thread 0 of the block's value after the task's last CTA).
+    /// (thread 0 of the block's value after the entry's last CTA; the
+    /// host takes the task's from the entry that ran CTA `ctas - 1`).
     pub result: u64,
-    /// Kept zero: room for the header to grow without moving the payload.
-    pub reserved: [u32; 2],
+    /// The entry's share of the task's grid starts at this CTA: 0 for a
+    /// task run whole by one block. A task of several CTAs may be spread
+    /// over several blocks' rings, one share each (CTAs are independent,
+    /// as in a launch); the host collects it when every share finished.
+    pub first: u32,
+    /// CTAs of the share: `ctas` for a task run whole. An empty share
+    /// (`first >= min(first + count, ctas)`) finishes with
+    /// [`STATUS_EMPTY_GRID`].
+    pub count: u32,
     /// The task's arguments (a `#[repr(C)]` struct of up to 64 bytes).
     pub payload: [u32; PAYLOAD_WORDS],
     /// Pads the slot to its 128-byte line.
@@ -188,7 +214,8 @@ impl Slot {
         ctas: 0,
         status: 0,
         result: 0,
-        reserved: [0; 2],
+        first: 0,
+        count: 0,
         payload: [0; PAYLOAD_WORDS],
         padding: [0; 8],
     };
@@ -247,6 +274,8 @@ const _: () = {
     assert!(core::mem::offset_of!(Slot, ctas) == 8);
     assert!(core::mem::offset_of!(Slot, status) == 12);
     assert!(core::mem::offset_of!(Slot, result) == 16);
+    assert!(core::mem::offset_of!(Slot, first) == FIRST_OFFSET_WORDS * 4);
+    assert!(core::mem::offset_of!(Slot, count) == FIRST_OFFSET_WORDS * 4 + 4);
     assert!(core::mem::offset_of!(Slot, payload) == PAYLOAD_OFFSET_WORDS * 4);
     assert!(PAYLOAD_OFFSET_WORDS + PAYLOAD_WORDS <= SLOT_WORDS);
     assert!(RING_ENTRIES.is_power_of_two());

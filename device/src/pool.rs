@@ -49,8 +49,8 @@ pub const MAX_BACKOFF_NS: u32 = 1024;
 pub const MAX_PUBLISH_BACKOFF_NS: u32 = 256;
 
 /// Words of an entry that a block copies when it takes the task: `kind`,
-/// `ctas` and the payload.
-const ENTRY_WORDS: usize = 2 + PAYLOAD_WORDS;
+/// `ctas`, the share (`first`, `count`) and the payload.
+const ENTRY_WORDS: usize = 4 + PAYLOAD_WORDS;
 /// Words of the block's mailbox in shared memory: the state each entry of
 /// the ring showed, from the one served next on, then the copied words of
 /// up to [`RING_ENTRIES`] tasks.
@@ -278,7 +278,9 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 /// ring (`slots[block_idx_x * RING_ENTRIES ..]`) until the host writes
 /// EXIT: entries `r % RING_ENTRIES` for `r = 0, 1, ...`, in order. For each
 /// task, a worker runs `body(task, cta)` on every thread of the block for
-/// each CTA `0..task.ctas()` of the task's own grid (one after the other, a
+/// each CTA of the entry's share of the task's own grid (`first..first +
+/// count` of `0..task.ctas()`: the whole grid unless the host spread the
+/// task over several blocks; one after the other, a
 /// barrier between them, so a body may use shared memory and
 /// `sync_threads`), stores `status` and thread 0's last return value as
 /// `result`, counts the task for the publisher (a GPU-scope release, not a
@@ -430,8 +432,11 @@ unsafe fn work(
                     ctas: mailbox.read(at + 1),
                     payload: [0; PAYLOAD_WORDS],
                 };
+                // The entry's share of the task's grid (`abi::pool`, "Shares").
+                let first = mailbox.read(at + 2);
+                let end = first.saturating_add(mailbox.read(at + 3)).min(task.ctas);
                 for (i, word) in task.payload.iter_mut().enumerate() {
-                    *word = mailbox.read(at + 2 + i as u32);
+                    *word = mailbox.read(at + 4 + i as u32);
                 }
                 if me == 0 {
                     // Tells the host's diagnostics that the task started.
@@ -440,21 +445,21 @@ unsafe fn work(
                 let mut result = 0;
                 let status = if task.kind >= kinds {
                     STATUS_UNKNOWN_KIND
-                } else if task.ctas == 0 {
+                } else if first >= end {
                     STATUS_EMPTY_GRID
                 } else {
                     STATUS_OK
                 };
-                let ctas = if status == STATUS_OK { task.ctas } else { 0 };
-                let grid = [ctas, 1, 1];
-                for v in 0..ctas {
+                let end = if status == STATUS_OK { end } else { first };
+                let grid = [task.ctas, 1, 1];
+                for v in first..end {
                     result = body(&task, Cta::new([v, 0, 0], grid));
                     // Separates CTAs of the task (shared memory reuse), and
                     // ends the last: every thread's writes precede the
                     // release below and the next task in the ring.
                     sync_threads();
                 }
-                if ctas == 0 {
+                if first == end {
                     sync_threads();
                 }
                 if me == 0 {
@@ -528,7 +533,7 @@ unsafe fn publish(slots: *mut Slot, words: Words) {
     }
 }
 
-/// Copies `kind`, `ctas` and the payload of the next `ready` entries
+/// Copies `kind`, `ctas`, the share and the payload of the next `ready` entries
 /// (`words(k)`: entry `k`'s slot) into the mailbox after the states, the
 /// block's threads sharing the words: each loads up to
 /// [`LOADS_IN_FLIGHT`] words before it stores one, so a copy of a few
@@ -542,7 +547,8 @@ unsafe fn copy_tasks(
     threads: u32,
 ) {
     let total = ready * ENTRY_WORDS as u32;
-    // Word `w` of the copy: entry w / ENTRY_WORDS, its kind, ctas, then payload.
+    // Word `w` of the copy: entry w / ENTRY_WORDS, its kind, ctas, share,
+    // then payload.
     let source = |w: u32| {
         let (k, i) = (
             (w / ENTRY_WORDS as u32) as usize,
@@ -550,8 +556,10 @@ unsafe fn copy_tasks(
         );
         let word = if i < 2 {
             1 + i
+        } else if i < 4 {
+            FIRST_OFFSET_WORDS + i - 2
         } else {
-            PAYLOAD_OFFSET_WORDS + i - 2
+            PAYLOAD_OFFSET_WORDS + i - 4
         };
         // SAFETY: `k < ready <= RING_ENTRIES`, `word < SLOT_WORDS`.
         unsafe { words(k).add(word) }

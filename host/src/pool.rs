@@ -14,7 +14,7 @@
 //!   page-locked host memory that the GPU reads through its mapping (on the
 //!   CPU backend, plain host memory) and serves them in order; one more
 //!   block, the publisher, stores FINISHED for them; the protocol is
-//!   [`clustered_device::pool`]'s (version 4, defined in `clustered_abi::pool`).
+//!   [`clustered_device::pool`]'s (version 5, defined in `clustered_abi::pool`).
 //! - One scheduler thread moves pushed tasks into the rings and finished
 //!   ones into the output queue, in batches: pushes wait in an inbox in
 //!   shards by pushing thread, each under a lock of its own, which the
@@ -37,6 +37,10 @@
 //!   (a fan-out) wait for it to finish and then spread over idle blocks.
 //!   Any other dependent task waits on the host until its dependencies
 //!   finished, as before.
+//! - A ready task of several CTAs is spread over idle blocks, a share of
+//!   its CTAs on each, when there are more idle blocks than ready tasks
+//!   (as a launch spreads its grid over the SMs); it finishes when every
+//!   share did ([`PoolConfig::spread`]).
 //! - Every pushed task comes out of [`TaskPool::pop_finished`] exactly once,
 //!   as run, refused by the kernel, or cancelled: none is lost, and
 //!   [`TaskPool::shutdown`] hands back those not popped yet. A task in a
@@ -52,6 +56,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -233,6 +238,7 @@ pub struct PoolConfig {
     timeout: Duration,
     spin: Duration,
     depth: u32,
+    spread: bool,
 }
 
 impl PoolConfig {
@@ -248,7 +254,22 @@ impl PoolConfig {
             timeout: Duration::from_secs(10),
             spin: DEFAULT_SPIN,
             depth: DEFAULT_DEPTH,
+            spread: true,
         }
+    }
+
+    /// Whether a ready task of several CTAs may run on several blocks at
+    /// once, a share of its CTAs on each (default `true`): the scheduler
+    /// gives each ready task an equal part of the blocks with nothing in
+    /// flight, at most one per CTA, so a task of 16 CTAs with idle blocks
+    /// to spare takes the time of a few CTAs, not of 16 in a row on one
+    /// block. `false` runs every task whole on one block. The task's CTAs
+    /// must be independent, as a launch's are; its result is thread 0's
+    /// value after its last CTA either way. A task that rides behind its
+    /// dependency in one ring (a chain) runs whole there.
+    pub fn spread(mut self, spread: bool) -> Self {
+        self.spread = spread;
+        self
     }
 
     /// How long the scheduler thread keeps polling the rings (spinning,
@@ -410,14 +431,17 @@ impl Slots {
         unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host.add(slot)).state)) }
     }
 
-    /// Writes `task` into an IDLE slot and publishes it READY (release).
-    fn publish(&self, slot: usize, task: &Task) {
+    /// Writes `task` with its share `share` of CTAs into an IDLE slot and
+    /// publishes it READY (release).
+    fn publish(&self, slot: usize, task: &Task, share: Range<u32>) {
         let target = self.host.wrapping_add(slot);
         // SAFETY: the host owns an IDLE slot: nobody reads these words until
         // the release store below makes them visible with READY.
         unsafe {
             std::ptr::addr_of_mut!((*target).kind).write_volatile(task.kind());
             std::ptr::addr_of_mut!((*target).ctas).write_volatile(task.ctas());
+            std::ptr::addr_of_mut!((*target).first).write_volatile(share.start);
+            std::ptr::addr_of_mut!((*target).count).write_volatile(share.len() as u32);
             std::ptr::addr_of_mut!((*target).payload).write_volatile(*task.payload());
         }
         self.state(slot).store(READY, Ordering::Release);
@@ -512,6 +536,7 @@ struct Shared {
     timeout: Duration,
     spin: Duration,
     depth: u32,
+    spread: bool,
     /// Freed when the last owner (the scheduler thread, the CPU engine,
     /// the pool) lets go, which the scheduler does only after the device
     /// side ended.
@@ -752,6 +777,7 @@ impl TaskPool {
             timeout: config.timeout,
             spin: config.spin,
             depth: config.depth,
+            spread: config.spread,
             memory: Mutex::new(Some(memory)),
         })
     }
@@ -997,7 +1023,7 @@ impl Drop for TaskPool {
 /// end.
 fn schedule(shared: &Shared, mut device: Option<gpu::Running>) {
     let slots = &shared.slots;
-    let mut dispatch = Dispatch::new(slots.blocks, shared.depth);
+    let mut dispatch = Dispatch::new(slots.blocks, shared.depth, shared.spread);
     // Both reused from pass to pass: no allocation per pass.
     let mut incoming: Vec<Queued> = Vec::new();
     let mut done: Vec<Finished> = Vec::new();
@@ -1178,6 +1204,9 @@ enum Place {
     Riding(u32),
     /// In block `b`'s ring: the device owns it until it finished.
     Ring(u32),
+    /// Its CTAs in shares over several blocks' rings (`abi::pool`,
+    /// "Shares"): nothing rides behind it.
+    Spread,
 }
 
 /// An unfinished task in the scheduler's bookkeeping.
@@ -1194,6 +1223,20 @@ struct Node {
     /// A dependent rides behind it in its ring already: others wait for it
     /// to finish and may then run on any block (a fan-out spreads).
     followed: bool,
+    /// Its entries in rings not collected yet (one unless spread).
+    shares: u32,
+    /// What its collected entries told: the first that did not run, else
+    /// the result of the share that ran the task's last CTA.
+    outcome: Outcome,
+}
+
+/// A task's entry in a ring.
+#[derive(Clone, Copy)]
+struct Held {
+    ticket: Ticket,
+    /// The entry's share runs the task's last CTA: its result is the
+    /// task's.
+    last: bool,
 }
 
 /// One block's ring as the host sees it. Entries `tail..head` (mod
@@ -1201,7 +1244,7 @@ struct Node {
 struct Ring {
     head: u64,
     tail: u64,
-    held: [(Ticket, u32); RING_ENTRIES],
+    held: [Held; RING_ENTRIES],
     /// Tasks bound to this ring behind their dependencies, in order.
     riders: VecDeque<Ticket>,
 }
@@ -1216,7 +1259,7 @@ impl Ring {
     fn newest(&self) -> Option<Ticket> {
         self.riders.back().copied().or_else(|| {
             (self.head > self.tail)
-                .then(|| self.held[((self.head - 1) % RING_ENTRIES as u64) as usize].0)
+                .then(|| self.held[((self.head - 1) % RING_ENTRIES as u64) as usize].ticket)
         })
     }
 }
@@ -1225,6 +1268,8 @@ impl Ring {
 /// not finished, their dependencies, the ready queue and the rings.
 struct Dispatch {
     depth: u32,
+    /// Ready tasks of several CTAs may take several idle blocks.
+    spread: bool,
     rings: Vec<Ring>,
     nodes: HashMap<Ticket, Node, BuildHasherDefault<TicketHasher>>,
     ready: VecDeque<Ticket>,
@@ -1242,14 +1287,18 @@ struct Dispatch {
 }
 
 impl Dispatch {
-    fn new(blocks: usize, depth: u32) -> Dispatch {
+    fn new(blocks: usize, depth: u32, spread: bool) -> Dispatch {
         Dispatch {
             depth,
+            spread,
             rings: (0..blocks)
                 .map(|_| Ring {
                     head: 0,
                     tail: 0,
-                    held: [(Ticket(0), 0); RING_ENTRIES],
+                    held: [Held {
+                        ticket: Ticket(0),
+                        last: false,
+                    }; RING_ENTRIES],
                     riders: VecDeque::new(),
                 })
                 .collect(),
@@ -1304,6 +1353,8 @@ impl Dispatch {
                 dependents: Vec::new(),
                 place,
                 followed: false,
+                shares: 0,
+                outcome: Outcome::Ran { result: 0 },
             },
         );
         if place == Place::Blocked {
@@ -1374,7 +1425,7 @@ impl Dispatch {
     }
 
     /// Collects the FINISHED entries at the rings' tails, in ring order,
-    /// into `out`.
+    /// and puts the tasks whose last share that was into `out`.
     fn collect(&mut self, slots: &Slots, tickets: &[AtomicU64], out: &mut Vec<Finished>) {
         if self.in_flight == 0 {
             return;
@@ -1388,20 +1439,33 @@ impl Dispatch {
                 }
                 let (status, result) = slots.collect(slot);
                 tickets[slot].store(0, Ordering::Relaxed);
-                let (ticket, kind) = ring.held[entry];
+                let Held { ticket, last } = ring.held[entry];
                 ring.tail += 1;
                 self.in_flight -= 1;
+                let Some(node) = self.nodes.get_mut(&ticket) else {
+                    debug_assert!(false, "a collected entry of no task");
+                    continue;
+                };
                 let outcome = match status {
                     STATUS_OK => Outcome::Ran { result },
                     STATUS_UNKNOWN_KIND => Outcome::UnknownKind,
                     STATUS_EMPTY_GRID => Outcome::EmptyGrid,
                     other => Outcome::Status(other),
                 };
-                out.push(Finished {
-                    ticket,
-                    kind,
-                    outcome,
-                });
+                // A share that did not run names the task's outcome;
+                // otherwise the share that ran its last CTA does.
+                let ran = |o: &Outcome| matches!(o, Outcome::Ran { .. });
+                if ran(&node.outcome) && (last || !ran(&outcome)) {
+                    node.outcome = outcome;
+                }
+                node.shares -= 1;
+                if node.shares == 0 {
+                    out.push(Finished {
+                        ticket,
+                        kind: node.task.kind(),
+                        outcome: node.outcome,
+                    });
+                }
             }
         }
     }
@@ -1448,7 +1512,7 @@ impl Dispatch {
                         break;
                     };
                     self.riding -= 1;
-                    self.publish(slots, tickets, b, ticket);
+                    self.publish(slots, tickets, b, ticket, 0, 1);
                     sent += 1;
                 }
             }
@@ -1474,21 +1538,53 @@ impl Dispatch {
                 let Some(ticket) = self.ready.pop_front() else {
                     break 'levels;
                 };
-                let b = self.levels[level][k] as usize;
-                k += 1;
-                self.publish(slots, tickets, b, ticket);
-                sent += 1;
-                if level + 1 < self.depth as usize {
-                    self.levels[level + 1].push(b as u32);
+                let shares = if level == 0 {
+                    self.shares_for(ticket, self.levels[0].len() - k)
+                } else {
+                    1
+                };
+                for share in 0..shares {
+                    let b = self.levels[level][k] as usize;
+                    k += 1;
+                    self.publish(slots, tickets, b, ticket, share, shares);
+                    if level + 1 < self.depth as usize {
+                        self.levels[level + 1].push(b as u32);
+                    }
                 }
+                sent += 1;
             }
         }
         sent
     }
 
-    /// Writes `ticket`'s task into the next entry of block `b`'s ring (the
-    /// caller checked there is room, so the entry is IDLE).
-    fn publish(&mut self, slots: &Slots, tickets: &[AtomicU64], b: usize, ticket: Ticket) {
+    /// How many blocks the ready task `ticket`, just taken from the ready
+    /// queue, runs on, with `idle` blocks left that have nothing in
+    /// flight: its part of them beside the tasks still ready, at most one
+    /// per CTA (`PoolConfig::spread`).
+    fn shares_for(&self, ticket: Ticket, idle: usize) -> u32 {
+        let Some(node) = self.nodes.get(&ticket) else {
+            return 1;
+        };
+        if !self.spread {
+            return 1;
+        }
+        let part = idle / (self.ready.len() + 1);
+        (part.min(node.task.ctas() as usize) as u32).max(1)
+    }
+
+    /// Writes share `share` of `shares` of `ticket`'s task into the next
+    /// entry of block `b`'s ring (the caller checked there is room, so the
+    /// entry is IDLE). Share `i` of `n` runs CTAs `i * ctas / n ..
+    /// (i + 1) * ctas / n`: the whole grid for one share.
+    fn publish(
+        &mut self,
+        slots: &Slots,
+        tickets: &[AtomicU64],
+        b: usize,
+        ticket: Ticket,
+        share: u32,
+        shares: u32,
+    ) {
         let Some(node) = self.nodes.get_mut(&ticket) else {
             return;
         };
@@ -1496,12 +1592,23 @@ impl Dispatch {
         debug_assert!(ring.in_flight() < RING_ENTRIES as u32);
         let entry = (ring.head % RING_ENTRIES as u64) as usize;
         let slot = b * RING_ENTRIES + entry;
-        slots.publish(slot, &node.task);
+        let ctas = u64::from(node.task.ctas());
+        let cut = |i: u32| (ctas * u64::from(i) / u64::from(shares)) as u32;
+        slots.publish(slot, &node.task, cut(share)..cut(share + 1));
         tickets[slot].store(ticket.0 + 1, Ordering::Relaxed);
-        ring.held[entry] = (ticket, node.task.kind());
+        ring.held[entry] = Held {
+            ticket,
+            last: share + 1 == shares,
+        };
         ring.head += 1;
         self.in_flight += 1;
-        let was = std::mem::replace(&mut node.place, Place::Ring(b as u32));
+        node.shares += 1;
+        let place = if shares == 1 {
+            Place::Ring(b as u32)
+        } else {
+            Place::Spread
+        };
+        let was = std::mem::replace(&mut node.place, place);
         if was == Place::Ready {
             // Its dependents may ride behind it now.
             self.work.extend_from_slice(&node.dependents);
@@ -1518,7 +1625,7 @@ impl Dispatch {
         }
         self.riding = 0;
         self.nodes.retain(|&ticket, node| {
-            if matches!(node.place, Place::Ring(_)) {
+            if matches!(node.place, Place::Ring(_) | Place::Spread) {
                 return true;
             }
             out.push(Finished {
@@ -1736,7 +1843,7 @@ mod tests {
                 .iter()
                 .map(|r| {
                     (r.tail..r.head)
-                        .map(|i| r.held[(i % RING_ENTRIES as u64) as usize].0 .0)
+                        .map(|i| r.held[(i % RING_ENTRIES as u64) as usize].ticket.0)
                         .collect()
                 })
                 .collect()
@@ -1749,6 +1856,12 @@ mod tests {
 
         /// The device finishes the `nth` oldest task of block `b`.
         fn finish_nth(&self, d: &Dispatch, b: usize, nth: u64, result: u64) {
+            self.finish_as(d, b, nth, STATUS_OK, result);
+        }
+
+        /// The device finishes the `nth` oldest task of block `b` with
+        /// `status`.
+        fn finish_as(&self, d: &Dispatch, b: usize, nth: u64, status: u32, result: u64) {
             let ring = &d.rings[b];
             assert!(ring.tail + nth < ring.head, "block {b} has no task {nth}");
             let slot = b * RING_ENTRIES + ((ring.tail + nth) % RING_ENTRIES as u64) as usize;
@@ -1756,7 +1869,7 @@ mod tests {
             assert_eq!(state.load(Ordering::Relaxed), READY);
             // SAFETY: the test owns the buffer and plays the device.
             unsafe {
-                (*self.slots.host.add(slot)).status = STATUS_OK;
+                (*self.slots.host.add(slot)).status = status;
                 (*self.slots.host.add(slot)).result = result;
             }
             state.store(FINISHED, Ordering::Release);
@@ -1783,7 +1896,7 @@ mod tests {
     #[test]
     fn the_ready_queue_fills_the_rings_level_by_level() {
         let rings = Rings::new(3);
-        let mut d = Dispatch::new(3, 4);
+        let mut d = Dispatch::new(3, 4, true);
         for t in 0..8 {
             push(&mut d, t, &[]);
         }
@@ -1826,7 +1939,7 @@ mod tests {
     fn a_chain_binds_to_its_head_s_ring_and_waits_there_for_room() {
         const RING: u64 = RING_ENTRIES as u64;
         let rings = Rings::new(4);
-        let mut d = Dispatch::new(4, 4);
+        let mut d = Dispatch::new(4, 4, true);
         // Pushed before anything was dispatched: the head is ready, the
         // rest blocked until the head has a ring.
         push(&mut d, 0, &[]);
@@ -1860,7 +1973,7 @@ mod tests {
     fn a_dependent_does_not_ride_behind_unrelated_tasks() {
         // One block, so the two independent tasks share its ring.
         let rings = Rings::new(1);
-        let mut d = Dispatch::new(1, 4);
+        let mut d = Dispatch::new(1, 4, true);
         push(&mut d, 0, &[]);
         push(&mut d, 1, &[]);
         d.dispatch(&rings.slots, &rings.tickets);
@@ -1878,7 +1991,7 @@ mod tests {
     #[test]
     fn only_the_first_dependent_rides_and_two_rings_do_not_mix() {
         let rings = Rings::new(4);
-        let mut d = Dispatch::new(4, 8);
+        let mut d = Dispatch::new(4, 8, true);
         push(&mut d, 0, &[]);
         push(&mut d, 1, &[]);
         d.dispatch(&rings.slots, &rings.tickets);
@@ -1934,7 +2047,7 @@ mod tests {
     #[test]
     fn exit_goes_into_the_entry_each_block_reads_next() {
         let rings = Rings::new(2);
-        let mut d = Dispatch::new(2, 8);
+        let mut d = Dispatch::new(2, 8, true);
         for t in 0..11 {
             push(&mut d, t, &[]);
         }
@@ -1968,7 +2081,7 @@ mod tests {
     #[test]
     fn cancel_keeps_the_tasks_in_rings() {
         let rings = Rings::new(1);
-        let mut d = Dispatch::new(1, 2);
+        let mut d = Dispatch::new(1, 2, true);
         push(&mut d, 0, &[]);
         push(&mut d, 1, &[]);
         push(&mut d, 2, &[]);
@@ -1986,6 +2099,124 @@ mod tests {
         rings.finish_nth(&d, 0, 1, 0);
         assert_eq!(rings.collect(&mut d), [0, 1]);
         assert!(d.is_empty());
+    }
+
+    /// The share (first CTA, CTAs) and ticket of each block's oldest entry.
+    fn shares(rings: &Rings, d: &Dispatch) -> Vec<Option<(u64, u32, u32)>> {
+        d.rings
+            .iter()
+            .enumerate()
+            .map(|(b, r)| {
+                (r.tail < r.head).then(|| {
+                    let entry = (r.tail % RING_ENTRIES as u64) as usize;
+                    // SAFETY: in bounds; the test plays the device.
+                    let slot = unsafe { *rings.slots.host.add(b * RING_ENTRIES + entry) };
+                    (r.held[entry].ticket.0, slot.first, slot.count)
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_task_of_many_ctas_spreads_over_idle_blocks_and_ends_with_its_last_share() {
+        let rings = Rings::new(8);
+        let mut d = Dispatch::new(8, 4, true);
+        // Two ready tasks, 8 idle blocks: the first takes half, but at most
+        // a block per CTA (it has 3), the second the other five.
+        d.intake(Queued {
+            ticket: Ticket(0),
+            task: Task::new(0, 3, 0u32),
+            after: Vec::new(),
+        });
+        d.intake(Queued {
+            ticket: Ticket(1),
+            task: Task::new(0, 16, 0u32),
+            after: Vec::new(),
+        });
+        push(&mut d, 2, &[1]);
+        assert_eq!(d.dispatch(&rings.slots, &rings.tickets), 2);
+        let mut taken: Vec<(u64, u32, u32)> = shares(&rings, &d).into_iter().flatten().collect();
+        taken.sort();
+        assert_eq!(
+            taken,
+            [
+                (0, 0, 1),
+                (0, 1, 1),
+                (0, 2, 1),
+                (1, 0, 3),
+                (1, 3, 3),
+                (1, 6, 3),
+                (1, 9, 3),
+                (1, 12, 4)
+            ]
+        );
+        // Nothing rides behind a spread task.
+        assert_eq!(d.nodes[&Ticket(2)].place, Place::Blocked);
+        let block_of = |first: u32| {
+            shares(&rings, &d)
+                .iter()
+                .position(|s| s.is_some_and(|s| s.0 == 1 && s.1 == first))
+                .unwrap()
+        };
+        // Task 1 ends with its last share (CTAs 12..16), whose result is
+        // the task's, whatever order the shares end in.
+        let last = block_of(12);
+        let others = [block_of(0), block_of(3), block_of(6), block_of(9)];
+        rings.finish(&d, last, 77);
+        rings.finish(&d, others[0], 1);
+        assert!(rings.collect(&mut d).is_empty());
+        for (i, &b) in others[1..].iter().enumerate() {
+            rings.finish(&d, b, i as u64);
+        }
+        let mut out = Vec::new();
+        d.collect(&rings.slots, &rings.tickets, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].ticket, Ticket(1));
+        assert_eq!(out[0].outcome, Outcome::Ran { result: 77 });
+        d.finish(Ticket(1));
+        // Its dependent is ready now, and runs whole (one CTA).
+        assert_eq!(d.dispatch(&rings.slots, &rings.tickets), 1);
+        assert_eq!(
+            shares(&rings, &d)
+                .iter()
+                .flatten()
+                .filter(|s| s.0 == 2)
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_share_that_did_not_run_names_the_task_s_outcome() {
+        let rings = Rings::new(2);
+        let mut d = Dispatch::new(2, 1, true);
+        d.intake(Queued {
+            ticket: Ticket(0),
+            task: Task::new(0, 2, 0u32),
+            after: Vec::new(),
+        });
+        d.dispatch(&rings.slots, &rings.tickets);
+        rings.finish(&d, 0, 5);
+        // The device refused one share's kind.
+        rings.finish_as(&d, 1, 0, STATUS_UNKNOWN_KIND, 0);
+        let mut out = Vec::new();
+        d.collect(&rings.slots, &rings.tickets, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].outcome, Outcome::UnknownKind);
+    }
+
+    #[test]
+    fn without_spread_every_task_runs_whole_on_one_block() {
+        let rings = Rings::new(8);
+        let mut d = Dispatch::new(8, 4, false);
+        d.intake(Queued {
+            ticket: Ticket(0),
+            task: Task::new(0, 16, 0u32),
+            after: Vec::new(),
+        });
+        d.dispatch(&rings.slots, &rings.tickets);
+        let taken: Vec<_> = shares(&rings, &d).into_iter().flatten().collect();
+        assert_eq!(taken, [(0, 0, 16)]);
     }
 
     #[test]

@@ -47,8 +47,13 @@ pub const ORDER: u32 = 7;
 /// reads `index` (written by another thread in the previous task); the
 /// result is `(block << 32) | value read`. One CTA.
 pub const STEP: u32 = 8;
+/// Records which resident block ran each of its CTAs ([`Record`]): CTA
+/// `v` counts its run in `runs[v]` and stores the block in `blocks[v]`;
+/// returns `v` (so the task's result names its last CTA): the spread
+/// tests' task.
+pub const RECORD: u32 = 9;
 /// Kinds `pool_demo` serves: `0..KINDS`.
-pub const KINDS: u32 = 9;
+pub const KINDS: u32 = 10;
 
 /// CTAs of an [`SGEMM64`] task.
 pub const SGEMM64_CTAS: u32 = 4;
@@ -142,6 +147,18 @@ pub struct Step {
 }
 // SAFETY: as for `Saxpy`.
 unsafe impl Payload for Step {}
+
+/// [`RECORD`]'s arguments.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Record {
+    /// `*mut u32`: one counter per CTA of the task.
+    pub runs: u64,
+    /// `*mut u32`: one word per CTA of the task.
+    pub blocks: u64,
+}
+// SAFETY: as for `Saxpy`.
+unsafe impl Payload for Record {}
 
 /// [`KMEANS_ASSIGN`]'s arguments. The task's CTA `b` covers points
 /// `first + b * KMEANS_SUB ..` (at most `KMEANS_SUB`, none at or past `n`)
@@ -367,6 +384,18 @@ unsafe fn order(args: Order) -> u64 {
     block_idx_x() as u64
 }
 
+/// # Safety
+/// `runs` and `blocks` hold a word per CTA of the task.
+#[inline(always)]
+unsafe fn record(args: Record, cta: Cta) -> u64 {
+    let v = cta.block_idx_x();
+    if thread_idx_x() == 0 {
+        fetch_add_u32((args.runs as *mut u32).add(v as usize), 1);
+        *(args.blocks as *mut u32).add(v as usize) = block_idx_x();
+    }
+    v as u64
+}
+
 /// Every thread of the block calls it (it has a barrier).
 ///
 /// # Safety
@@ -414,6 +443,7 @@ pub unsafe fn pool_demo(slots: *mut Slot) {
         WAIT => wait(task.args()),
         ORDER => order(task.args()),
         STEP => step(task.args()),
+        RECORD => record(task.args(), cta),
         _ => task.payload()[0] as u64,
     });
 }
@@ -429,7 +459,8 @@ pub unsafe fn empty_launch(_first: u64, _second: u64) {}
 /// The other device side issue 15 asks to compare: one **shared queue**
 /// with claims instead of a ring per block. `queue` holds `capacity` slots
 /// in mapped host memory that the host fills in task order (task `t` in
-/// slot `t % capacity`, its number in `reserved[0]`, then READY with a
+/// slot `t % capacity`, its number in `first` (this protocol has no
+/// shares: a task runs whole on the block that claims it), then READY with a
 /// release store); each block's thread 0 claims the next task number with
 /// an atomic add on `counter` (device memory), waits until its slot is
 /// READY with that number (or EXIT), the block copies the payload, runs it
@@ -450,7 +481,7 @@ pub unsafe fn claim_queue_demo(queue: *mut Slot, capacity: u32, counter: *mut u3
             let t = fetch_add_u32(counter, 1);
             let slot = queue.add((t % capacity) as usize);
             let state = core::ptr::addr_of_mut!((*slot).state);
-            let number = core::ptr::addr_of!((*slot).reserved).cast::<u32>();
+            let number = core::ptr::addr_of!((*slot).first);
             let mut backoff = 32;
             let seen = loop {
                 let seen = load_acquire_system(state);

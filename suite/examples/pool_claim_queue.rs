@@ -158,7 +158,7 @@ impl Queue {
         unsafe {
             (*slot).kind = EMPTY;
             (*slot).ctas = 1;
-            (*slot).reserved[0] = t as u32;
+            (*slot).first = t as u32;
             (*slot).payload[0] = t as u32;
         }
         self.state(t).store(state, Ordering::Release);

@@ -1,5 +1,8 @@
 //! Two workloads on the task pool (issue 15) against ordinary launches, on
-//! GPU 0: `cargo run --release --example pool_workloads [matrices] [reps]`.
+//! GPU 0: `cargo run --release --example pool_workloads [matrices] [reps]
+//! [--no-spread]` (`--no-spread`: every task runs whole on one block,
+//! `PoolConfig::spread(false)`; by default a task of several CTAs spreads
+//! over idle blocks).
 //!
 //! `pool_overhead` measures empty tasks; this measures tasks that work, with
 //! every output checked bit for bit against the CPU reference
@@ -54,7 +57,10 @@ const ITERATIONS: u32 = 20;
 const CHUNKS: [u32; 2] = [4096, 256];
 
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let spread = !args.iter().any(|a| a == "--no-spread");
+    args.retain(|a| a != "--no-spread");
+    let mut args = args.into_iter();
     let matrices: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(10_000);
     let reps: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(5).max(1);
     let Some((gpu, module)) = clustered_suite::gpu_or_skip().expect("the suite's PTX loads") else {
@@ -73,13 +79,19 @@ fn main() {
     // The pool rows first, then the launches once the pool has gone.
     let config = PoolConfig::new(KINDS)
         .block_threads(THREADS)
+        .spread(spread)
         .timeout(Duration::from_secs(60));
     let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
     let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
     println!(
-        "pool: {} resident blocks, up to {} tasks in flight per block",
+        "pool: {} resident blocks, up to {} tasks in flight per block, tasks {}",
         pool.slots(),
-        pool.depth()
+        pool.depth(),
+        if spread {
+            "spread over idle blocks"
+        } else {
+            "whole on one block (--no-spread)"
+        }
     );
     let gemm_pool: Vec<(u32, Duration)> = [1u32, 4]
         .iter()

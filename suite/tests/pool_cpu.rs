@@ -10,8 +10,8 @@ use std::time::Duration;
 use clustered_host::cpu::{launch_entry, run, CpuLaunch, Machine, NoObserver};
 use clustered_host::pool::{
     Finished, Header, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool, Ticket,
-    DEFAULT_DEPTH, EXIT, FINISHED, IDLE, READY, RING_ENTRIES, RUNNING, STATUS_OK,
-    STATUS_UNKNOWN_KIND,
+    DEFAULT_DEPTH, EXIT, FINISHED, IDLE, READY, RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID,
+    STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 use clustered_host::ClusterOptions;
 use clustered_suite::reference;
@@ -19,9 +19,9 @@ use kernels::early_exit::{ragged_sum, ragged_sum_args};
 use kernels::pool::pool_generated;
 use kernels::pool::{
     kmeans_assign_launch, kmeans_update_launch, pool_demo, sgemm64_batched, sgemm64_launch,
-    KmeansAssign, KmeansUpdate, Mark, Order, Saxpy, Sgemm64, Step, Wait, EMPTY, KINDS,
-    KMEANS_ASSIGN, KMEANS_SUB, KMEANS_UPDATE, MARK, ORDER, SAXPY, SGEMM64, SGEMM64_CTAS, STEP,
-    WAIT,
+    KmeansAssign, KmeansUpdate, Mark, Order, Record, Saxpy, Sgemm64, Step, Wait, EMPTY, KINDS,
+    KMEANS_ASSIGN, KMEANS_SUB, KMEANS_UPDATE, MARK, ORDER, RECORD, SAXPY, SGEMM64, SGEMM64_CTAS,
+    STEP, WAIT,
 };
 use kernels::vector::{accumulate, accumulate_args, vector_add, vector_add_args};
 
@@ -334,12 +334,16 @@ fn a_block_walks_its_ring_in_order() {
         }
         panic!("entry {e} never reached state {want}");
     };
-    let write = |e: usize, task: Task| unsafe {
+    // An entry runs CTAs `first..first + count` of its task's grid.
+    let write_share = |e: usize, task: Task, first: u32, count: u32| unsafe {
         (*entry(e)).kind = task.kind();
         (*entry(e)).ctas = task.ctas();
+        (*entry(e)).first = first;
+        (*entry(e)).count = count;
         (*entry(e)).payload = *task.payload();
         state(e).store(READY, Ordering::Release);
     };
+    let write = |e: usize, task: Task| write_share(e, task, 0, task.ctas());
     let collect = |e: usize| unsafe {
         let answer = ((*entry(e)).status, (*entry(e)).result);
         state(e).store(IDLE, Ordering::Relaxed);
@@ -374,11 +378,22 @@ fn a_block_walks_its_ring_in_order() {
     assert_eq!(collect(1), (STATUS_OK, 1));
     assert_eq!(collect(2).0, STATUS_UNKNOWN_KIND);
     // Entries 3.. and around the end of the ring: each EMPTY task returns
-    // its payload, in order.
+    // its payload, in order; entries whose share holds no CTA of the grid
+    // (past its end, or none) run nothing.
     for e in 3..RING_ENTRIES + 3 {
-        write(e, Task::new(EMPTY, 1, e as u32));
+        let (first, count, status) = match e {
+            5 => (4, 1, STATUS_EMPTY_GRID),
+            6 => (0, 0, STATUS_EMPTY_GRID),
+            7 => (3, 9, STATUS_OK),
+            _ => (0, 4, STATUS_OK),
+        };
+        write_share(e, Task::new(EMPTY, 4, e as u32), first, count);
         await_state(e, FINISHED);
-        assert_eq!(collect(e), (STATUS_OK, e as u64));
+        let (got, result) = collect(e);
+        assert_eq!(got, status, "entry {e}");
+        if status == STATUS_OK {
+            assert_eq!(result, e as u64);
+        }
     }
     // EXIT in an entry the block does not read next is not seen: the block
     // polls entry 3 (= RING_ENTRIES + 3) only.
@@ -560,6 +575,96 @@ fn bad_tasks_and_pools_are_refused() {
     let pool = TaskPool::cpu(Machine::new(2), 2, pool_demo, config).expect("3 rings fit");
     assert_eq!(pool.slots(), 3);
     pool.shutdown(Shutdown::Drain).expect("an idle pool drains");
+}
+
+/// A task of many CTAs pushed to an idle pool of 8 blocks runs on all 8
+/// (a share of its CTAs each), every CTA once, and its result is its last
+/// CTA's; with `spread(false)` one block runs it whole.
+#[test]
+fn a_task_of_many_ctas_spreads_over_idle_blocks() {
+    const CTAS: u32 = 12;
+    for spread in [true, false] {
+        let config = PoolConfig::new(KINDS)
+            .blocks(8)
+            .block_threads(THREADS)
+            .spread(spread);
+        let pool = TaskPool::cpu(Machine::new(4), 3, pool_demo, config).unwrap();
+        let (runs, blocks) = (counters(CTAS as usize), counters(CTAS as usize));
+        let args = Record {
+            runs: runs.as_ptr() as u64,
+            blocks: blocks.as_ptr() as u64,
+        };
+        let ticket = pool.push(Task::new(RECORD, CTAS, args)).unwrap();
+        let done = pool.pop_finished().unwrap();
+        assert_eq!(done.ticket, ticket);
+        assert_eq!(
+            done.outcome,
+            Outcome::Ran {
+                result: u64::from(CTAS - 1)
+            }
+        );
+        assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+        let runs: Vec<u32> = runs.iter().map(|r| r.load(Ordering::Relaxed)).collect();
+        assert_eq!(runs, [1; CTAS as usize], "spread {spread}");
+        let mut used: Vec<u32> = blocks.iter().map(|b| b.load(Ordering::Relaxed)).collect();
+        used.sort();
+        used.dedup();
+        assert_eq!(used.len(), if spread { 8 } else { 1 }, "{used:?}");
+    }
+}
+
+/// A task spread over several blocks, then one after it that reads what
+/// every CTA of the first wrote, with the race detector on and the threads
+/// interleaved: the dependent waits for every share (the host collects them
+/// all before it), and sees all of their writes.
+#[test]
+fn a_dependent_of_a_spread_task_sees_every_share_s_writes() {
+    const N: u32 = 8 * THREADS;
+    for seed in [5, 17] {
+        let config = PoolConfig::new(pool_generated::KINDS)
+            .blocks(4)
+            .block_threads(THREADS)
+            .timeout(Duration::from_secs(60));
+        let machine = Machine::new(2).interleave(seed).check_races(true);
+        let pool = TaskPool::cpu(machine, 3, pool_generated, config).unwrap();
+        let a: Vec<f32> = (0..N).map(|i| i as f32).collect();
+        let b: Vec<f32> = (0..N).map(|i| (3 * i) as f32).collect();
+        let mut c = vec![0f32; N as usize];
+        let mut d = vec![0f32; N as usize];
+        let first = pool
+            .push(pool_generated::task(
+                N / THREADS,
+                vector_add_args {
+                    a: a.as_ptr() as u64,
+                    b: b.as_ptr() as u64,
+                    c: c.as_mut_ptr() as u64,
+                    n: N,
+                },
+            ))
+            .unwrap();
+        // d = c + c, every element written by a CTA of the first task.
+        pool.push_after(
+            pool_generated::task(
+                N / THREADS,
+                vector_add_args {
+                    a: c.as_ptr() as u64,
+                    b: c.as_ptr() as u64,
+                    c: d.as_mut_ptr() as u64,
+                    n: N,
+                },
+            ),
+            &[first],
+        )
+        .unwrap();
+        for _ in 0..2 {
+            let done = pool.pop_finished().unwrap();
+            assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
+        }
+        assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+        for i in 0..N as usize {
+            assert_eq!(d[i], 2.0 * (a[i] + b[i]), "seed {seed}: element {i}");
+        }
+    }
 }
 
 /// The workloads of `suite/examples/pool_workloads.rs` at small sizes:

@@ -9,7 +9,9 @@ use clustered_suite::host::cudarc::driver::{CudaSlice, DevicePtr};
 use clustered_suite::host::pool::Ticket;
 use clustered_suite::host::pool::{Outcome, PoolConfig, Shutdown, Task, TaskPool};
 use clustered_suite::host::Gpu;
-use kernels::pool::{Mark, Saxpy, Sgemm64, Step, KINDS, MARK, SAXPY, SGEMM64, SGEMM64_CTAS, STEP};
+use kernels::pool::{
+    Mark, Record, Saxpy, Sgemm64, Step, KINDS, MARK, RECORD, SAXPY, SGEMM64, SGEMM64_CTAS, STEP,
+};
 
 fn address<T>(gpu: &Gpu, buffer: &CudaSlice<T>) -> u64 {
     let (pointer, _sync) = buffer.device_ptr(gpu.stream());
@@ -88,6 +90,52 @@ fn mixed_tasks_from_four_threads_run_once_and_right() {
             let want: f32 = (0..64).map(|k| a[row * 64 + k] * b[k * 64 + col]).sum();
             assert_eq!(c[row * 64 + col], want, "sgemm ({row}, {col})");
         }
+    }
+}
+
+/// A task of more CTAs than the pool has blocks, pushed to an idle pool:
+/// every block runs a share of it (each CTA once), and its result is its
+/// last CTA's; then the same task whole on one block with `spread(false)`.
+#[test]
+fn a_task_of_many_ctas_spreads_over_every_idle_block() {
+    let Some((gpu, module)) = clustered_suite::gpu_or_skip().unwrap() else {
+        return;
+    };
+    let kernel = module.kernel("pool_demo").unwrap();
+    const CTAS: u32 = 1000;
+    for spread in [true, false] {
+        let runs = gpu.zeros::<u32>(CTAS as usize).unwrap();
+        let blocks = gpu.zeros::<u32>(CTAS as usize).unwrap();
+        gpu.synchronize().unwrap();
+        let config = PoolConfig::new(KINDS)
+            .spread(spread)
+            .timeout(Duration::from_secs(30));
+        let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
+        let rings = pool.slots();
+        let args = Record {
+            runs: address(&gpu, &runs),
+            blocks: address(&gpu, &blocks),
+        };
+        let ticket = pool.push(Task::new(RECORD, CTAS, args)).unwrap();
+        let done = pool.pop_finished().expect("the task finishes");
+        assert_eq!(done.ticket, ticket);
+        assert_eq!(
+            done.outcome,
+            Outcome::Ran {
+                result: u64::from(CTAS - 1)
+            }
+        );
+        assert_eq!(pool.shutdown(Shutdown::Drain).unwrap(), Vec::new());
+        let runs = gpu.dtoh(&runs).unwrap();
+        assert!(
+            runs.iter().all(|&r| r == 1),
+            "spread {spread}: each CTA once"
+        );
+        let mut used = gpu.dtoh(&blocks).unwrap();
+        used.sort();
+        used.dedup();
+        let want = if spread { rings as usize } else { 1 };
+        assert_eq!(used.len(), want, "spread {spread}: blocks that ran CTAs");
     }
 }
 
