@@ -1491,6 +1491,18 @@ impl Dispatch {
                 waiting.place = Place::Ready;
                 self.ready.push_back(dependent);
             } else {
+                // Drops finished dependencies from the list once they are
+                // most of it, so that looking for a ride (a scan of the
+                // list at each dependency's end) stays linear in all: a
+                // join after 256 tasks scanned 256 entries at each of its
+                // last 64 ends.
+                if waiting.deps.len() > 2 * waiting.waiting {
+                    let mut deps = std::mem::take(&mut waiting.deps);
+                    deps.retain(|dep| self.nodes.contains_key(dep));
+                    if let Some(waiting) = self.nodes.get_mut(&dependent) {
+                        waiting.deps = deps;
+                    }
+                }
                 self.work.push(dependent);
                 self.settle_rides();
             }
@@ -2217,6 +2229,35 @@ mod tests {
         d.dispatch(&rings.slots, &rings.tickets);
         let taken: Vec<_> = shares(&rings, &d).into_iter().flatten().collect();
         assert_eq!(taken, [(0, 0, 16)]);
+    }
+
+    #[test]
+    fn a_join_forgets_its_finished_dependencies() {
+        // A join after 300 tasks on 300 rings: as they end, the list it
+        // scans for a ride keeps at most twice its unfinished ones.
+        let rings = Rings::new(300);
+        let mut d = Dispatch::new(300, 1, true);
+        for t in 0..300 {
+            push(&mut d, t, &[]);
+        }
+        push(&mut d, 300, &(0..300).collect::<Vec<_>>());
+        d.dispatch(&rings.slots, &rings.tickets);
+        for b in 0..290 {
+            rings.finish(&d, b, 0);
+        }
+        assert_eq!(rings.collect(&mut d).len(), 290);
+        let join = &d.nodes[&Ticket(300)];
+        assert_eq!(join.waiting, 10);
+        assert!(
+            join.deps.len() <= 20,
+            "{} dependencies kept",
+            join.deps.len()
+        );
+        for b in 290..300 {
+            rings.finish(&d, b, 0);
+        }
+        assert_eq!(rings.collect(&mut d).len(), 10);
+        assert_eq!(d.nodes[&Ticket(300)].place, Place::Ready);
     }
 
     #[test]

@@ -22,6 +22,10 @@
 //!    iteration one `kmeans_assign_launch` over all points and one
 //!    `kmeans_update_launch`, on one stream. Chunks of 4096 points (16
 //!    tasks of 16 CTAs per iteration) and of 256 (256 tasks of one CTA).
+//!    Then, to see where an iteration's time goes (into scratch buffers,
+//!    not checked): the same graph with empty tasks, with real assigns and
+//!    an empty join, with empty assigns and the real update; the update
+//!    alone, 20 in a chain on the pool; and each kernel alone as launches.
 //!
 //! Times are host wall clock, first push (or launch) to last pop (or stream
 //! synchronisation); medians of `reps` (5) runs after one warm-up. Every
@@ -41,8 +45,8 @@ use clustered_suite::host::pool::{Outcome, PoolConfig, PoolError, Shutdown, Task
 use clustered_suite::host::{Gpu, Module};
 use clustered_suite::reference;
 use kernels::pool::{
-    KmeansAssign, KmeansUpdate, Sgemm64, KINDS, KMEANS_ASSIGN, KMEANS_SUB, KMEANS_UPDATE, SGEMM64,
-    SGEMM64_CTAS,
+    KmeansAssign, KmeansUpdate, Sgemm64, EMPTY, KINDS, KMEANS_ASSIGN, KMEANS_SUB, KMEANS_UPDATE,
+    SGEMM64, SGEMM64_CTAS,
 };
 
 /// Threads per block of the pool and of every launch.
@@ -116,6 +120,22 @@ fn main() {
             (chunk, time)
         })
         .collect();
+    // Where an iteration's time goes: the graph's shape with empty tasks
+    // (dispatch and the waits for the host alone), and the update alone in
+    // a chain (each rides behind the previous: no host between them).
+    let shape_pool: Vec<(u32, [Duration; 3])> = CHUNKS
+        .iter()
+        .map(|&chunk| {
+            let part = |i: usize| {
+                median(reps, || {
+                    kmeans_parts_on_pool(&pool, &gpu, &kmeans, chunk)[i]
+                })
+            };
+            (chunk, [part(0), part(1), part(2)])
+        })
+        .collect();
+    let scratch = address(&gpu, &kmeans.scratch);
+    let updates_pool = median(reps, || updates_on_pool(&pool, &gpu, &kmeans, scratch));
     let rest = pool.shutdown(Shutdown::Drain).expect("the pool shuts down");
     assert!(rest.is_empty(), "every task was popped");
 
@@ -169,6 +189,23 @@ fn main() {
         );
     }
     kmeans_table.row("launches (assign + update, one stream)", kmeans_launch);
+    for (chunk, [empty, assigns, update]) in &shape_pool {
+        let tasks = POINTS.div_ceil(*chunk);
+        kmeans_table.row(
+            &format!("same graph, empty tasks ({tasks} x {chunk})"),
+            *empty,
+        );
+        kmeans_table.row("  assigns real, join empty", *assigns);
+        kmeans_table.row("  assigns empty, update real", *update);
+    }
+    kmeans_table.row("pool: the update alone, 20 in a chain", updates_pool);
+    let part = |i: usize| {
+        median(reps, || {
+            kmeans_launch_parts(&module, &stream, &gpu, &kmeans, scratch)[i]
+        })
+    };
+    kmeans_table.row("launches: the assign alone, 20 in a row", part(0));
+    kmeans_table.row("launches: the update alone, 20 in a row", part(1));
 }
 
 /// A table of timed rows: total, per unit of work, speed-up over a baseline.
@@ -394,6 +431,9 @@ struct KmeansData {
     /// One per way (each pool chunk size, the launches): the last run's.
     labels: Vec<CudaSlice<u32>>,
     partials: CudaSlice<f32>,
+    /// Centroids and labels the timing-only rows write (not checked).
+    scratch: CudaSlice<f32>,
+    scratch_labels: CudaSlice<u32>,
     /// `[way][run]`, run 0 the warm-up.
     centroids: Vec<Vec<CudaSlice<f32>>>,
 }
@@ -422,6 +462,8 @@ impl KmeansData {
             partials: gpu
                 .zeros::<f32>(subs * 3 * CLUSTERS as usize)
                 .expect("alloc partials"),
+            scratch: gpu.htod(&initial).expect("upload centroids"),
+            scratch_labels: gpu.zeros::<u32>(POINTS as usize).expect("alloc labels"),
             centroids: (0..ways)
                 .map(|_| {
                     (0..=reps)
@@ -508,17 +550,124 @@ fn kmeans_on_pool(
         })
         .collect();
     let update = Task::new(KMEANS_UPDATE, 1, kmeans.update(gpu, centroids));
+    graph_on_pool(pool, &assigns, update)
+}
+
+/// ITERATIONS levels of `tasks`, each task after the previous level's
+/// join, and `join` after every task of its level: the k-means graph's
+/// shape, pushed up front; the time from the first push to the last pop.
+fn graph_on_pool(pool: &TaskPool, tasks: &[Task], join: Task) -> Duration {
     let start = Instant::now();
     let mut after = Vec::new();
     for _ in 0..ITERATIONS {
-        let iteration: Vec<_> = assigns
+        let level: Vec<_> = tasks
             .iter()
-            .map(|&task| pool.push_after(task, &after).expect("push assign"))
+            .map(|&task| pool.push_after(task, &after).expect("push"))
             .collect();
-        after = vec![pool.push_after(update, &iteration).expect("push update")];
+        after = vec![pool.push_after(join, &level).expect("push join")];
     }
-    pop(pool, ITERATIONS as usize * (assigns.len() + 1));
+    pop(pool, ITERATIONS as usize * (tasks.len() + 1));
     start.elapsed()
+}
+
+/// The k-means graph's shape (per iteration one task per chunk of as many
+/// CTAs as its assign, after the previous join, and a join after them),
+/// each level's tasks real (into the scratch centroids) or empty: `[empty
+/// both, real assigns + empty join, empty assigns + real update]`, the
+/// pool's dispatch and host waits without the work, then with each half.
+fn kmeans_parts_on_pool(
+    pool: &TaskPool,
+    gpu: &Gpu,
+    kmeans: &KmeansData,
+    chunk: u32,
+) -> [Duration; 3] {
+    let scratch = address(gpu, &kmeans.scratch);
+    let way = CHUNKS.iter().position(|&c| c == chunk).expect("a chunk");
+    let (empty, real): (Vec<Task>, Vec<Task>) = (0..POINTS)
+        .step_by(chunk as usize)
+        .map(|first| {
+            let ctas = chunk.min(POINTS - first).div_ceil(KMEANS_SUB);
+            (
+                Task::new(EMPTY, ctas, first),
+                Task::new(
+                    KMEANS_ASSIGN,
+                    ctas,
+                    KmeansAssign {
+                        labels: address(gpu, &kmeans.scratch_labels),
+                        ..kmeans.assign(gpu, way, scratch, first)
+                    },
+                ),
+            )
+        })
+        .unzip();
+    let (no_join, update) = (
+        Task::new(EMPTY, 1, 0u32),
+        Task::new(KMEANS_UPDATE, 1, kmeans.update(gpu, scratch)),
+    );
+    [
+        graph_on_pool(pool, &empty, no_join),
+        graph_on_pool(pool, &real, no_join),
+        graph_on_pool(pool, &empty, update),
+    ]
+}
+
+/// ITERATIONS k-means updates on the pool, each after the previous (they
+/// ride in one ring), into the scratch centroids.
+fn updates_on_pool(pool: &TaskPool, gpu: &Gpu, kmeans: &KmeansData, scratch: u64) -> Duration {
+    let update = Task::new(KMEANS_UPDATE, 1, kmeans.update(gpu, scratch));
+    let start = Instant::now();
+    let mut after = Vec::new();
+    for _ in 0..ITERATIONS {
+        after = vec![pool.push_after(update, &after).expect("push update")];
+    }
+    pop(pool, ITERATIONS as usize);
+    start.elapsed()
+}
+
+/// ITERATIONS assigns, then ITERATIONS updates, as launches on one stream
+/// into the scratch centroids: each kernel's share of an iteration.
+fn kmeans_launch_parts(
+    module: &Module,
+    stream: &Arc<CudaStream>,
+    gpu: &Gpu,
+    kmeans: &KmeansData,
+    scratch: u64,
+) -> [Duration; 2] {
+    let assign_kernel = module.kernel("kmeans_assign_launch").expect("in the PTX");
+    let update_kernel = module.kernel("kmeans_update_launch").expect("in the PTX");
+    let assign = KmeansAssign {
+        labels: address(gpu, &kmeans.scratch_labels),
+        ..kmeans.assign(gpu, CHUNKS.len(), scratch, 0)
+    };
+    let update = kmeans.update(gpu, scratch);
+    let start = Instant::now();
+    for _ in 0..ITERATIONS {
+        let mut launch = stream.launch_builder(assign_kernel.function());
+        launch
+            .arg(&assign.points)
+            .arg(&assign.centroids)
+            .arg(&assign.labels)
+            .arg(&assign.partials)
+            .arg(&assign.n)
+            .arg(&assign.k);
+        // SAFETY: as in `kmeans_launches`.
+        unsafe { launch.launch(blocks(update.subs)) }.expect("launch assign");
+    }
+    stream.synchronize().expect("sync");
+    let assigns = start.elapsed();
+    let start = Instant::now();
+    for _ in 0..ITERATIONS {
+        let mut launch = stream.launch_builder(update_kernel.function());
+        launch
+            .arg(&update.partials)
+            .arg(&update.centroids)
+            .arg(&update.subs)
+            .arg(&update.k);
+        // SAFETY: as in `kmeans_launches`.
+        unsafe { launch.launch(blocks(1)) }.expect("launch update");
+    }
+    stream.synchronize().expect("sync");
+    [assigns, start.elapsed()]
 }
 
 fn kmeans_launches(
