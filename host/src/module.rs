@@ -147,12 +147,14 @@ fn jit_error_log(ctx: &CudaContext, ptx: &CString) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ModuleOptions {
     keep_occupancy: bool,
+    load_every_function: bool,
 }
 
 impl Default for ModuleOptions {
     fn default() -> Self {
         ModuleOptions {
             keep_occupancy: true,
+            load_every_function: true,
         }
     }
 }
@@ -164,6 +166,20 @@ impl ModuleOptions {
     /// ptxas first compiled it: for measuring what the cap does.
     pub fn keep_occupancy(mut self, on: bool) -> Self {
         self.keep_occupancy = on;
+        self
+    }
+
+    /// Whether every kernel of the module is loaded onto the device with
+    /// the module (`cuFuncLoad`, on by default), whatever
+    /// `CUDA_MODULE_LOADING` says. Under lazy loading (the driver's
+    /// default since CUDA 12.2) a kernel is otherwise loaded at its first
+    /// launch, and that load can wait for a kernel that never returns, such
+    /// as a [`TaskPool`](crate::pool::TaskPool)'s blocks: the first launch
+    /// of any other kernel while a pool runs would hang until the pool shut
+    /// down. Off, loading is as the driver is set; then launch every kernel
+    /// once before a pool starts.
+    pub fn load_every_function(mut self, on: bool) -> Self {
+        self.load_every_function = on;
         self
     }
 }
@@ -200,6 +216,15 @@ impl Gpu {
         } else {
             (module, Vec::new())
         };
+        let entries = ptx_entry_names(ptx);
+        if options.load_every_function {
+            let capped = caps.iter().filter(|c| c.applied());
+            let names = entries
+                .iter()
+                .cloned()
+                .chain(capped.map(|c| capped_name(&c.plan.entry)));
+            load_functions(&module, names)?;
+        }
         // The code that runs changes with the caps: tuned choices follow it.
         let mut hash = Fnv::default();
         hash.write(ptx.as_bytes());
@@ -211,7 +236,7 @@ impl Gpu {
             module,
             caps: Arc::new(caps),
             ctx,
-            entries: ptx_entry_names(ptx),
+            entries,
             params: Arc::new(ptx_entry_params(ptx)),
             cache: Default::default(),
             ptx_hash,
@@ -279,6 +304,31 @@ impl Gpu {
             .collect::<Result<Vec<_>, Error>>()?;
         Ok((compiled.unwrap_or(module), decided))
     }
+}
+
+/// Loads each function `names` of `module` onto the device now
+/// (`cuFuncLoad`; nothing to do under eager loading).
+fn load_functions(
+    module: &Arc<CudaModule>,
+    names: impl Iterator<Item = String>,
+) -> Result<(), Error> {
+    for name in names {
+        let func = module
+            .load_function(&name)
+            .map_err(|source| Error::Driver {
+                context: "cuModuleGetFunction",
+                source,
+            })?;
+        // SAFETY: a function of a loaded module, alive while `func` is.
+        let loaded = unsafe { sys::cuFuncLoad(func.cu_function()) };
+        if loaded != CUresult::CUDA_SUCCESS {
+            return Err(Error::Driver {
+                context: "cuFuncLoad",
+                source: DriverError(loaded),
+            });
+        }
+    }
+    Ok(())
 }
 
 impl Module {

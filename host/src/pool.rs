@@ -1761,10 +1761,15 @@ mod gpu {
         /// publishes finished tasks, every block co-resident (from the
         /// kernel's occupancy).
         ///
-        /// Load every module the program will use before this: loading one
-        /// (a lazily loaded function, `CUDA_MODULE_LOADING=LAZY`) while a
-        /// kernel never returns can deadlock the context. The pool kernel
-        /// itself is loaded here (`cuFuncLoad`) before it starts.
+        /// Load every module the program will use before this: loading a
+        /// module or a function while a kernel never returns can wait for
+        /// it. [`Gpu::load_module`](crate::Gpu::load_module) loads every
+        /// function of its module at once whatever `CUDA_MODULE_LOADING`
+        /// says ([`ModuleOptions::load_every_function`](crate::ModuleOptions::load_every_function)),
+        /// so a kernel of such a module launched for the first time while
+        /// the pool runs does not wait for the pool (`suite/tests/pool_lazy_gpu.rs`).
+        /// The pool kernel itself is loaded here (`cuFuncLoad`) before it
+        /// starts.
         pub fn gpu(gpu: &Gpu, kernel: &Kernel, config: PoolConfig) -> Result<TaskPool, PoolError> {
             let host_error = |e: crate::Error| PoolError::Device(e.to_string());
             let per_sm = kernel
