@@ -2,12 +2,16 @@
 
 use clustered_device::index::at;
 use clustered_device::math::fma;
-use clustered_device::thread::index_1d;
-use clustered_device::{clustered, launch_bounds};
+use clustered_device::thread::{block_idx_x, index_1d, sync_threads, thread_idx_x};
+use clustered_device::{clustered, launch_bounds, shared_array};
 
 /// Rows of `A` whose loads [`atax_columns`](fn@atax_columns) issues before
 /// their FMAs.
 const COLUMN_BATCH: usize = 32;
+
+/// Elements of a row each thread of [`atax_rows_gemv`](fn@atax_rows_gemv)
+/// loads before their FMAs.
+const GEMV_BATCH: usize = 8;
 
 /// Threads per block of [`atax_rows`](fn@atax_rows) and [`atax_columns`](fn@atax_columns) (PolyBench/GPU's
 /// 256 x 1).
@@ -52,6 +56,63 @@ pub unsafe fn atax_rows(a: *const f32, x: *const f32, tmp: *mut f32, nx: u32, ny
             a_ij = a_ij.add(1);
         }
         *tmp.add(i as usize) = sum;
+    }
+}
+
+/// The row pass as a GEMV is written by hand: `tmp[i] = sum over j < ny of
+/// A[i][j] * x[j]`, one block of [`ATAX_BLOCK`] threads per row. Thread `t`
+/// sums `fma(A[i][j], x[j], sum)` over `j = t, t + 256, ...` in order, then
+/// the block adds its 256 sums in a tree through shared memory (step `s` =
+/// 128, 64, ..., 1: thread `t < s` adds `t + s`'s to its own), so the order
+/// is fixed by the block size, not by the schedule
+/// (`clustered_suite::reference::atax_rows_gemv`).
+///
+/// Launch: block `256 x 1`, grid `nx`. A warp reads 128 consecutive bytes
+/// of its row per load (coalesced), and every element of `A` is read once:
+/// streaming, where [`atax_rows`](fn@atax_rows) (a row per thread, 32 rows
+/// per warp load) leans on the L1 to serve each line 32 times, the locality
+/// that the paper's schedules of it keep. This is the layout an expert
+/// gives the pass, beside it so that the suite shows both.
+#[clustered(auto)]
+pub unsafe fn atax_rows_gemv(a: *const f32, x: *const f32, tmp: *mut f32, nx: u32, ny: u32) {
+    let partial = shared_array!(atax_partial: [f32; ATAX_BLOCK as usize]);
+    let (row, t) = (block_idx_x(), thread_idx_x());
+    if row >= nx {
+        return;
+    }
+    let a_row = a.add(row as usize * ny as usize);
+    // usize indices: no wrap to rebuild addresses for (the macro's warning).
+    let (block, ny) = (ATAX_BLOCK as usize, ny as usize);
+    let mut sum = 0.0f32;
+    let mut j = t as usize;
+    // Rounds of GEMV_BATCH loads before their FMAs (the same FMAs in the
+    // same order): loads in flight, as in `atax_columns`.
+    while j + (GEMV_BATCH - 1) * block < ny {
+        let mut values = [0.0f32; GEMV_BATCH];
+        for (u, value) in values.iter_mut().enumerate() {
+            *value = *a_row.add(j + u * block);
+        }
+        for (u, value) in values.iter().enumerate() {
+            sum = fma(*value, *x.add(j + u * block), sum);
+        }
+        j += GEMV_BATCH * block;
+    }
+    while j < ny {
+        sum = fma(*a_row.add(j), *x.add(j), sum);
+        j += block;
+    }
+    partial.write(t, sum);
+    sync_threads();
+    let mut s = ATAX_BLOCK / 2;
+    while s > 0 {
+        if t < s {
+            partial.write(t, partial.read(t) + partial.read(t + s));
+        }
+        sync_threads();
+        s /= 2;
+    }
+    if t == 0 {
+        *tmp.add(row as usize) = partial.read(0);
     }
 }
 

@@ -216,6 +216,35 @@ pub fn atax_rows(a: &[f32], x: &[f32], nx: usize, ny: usize) -> Vec<f32> {
         .collect()
 }
 
+/// `atax_rows_gemv`: `atax_rows` in the order of one block of `block`
+/// threads (a power of two) per row: thread `t` fma-sums `j = t, t + block,
+/// ...` in order, then the block's sums are added in a tree (step `s` =
+/// `block / 2`, ..., 1: sum `t < s` plus sum `t + s`). Bitwise comparable.
+pub fn atax_rows_gemv(a: &[f32], x: &[f32], nx: usize, ny: usize, block: usize) -> Vec<f32> {
+    assert_eq!((a.len(), x.len()), (nx * ny, ny));
+    assert!(block.is_power_of_two());
+    (0..nx)
+        .map(|i| {
+            let row = &a[i * ny..(i + 1) * ny];
+            let mut partial: Vec<f32> = (0..block)
+                .map(|t| {
+                    (t..ny)
+                        .step_by(block)
+                        .fold(0.0f32, |sum, j| row[j].mul_add(x[j], sum))
+                })
+                .collect();
+            let mut s = block / 2;
+            while s > 0 {
+                for t in 0..s {
+                    partial[t] += partial[t + s];
+                }
+                s /= 2;
+            }
+            partial[0]
+        })
+        .collect()
+}
+
 /// `atax_columns`: `y[j] = fma-sum over i of A[i][j] tmp[i]`, `A` is
 /// `nx x ny`. Bitwise comparable.
 pub fn atax_columns(a: &[f32], tmp: &[f32], nx: usize, ny: usize) -> Vec<f32> {

@@ -32,6 +32,7 @@ pub const WORKLOADS: &[(&str, Build)] = &[
     ("kmeans_assign", kmeans_assign),
     ("syrk", syrk),
     ("atax_rows", |size| atax(size, true)),
+    ("atax_rows_gemv", atax_rows_gemv),
     ("atax_columns", |size| atax(size, false)),
     ("vector_add", vector_add),
     ("black_scholes", black_scholes),
@@ -659,6 +660,32 @@ fn atax(size: Size, rows: bool) -> Workload {
             let want = pass(&floats(w, 0), &floats(w, 1), scalar(w, 3), scalar(w, 4));
             expect_all(w.buffers[2].name, &outputs[0], &want)
         },
+    }
+}
+
+/// ATAX's row pass with a block per row (`kernels::atax::atax_rows_gemv`),
+/// on `atax_rows`' matrix and vector.
+fn atax_rows_gemv(size: Size) -> Workload {
+    let rows = atax(size, true);
+    let nx = scalar(&rows, 3);
+    let block = kernels::atax::ATAX_BLOCK;
+    Workload {
+        name: "atax_rows_gemv",
+        class: Class::Streaming,
+        shape: LaunchConfig::linear(nx as u64 * u64::from(block), block),
+        variants: variants!(kernels::atax; atax_rows_gemv (0, 1, 2, 3, 4);),
+        check: |w, outputs| {
+            let block = kernels::atax::ATAX_BLOCK as usize;
+            let want = reference::atax_rows_gemv(
+                &floats(w, 0),
+                &floats(w, 1),
+                scalar(w, 3),
+                scalar(w, 4),
+                block,
+            );
+            expect_all("tmp", &outputs[0], &want)
+        },
+        ..rows
     }
 }
 
