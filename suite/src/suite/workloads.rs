@@ -29,6 +29,7 @@ pub const WORKLOADS: &[(&str, Build)] = &[
     ("sgemm_tiled", sgemm_tiled),
     ("sgemm_register", sgemm_register),
     ("conv5x5", conv5x5),
+    ("conv5x5_tiled", conv5x5_tiled),
     ("kmeans_assign", kmeans_assign),
     ("syrk", syrk),
     ("atax_rows", |size| atax(size, true)),
@@ -493,6 +494,25 @@ fn conv5x5(size: Size) -> Workload {
             let want = reference::conv5x5(&floats(w, 0), &filter(w, 1), scalar(w, 3), scalar(w, 4));
             expect_all("output", &outputs[0], &want)
         },
+    }
+}
+
+/// The 5x5 convolution staged in shared memory
+/// (`kernels::conv::conv5x5_tiled`), on `conv5x5`'s image and filter: the
+/// same outputs, bit for bit.
+fn conv5x5_tiled(size: Size) -> Workload {
+    let plain = conv5x5(size);
+    let (width, height) = (scalar(&plain, 3) as u32, scalar(&plain, 4) as u32);
+    let [tile_x, tile_y] = kernels::conv::TILED_OUTPUTS;
+    let [threads_x, threads_y] = kernels::conv::TILED_THREADS;
+    Workload {
+        name: "conv5x5_tiled",
+        shape: LaunchConfig::new(
+            [width.div_ceil(tile_x), height.div_ceil(tile_y), 1],
+            [threads_x, threads_y, 1],
+        ),
+        variants: variants!(kernels::conv; conv5x5_tiled (0, 1, 2, 3, 4);),
+        ..plain
     }
 }
 
