@@ -450,6 +450,25 @@ extern "C" __global__ void transpose_naive_twin(const float *input, float *outpu
     }
 }
 
+// The transpose through a 32 x 33 shared tile, as transpose_tiled (the
+// CUDA samples' "coalesced, no bank conflicts" kernel): block 32 x 8.
+extern "C" __global__ void transpose_tiled_twin(const float *input, float *output,
+                                                unsigned int width, unsigned int height) {
+    __shared__ float tile[32][33];
+    unsigned int x0 = blockIdx.x * 32, y0 = blockIdx.y * 32;
+    unsigned int x = x0 + threadIdx.x;
+    for (unsigned int row = threadIdx.y; row < 32; row += 8) {
+        unsigned int y = y0 + row;
+        if (x < width && y < height) tile[row][threadIdx.x] = input[(size_t)y * width + x];
+    }
+    __syncthreads();
+    unsigned int y = y0 + threadIdx.x;
+    for (unsigned int column = threadIdx.y; column < 32; column += 8) {
+        unsigned int xc = x0 + column;
+        if (xc < width && y < height) output[(size_t)xc * height + y] = tile[threadIdx.x][column];
+    }
+}
+
 // --------------------------------------------------------------- jacobi5.rs
 
 extern "C" __global__ void jacobi5_twin(const float *input, float *output, unsigned int width,

@@ -1,7 +1,9 @@
 //! Naive matrix transpose.
 
-use clustered_device::clustered;
-use clustered_device::thread::index_2d;
+use clustered_device::thread::{
+    block_idx_x, block_idx_y, index_2d, sync_threads, thread_idx_x, thread_idx_y,
+};
+use clustered_device::{clustered, shared_array};
 
 /// `output[x * height + y] = input[y * width + x]`: transposes a row-major
 /// `height x width` matrix (`width` columns) into a row-major
@@ -51,5 +53,61 @@ pub unsafe fn transpose_naive(input: *const f32, output: *mut f32, width: u32, h
     let (x, y) = index_2d();
     if x < width && y < height {
         *output.add((x * height + y) as usize) = *input.add((y * width + x) as usize);
+    }
+}
+
+/// Side of the square tile of [`transpose_tiled`](fn@transpose_tiled): a
+/// block of `32 x 8` threads moves `32 x 32` elements.
+pub const TRANSPOSE_TILE: u32 = 32;
+/// Threads along y of a [`transpose_tiled`](fn@transpose_tiled) block.
+pub const TRANSPOSE_ROWS: u32 = 8;
+/// Elements each thread of [`transpose_tiled`](fn@transpose_tiled) moves.
+const PER_THREAD: usize = (TRANSPOSE_TILE / TRANSPOSE_ROWS) as usize;
+/// Words per row of the shared tile: one more than its side, so that the
+/// 32 reads of a tile column fall in 32 banks.
+const TILE_PITCH: u32 = TRANSPOSE_TILE + 1;
+
+/// [`transpose_naive`](fn@transpose_naive) as a transpose is written by
+/// hand: a block reads a `32 x 32` tile row by row (coalesced) into shared
+/// memory and writes it out column by column, so the writes are coalesced
+/// too; a tile row padded to 33 words keeps the column reads free of bank
+/// conflicts. The same output (every element moved, none computed).
+///
+/// Launch: block `32 x 8`, grid `ceil(width / 32) x ceil(height / 32)`; each
+/// thread moves 4 elements.
+#[clustered(auto)]
+pub unsafe fn transpose_tiled(input: *const f32, output: *mut f32, width: u32, height: u32) {
+    let tile = shared_array!(transpose_tile: [f32; (TRANSPOSE_TILE * TILE_PITCH) as usize]);
+    let (tx, ty) = (thread_idx_x(), thread_idx_y());
+    let (x0, y0) = (
+        block_idx_x() * TRANSPOSE_TILE,
+        block_idx_y() * TRANSPOSE_TILE,
+    );
+    // A thread's 4 loads before its 4 stores, in arrays of constant length:
+    // written as a loop of load-then-store, each load waited for the store
+    // before it (one in flight: 1.23x the nvcc twin's time, H100).
+    let mut values = [0.0f32; PER_THREAD];
+    let x = x0 + tx;
+    for (i, value) in (0u32..).zip(values.iter_mut()) {
+        let y = y0 + ty + i * TRANSPOSE_ROWS;
+        if x < width && y < height {
+            *value = *input.add(y as usize * width as usize + x as usize);
+        }
+    }
+    for (i, value) in (0u32..).zip(values) {
+        tile.write((ty + i * TRANSPOSE_ROWS) * TILE_PITCH + tx, value);
+    }
+    // The whole tile before any column of it is written out.
+    sync_threads();
+    // Output row `x` (of `height` elements): this block's tile columns.
+    let y = y0 + tx;
+    for (i, value) in (0u32..).zip(values.iter_mut()) {
+        *value = tile.read(tx * TILE_PITCH + ty + i * TRANSPOSE_ROWS);
+    }
+    for (i, value) in (0u32..).zip(values) {
+        let x = x0 + ty + i * TRANSPOSE_ROWS;
+        if x < width && y < height {
+            *output.add(x as usize * height as usize + y as usize) = value;
+        }
     }
 }

@@ -18,7 +18,7 @@ pub use workloads::{all, select, Build, WORKLOADS};
 /// How large to make a problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Size {
-    /// Small enough for the CPU backend: the whole suite (25 kernels)
+    /// Small enough for the CPU backend: the whole suite (27 kernels)
     /// simulates in about 90 s on a 2-core machine (`cargo run --release
     /// --example locality`). Large enough that each kernel's data sits in
     /// the cache level it sits in at the benchmark's size (spmv's gathered

@@ -39,6 +39,8 @@ pub const WORKLOADS: &[(&str, Build)] = &[
     ("black_scholes", black_scholes),
     ("transpose", |size| transpose(size, false)),
     ("transpose_wide", |size| transpose(size, true)),
+    ("transpose_tiled", |size| transpose_tiled(size, false)),
+    ("transpose_wide_tiled", |size| transpose_tiled(size, true)),
     ("jacobi5", jacobi5),
     ("jacobi7_3d", jacobi7_3d),
     // Ported as their authors wrote them (kernels/src/ports).
@@ -828,6 +830,27 @@ fn transpose(size: Size, wide: bool) -> Workload {
             let want = reference::transpose(&floats(w, 0), scalar(w, 2), scalar(w, 3));
             expect_all("output", &outputs[0], &want)
         },
+    }
+}
+
+/// The transposes staged through shared memory
+/// (`kernels::transpose::transpose_tiled`), on `transpose`'s images.
+fn transpose_tiled(size: Size, wide: bool) -> Workload {
+    let naive = transpose(size, wide);
+    let (width, height) = (scalar(&naive, 2) as u32, scalar(&naive, 3) as u32);
+    let tile = kernels::transpose::TRANSPOSE_TILE;
+    Workload {
+        name: if wide {
+            "transpose_wide_tiled"
+        } else {
+            "transpose_tiled"
+        },
+        shape: LaunchConfig::new(
+            [width.div_ceil(tile), height.div_ceil(tile), 1],
+            [tile, kernels::transpose::TRANSPOSE_ROWS, 1],
+        ),
+        variants: variants!(kernels::transpose; transpose_tiled (0, 1, 2, 3);),
+        ..naive
     }
 }
 
