@@ -83,7 +83,7 @@ pub unsafe fn conv5x5(
 /// Threads of a [`conv5x5_tiled`](fn@conv5x5_tiled) block: 32 x 8.
 pub const TILED_THREADS: [u32; 2] = [32, 8];
 /// Outputs of a [`conv5x5_tiled`](fn@conv5x5_tiled) block: 32 x 32 (each
-/// thread computes [`TILED_ROWS`] of one column).
+/// thread computes 4 of one column).
 pub const TILED_OUTPUTS: [u32; 2] = [32, 32];
 /// Output rows per thread of [`conv5x5_tiled`](fn@conv5x5_tiled).
 const TILED_ROWS: u32 = TILED_OUTPUTS[1] / TILED_THREADS[1];
