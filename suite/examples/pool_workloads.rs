@@ -42,7 +42,7 @@ use clustered_suite::host::cudarc::driver::{
     CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
 use clustered_suite::host::pool::{Outcome, PoolConfig, PoolError, Shutdown, Task, TaskPool};
-use clustered_suite::host::{Gpu, Module};
+use clustered_suite::host::{Gpu, Kernel, Module};
 use clustered_suite::reference;
 use kernels::pool::{
     KmeansAssign, KmeansUpdate, Sgemm64, EMPTY, KINDS, KMEANS_ASSIGN, KMEANS_SUB, KMEANS_UPDATE,
@@ -642,32 +642,44 @@ fn kmeans_launch_parts(
     let update = kmeans.update(gpu, scratch);
     let start = Instant::now();
     for _ in 0..ITERATIONS {
-        let mut launch = stream.launch_builder(assign_kernel.function());
-        launch
-            .arg(&assign.points)
-            .arg(&assign.centroids)
-            .arg(&assign.labels)
-            .arg(&assign.partials)
-            .arg(&assign.n)
-            .arg(&assign.k);
-        // SAFETY: as in `kmeans_launches`.
-        unsafe { launch.launch(blocks(update.subs)) }.expect("launch assign");
+        launch_assign(stream, &assign_kernel, &assign, update.subs);
     }
     stream.synchronize().expect("sync");
     let assigns = start.elapsed();
     let start = Instant::now();
     for _ in 0..ITERATIONS {
-        let mut launch = stream.launch_builder(update_kernel.function());
-        launch
-            .arg(&update.partials)
-            .arg(&update.centroids)
-            .arg(&update.subs)
-            .arg(&update.k);
-        // SAFETY: as in `kmeans_launches`.
-        unsafe { launch.launch(blocks(1)) }.expect("launch update");
+        launch_update(stream, &update_kernel, &update);
     }
     stream.synchronize().expect("sync");
     [assigns, start.elapsed()]
+}
+
+/// `kmeans_assign_launch` over every point on `stream`, `subs` blocks (one
+/// partial each).
+fn launch_assign(stream: &Arc<CudaStream>, kernel: &Kernel, assign: &KmeansAssign, subs: u32) {
+    let mut launch = stream.launch_builder(kernel.function());
+    launch
+        .arg(&assign.points)
+        .arg(&assign.centroids)
+        .arg(&assign.labels)
+        .arg(&assign.partials)
+        .arg(&assign.n)
+        .arg(&assign.k);
+    // SAFETY: the buffers hold n points, k centroids, n labels and one
+    // partial per block.
+    unsafe { launch.launch(blocks(subs)) }.expect("launch assign");
+}
+
+/// `kmeans_update_launch` on `stream`, one block.
+fn launch_update(stream: &Arc<CudaStream>, kernel: &Kernel, update: &KmeansUpdate) {
+    let mut launch = stream.launch_builder(kernel.function());
+    launch
+        .arg(&update.partials)
+        .arg(&update.centroids)
+        .arg(&update.subs)
+        .arg(&update.k);
+    // SAFETY: `subs` partials of `k` clusters, `k` centroids.
+    unsafe { launch.launch(blocks(1)) }.expect("launch update");
 }
 
 fn kmeans_launches(
@@ -683,25 +695,9 @@ fn kmeans_launches(
     let update = kmeans.update(gpu, centroids);
     let start = Instant::now();
     for _ in 0..ITERATIONS {
-        let mut launch = stream.launch_builder(assign_kernel.function());
-        launch
-            .arg(&assign.points)
-            .arg(&assign.centroids)
-            .arg(&assign.labels)
-            .arg(&assign.partials)
-            .arg(&assign.n)
-            .arg(&assign.k);
-        // SAFETY: the buffers hold n points, k centroids, n labels and
-        // one partial per block.
-        unsafe { launch.launch(blocks(update.subs)) }.expect("launch assign");
-        let mut launch = stream.launch_builder(update_kernel.function());
-        launch
-            .arg(&update.partials)
-            .arg(&update.centroids)
-            .arg(&update.subs)
-            .arg(&update.k);
-        // SAFETY: as above; the stream orders it after the assignment.
-        unsafe { launch.launch(blocks(1)) }.expect("launch update");
+        launch_assign(stream, &assign_kernel, &assign, update.subs);
+        // The stream orders it after the assignment.
+        launch_update(stream, &update_kernel, &update);
     }
     stream.synchronize().expect("sync");
     start.elapsed()
