@@ -86,6 +86,17 @@ pub const H100_2026_11_26_DRAINED: &str = include_str!("../data/h100-2026-11-26-
 /// predict -- --all --sim --bench predict/data/h100-2026-11-26-s13.json`.
 pub const H100_2026_11_26_S13: &str = include_str!("../data/h100-2026-11-26-s13.json");
 
+/// The hand-written layouts of session 14 (`atax_rows_gemv`,
+/// `conv5x5_tiled`, `transpose_tiled` at both sizes: written after the
+/// device model was calibrated, so held out) and the paper's kernels beside
+/// them, from four bench calls on an H100 (2026-11-26; 75 records, nvcc
+/// twins left out): docs/PREDICTION.md "Kernels written after the
+/// calibration". Validate with `cargo run --release -p clustered-suite
+/// --example predict -- atax_rows,atax_rows_gemv,atax_columns,conv5x5,conv5x5_tiled,transpose,transpose_wide,transpose_tiled,transpose_wide_tiled
+/// --sim --bench predict/data/h100-2026-11-26-s14-layouts.json`.
+pub const H100_2026_11_26_S14_LAYOUTS: &str =
+    include_str!("../data/h100-2026-11-26-s14-layouts.json");
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +121,28 @@ mod tests {
                 records.iter().map(|r| r.kernel.as_str()).collect();
             assert_eq!(kernels.len(), 23);
             assert!(records.iter().all(|r| r.median_ms > 0.0));
+        }
+    }
+
+    #[test]
+    fn the_layouts_run_parses() {
+        let (device, records) = records(H100_2026_11_26_S14_LAYOUTS).unwrap();
+        assert_eq!(device, "NVIDIA H100 80GB HBM3");
+        assert_eq!(records.len(), 75);
+        assert!(records
+            .iter()
+            .all(|r| r.entry.is_some() && r.median_ms > 0.0));
+        for new in [
+            "atax_rows_gemv",
+            "conv5x5_tiled",
+            "transpose_tiled",
+            "transpose_wide_tiled",
+        ] {
+            assert_eq!(
+                records.iter().filter(|r| r.kernel == new).count(),
+                4,
+                "{new}"
+            );
         }
     }
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use clustered_predict::bench::{records, H100_2026_11_25, H100_BENCH};
+use clustered_predict::bench::{records, H100_2026_11_25, H100_2026_11_26_S14_LAYOUTS, H100_BENCH};
 use clustered_predict::{ptxas, DeviceModel, Module, Trips};
 use clustered_suite::host::cuda_tool;
 use clustered_suite::predict::{predict_workload, LoadedResources};
@@ -44,9 +44,10 @@ fn every_schedule_gets_a_prediction_and_every_record_a_schedule() {
         }
     }
     // The bench's records: each suite schedule is one the predictor covers,
-    // in the shipped run and in the newer 7-kernel run (auto schedules).
+    // in the shipped run, the newer 7-kernel run (auto schedules) and the
+    // hand-written layouts' run.
     let (_, mut bench) = records(H100_BENCH).unwrap();
-    for text in H100_2026_11_25 {
+    for text in H100_2026_11_25.iter().chain([&H100_2026_11_26_S14_LAYOUTS]) {
         bench.extend(records(text).unwrap().1);
     }
     let mut covered = 0;
@@ -62,7 +63,7 @@ fn every_schedule_gets_a_prediction_and_every_record_a_schedule() {
         );
         covered += 1;
     }
-    assert_eq!(covered, 120 + 80);
+    assert_eq!(covered, 120 + 80 + 75);
     // The naive SGEMM's k loop is bounded by its parameter n: counted, not assumed.
     let (_, _, _, naive) = predicted
         .iter()
