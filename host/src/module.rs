@@ -319,14 +319,22 @@ fn load_functions(
                 context: "cuModuleGetFunction",
                 source,
             })?;
-        // SAFETY: a function of a loaded module, alive while `func` is.
-        let loaded = unsafe { sys::cuFuncLoad(func.cu_function()) };
-        if loaded != CUresult::CUDA_SUCCESS {
-            return Err(Error::Driver {
-                context: "cuFuncLoad",
-                source: DriverError(loaded),
-            });
-        }
+        load_on_device(&func)?;
+    }
+    Ok(())
+}
+
+/// Loads `func`'s code onto the device now (`cuFuncLoad`), whatever
+/// `CUDA_MODULE_LOADING` says: a lazy load at its first launch could wait
+/// for a kernel that never returns.
+pub(crate) fn load_on_device(func: &CudaFunction) -> Result<(), Error> {
+    // SAFETY: a function of a loaded module, alive while `func` is.
+    let loaded = unsafe { sys::cuFuncLoad(func.cu_function()) };
+    if loaded != CUresult::CUDA_SUCCESS {
+        return Err(Error::Driver {
+            context: "cuFuncLoad",
+            source: DriverError(loaded),
+        });
     }
     Ok(())
 }

@@ -1776,11 +1776,7 @@ mod gpu {
                 .occupancy(config.block_threads, 0)
                 .map_err(host_error)?;
             let blocks = config.plan(per_sm, gpu.properties().sm_count)?;
-            // SAFETY: a function of a loaded module.
-            let loaded = unsafe { sys::cuFuncLoad(kernel.function().cu_function()) };
-            if loaded != sys::CUresult::CUDA_SUCCESS {
-                return Err(PoolError::Device(format!("cuFuncLoad: {loaded:?}")));
-            }
+            crate::module::load_on_device(kernel.function()).map_err(host_error)?;
             let pinned = Pinned::new(gpu.context(), super::slots_with_header(blocks))?;
             let stream = gpu.new_stream().map_err(host_error)?;
             // Zeroed on the kernel's stream, before it.
