@@ -85,7 +85,8 @@ pub unsafe fn transpose_tiled(input: *const f32, output: *mut f32, width: u32, h
     );
     // A thread's 4 loads before its 4 stores, in arrays of constant length:
     // written as a loop of load-then-store, each load waited for the store
-    // before it (one in flight: 1.23x the nvcc twin's time, H100).
+    // before it (one in flight: 1.23x the nvcc twin's time on an H100,
+    // docs/BENCHMARKS.md, "The transpose through a shared tile").
     let mut values = [0.0f32; PER_THREAD];
     let x = x0 + tx;
     for (i, value) in (0u32..).zip(values.iter_mut()) {
