@@ -126,12 +126,11 @@ fn main() {
     let shape_pool: Vec<(u32, [Duration; 3])> = CHUNKS
         .iter()
         .map(|&chunk| {
-            let part = |i: usize| {
-                median(reps, || {
-                    kmeans_parts_on_pool(&pool, &gpu, &kmeans, chunk)[i]
-                })
+            let graphs = kmeans_parts(&gpu, &kmeans, chunk);
+            let time = |(tasks, join): &(Vec<Task>, Task)| {
+                median(reps, || graph_on_pool(&pool, tasks, *join))
             };
-            (chunk, [part(0), part(1), part(2)])
+            (chunk, graphs.each_ref().map(time))
         })
         .collect();
     let scratch = address(&gpu, &kmeans.scratch);
@@ -199,13 +198,20 @@ fn main() {
         kmeans_table.row("  assigns empty, update real", *update);
     }
     kmeans_table.row("pool: the update alone, 20 in a chain", updates_pool);
-    let part = |i: usize| {
-        median(reps, || {
-            kmeans_launch_parts(&module, &stream, &gpu, &kmeans, scratch)[i]
+    let assign_kernel = module.kernel("kmeans_assign_launch").expect("in the PTX");
+    let update_kernel = module.kernel("kmeans_update_launch").expect("in the PTX");
+    let assign = kmeans.scratch_assign(&gpu, CHUNKS.len(), 0);
+    let update = kmeans.update(&gpu, scratch);
+    let assigns_alone = median(reps, || {
+        timed_launches(&stream, || {
+            launch_assign(&stream, &assign_kernel, &assign, update.subs)
         })
-    };
-    kmeans_table.row("launches: the assign alone, 20 in a row", part(0));
-    kmeans_table.row("launches: the update alone, 20 in a row", part(1));
+    });
+    let updates_alone = median(reps, || {
+        timed_launches(&stream, || launch_update(&stream, &update_kernel, &update))
+    });
+    kmeans_table.row("launches: the assign alone, 20 in a row", assigns_alone);
+    kmeans_table.row("launches: the update alone, 20 in a row", updates_alone);
 }
 
 /// A table of timed rows: total, per unit of work, speed-up over a baseline.
@@ -493,6 +499,14 @@ impl KmeansData {
         }
     }
 
+    /// An assign into the scratch centroids and labels (the timing-only rows).
+    fn scratch_assign(&self, gpu: &Gpu, way: usize, first: u32) -> KmeansAssign {
+        KmeansAssign {
+            labels: address(gpu, &self.scratch_labels),
+            ..self.assign(gpu, way, address(gpu, &self.scratch), first)
+        }
+    }
+
     fn update(&self, gpu: &Gpu, centroids: u64) -> KmeansUpdate {
         KmeansUpdate {
             partials: address(gpu, &self.partials),
@@ -572,16 +586,11 @@ fn graph_on_pool(pool: &TaskPool, tasks: &[Task], join: Task) -> Duration {
 
 /// The k-means graph's shape (per iteration one task per chunk of as many
 /// CTAs as its assign, after the previous join, and a join after them),
-/// each level's tasks real (into the scratch centroids) or empty: `[empty
-/// both, real assigns + empty join, empty assigns + real update]`, the
-/// pool's dispatch and host waits without the work, then with each half.
-fn kmeans_parts_on_pool(
-    pool: &TaskPool,
-    gpu: &Gpu,
-    kmeans: &KmeansData,
-    chunk: u32,
-) -> [Duration; 3] {
-    let scratch = address(gpu, &kmeans.scratch);
+/// each level's tasks real (into the scratch centroids) or empty, as
+/// (tasks, join) for [`graph_on_pool`]: `[empty both, real assigns + empty
+/// join, empty assigns + real update]`, the pool's dispatch and host waits
+/// without the work, then with each half.
+fn kmeans_parts(gpu: &Gpu, kmeans: &KmeansData, chunk: u32) -> [(Vec<Task>, Task); 3] {
     let way = CHUNKS.iter().position(|&c| c == chunk).expect("a chunk");
     let (empty, real): (Vec<Task>, Vec<Task>) = (0..POINTS)
         .step_by(chunk as usize)
@@ -589,26 +598,17 @@ fn kmeans_parts_on_pool(
             let ctas = chunk.min(POINTS - first).div_ceil(KMEANS_SUB);
             (
                 Task::new(EMPTY, ctas, first),
-                Task::new(
-                    KMEANS_ASSIGN,
-                    ctas,
-                    KmeansAssign {
-                        labels: address(gpu, &kmeans.scratch_labels),
-                        ..kmeans.assign(gpu, way, scratch, first)
-                    },
-                ),
+                Task::new(KMEANS_ASSIGN, ctas, kmeans.scratch_assign(gpu, way, first)),
             )
         })
         .unzip();
-    let (no_join, update) = (
-        Task::new(EMPTY, 1, 0u32),
-        Task::new(KMEANS_UPDATE, 1, kmeans.update(gpu, scratch)),
+    let no_join = Task::new(EMPTY, 1, 0u32);
+    let update = Task::new(
+        KMEANS_UPDATE,
+        1,
+        kmeans.update(gpu, address(gpu, &kmeans.scratch)),
     );
-    [
-        graph_on_pool(pool, &empty, no_join),
-        graph_on_pool(pool, &real, no_join),
-        graph_on_pool(pool, &empty, update),
-    ]
+    [(empty.clone(), no_join), (real, no_join), (empty, update)]
 }
 
 /// ITERATIONS k-means updates on the pool, each after the previous (they
@@ -624,34 +624,15 @@ fn updates_on_pool(pool: &TaskPool, gpu: &Gpu, kmeans: &KmeansData, scratch: u64
     start.elapsed()
 }
 
-/// ITERATIONS assigns, then ITERATIONS updates, as launches on one stream
-/// into the scratch centroids: each kernel's share of an iteration.
-fn kmeans_launch_parts(
-    module: &Module,
-    stream: &Arc<CudaStream>,
-    gpu: &Gpu,
-    kmeans: &KmeansData,
-    scratch: u64,
-) -> [Duration; 2] {
-    let assign_kernel = module.kernel("kmeans_assign_launch").expect("in the PTX");
-    let update_kernel = module.kernel("kmeans_update_launch").expect("in the PTX");
-    let assign = KmeansAssign {
-        labels: address(gpu, &kmeans.scratch_labels),
-        ..kmeans.assign(gpu, CHUNKS.len(), scratch, 0)
-    };
-    let update = kmeans.update(gpu, scratch);
+/// ITERATIONS calls of `launch` on `stream` (one launch each), timed to
+/// the stream's end.
+fn timed_launches(stream: &Arc<CudaStream>, mut launch: impl FnMut()) -> Duration {
     let start = Instant::now();
     for _ in 0..ITERATIONS {
-        launch_assign(stream, &assign_kernel, &assign, update.subs);
+        launch();
     }
     stream.synchronize().expect("sync");
-    let assigns = start.elapsed();
-    let start = Instant::now();
-    for _ in 0..ITERATIONS {
-        launch_update(stream, &update_kernel, &update);
-    }
-    stream.synchronize().expect("sync");
-    [assigns, start.elapsed()]
+    start.elapsed()
 }
 
 /// `kmeans_assign_launch` over every point on `stream`, `subs` blocks (one
