@@ -631,31 +631,17 @@ fn a_dependent_of_a_spread_task_sees_every_share_s_writes() {
         let b: Vec<f32> = (0..N).map(|i| (3 * i) as f32).collect();
         let mut c = vec![0f32; N as usize];
         let mut d = vec![0f32; N as usize];
+        // c = a + b over N / THREADS CTAs: spread over the idle blocks.
+        let add = |a: *const f32, b: *const f32, c: *mut f32| {
+            let (a, b, c) = (a as u64, b as u64, c as u64);
+            pool_generated::task(N / THREADS, vector_add_args { a, b, c, n: N })
+        };
         let first = pool
-            .push(pool_generated::task(
-                N / THREADS,
-                vector_add_args {
-                    a: a.as_ptr() as u64,
-                    b: b.as_ptr() as u64,
-                    c: c.as_mut_ptr() as u64,
-                    n: N,
-                },
-            ))
+            .push(add(a.as_ptr(), b.as_ptr(), c.as_mut_ptr()))
             .unwrap();
         // d = c + c, every element written by a CTA of the first task.
-        pool.push_after(
-            pool_generated::task(
-                N / THREADS,
-                vector_add_args {
-                    a: c.as_ptr() as u64,
-                    b: c.as_ptr() as u64,
-                    c: d.as_mut_ptr() as u64,
-                    n: N,
-                },
-            ),
-            &[first],
-        )
-        .unwrap();
+        pool.push_after(add(c.as_ptr(), c.as_ptr(), d.as_mut_ptr()), &[first])
+            .unwrap();
         for _ in 0..2 {
             let done = pool.pop_finished().unwrap();
             assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
