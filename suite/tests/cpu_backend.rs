@@ -1121,9 +1121,13 @@ fn hand_written_layouts_match_the_reference_under_interleaving() {
     use kernels::conv::{conv5x5_tiled, TILED_OUTPUTS, TILED_THREADS};
     use kernels::transpose::{transpose_tiled, TRANSPOSE_ROWS, TRANSPOSE_TILE};
     let value = |i: usize| ((i * 37 + 11) % 101) as f32 * 0.013 - 0.6;
-    let options = ClusterOptions::default();
     for seed in [3, 17] {
         let machine = Machine::new(3).interleave(seed);
+        // SAFETY (every launch below): the buffers hold what the kernel's
+        // grid reads and writes, as the reference sizes them.
+        let run = |name: &str, result: Result<_, CpuLaunchError>| {
+            result.unwrap_or_else(|e| panic!("{name}, seed {seed}: {e}"));
+        };
         // A round of 8 loads per thread and a tail (2100 = 8 * 256 + 52).
         let (nx, ny) = (5u32, 2100u32);
         let a: Vec<f32> = (0..(nx * ny) as usize).map(value).collect();
@@ -1131,72 +1135,66 @@ fn hand_written_layouts_match_the_reference_under_interleaving() {
         let want = reference::atax_rows_gemv(&a, &x, nx as usize, ny as usize, ATAX_BLOCK as usize);
         for &entry in atax_rows_gemv::AUTO {
             let mut tmp = vec![f32::NAN; nx as usize];
-            // SAFETY: a block of ATAX_BLOCK threads per row of the nx x ny `a`.
-            unsafe {
-                launch_entry(
-                    entry,
-                    &machine,
-                    launch([nx, 1, 1], ATAX_BLOCK, 2),
-                    &options,
-                    &mut NoObserver,
-                    (&a[..], &x[..], &mut tmp[..], nx, ny),
-                )
-            }
-            .unwrap_or_else(|e| panic!("{}, seed {seed}: {e}", entry.name()));
+            let shape = launch([nx, 1, 1], ATAX_BLOCK, 2);
+            let args = (&a[..], &x[..], &mut tmp[..], nx, ny);
+            run(entry.name(), unsafe {
+                launch_layout(entry, &machine, shape, args)
+            });
             assert_eq!(bits(&tmp), bits(&want), "{}, seed {seed}", entry.name());
         }
         // 40 x 24: one whole tile column and one partial, one partial row.
         let (width, height) = (40u32, 24u32);
         let image: Vec<f32> = (0..(width * height) as usize).map(value).collect();
-        let tiles =
-            |outputs: [u32; 2]| [width.div_ceil(outputs[0]), height.div_ceil(outputs[1]), 1];
+        let tiles = |outputs: [u32; 2], block: [u32; 2]| CpuLaunch {
+            grid: [width.div_ceil(outputs[0]), height.div_ceil(outputs[1]), 1],
+            block: [block[0], block[1], 1],
+            dynamic_shared_bytes: 0,
+            resident_blocks: 2,
+        };
         let filter: [f32; 25] = std::array::from_fn(|i| value(i + 3));
         let want = reference::conv5x5(&image, &filter, width as usize, height as usize);
         for &entry in conv5x5_tiled::AUTO {
             let mut output = vec![f32::NAN; image.len()];
-            let shape = CpuLaunch {
-                grid: tiles(TILED_OUTPUTS),
-                block: [TILED_THREADS[0], TILED_THREADS[1], 1],
-                dynamic_shared_bytes: 0,
-                resident_blocks: 2,
-            };
-            // SAFETY: one block per 32 x 32 outputs of the width x height image.
-            unsafe {
-                launch_entry(
-                    entry,
-                    &machine,
-                    shape,
-                    &options,
-                    &mut NoObserver,
-                    (&image[..], filter, &mut output[..], width, height),
-                )
-            }
-            .unwrap_or_else(|e| panic!("{}, seed {seed}: {e}", entry.name()));
+            let shape = tiles(TILED_OUTPUTS, TILED_THREADS);
+            let args = (&image[..], filter, &mut output[..], width, height);
+            run(entry.name(), unsafe {
+                launch_layout(entry, &machine, shape, args)
+            });
             assert_eq!(bits(&output), bits(&want), "{}, seed {seed}", entry.name());
         }
         let want = reference::transpose(&image, width as usize, height as usize);
         for &entry in transpose_tiled::AUTO {
             let mut output = vec![f32::NAN; image.len()];
-            let shape = CpuLaunch {
-                grid: tiles([TRANSPOSE_TILE; 2]),
-                block: [TRANSPOSE_TILE, TRANSPOSE_ROWS, 1],
-                dynamic_shared_bytes: 0,
-                resident_blocks: 2,
-            };
-            // SAFETY: one block per 32 x 32 tile of the width x height image.
-            unsafe {
-                launch_entry(
-                    entry,
-                    &machine,
-                    shape,
-                    &options,
-                    &mut NoObserver,
-                    (&image[..], &mut output[..], width, height),
-                )
-            }
-            .unwrap_or_else(|e| panic!("{}, seed {seed}: {e}", entry.name()));
+            let shape = tiles([TRANSPOSE_TILE; 2], [TRANSPOSE_TILE, TRANSPOSE_ROWS]);
+            let args = (&image[..], &mut output[..], width, height);
+            run(entry.name(), unsafe {
+                launch_layout(entry, &machine, shape, args)
+            });
             assert_eq!(bits(&output), bits(&want), "{}, seed {seed}", entry.name());
         }
+    }
+}
+
+/// `launch_entry` with the default options and no observer.
+///
+/// # Safety
+/// As for `launch_entry`.
+unsafe fn launch_layout<K: KernelFn>(
+    entry: Entry<K>,
+    machine: &Machine,
+    shape: CpuLaunch,
+    args: K::Args<'_, Host>,
+) -> Result<clustered_suite::host::cpu::CpuRun, CpuLaunchError> {
+    // SAFETY: the caller's promise.
+    unsafe {
+        launch_entry(
+            entry,
+            machine,
+            shape,
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            args,
+        )
     }
 }
 
