@@ -1899,9 +1899,14 @@ mod tests {
     }
 
     fn push(d: &mut Dispatch, ticket: u64, after: &[u64]) {
+        push_ctas(d, ticket, 1, after);
+    }
+
+    /// A task of `ctas` CTAs.
+    fn push_ctas(d: &mut Dispatch, ticket: u64, ctas: u32, after: &[u64]) {
         d.intake(Queued {
             ticket: Ticket(ticket),
-            task: Task::new(0, 1, ticket as u32),
+            task: Task::new(0, ctas, ticket as u32),
             after: after.iter().map(|&t| Ticket(t)).collect(),
         });
     }
@@ -2136,16 +2141,8 @@ mod tests {
         let mut d = Dispatch::new(8, 4, true);
         // Two ready tasks, 8 idle blocks: the first takes half, but at most
         // a block per CTA (it has 3), the second the other five.
-        d.intake(Queued {
-            ticket: Ticket(0),
-            task: Task::new(0, 3, 0u32),
-            after: Vec::new(),
-        });
-        d.intake(Queued {
-            ticket: Ticket(1),
-            task: Task::new(0, 16, 0u32),
-            after: Vec::new(),
-        });
+        push_ctas(&mut d, 0, 3, &[]);
+        push_ctas(&mut d, 1, 16, &[]);
         push(&mut d, 2, &[1]);
         assert_eq!(d.dispatch(&rings.slots, &rings.tickets), 2);
         let mut taken: Vec<(u64, u32, u32)> = shares(&rings, &d).into_iter().flatten().collect();
@@ -2203,11 +2200,7 @@ mod tests {
     fn a_share_that_did_not_run_names_the_task_s_outcome() {
         let rings = Rings::new(2);
         let mut d = Dispatch::new(2, 1, true);
-        d.intake(Queued {
-            ticket: Ticket(0),
-            task: Task::new(0, 2, 0u32),
-            after: Vec::new(),
-        });
+        push_ctas(&mut d, 0, 2, &[]);
         d.dispatch(&rings.slots, &rings.tickets);
         rings.finish(&d, 0, 5);
         // The device refused one share's kind.
@@ -2222,11 +2215,7 @@ mod tests {
     fn without_spread_every_task_runs_whole_on_one_block() {
         let rings = Rings::new(8);
         let mut d = Dispatch::new(8, 4, false);
-        d.intake(Queued {
-            ticket: Ticket(0),
-            task: Task::new(0, 16, 0u32),
-            after: Vec::new(),
-        });
+        push_ctas(&mut d, 0, 16, &[]);
         d.dispatch(&rings.slots, &rings.tickets);
         let taken: Vec<_> = shares(&rings, &d).into_iter().flatten().collect();
         assert_eq!(taken, [(0, 0, 16)]);
