@@ -101,12 +101,42 @@
 //! task back until the next one ended: for ever, if that one waits for the
 //! host to see the first).
 //!
-//! The words, `3 * workers` `u32`s in device memory, zero at the launch:
+//! The words, `3 * workers` `u32`s in device memory, zero at the launch
+//! (the gate counters follow them, see "Gates"):
 //! `done[b]` (tasks worker `b` finished, wrapping), `exited[b]` (1 once it
 //! left on EXIT) and `published[b]` (the publisher's own count; nobody else
 //! reads it). The publisher ends when every worker exited; a worker exits
 //! only when the host collected all its tasks, so nothing is left to
 //! publish then.
+//!
+//! # Gates (version 6)
+//!
+//! A dependent whose dependencies run on other blocks waited for the host:
+//! their FINISHED had to reach it before it published the dependent, two
+//! trips over the bus per level of a task graph. Now the publication words
+//! are followed by [`gate_counters`]`(workers)` counters, and an entry may
+//! name one to add to ([`Slot::signal`]) and one to wait on ([`Slot::gate`],
+//! [`Slot::target`]). After the entry's last CTA barrier the worker's
+//! thread 0 runs `fence.acq_rel.gpu`, adds 1 to its signal counter
+//! (`red.relaxed.gpu`) and counts the task in `done[b]` (the one fence
+//! releases both); before the entry's first CTA, thread 0 polls its gate
+//! counter with `ld.acquire.gpu` (and `nanosleep`) until it reached the
+//! target, and the block meets at a barrier. Release -> acquire -> barrier
+//! orders every write of the signalling tasks before every read of the
+//! waiting one, as within one ring.
+//!
+//! The host hands the counters out: every entry it publishes signals a
+//! counter of its *group* (the tasks pushed after the same dependencies,
+//! such as the assigns of one k-means iteration), and a task whose
+//! unfinished dependencies are all in rings and all signal one counter is
+//! published at once, gated on that counter reaching every signal handed
+//! out on it so far. Once a gate names a counter no new entry signals it
+//! (the group takes a fresh one), so the count cannot reach the target
+//! through a later task; a counter goes back to the host's free list when
+//! no entry in a ring signals or waits on it. Waiting cannot deadlock: an
+//! entry waits only for entries published before it (its gate's signallers
+//! and the entries before it in its ring), and every block is resident, so
+//! the oldest unfinished entry can always run.
 //!
 //! - [`EXIT`] is written by the host only into an entry it owns (IDLE), and
 //!   only into the entry the block reads next, once every task of the ring
@@ -115,12 +145,14 @@
 //!   belongs to the device), so a task in a ring always runs.
 
 /// The version of the pool protocol (the slot layout, the ring and the
-/// states). 5: an entry runs a share of its task's CTAs ([`Slot::first`],
+/// states). 6: an entry may wait on a gate and add to a signal counter
+/// ([`Slot::gate`], [`Slot::signal`]), so a dependent runs behind
+/// dependencies on other blocks without the host; 5: an entry runs a share of its task's CTAs ([`Slot::first`],
 /// [`Slot::count`]), so the host spreads a task over idle blocks; 4: rings of 64, their states read in doubling steps from 16
 /// (3: 16, read whole); 3: a publisher block stores FINISHED (2: each block did, with
 /// a system-scope release per task); 2: a ring of [`RING_ENTRIES`] slots
 /// per block (1: one slot).
-pub const POOL_ABI_VERSION: u32 = 5;
+pub const POOL_ABI_VERSION: u32 = 6;
 
 /// Entries in each block's ring. A power of two (the device wraps with a
 /// mask). An entry goes back to the host only after its task ran and was
@@ -170,6 +202,17 @@ pub const SLOT_WORDS: usize = 32;
 pub const PAYLOAD_OFFSET_WORDS: usize = 8;
 /// Where the share ([`Slot::first`], then [`Slot::count`]) starts, in words.
 pub const FIRST_OFFSET_WORDS: usize = 6;
+/// Where [`Slot::gate`], [`Slot::target`] and [`Slot::signal`] start, in
+/// words.
+pub const GATE_OFFSET_WORDS: usize = PAYLOAD_OFFSET_WORDS + PAYLOAD_WORDS;
+
+/// Gate counters of a pool of `workers` rings: two per ring entry, so
+/// that the host, which holds a counter only while an entry in a ring
+/// signals or waits on it (at most two per entry), never runs out. `u32`s
+/// in device memory after the publication words, zero at the launch.
+pub const fn gate_counters(workers: u32) -> usize {
+    2 * workers as usize * RING_ENTRIES
+}
 
 /// One entry of a resident block's ring. 128 bytes and 128-byte aligned:
 /// one entry per cache line (and PCIe read), so blocks, entries and the
@@ -202,8 +245,17 @@ pub struct Slot {
     pub count: u32,
     /// The task's arguments (a `#[repr(C)]` struct of up to 64 bytes).
     pub payload: [u32; PAYLOAD_WORDS],
+    /// 0, or a gate counter's index + 1: the entry runs only once that
+    /// counter reached [`Slot::target`] (module doc, "Gates").
+    pub gate: u32,
+    /// The count the gate waits for (wrapping: reached when
+    /// `count - target`, as an `i32`, is not negative).
+    pub target: u32,
+    /// 0, or a gate counter's index + 1 that the entry adds 1 to when it
+    /// finished, with a GPU-scope release.
+    pub signal: u32,
     /// Pads the slot to its 128-byte line.
-    pub padding: [u32; 8],
+    pub padding: [u32; 5],
 }
 
 impl Slot {
@@ -217,7 +269,10 @@ impl Slot {
         first: 0,
         count: 0,
         payload: [0; PAYLOAD_WORDS],
-        padding: [0; 8],
+        gate: 0,
+        target: 0,
+        signal: 0,
+        padding: [0; 5],
     };
 }
 
@@ -277,7 +332,10 @@ const _: () = {
     assert!(core::mem::offset_of!(Slot, first) == FIRST_OFFSET_WORDS * 4);
     assert!(core::mem::offset_of!(Slot, count) == FIRST_OFFSET_WORDS * 4 + 4);
     assert!(core::mem::offset_of!(Slot, payload) == PAYLOAD_OFFSET_WORDS * 4);
-    assert!(PAYLOAD_OFFSET_WORDS + PAYLOAD_WORDS <= SLOT_WORDS);
+    assert!(core::mem::offset_of!(Slot, gate) == GATE_OFFSET_WORDS * 4);
+    assert!(core::mem::offset_of!(Slot, target) == GATE_OFFSET_WORDS * 4 + 4);
+    assert!(core::mem::offset_of!(Slot, signal) == GATE_OFFSET_WORDS * 4 + 8);
+    assert!(GATE_OFFSET_WORDS + 3 <= SLOT_WORDS);
     assert!(RING_ENTRIES.is_power_of_two());
     assert!(FIRST_READ <= RING_ENTRIES);
     assert!(core::mem::size_of::<Header>() == core::mem::size_of::<Slot>());

@@ -283,6 +283,13 @@ scoped_loads! {
     /// # Safety
     /// `address` must point to a valid, 4-byte aligned `u32` in global memory.
     load_relaxed_gpu = "ld.relaxed.gpu.u32", Relaxed;
+    /// `ld.acquire.gpu.u32`: reads `*address` at GPU scope; what another
+    /// block wrote before its release of this word (or before a fence and
+    /// a later write of it) is visible to this thread's later reads.
+    ///
+    /// # Safety
+    /// As [`load_relaxed_gpu`].
+    load_acquire_gpu = "ld.acquire.gpu.u32", Acquire;
 }
 
 scoped_stores! {
@@ -336,6 +343,42 @@ pub unsafe fn store_relaxed_system_u64(address: *mut u64, value: u64) {
             system_access(address);
         }
     }
+}
+
+/// `red.relaxed.gpu.global.add.u32`: adds `value` to `*address` at GPU
+/// scope without reading it back (ordered for others by an earlier fence,
+/// as in [`fence_acq_rel_gpu`]).
+///
+/// # Safety
+/// `address` must point to a valid, 4-byte aligned `u32` in global memory.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn add_relaxed_gpu(address: *mut u32, value: u32) {
+    unsafe {
+        #[cfg(target_arch = "nvptx64")]
+        asm!("red.relaxed.gpu.global.add.u32 [{address}], {value};",
+         address = in(reg64) address, value = in(reg32) value, options(nostack));
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            AtomicU32::from_ptr(address).fetch_add(value, Relaxed);
+            system_access(address);
+        }
+    }
+}
+
+/// `fence.acq_rel.gpu`: this thread's later writes become visible at GPU
+/// scope only after every write it made, or saw ordered before it (through
+/// an acquire or a barrier), did: one fence before several relaxed writes
+/// releases them all (a `st.release` is a fence and a store).
+#[inline(always)]
+pub fn fence_acq_rel_gpu() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a fence touches no memory.
+    unsafe {
+        asm!("fence.acq_rel.gpu;", options(nostack));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    core::sync::atomic::fence(core::sync::atomic::Ordering::AcqRel);
 }
 
 /// `fence.acq_rel.sys`: this thread's later writes become visible at system

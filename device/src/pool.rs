@@ -28,8 +28,9 @@
 pub use clustered_abi::pool::*;
 
 use crate::atomic::{
-    fence_acq_rel_system, load_acquire_system, load_relaxed_gpu, load_relaxed_system,
-    store_relaxed_gpu, store_relaxed_system, store_relaxed_system_u64, store_release_gpu,
+    add_relaxed_gpu, fence_acq_rel_gpu, fence_acq_rel_system, load_acquire_gpu,
+    load_acquire_system, load_relaxed_gpu, load_relaxed_system, store_relaxed_gpu,
+    store_relaxed_system, store_relaxed_system_u64, store_release_gpu,
 };
 use crate::cta::Cta;
 use crate::thread::{
@@ -49,20 +50,21 @@ pub const MAX_BACKOFF_NS: u32 = 1024;
 pub const MAX_PUBLISH_BACKOFF_NS: u32 = 256;
 
 /// Words of an entry that a block copies when it takes the task: `kind`,
-/// `ctas`, the share (`first`, `count`) and the payload.
-const ENTRY_WORDS: usize = 4 + PAYLOAD_WORDS;
+/// `ctas`, the share (`first`, `count`), the payload, and the gate
+/// (`gate`, `target`, `signal`).
+const ENTRY_WORDS: usize = 4 + PAYLOAD_WORDS + 3;
 /// Words of the block's mailbox in shared memory: the state each entry of
 /// the ring showed, from the one served next on, then the copied words of
 /// up to [`RING_ENTRIES`] tasks.
-const MAILBOX_WORDS: usize = BOOK_AT as usize + 3;
-/// Where thread 0 keeps its block's book in the mailbox: the address of its
-/// `done` word (two words) and its count of finished tasks (read once from
-/// the header, then kept here rather than in registers live across every
-/// task body).
+const MAILBOX_WORDS: usize = BOOK_AT as usize + 5;
+/// Where the block keeps its book in the mailbox: the address of its
+/// `done` word (two words), its count of finished tasks, and the address of
+/// the gate counters (two words), read once from the header, then kept
+/// here rather than in registers live across every task body.
 const BOOK_AT: u32 = (RING_ENTRIES + RING_ENTRIES * ENTRY_WORDS) as u32;
 /// Words of a task each thread loads before it stores any: the loads of
 /// one copy are in flight together (one PCIe round trip, not one each;
-/// a ring's worth, 64 tasks of 18 words, in two with 128 threads).
+/// a ring's worth, 64 tasks of 23 words, in two with 128 threads).
 const LOADS_IN_FLIGHT: usize = 6;
 
 /// Arguments a task may carry: plain data of at most [`PAYLOAD_BYTES`]
@@ -250,6 +252,41 @@ impl Words {
     fn published(self, b: u32) -> *mut u32 {
         self.base.wrapping_add((2 * self.workers + b) as usize)
     }
+
+    /// The first gate counter (`abi::pool`, "Gates").
+    #[inline(always)]
+    fn counters(self) -> *mut u32 {
+        self.base.wrapping_add(3 * self.workers as usize)
+    }
+}
+
+/// Gate counter `named - 1` (an entry's `gate` or `signal` word), if it
+/// names one of the pool's (`abi::pool`, "Gates"): 0 names none.
+///
+/// # Safety
+/// The mailbox's book holds the counters' address (`work` wrote it).
+#[inline(always)]
+unsafe fn counter(mailbox: crate::shared::Shared<u32>, named: u32) -> Option<*mut u32> {
+    let c = named.wrapping_sub(1);
+    (c < gate_counters(grid_dim_x() - 1) as u32).then(|| {
+        // SAFETY: inside the mailbox, written before the first task.
+        let (low, high) = unsafe { (mailbox.read(BOOK_AT + 3), mailbox.read(BOOK_AT + 4)) };
+        let base = u64::from(low) | (u64::from(high) << 32);
+        (base as usize as *mut u32).wrapping_add(c as usize)
+    })
+}
+
+/// Polls gate counter `counter` until it reached `target` (wrapping), with
+/// `nanosleep` back-off: the signalling tasks run on other blocks, and
+/// were all published before this one.
+#[inline(always)]
+unsafe fn wait_for_gate(counter: *const u32, target: u32) {
+    let mut backoff = MIN_BACKOFF_NS;
+    // SAFETY: a counter of the pool (the caller's promise).
+    while (unsafe { load_acquire_gpu(counter) }.wrapping_sub(target) as i32) < 0 {
+        nanosleep(backoff);
+        backoff = (backoff * 2).min(MAX_PUBLISH_BACKOFF_NS);
+    }
 }
 
 /// Polls `state` until it is READY or EXIT, backing off with `nanosleep`
@@ -300,6 +337,12 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 /// entry it serves next (one thread, `nanosleep` back-off), so idle blocks
 /// put one read each on the bus, not one per entry.
 ///
+/// An entry with a gate (`abi::pool`, "Gates") waits before its first CTA
+/// until thread 0's `ld.acquire.gpu` of the gate counter saw the target,
+/// then the block meets at a barrier; an entry with a signal adds 1 to its
+/// counter after its last CTA's barrier, under the one `fence.acq_rel.gpu`
+/// that also releases the task's `done` count.
+///
 /// Kinds `kinds..` are not run: the entry finishes with
 /// [`STATUS_UNKNOWN_KIND`] (the host refuses them before; this keeps a
 /// mismatched host from running a wrong body).
@@ -349,9 +392,13 @@ unsafe fn work(
         let me = thread_linear();
         let threads = block_threads();
         if me == 0 {
-            let done = Words::of(slots, workers).done(block_idx_x()) as usize as u64;
+            let words = Words::of(slots, workers);
+            let done = words.done(block_idx_x()) as usize as u64;
             mailbox.write(BOOK_AT, done as u32);
             mailbox.write(BOOK_AT + 1, (done >> 32) as u32);
+            let counters = words.counters() as usize as u64;
+            mailbox.write(BOOK_AT + 3, counters as u32);
+            mailbox.write(BOOK_AT + 4, (counters >> 32) as u32);
             // Tasks this block finished (wrapping).
             mailbox.write(BOOK_AT + 2, 0);
         }
@@ -438,6 +485,18 @@ unsafe fn work(
                 for (i, word) in task.payload.iter_mut().enumerate() {
                     *word = mailbox.read(at + 4 + i as u32);
                 }
+                // `abi::pool`, "Gates": indices + 1, 0 for none (read from
+                // the mailbox where used: nothing of it stays in registers
+                // across the body).
+                let gate_at = at + 4 + PAYLOAD_WORDS as u32;
+                if let Some(counter) = counter(mailbox, mailbox.read(gate_at)) {
+                    if me == 0 {
+                        wait_for_gate(counter, mailbox.read(gate_at + 1));
+                    }
+                    // The other threads read what the signallers wrote
+                    // only after thread 0's acquire.
+                    sync_threads();
+                }
                 if me == 0 {
                     // Tells the host's diagnostics that the task started.
                     store_relaxed_system(state, RUNNING);
@@ -473,7 +532,12 @@ unsafe fn work(
                         as usize as *mut u32;
                     let finished = mailbox.read(BOOK_AT + 2).wrapping_add(1);
                     mailbox.write(BOOK_AT + 2, finished);
-                    store_release_gpu(done, finished);
+                    // One fence releases both the signal and the count.
+                    fence_acq_rel_gpu();
+                    if let Some(counter) = counter(mailbox, mailbox.read(gate_at + 2)) {
+                        add_relaxed_gpu(counter, 1);
+                    }
+                    store_relaxed_gpu(done, finished);
                 }
             }
             next = (next + ready as usize) & (RING_ENTRIES - 1);
@@ -533,7 +597,7 @@ unsafe fn publish(slots: *mut Slot, words: Words) {
     }
 }
 
-/// Copies `kind`, `ctas`, the share and the payload of the next `ready` entries
+/// Copies `kind`, `ctas`, the share, the payload and the gate of the next `ready` entries
 /// (`words(k)`: entry `k`'s slot) into the mailbox after the states, the
 /// block's threads sharing the words: each loads up to
 /// [`LOADS_IN_FLIGHT`] words before it stores one, so a copy of a few
@@ -558,8 +622,10 @@ unsafe fn copy_tasks(
             1 + i
         } else if i < 4 {
             FIRST_OFFSET_WORDS + i - 2
-        } else {
+        } else if i < 4 + PAYLOAD_WORDS {
             PAYLOAD_OFFSET_WORDS + i - 4
+        } else {
+            GATE_OFFSET_WORDS + i - 4 - PAYLOAD_WORDS
         };
         // SAFETY: `k < ready <= RING_ENTRIES`, `word < SLOT_WORDS`.
         unsafe { words(k).add(word) }

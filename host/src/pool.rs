@@ -14,7 +14,7 @@
 //!   page-locked host memory that the GPU reads through its mapping (on the
 //!   CPU backend, plain host memory) and serves them in order; one more
 //!   block, the publisher, stores FINISHED for them; the protocol is
-//!   [`clustered_device::pool`]'s (version 5, defined in `clustered_abi::pool`).
+//!   [`clustered_device::pool`]'s (version 6, defined in `clustered_abi::pool`).
 //! - One scheduler thread moves pushed tasks into the rings and finished
 //!   ones into the output queue, in batches: pushes wait in an inbox in
 //!   shards by pushing thread, each under a lock of its own, which the
@@ -33,10 +33,14 @@
 //!   tasks, so it sees their writes. A task rides behind at most one such
 //!   follower per dependency (the first pushed): a chain runs in one ring
 //!   with no host round trip per task (up to a whole ring of it in flight,
-//!   whatever the depth), while the other dependents of a task
-//!   (a fan-out) wait for it to finish and then spread over idle blocks.
-//!   Any other dependent task waits on the host until its dependencies
-//!   finished, as before.
+//!   whatever the depth).
+//! - A dependent whose unfinished dependencies are all in rings and signal
+//!   one gate counter (they were pushed after the same tasks: a fan-out's
+//!   other branches, a join after one level of a graph) goes into a ring at
+//!   once, gated on that counter: the block waits on the GPU until every
+//!   one of them ended ([`PoolConfig::gates`]; `clustered_abi::pool`,
+//!   "Gates"). Any other dependent waits on the host until its
+//!   dependencies finished, and then spreads over idle blocks.
 //! - A ready task of several CTAs is spread over idle blocks, a share of
 //!   its CTAs on each, when there are more idle blocks than ready tasks
 //!   (as a launch spreads its grid over the SMs); it finishes when every
@@ -68,6 +72,7 @@ pub use clustered_device::pool::{
 };
 
 use clustered_device::cpu::MAX_RESIDENT_BLOCKS;
+use clustered_device::pool::gate_counters;
 
 use crate::cpu::{CpuLaunch, Machine, NoObserver};
 
@@ -239,6 +244,7 @@ pub struct PoolConfig {
     spin: Duration,
     depth: u32,
     spread: bool,
+    gates: bool,
 }
 
 impl PoolConfig {
@@ -255,7 +261,23 @@ impl PoolConfig {
             spin: DEFAULT_SPIN,
             depth: DEFAULT_DEPTH,
             spread: true,
+            gates: true,
         }
+    }
+
+    /// Whether a task whose dependencies run on other blocks may be put
+    /// into a ring before they finished, gated on a counter they add to on
+    /// the GPU (default `true`; `clustered_abi::pool`, "Gates"): a level
+    /// of a task graph (a k-means iteration's assigns after its update,
+    /// the update after every assign) then starts as soon as the last task
+    /// before it ended on the GPU, not after the host saw them all end.
+    /// The gated task waits on its block (which runs nothing else
+    /// meanwhile); it is gated only when every unfinished dependency is
+    /// already in a ring. `false` keeps such a task on the host until its
+    /// dependencies finished.
+    pub fn gates(mut self, gates: bool) -> Self {
+        self.gates = gates;
+        self
     }
 
     /// Whether a ready task of several CTAs may run on several blocks at
@@ -431,9 +453,9 @@ impl Slots {
         unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host.add(slot)).state)) }
     }
 
-    /// Writes `task` with its share `share` of CTAs into an IDLE slot and
-    /// publishes it READY (release).
-    fn publish(&self, slot: usize, task: &Task, share: Range<u32>) {
+    /// Writes `task` with its share `share` of CTAs and its gate words into
+    /// an IDLE slot and publishes it READY (release).
+    fn publish(&self, slot: usize, task: &Task, share: Range<u32>, gate: GateWords) {
         let target = self.host.wrapping_add(slot);
         // SAFETY: the host owns an IDLE slot: nobody reads these words until
         // the release store below makes them visible with READY.
@@ -443,6 +465,9 @@ impl Slots {
             std::ptr::addr_of_mut!((*target).first).write_volatile(share.start);
             std::ptr::addr_of_mut!((*target).count).write_volatile(share.len() as u32);
             std::ptr::addr_of_mut!((*target).payload).write_volatile(*task.payload());
+            std::ptr::addr_of_mut!((*target).gate).write_volatile(gate.gate);
+            std::ptr::addr_of_mut!((*target).target).write_volatile(gate.target);
+            std::ptr::addr_of_mut!((*target).signal).write_volatile(gate.signal);
         }
         self.state(slot).store(READY, Ordering::Release);
     }
@@ -493,9 +518,10 @@ unsafe fn write_header(slots: *mut Slot, rings: u32, words: u64) {
     };
 }
 
-/// Publication words for `rings` rings (`abi::pool`, "Publication").
+/// Publication words for `rings` rings (`abi::pool`, "Publication") and
+/// the gate counters after them ("Gates").
 fn publication_words(rings: u32) -> usize {
-    3 * rings as usize
+    3 * rings as usize + gate_counters(rings)
 }
 
 // SAFETY: `Memory` only owns the allocation; see `Slots`.
@@ -537,6 +563,7 @@ struct Shared {
     spin: Duration,
     depth: u32,
     spread: bool,
+    gates: bool,
     /// Freed when the last owner (the scheduler thread, the CPU engine,
     /// the pool) lets go, which the scheduler does only after the device
     /// side ended.
@@ -778,6 +805,7 @@ impl TaskPool {
             spin: config.spin,
             depth: config.depth,
             spread: config.spread,
+            gates: config.gates,
             memory: Mutex::new(Some(memory)),
         })
     }
@@ -1023,7 +1051,7 @@ impl Drop for TaskPool {
 /// end.
 fn schedule(shared: &Shared, mut device: Option<gpu::Running>) {
     let slots = &shared.slots;
-    let mut dispatch = Dispatch::new(slots.blocks, shared.depth, shared.spread);
+    let mut dispatch = Dispatch::new(slots.blocks, shared.depth, shared.spread, shared.gates);
     // Both reused from pass to pass: no allocation per pass.
     let mut incoming: Vec<Queued> = Vec::new();
     let mut done: Vec<Finished> = Vec::new();
@@ -1228,6 +1256,89 @@ struct Node {
     /// What its collected entries told: the first that did not run, else
     /// the result of the share that ran the task's last CTA.
     outcome: Outcome,
+    /// Its group: a hash of the dependencies it was pushed after (the
+    /// tasks of one group signal one counter while it is open).
+    group: u64,
+    /// The counter its entries signal, from its first entry on.
+    signal: Option<u32>,
+    /// The counter and count its entries wait for, if it was put into the
+    /// ready queue before its dependencies finished.
+    gate: Option<(u32, u32)>,
+}
+
+/// An entry's gate words as the slot holds them: counter index + 1, 0 for
+/// none (`abi::pool`, "Gates").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct GateWords {
+    gate: u32,
+    target: u32,
+    signal: u32,
+}
+
+/// The gate counters as the host hands them out (`abi::pool`, "Gates").
+/// A counter is taken by a group when its first task is published, and
+/// is free again when no entry in a ring signals or waits on it; the
+/// device's count only grows, so `handed` (what was handed out on it, ever)
+/// is the count once all of those signalled.
+struct Counters {
+    handed: Vec<u32>,
+    /// Entries in rings that signal or wait on the counter.
+    uses: Vec<u32>,
+    /// The group whose open counter it is, if it is one.
+    group: Vec<Option<u64>>,
+    /// Each group's open counter: its new tasks signal it.
+    open: HashMap<u64, u32>,
+    free: Vec<u32>,
+}
+
+impl Counters {
+    fn new(count: usize) -> Counters {
+        Counters {
+            handed: vec![0; count],
+            uses: vec![0; count],
+            group: vec![None; count],
+            open: HashMap::new(),
+            free: (0..count as u32).rev().collect(),
+        }
+    }
+
+    /// The counter a task of `group` signals: the group's open one, or a
+    /// free one opened for it. There are two per ring entry and an entry in
+    /// a ring holds at most two, so one is free whenever an entry is (else
+    /// the task would signal nothing, and its dependents wait for the
+    /// host).
+    fn open_for(&mut self, group: u64) -> Option<u32> {
+        if let Some(&c) = self.open.get(&group) {
+            return Some(c);
+        }
+        let c = self.free.pop()?;
+        self.open.insert(group, c);
+        self.group[c as usize] = Some(group);
+        Some(c)
+    }
+
+    /// A gate on `c` from now on: no new task signals it (its group opens
+    /// another), so nothing published later can count towards the target.
+    fn seal(&mut self, c: u32) {
+        if let Some(group) = self.group[c as usize].take() {
+            self.open.remove(&group);
+        }
+    }
+
+    /// One more entry in a ring uses `c`.
+    fn take(&mut self, c: u32) {
+        self.uses[c as usize] += 1;
+    }
+
+    /// An entry that used `c` was collected.
+    fn release(&mut self, c: u32) {
+        let uses = &mut self.uses[c as usize];
+        *uses -= 1;
+        if *uses == 0 {
+            self.seal(c);
+            self.free.push(c);
+        }
+    }
 }
 
 /// A task's entry in a ring.
@@ -1237,6 +1348,9 @@ struct Held {
     /// The entry's share runs the task's last CTA: its result is the
     /// task's.
     last: bool,
+    /// The counters it waits on and signals, given back when collected.
+    gate: Option<u32>,
+    signal: Option<u32>,
 }
 
 /// One block's ring as the host sees it. Entries `tail..head` (mod
@@ -1270,6 +1384,9 @@ struct Dispatch {
     depth: u32,
     /// Ready tasks of several CTAs may take several idle blocks.
     spread: bool,
+    /// Tasks may be published gated on dependencies in rings.
+    gates: bool,
+    counters: Counters,
     rings: Vec<Ring>,
     nodes: HashMap<Ticket, Node, BuildHasherDefault<TicketHasher>>,
     ready: VecDeque<Ticket>,
@@ -1287,10 +1404,12 @@ struct Dispatch {
 }
 
 impl Dispatch {
-    fn new(blocks: usize, depth: u32, spread: bool) -> Dispatch {
+    fn new(blocks: usize, depth: u32, spread: bool, gates: bool) -> Dispatch {
         Dispatch {
             depth,
             spread,
+            gates,
+            counters: Counters::new(gate_counters(blocks as u32)),
             rings: (0..blocks)
                 .map(|_| Ring {
                     head: 0,
@@ -1298,6 +1417,8 @@ impl Dispatch {
                     held: [Held {
                         ticket: Ticket(0),
                         last: false,
+                        gate: None,
+                        signal: None,
                     }; RING_ENTRIES],
                     riders: VecDeque::new(),
                 })
@@ -1330,9 +1451,16 @@ impl Dispatch {
             task,
             mut after,
         } = queued;
-        after.retain(|t| self.nodes.contains_key(t));
         after.sort_unstable();
         after.dedup();
+        // Before finished dependencies drop out: siblings pushed after the
+        // same tasks share a group whenever they were pushed.
+        let group = {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(&after, &mut hasher);
+            hasher.finish()
+        };
+        after.retain(|t| self.nodes.contains_key(t));
         for dep in &after {
             if let Some(node) = self.nodes.get_mut(dep) {
                 node.dependents.push(ticket);
@@ -1355,6 +1483,9 @@ impl Dispatch {
                 followed: false,
                 shares: 0,
                 outcome: Outcome::Ran { result: 0 },
+                group,
+                signal: None,
+                gate: None,
             },
         );
         if place == Place::Blocked {
@@ -1396,14 +1527,57 @@ impl Dispatch {
         node.deps.contains(&newest).then_some(b)
     }
 
-    /// Lets the tasks of `self.work` ride where they can, and then their
-    /// dependents (a chain pushed ahead binds to one ring in one go).
+    /// Puts the blocked task `ticket` into the ready queue gated on its
+    /// dependencies' counter, if every unfinished one is in a ring and all
+    /// signal one counter (`abi::pool`, "Gates"): its target is every
+    /// signal handed out on that counter, which is sealed from now on.
+    fn try_gate(&mut self, ticket: Ticket) {
+        if !self.gates {
+            return;
+        }
+        let Some(node) = self.nodes.get(&ticket) else {
+            return;
+        };
+        if node.place != Place::Blocked || node.waiting == 0 {
+            return;
+        }
+        let mut counter = None;
+        for dep in &node.deps {
+            let Some(dep) = self.nodes.get(dep) else {
+                continue; // finished
+            };
+            if !matches!(dep.place, Place::Ring(_) | Place::Spread) {
+                return;
+            }
+            match (dep.signal, counter) {
+                (None, _) => return,
+                (Some(c), Some(seen)) if c != seen => return,
+                (Some(c), _) => counter = Some(c),
+            }
+        }
+        let Some(c) = counter else {
+            return;
+        };
+        self.counters.seal(c);
+        let target = self.counters.handed[c as usize];
+        if let Some(node) = self.nodes.get_mut(&ticket) {
+            node.gate = Some((c, target));
+            node.place = Place::Ready;
+            node.deps = Vec::new();
+            self.ready.push_back(ticket);
+        }
+    }
+
+    /// Lets the tasks of `self.work` ride where they can (or else be gated
+    /// on their dependencies' counter), and then their dependents (a chain
+    /// pushed ahead binds to one ring in one go).
     fn settle_rides(&mut self) {
         let mut i = 0;
         while i < self.work.len() {
             let ticket = self.work[i];
             i += 1;
             let Some(b) = self.ride_target(ticket) else {
+                self.try_gate(ticket);
                 continue;
             };
             let Some(node) = self.nodes.get_mut(&ticket) else {
@@ -1439,7 +1613,15 @@ impl Dispatch {
                 }
                 let (status, result) = slots.collect(slot);
                 tickets[slot].store(0, Ordering::Relaxed);
-                let Held { ticket, last } = ring.held[entry];
+                let Held {
+                    ticket,
+                    last,
+                    gate,
+                    signal,
+                } = ring.held[entry];
+                for c in gate.into_iter().chain(signal) {
+                    self.counters.release(c);
+                }
                 ring.tail += 1;
                 self.in_flight -= 1;
                 let Some(node) = self.nodes.get_mut(&ticket) else {
@@ -1606,11 +1788,32 @@ impl Dispatch {
         let slot = b * RING_ENTRIES + entry;
         let ctas = u64::from(node.task.ctas());
         let cut = |i: u32| (ctas * u64::from(i) / u64::from(shares)) as u32;
-        slots.publish(slot, &node.task, cut(share)..cut(share + 1));
+        // With gates, every entry signals its group's counter (a dependent
+        // pushed later may gate on it); one whose dependencies all finished
+        // since it was gated waits for nothing.
+        if node.signal.is_none() && self.gates {
+            node.signal = self.counters.open_for(node.group);
+        }
+        let gate = node.gate.filter(|_| node.waiting > 0);
+        let counters = &mut self.counters;
+        for c in gate.map(|(c, _)| c).into_iter().chain(node.signal) {
+            counters.take(c);
+        }
+        if let Some(c) = node.signal {
+            counters.handed[c as usize] = counters.handed[c as usize].wrapping_add(1);
+        }
+        let words = GateWords {
+            gate: gate.map_or(0, |(c, _)| c + 1),
+            target: gate.map_or(0, |(_, target)| target),
+            signal: node.signal.map_or(0, |c| c + 1),
+        };
+        slots.publish(slot, &node.task, cut(share)..cut(share + 1), words);
         tickets[slot].store(ticket.0 + 1, Ordering::Relaxed);
         ring.held[entry] = Held {
             ticket,
             last: share + 1 == shares,
+            gate: gate.map(|(c, _)| c),
+            signal: node.signal,
         };
         ring.head += 1;
         self.in_flight += 1;
@@ -1620,9 +1823,11 @@ impl Dispatch {
         } else {
             Place::Spread
         };
-        let was = std::mem::replace(&mut node.place, place);
-        if was == Place::Ready {
-            // Its dependents may ride behind it now.
+        node.place = place;
+        if share + 1 == shares {
+            // In rings whole: its dependents may ride behind it, or be
+            // gated on its counter, now (after its last share, so that a
+            // gate counts every share's signal).
             self.work.extend_from_slice(&node.dependents);
             self.settle_rides();
         }
@@ -1914,7 +2119,7 @@ mod tests {
     #[test]
     fn the_ready_queue_fills_the_rings_level_by_level() {
         let rings = Rings::new(3);
-        let mut d = Dispatch::new(3, 4, true);
+        let mut d = Dispatch::new(3, 4, true, true);
         for t in 0..8 {
             push(&mut d, t, &[]);
         }
@@ -1957,7 +2162,7 @@ mod tests {
     fn a_chain_binds_to_its_head_s_ring_and_waits_there_for_room() {
         const RING: u64 = RING_ENTRIES as u64;
         let rings = Rings::new(4);
-        let mut d = Dispatch::new(4, 4, true);
+        let mut d = Dispatch::new(4, 4, true, true);
         // Pushed before anything was dispatched: the head is ready, the
         // rest blocked until the head has a ring.
         push(&mut d, 0, &[]);
@@ -1989,9 +2194,10 @@ mod tests {
 
     #[test]
     fn a_dependent_does_not_ride_behind_unrelated_tasks() {
-        // One block, so the two independent tasks share its ring.
+        // One block, so the two independent tasks share its ring; no gates,
+        // so that 2 stays on the host.
         let rings = Rings::new(1);
-        let mut d = Dispatch::new(1, 4, true);
+        let mut d = Dispatch::new(1, 4, true, false);
         push(&mut d, 0, &[]);
         push(&mut d, 1, &[]);
         d.dispatch(&rings.slots, &rings.tickets);
@@ -2008,8 +2214,9 @@ mod tests {
 
     #[test]
     fn only_the_first_dependent_rides_and_two_rings_do_not_mix() {
+        // Without gates: the others wait on the host (see the gate tests).
         let rings = Rings::new(4);
-        let mut d = Dispatch::new(4, 8, true);
+        let mut d = Dispatch::new(4, 8, true, false);
         push(&mut d, 0, &[]);
         push(&mut d, 1, &[]);
         d.dispatch(&rings.slots, &rings.tickets);
@@ -2065,7 +2272,7 @@ mod tests {
     #[test]
     fn exit_goes_into_the_entry_each_block_reads_next() {
         let rings = Rings::new(2);
-        let mut d = Dispatch::new(2, 8, true);
+        let mut d = Dispatch::new(2, 8, true, true);
         for t in 0..11 {
             push(&mut d, t, &[]);
         }
@@ -2099,7 +2306,7 @@ mod tests {
     #[test]
     fn cancel_keeps_the_tasks_in_rings() {
         let rings = Rings::new(1);
-        let mut d = Dispatch::new(1, 2, true);
+        let mut d = Dispatch::new(1, 2, true, true);
         push(&mut d, 0, &[]);
         push(&mut d, 1, &[]);
         push(&mut d, 2, &[]);
@@ -2138,9 +2345,10 @@ mod tests {
     #[test]
     fn a_task_of_many_ctas_spreads_over_idle_blocks_and_ends_with_its_last_share() {
         let rings = Rings::new(8);
-        let mut d = Dispatch::new(8, 4, true);
+        let mut d = Dispatch::new(8, 4, true, false);
         // Two ready tasks, 8 idle blocks: the first takes half, but at most
-        // a block per CTA (it has 3), the second the other five.
+        // a block per CTA (it has 3), the second the other five (and 2, not
+        // gated, waits for 1 on the host).
         push_ctas(&mut d, 0, 3, &[]);
         push_ctas(&mut d, 1, 16, &[]);
         push(&mut d, 2, &[1]);
@@ -2199,7 +2407,7 @@ mod tests {
     #[test]
     fn a_share_that_did_not_run_names_the_task_s_outcome() {
         let rings = Rings::new(2);
-        let mut d = Dispatch::new(2, 1, true);
+        let mut d = Dispatch::new(2, 1, true, true);
         push_ctas(&mut d, 0, 2, &[]);
         d.dispatch(&rings.slots, &rings.tickets);
         rings.finish(&d, 0, 5);
@@ -2214,7 +2422,7 @@ mod tests {
     #[test]
     fn without_spread_every_task_runs_whole_on_one_block() {
         let rings = Rings::new(8);
-        let mut d = Dispatch::new(8, 4, false);
+        let mut d = Dispatch::new(8, 4, false, true);
         push_ctas(&mut d, 0, 16, &[]);
         d.dispatch(&rings.slots, &rings.tickets);
         let taken: Vec<_> = shares(&rings, &d).into_iter().flatten().collect();
@@ -2226,7 +2434,7 @@ mod tests {
         // A join after 300 tasks on 300 rings: as they end, the list it
         // scans for a ride keeps at most twice its unfinished ones.
         let rings = Rings::new(300);
-        let mut d = Dispatch::new(300, 1, true);
+        let mut d = Dispatch::new(300, 1, true, true);
         for t in 0..300 {
             push(&mut d, t, &[]);
         }
@@ -2248,6 +2456,142 @@ mod tests {
         }
         assert_eq!(rings.collect(&mut d).len(), 10);
         assert_eq!(d.nodes[&Ticket(300)].place, Place::Ready);
+    }
+
+    /// Each block's entries in ring order as (ticket, gate, target,
+    /// signal), the slot's gate words.
+    fn gate_words(rings: &Rings, d: &Dispatch) -> Vec<Vec<(u64, u32, u32, u32)>> {
+        d.rings
+            .iter()
+            .enumerate()
+            .map(|(b, r)| {
+                (r.tail..r.head)
+                    .map(|i| {
+                        let entry = (i % RING_ENTRIES as u64) as usize;
+                        // SAFETY: in bounds; the test plays the device.
+                        let slot = unsafe { *rings.slots.host.add(b * RING_ENTRIES + entry) };
+                        (r.held[entry].ticket.0, slot.gate, slot.target, slot.signal)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The gate words of `ticket`'s entries, wherever they are.
+    fn gates_of(rings: &Rings, d: &Dispatch, ticket: u64) -> Vec<(u32, u32, u32)> {
+        let all = gate_words(rings, d).into_iter().flatten();
+        all.filter(|e| e.0 == ticket)
+            .map(|(_, gate, target, signal)| (gate, target, signal))
+            .collect()
+    }
+
+    #[test]
+    fn a_join_over_rings_is_published_gated_on_its_dependencies_counter() {
+        let rings = Rings::new(4);
+        let mut d = Dispatch::new(4, 4, true, true);
+        push(&mut d, 0, &[]);
+        push(&mut d, 1, &[]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        // Both independent: one group, one counter, two signals.
+        let [(_, _, a)] = gates_of(&rings, &d, 0)[..] else {
+            panic!("0 has one entry")
+        };
+        assert_ne!(a, 0);
+        assert_eq!(gates_of(&rings, &d, 1), [(0, 0, a)]);
+        // After both, which run on two blocks: into a ring at once, gated on
+        // both signals.
+        push(&mut d, 2, &[0, 1]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        let [(gate, target, signal)] = gates_of(&rings, &d, 2)[..] else {
+            panic!("2 is in a ring: {:?}", rings.held(&d))
+        };
+        assert_eq!((gate, target), (a, 2));
+        assert!(
+            signal != 0 && signal != a,
+            "2 signals its own group's counter"
+        );
+        // The gate sealed `a`: a new independent task signals another
+        // counter, so it cannot open 2's gate before 0 or 1 ended.
+        push(&mut d, 3, &[]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        let [(0, 0, fresh)] = gates_of(&rings, &d, 3)[..] else {
+            panic!("3 is in a ring, ungated")
+        };
+        assert!(fresh != a && fresh != 0);
+        // Every counter goes back once nothing in a ring uses it.
+        for t in 0..4 {
+            let b = rings.held(&d).iter().position(|h| h.first() == Some(&t));
+            rings.finish(&d, b.expect("oldest somewhere"), t);
+            assert_eq!(rings.collect(&mut d), [t]);
+        }
+        assert!(d.counters.uses.iter().all(|&u| u == 0));
+        assert_eq!(d.counters.free.len(), gate_counters(4));
+    }
+
+    #[test]
+    fn a_fan_out_rides_once_and_gates_the_rest_on_the_one_dependency() {
+        let rings = Rings::new(4);
+        let mut d = Dispatch::new(4, 4, true, true);
+        push(&mut d, 0, &[]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        for t in 1..4 {
+            push(&mut d, t, &[0]);
+        }
+        d.dispatch(&rings.slots, &rings.tickets);
+        let b0 = rings
+            .held(&d)
+            .iter()
+            .position(|h| h.first() == Some(&0))
+            .unwrap();
+        assert_eq!(rings.held(&d)[b0], [0, 1], "1 rides behind 0");
+        let [(0, 0, a)] = gates_of(&rings, &d, 0)[..] else {
+            panic!("0 ungated")
+        };
+        assert_eq!(gates_of(&rings, &d, 1)[0].0, 0, "a rider needs no gate");
+        for t in [2, 3] {
+            let [(gate, target, _)] = gates_of(&rings, &d, t)[..] else {
+                panic!("{t} is in a ring")
+            };
+            assert_eq!((gate, target), (a, 1));
+        }
+        // Siblings share a group: 1, 2 and 3 signal one counter.
+        let signals: Vec<u32> = (1..4).map(|t| gates_of(&rings, &d, t)[0].2).collect();
+        assert!(
+            signals.iter().all(|&s| s == signals[0] && s != a),
+            "{signals:?}"
+        );
+    }
+
+    #[test]
+    fn a_gate_on_a_spread_task_counts_every_share() {
+        let rings = Rings::new(4);
+        let mut d = Dispatch::new(4, 4, true, true);
+        push_ctas(&mut d, 0, 3, &[]);
+        push(&mut d, 1, &[0]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        let shares = gates_of(&rings, &d, 0);
+        assert_eq!(shares.len(), 3, "spread over three blocks");
+        let a = shares[0].2;
+        assert!(shares.iter().all(|&e| e == (0, 0, a)));
+        let [(gate, target, _)] = gates_of(&rings, &d, 1)[..] else {
+            panic!("1 is in a ring: {:?}", rings.held(&d))
+        };
+        assert_eq!((gate, target), (a, 3), "waits for all three shares");
+    }
+
+    #[test]
+    fn a_dependent_waits_on_the_host_when_its_dependencies_signal_two_counters() {
+        let rings = Rings::new(4);
+        let mut d = Dispatch::new(4, 4, true, true);
+        push(&mut d, 0, &[]);
+        push(&mut d, 1, &[0]);
+        push(&mut d, 2, &[0]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        // 0's group and 1's differ: a task after 0 and 1 is not gated.
+        push(&mut d, 3, &[0, 2]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        assert!(gates_of(&rings, &d, 3).is_empty());
+        assert_eq!(d.nodes[&Ticket(3)].place, Place::Blocked);
     }
 
     #[test]

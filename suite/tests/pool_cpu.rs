@@ -1314,37 +1314,53 @@ fn a_publisher_with_fewer_threads_than_rings_publishes_every_task_once() {
 }
 
 /// Of the tasks pushed after one task, only the first rides behind it in
-/// its ring; the others wait for it on the host and then spread.
+/// its ring. Without gates the others wait for it on the host and then
+/// spread; with gates (the default) they go into other blocks' rings at
+/// once, gated on its counter, and still run only after it.
 #[test]
 fn only_the_first_dependent_of_a_task_rides_behind_it() {
-    let pool = pool(2, Duration::from_secs(60));
-    let (flag, started) = (AtomicU32::new(0), AtomicU32::new(0));
-    let head = pool.push(wait_started(&flag, &started)).unwrap();
-    await_one(&started);
-    let counter = AtomicU32::new(0);
-    let order = counters(3);
-    let fan: Vec<Ticket> = (0..3)
-        .map(|i| {
-            pool.push_after(order_task(&counter, &order, i), &[head])
-                .unwrap()
-        })
-        .collect();
-    let held = await_in_rings(&pool, 2);
-    assert_eq!((held[0].1, held[0].2), (head, "RUNNING"));
-    assert_eq!(
-        (held[1].0, held[1].1, held[1].2),
-        (held[0].0, fan[0], "READY")
-    );
-    // The others stay on the host while the head runs.
-    thread::sleep(Duration::from_millis(20));
-    assert_eq!(in_rings(&pool).len(), 2);
-    assert_eq!(pool.unfinished(), 4);
-    flag.store(1, Ordering::Release);
-    let mut done: Vec<Finished> = (0..4).map(|_| pool.pop_finished().unwrap()).collect();
-    done.sort_by_key(|f| f.ticket);
-    assert_eq!(done[0].ticket, head);
-    assert_eq!(counter.load(Ordering::Relaxed), 3);
-    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+    for gates in [false, true] {
+        let config = PoolConfig::new(KINDS)
+            .blocks(4)
+            .block_threads(THREADS)
+            .timeout(Duration::from_secs(60))
+            .gates(gates);
+        let pool = TaskPool::cpu(Machine::new(2), 3, pool_demo, config).unwrap();
+        let (flag, started) = (AtomicU32::new(0), AtomicU32::new(0));
+        let head = pool.push(wait_started(&flag, &started)).unwrap();
+        await_one(&started);
+        let counter = AtomicU32::new(0);
+        let order = counters(3);
+        let fan: Vec<Ticket> = (0..3)
+            .map(|i| {
+                pool.push_after(order_task(&counter, &order, i), &[head])
+                    .unwrap()
+            })
+            .collect();
+        let held = await_in_rings(&pool, if gates { 4 } else { 2 });
+        assert_eq!((held[0].1, held[0].2), (head, "RUNNING"));
+        assert_eq!(
+            (held[1].0, held[1].1, held[1].2),
+            (held[0].0, fan[0], "READY")
+        );
+        if gates {
+            // The other two wait on other blocks.
+            for h in &held[2..] {
+                assert_ne!(h.0, held[0].0, "{held:?}");
+            }
+        }
+        // Nothing after the head runs while it runs.
+        thread::sleep(Duration::from_millis(20));
+        assert_eq!(in_rings(&pool).len(), held.len());
+        assert_eq!(counter.load(Ordering::Relaxed), 0, "gates {gates}");
+        assert_eq!(pool.unfinished(), 4);
+        flag.store(1, Ordering::Release);
+        let mut done: Vec<Finished> = (0..4).map(|_| pool.pop_finished().unwrap()).collect();
+        done.sort_by_key(|f| f.ticket);
+        assert_eq!(done[0].ticket, head);
+        assert_eq!(counter.load(Ordering::Relaxed), 3);
+        assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+    }
 }
 
 /// Shutdown with rings partly full: two blocks held by WAIT tasks, each with

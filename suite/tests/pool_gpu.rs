@@ -193,3 +193,69 @@ fn a_chain_rides_in_one_ring_and_each_step_sees_the_last() {
     // whose predecessor was already back on the host may start elsewhere.
     eprintln!("the chain ran on {} block(s)", blocks.len());
 }
+
+/// A task graph whose every level runs on other blocks than the last:
+/// rounds of 16 SAXPY tasks over chunks of `q += p` (each after the last
+/// join), then one join `p += q` over all of it (after the 16, spread over
+/// idle blocks), all pushed up front. With gates (the default) each level
+/// goes into the rings while the one before runs, and waits on the GPU for
+/// its counter: every element must be what the same additions give on the
+/// host, round after round.
+#[test]
+fn a_graph_gated_on_the_gpu_reads_what_each_level_before_wrote() {
+    let Some((gpu, module)) = clustered_suite::gpu_or_skip().unwrap() else {
+        return;
+    };
+    let kernel = module.kernel("pool_demo").unwrap();
+    const THREADS: u32 = 128;
+    const CHUNKS: u32 = 16;
+    const CHUNK: u32 = 4096;
+    const N: u32 = CHUNKS * CHUNK;
+    // Integers below 2^24 all the way: every sum is exact.
+    const ROUNDS: u32 = 14;
+    let p_host: Vec<f32> = (0..N).map(|i| (i % 7) as f32).collect();
+    let q_host: Vec<f32> = (0..N).map(|i| (i % 3) as f32).collect();
+    let (p, q) = (gpu.htod(&p_host).unwrap(), gpu.htod(&q_host).unwrap());
+    gpu.synchronize().unwrap();
+    let config = PoolConfig::new(KINDS)
+        .block_threads(THREADS)
+        .timeout(Duration::from_secs(30));
+    let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
+    let (p_at, q_at) = (address(&gpu, &p), address(&gpu, &q));
+    let saxpy = |x: u64, y: u64, first: u32, n: u32| {
+        let args = Saxpy {
+            x: x + u64::from(first) * 4,
+            y: y + u64::from(first) * 4,
+            a: 1.0,
+            n,
+        };
+        Task::new(SAXPY, n.div_ceil(THREADS), args)
+    };
+    let mut join: Vec<Ticket> = Vec::new();
+    for _ in 0..ROUNDS {
+        let level: Vec<Ticket> = (0..CHUNKS)
+            .map(|c| {
+                let task = saxpy(p_at, q_at, c * CHUNK, CHUNK);
+                pool.push_after(task, &join).unwrap()
+            })
+            .collect();
+        join = vec![pool.push_after(saxpy(q_at, p_at, 0, N), &level).unwrap()];
+    }
+    for _ in 0..ROUNDS * (CHUNKS + 1) {
+        let done = pool.pop_finished().expect("every task finishes");
+        assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
+    }
+    assert_eq!(pool.shutdown(Shutdown::Drain).unwrap(), Vec::new());
+    let (mut p_want, mut q_want) = (p_host, q_host);
+    for _ in 0..ROUNDS {
+        for (q, p) in q_want.iter_mut().zip(&p_want) {
+            *q += *p;
+        }
+        for (p, q) in p_want.iter_mut().zip(&q_want) {
+            *p += *q;
+        }
+    }
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&gpu.dtoh(&q).unwrap()), bits(&q_want), "q");
+    assert_eq!(bits(&gpu.dtoh(&p).unwrap()), bits(&p_want), "p");
+}
