@@ -1,8 +1,10 @@
 //! Two workloads on the task pool (issue 15) against ordinary launches, on
 //! GPU 0: `cargo run --release --example pool_workloads [matrices] [reps]
-//! [--no-spread]` (`--no-spread`: every task runs whole on one block,
-//! `PoolConfig::spread(false)`; by default a task of several CTAs spreads
-//! over idle blocks).
+//! [--no-spread] [--no-gates] [--blocks=N]` (`--no-spread`: every task runs
+//! whole on one block, `PoolConfig::spread(false)`; by default a task of
+//! several CTAs spreads over idle blocks; `--no-gates`: a dependent on other
+//! blocks waits for the host, `PoolConfig::gates(false)`; `--blocks=N`: N
+//! worker blocks, `PoolConfig::blocks`, instead of one per SM but one).
 //!
 //! `pool_overhead` measures empty tasks; this measures tasks that work, with
 //! every output checked bit for bit against the CPU reference
@@ -63,7 +65,11 @@ const CHUNKS: [u32; 2] = [4096, 256];
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let spread = !args.iter().any(|a| a == "--no-spread");
-    args.retain(|a| a != "--no-spread");
+    let gates = !args.iter().any(|a| a == "--no-gates");
+    let blocks: Option<u32> = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--blocks=").and_then(|n| n.parse().ok()));
+    args.retain(|a| a != "--no-spread" && a != "--no-gates" && !a.starts_with("--blocks="));
     let mut args = args.into_iter();
     let matrices: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(10_000);
     let reps: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(5).max(1);
@@ -81,20 +87,29 @@ fn main() {
     gpu.synchronize().expect("uploads finish");
 
     // The pool rows first, then the launches once the pool has gone.
-    let config = PoolConfig::new(KINDS)
+    let mut config = PoolConfig::new(KINDS)
         .block_threads(THREADS)
         .spread(spread)
+        .gates(gates)
         .timeout(Duration::from_secs(60));
+    if let Some(blocks) = blocks {
+        config = config.blocks(blocks);
+    }
     let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
     let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
     println!(
-        "pool: {} resident blocks, up to {} tasks in flight per block, tasks {}",
+        "pool: {} resident blocks, up to {} tasks in flight per block, tasks {}, {}",
         pool.slots(),
         pool.depth(),
         if spread {
             "spread over idle blocks"
         } else {
             "whole on one block (--no-spread)"
+        },
+        if gates {
+            "dependents gated on the GPU"
+        } else {
+            "dependents wait for the host (--no-gates)"
         }
     );
     let gemm_pool: Vec<(u32, Duration)> = [1u32, 4]
