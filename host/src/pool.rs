@@ -1245,6 +1245,10 @@ struct Node {
     deps: Vec<Ticket>,
     /// How many of `deps` have not finished yet.
     waiting: usize,
+    /// How many of those are not yet whole in rings: it may be gated only
+    /// at 0 (counted, so that a join after n tasks is not scanned at each
+    /// of their n publications).
+    unplaced: usize,
     /// Unfinished tasks pushed after it.
     dependents: Vec<Ticket>,
     place: Place,
@@ -1461,6 +1465,12 @@ impl Dispatch {
             hasher.finish()
         };
         after.retain(|t| self.nodes.contains_key(t));
+        let in_rings = |t: &Ticket| {
+            self.nodes
+                .get(t)
+                .is_some_and(|n| matches!(n.place, Place::Ring(_) | Place::Spread))
+        };
+        let unplaced = after.iter().filter(|t| !in_rings(t)).count();
         for dep in &after {
             if let Some(node) = self.nodes.get_mut(dep) {
                 node.dependents.push(ticket);
@@ -1477,6 +1487,7 @@ impl Dispatch {
             Node {
                 task,
                 waiting: after.len(),
+                unplaced,
                 deps: after,
                 dependents: Vec::new(),
                 place,
@@ -1538,7 +1549,7 @@ impl Dispatch {
         let Some(node) = self.nodes.get(&ticket) else {
             return;
         };
-        if node.place != Place::Blocked || node.waiting == 0 {
+        if node.place != Place::Blocked || node.waiting == 0 || node.unplaced > 0 {
             return;
         }
         let mut counter = None;
@@ -1829,6 +1840,15 @@ impl Dispatch {
             // gated on its counter, now (after its last share, so that a
             // gate counts every share's signal).
             self.work.extend_from_slice(&node.dependents);
+            let dependents = std::mem::take(&mut node.dependents);
+            for dependent in &dependents {
+                if let Some(waiting) = self.nodes.get_mut(dependent) {
+                    waiting.unplaced = waiting.unplaced.saturating_sub(1);
+                }
+            }
+            if let Some(node) = self.nodes.get_mut(&ticket) {
+                node.dependents = dependents;
+            }
             self.settle_rides();
         }
     }
