@@ -33,9 +33,12 @@ use crate::atomic::{
     store_relaxed_system, store_relaxed_system_u64, store_release_gpu,
 };
 use crate::cta::Cta;
+// The pool's own reads of the resident block, tagged as the scheduler's
+// (`builder/src/ptx_check.rs`); on the CPU backend they are not the body's.
+use crate::run::hardware::{block_idx_x, grid_dim_x};
 use crate::thread::{
-    block_dim_x, block_dim_y, block_dim_z, block_idx_x, grid_dim_x, nanosleep, sync_threads,
-    thread_idx_x, thread_idx_y, thread_idx_z,
+    block_dim_x, block_dim_y, block_dim_z, nanosleep, sync_threads, thread_idx_x, thread_idx_y,
+    thread_idx_z,
 };
 
 /// The first back-off of an idle block's poll, in nanoseconds.
@@ -289,6 +292,14 @@ unsafe fn wait_for_gate(counter: *const u32, target: u32) {
     }
 }
 
+/// The index of the resident block that runs the task (not the task's
+/// CTA, which is `cta.block_idx_x()`): for diagnostics, such as which
+/// blocks a spread task ran on.
+#[inline(always)]
+pub fn resident_block() -> u32 {
+    block_idx_x()
+}
+
 /// Polls `state` until it is READY or EXIT, backing off with `nanosleep`
 /// from [`MIN_BACKOFF_NS`] to [`MAX_BACKOFF_NS`] while the entry stays
 /// idle (an entry already READY costs one read: no sleep).
@@ -348,7 +359,11 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 /// mismatched host from running a wrong body).
 ///
 /// The body reads the task's block index from `cta` (`cta.block_idx_x()`),
-/// never from `block_idx_x()`, which is the resident block's.
+/// never from `block_idx_x()`, which is the resident block's: on the CPU
+/// backend a worker block's read of the hardware block index or grid size
+/// (through a helper the macro did not rewrite, say) stops the pool with an
+/// error that names it. [`resident_block`] is the resident block's index,
+/// for diagnostics.
 ///
 /// A task that follows another in the same ring sees its writes: both ran
 /// on this block's threads, and the barrier that ends a task orders all of
@@ -385,6 +400,8 @@ unsafe fn work(
     workers: u32,
     mut body: impl FnMut(&Task, Cta) -> u64,
 ) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::enter_clustered();
     unsafe {
         let mailbox = crate::shared_array!(clustered_pool_mailbox: [u32; MAILBOX_WORDS]);
         let ring = slots.add(block_idx_x() as usize * RING_ENTRIES);

@@ -21,7 +21,7 @@ use crate::thread::{thread_idx_x, thread_idx_y, thread_idx_z, trap};
 /// block's index. On the CPU backend the scheduler reads the simulated
 /// registers directly, while the body's getters refuse to answer inside a
 /// clustered kernel (`thread::block_idx_x`).
-mod hardware {
+pub(crate) mod hardware {
     #[cfg(target_arch = "nvptx64")]
     macro_rules! special_register {
         ($($name:ident => $register:literal, $host:expr;)*) => {$(

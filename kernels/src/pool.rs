@@ -8,7 +8,8 @@ use clustered_device::atomic::{
 use clustered_device::cta::Cta;
 use clustered_device::math::fma;
 use clustered_device::pool::{
-    serve, Payload, Slot, EXIT, FINISHED, PAYLOAD_OFFSET_WORDS, PAYLOAD_WORDS, READY,
+    resident_block, serve, Payload, Slot, EXIT, FINISHED, PAYLOAD_OFFSET_WORDS, PAYLOAD_WORDS,
+    READY,
 };
 use clustered_device::thread::{
     block_dim_x, block_idx_x, grid_dim_x, nanosleep, sync_threads, thread_idx_x,
@@ -381,7 +382,7 @@ unsafe fn order(args: Order) -> u64 {
         let at = fetch_add_u32(args.counter as *mut u32, 1);
         *(args.order as *mut u32).add(args.index as usize) = at;
     }
-    block_idx_x() as u64
+    resident_block() as u64
 }
 
 /// # Safety
@@ -391,7 +392,7 @@ unsafe fn record(args: Record, cta: Cta) -> u64 {
     let v = cta.block_idx_x();
     if thread_idx_x() == 0 {
         fetch_add_u32((args.runs as *mut u32).add(v as usize), 1);
-        *(args.blocks as *mut u32).add(v as usize) = block_idx_x();
+        *(args.blocks as *mut u32).add(v as usize) = resident_block();
     }
     v as u64
 }
@@ -410,7 +411,7 @@ unsafe fn step(args: Step) -> u64 {
     if t == 0 {
         *(args.seen as *mut u32).add(args.index as usize) = value;
     }
-    ((block_idx_x() as u64) << 32) | value as u64
+    ((resident_block() as u64) << 32) | value as u64
 }
 
 /// The demo pool: every resident block but the last serves its ring of
@@ -622,4 +623,14 @@ task_pool! {
         crate::early_exit::ragged_sum,
         crate::vector::accumulate,
     ];
+}
+
+task_pool! {
+    /// A pool the CPU backend must stop: [`kmeans_assign_launch`] reads its
+    /// block index through a helper (`launch_cta`), where the macro cannot
+    /// rewrite it, so as a task it would read the resident block's index
+    /// (on the GPU: partials written past their task's, a shared array read
+    /// out of bounds). `suite/tests/pool_cpu.rs` checks that the CPU
+    /// backend names the read; never launch it on a GPU.
+    pub unsafe fn pool_hidden_block_index = [kmeans_assign_launch];
 }

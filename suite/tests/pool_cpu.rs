@@ -1433,6 +1433,8 @@ fn shutdown_with_rings_partly_full_loses_nothing() {
 /// How the blocks of `exit_spy` found their rings when they left.
 static SPY_EXITS: AtomicU32 = AtomicU32::new(0);
 static SPY_BAD: AtomicU32 = AtomicU32::new(0);
+/// Rings of the spied pool (the publisher is the block after them).
+const SPY_RINGS: usize = 4;
 
 /// `pool_demo`, then (thread 0 of each block) a look at the block's ring:
 /// the host writes EXIT only when every task of the ring was collected, so
@@ -1442,8 +1444,10 @@ unsafe fn exit_spy(slots: *mut Slot) {
     if clustered_device::thread::thread_idx_x() != 0 {
         return;
     }
-    let block = clustered_device::thread::block_idx_x() as usize;
-    if block + 1 == clustered_device::thread::grid_dim_x() as usize {
+    // A worker may not read the hardware block index once it served (the
+    // CPU backend stops it): the pool's own word for it.
+    let block = clustered_device::pool::resident_block() as usize;
+    if block == SPY_RINGS {
         // The publisher: no ring of its own.
         return;
     }
@@ -1471,7 +1475,7 @@ fn exit_is_written_only_into_idle_entries() {
         SPY_EXITS.store(0, Ordering::Relaxed);
         SPY_BAD.store(0, Ordering::Relaxed);
         let config = PoolConfig::new(KINDS)
-            .blocks(4)
+            .blocks(SPY_RINGS as u32)
             .block_threads(THREADS)
             .timeout(Duration::from_secs(60));
         let pool = TaskPool::cpu(Machine::new(2), 3, exit_spy, config).unwrap();
@@ -1576,4 +1580,41 @@ fn a_chain_fills_its_ring_at_depth_one() {
     assert_eq!(rest[1..], steps[..]);
     assert!((0..STEPS as usize).all(|i| seen[i].load(Ordering::Relaxed) == i as u32));
     assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+}
+
+/// A kernel that reads its block index through a helper (where the macro
+/// cannot rewrite it) would read the resident block's index as a task: the
+/// CPU backend stops the pool at the read, with an error that names it and
+/// the fix, and a pop gets that error rather than a wrong result.
+#[test]
+fn a_task_reading_the_hardware_block_index_stops_the_pool_with_the_fix() {
+    use kernels::pool::{kmeans_assign_launch_args, pool_hidden_block_index};
+    let config = PoolConfig::new(pool_hidden_block_index::KINDS)
+        .blocks(2)
+        .block_threads(THREADS)
+        .timeout(Duration::from_secs(60));
+    let pool = TaskPool::cpu(Machine::new(2), 3, pool_hidden_block_index, config).unwrap();
+    let n = 2 * KMEANS_SUB;
+    let points = vec![0.5f32; 2 * n as usize];
+    let centroids = [0.25f32; 4];
+    let mut labels = vec![0u32; n as usize];
+    let mut partials = vec![0f32; 2 * 3 * 2];
+    let args = kmeans_assign_launch_args {
+        points: points.as_ptr() as u64,
+        centroids: centroids.as_ptr() as u64,
+        labels: labels.as_mut_ptr() as u64,
+        partials: partials.as_mut_ptr() as u64,
+        n,
+        k: 2,
+    };
+    pool.push(pool_hidden_block_index::task(2, args)).unwrap();
+    let Err(PoolError::Device(why)) = pool.pop_finished() else {
+        panic!("the pool ran a task that read the hardware block index");
+    };
+    assert!(
+        why.contains("`block_idx_x()` read the hardware block index"),
+        "{why}"
+    );
+    assert!(why.contains("pass the task's `Cta`"), "{why}");
+    drop(pool);
 }

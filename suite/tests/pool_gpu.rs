@@ -259,3 +259,40 @@ fn a_graph_gated_on_the_gpu_reads_what_each_level_before_wrote() {
     assert_eq!(bits(&gpu.dtoh(&q).unwrap()), bits(&q_want), "q");
     assert_eq!(bits(&gpu.dtoh(&p).unwrap()), bits(&p_want), "p");
 }
+
+/// A pool written by `task_pool!` from ordinary kernels, on the GPU: its
+/// vector additions, spread over idle blocks, give what the kernel's
+/// launch gives.
+#[test]
+fn a_generated_pool_adds_vectors_on_the_gpu() {
+    let Some((gpu, module)) = clustered_suite::gpu_or_skip().unwrap() else {
+        return;
+    };
+    let kernel = module.kernel("pool_generated").unwrap();
+    const THREADS: u32 = 128;
+    const N: u32 = 64 * THREADS;
+    let a_host: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    let b_host: Vec<f32> = (0..N).map(|i| (3 * i) as f32 + 0.5).collect();
+    let (a, b) = (gpu.htod(&a_host).unwrap(), gpu.htod(&b_host).unwrap());
+    let c = gpu.zeros::<f32>(N as usize).unwrap();
+    gpu.synchronize().unwrap();
+    let config = PoolConfig::new(kernels::pool::pool_generated::KINDS)
+        .block_threads(THREADS)
+        .timeout(Duration::from_secs(30));
+    let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
+    let args = kernels::vector::vector_add_args {
+        a: address(&gpu, &a),
+        b: address(&gpu, &b),
+        c: address(&gpu, &c),
+        n: N,
+    };
+    pool.push(kernels::pool::pool_generated::task(N / THREADS, args))
+        .unwrap();
+    let done = pool.pop_finished().expect("the task finishes");
+    assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
+    assert_eq!(pool.shutdown(Shutdown::Drain).unwrap(), Vec::new());
+    let c = gpu.dtoh(&c).unwrap();
+    for i in 0..N as usize {
+        assert_eq!(c[i], a_host[i] + b_host[i], "element {i}");
+    }
+}
