@@ -21,6 +21,12 @@
 //!   scheduler's, since nothing separates one task's shared data from the
 //!   next task's.
 //!
+//! A task pool's kernel (an entry that serves a ring with
+//! `clustered_device::pool::serve`, known by its mailbox in shared memory)
+//! runs each task's CTAs on a resident block, so the same first rule holds
+//! for it: `%ctaid` and `%nctaid` are read only by the pool itself (and by
+//! `pool::resident_block()`), through the tagged registers.
+//!
 //! And in every function of the module, clustered or not: no CTA barrier is
 //! `.aligned` (`bar.sync`, what `core::arch::nvptx::_syncthreads` emits)
 //! unless the runtime tagged it. LLVM may copy a barrier call into both arms
@@ -43,6 +49,9 @@ const TASK_TAG: &str = "// clustered:task";
 const SEPARATE_TAG: &str = "// clustered:separate";
 /// The agents' claim ticket, the scheduler's own shared memory.
 const SCHEDULER_SHARED_PREFIX: &str = "clustered_ticket";
+/// A task pool's mailbox (`device/src/pool.rs`): an entry that uses it
+/// serves a pool.
+const POOL_MAILBOX_PREFIX: &str = "clustered_pool_mailbox";
 
 /// One thing wrong with a clustered entry point's PTX.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +71,9 @@ pub struct Problem {
 pub enum ProblemKind {
     /// A read of `%ctaid`/`%nctaid` that is not the scheduler's.
     HardwareBlockIndex,
+    /// A read of `%ctaid`/`%nctaid` in a task pool's kernel that is not the
+    /// pool's own.
+    PoolHardwareBlockIndex,
     /// A CTA barrier in a persistent schedule that the macro did not rewrite.
     UnrewrittenBarrier,
     /// Shared memory in a persistent schedule whose tasks are not separated.
@@ -81,10 +93,15 @@ impl fmt::Display for Problem {
             line,
             kind,
         } = self;
-        let place = if function == entry {
-            format!("clustered kernel `{entry}`")
+        let what = if *kind == ProblemKind::PoolHardwareBlockIndex {
+            "task pool kernel"
         } else {
-            format!("clustered kernel `{entry}` (in `{function}`, which it calls)")
+            "clustered kernel"
+        };
+        let place = if function == entry {
+            format!("{what} `{entry}`")
+        } else {
+            format!("{what} `{entry}` (in `{function}`, which it calls)")
         };
         match kind {
             ProblemKind::HardwareBlockIndex => write!(
@@ -94,6 +111,15 @@ impl fmt::Display for Problem {
                  `block_idx_*()`, `grid_dim_*()` and `index_1d/2d()` only where the kernel body calls \
                  them; read them in the body and pass the values to helpers \
                  (`let bx = block_idx_x(); helper(bx)`), or pass the task's `Cta`"
+            ),
+            ProblemKind::PoolHardwareBlockIndex => write!(
+                f,
+                "{place} reads the hardware block index or grid size (`{line}`): a task runs its \
+                 CTAs on a resident block of the pool, whose index is not the task's CTA. \
+                 `#[kernel]` rewrites `block_idx_*()`, `grid_dim_*()` and `index_1d/2d()` only \
+                 where the kernel body calls them; read them in the body and pass the values to \
+                 helpers (`let bx = block_idx_x(); helper(bx)`), or pass the task's `Cta` \
+                 (`pool::resident_block()` is the resident block's index, for diagnostics)"
             ),
             ProblemKind::UnrewrittenBarrier => write!(
                 f,
@@ -140,6 +166,8 @@ struct Function<'a> {
 /// The PTX module, cut into functions.
 struct Module<'a> {
     functions: HashMap<&'a str, Function<'a>>,
+    /// The `.entry` functions, in the module's order.
+    entries: Vec<&'a str>,
     /// Module-scope `.shared` symbols.
     shared: Vec<&'a str>,
     /// Contract globals: entry name -> binding.
@@ -218,6 +246,7 @@ fn contract_binding(line: &str) -> Option<u32> {
 
 fn parse(ptx: &str) -> Module<'_> {
     let mut functions = HashMap::new();
+    let mut entries = Vec::new();
     let mut shared = Vec::new();
     let mut contracts = Vec::new();
     let mut current: Option<(&str, Vec<&str>)> = None;
@@ -227,6 +256,9 @@ fn parse(ptx: &str) -> Module<'_> {
         let trimmed = line.trim();
         if current.is_none() {
             if let Some(name) = function_name(trimmed) {
+                if code(trimmed).contains(".entry") {
+                    entries.push(name);
+                }
                 current = Some((name, Vec::new()));
                 depth = 0;
                 entered = false;
@@ -273,6 +305,7 @@ fn parse(ptx: &str) -> Module<'_> {
     }
     Module {
         functions,
+        entries,
         shared,
         contracts,
     }
@@ -365,6 +398,47 @@ fn is_persistent(binding: u32) -> bool {
     matches!(binding, 2..=4)
 }
 
+/// Task pool kernels (entries that use a pool's mailbox): every read of
+/// the hardware block index or grid size is the pool's own (tagged).
+fn check_pools(module: &Module<'_>, problems: &mut Vec<Problem>) {
+    let mailboxes: Vec<&str> = module
+        .shared
+        .iter()
+        .copied()
+        .filter(|s| s.starts_with(POOL_MAILBOX_PREFIX))
+        .collect();
+    for &entry in &module.entries {
+        if !module.functions.contains_key(entry)
+            || module.contracts.iter().any(|&(e, _)| e == entry)
+        {
+            continue; // a declaration, or a clustered schedule (checked above)
+        }
+        let functions = reachable(module, entry);
+        let lines = || {
+            functions
+                .iter()
+                .flat_map(|&f| module.functions[f].lines.iter().map(move |&line| (f, line)))
+        };
+        let pool = lines().any(|(_, line)| mailboxes.iter().any(|m| mentions(code(line), m)));
+        if !pool {
+            continue;
+        }
+        for (function, line) in lines() {
+            let code = code(line);
+            if (code.contains("%ctaid") || code.contains("%nctaid"))
+                && !line.contains(SCHEDULER_TAG)
+            {
+                problems.push(Problem {
+                    entry: entry.to_string(),
+                    function: function.to_string(),
+                    line: line.to_string(),
+                    kind: ProblemKind::PoolHardwareBlockIndex,
+                });
+            }
+        }
+    }
+}
+
 /// Every problem in the clustered entry points of `ptx`.
 pub fn check(ptx: &str) -> Vec<Problem> {
     let module = parse(ptx);
@@ -428,6 +502,7 @@ pub fn check(ptx: &str) -> Vec<Problem> {
             }
         }
     }
+    check_pools(&module, &mut problems);
     let mut functions: Vec<_> = module.functions.iter().collect();
     functions.sort_by_key(|(name, _)| *name);
     for (name, function) in functions {
@@ -640,5 +715,45 @@ mod tests {
         );
         assert_eq!(function_name(".func helper_2()"), Some("helper_2"));
         assert_eq!(function_name("mov.u32 %r1, %r2;"), None);
+    }
+
+    /// A pool kernel: an entry that uses the mailbox, and `body`.
+    fn pool_entry(body: &str) -> String {
+        format!(
+            ".shared .align 16 .b8 clustered_pool_mailbox_1_2_3[64];\n\
+             .visible .entry pool(\n\t.param .u64 pool_param_0\n)\n{{\n\
+             \tmov.u32 %r9, clustered_pool_mailbox_1_2_3;\n\
+             \tmov.u32 %r1, %ctaid.x; // clustered:scheduler\n{body}\n\tret;\n}}\n"
+        )
+    }
+
+    #[test]
+    fn a_pool_kernel_reads_the_block_index_only_through_the_pool() {
+        let clean = pool_entry("\tadd.s32 %r2, %r1, 1;");
+        assert_eq!(check(&clean), []);
+        // A task body's helper that reads the hardware register.
+        let hidden = format!(
+            "{HELPER}{}",
+            pool_entry("\t{ call.uni (retval0), helper, (param0); }")
+        );
+        let problems = check(&hidden);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].kind, ProblemKind::PoolHardwareBlockIndex);
+        assert_eq!(
+            (problems[0].entry.as_str(), problems[0].function.as_str()),
+            ("pool", "helper")
+        );
+        let message = problems[0].to_string();
+        assert!(
+            message.contains("task pool kernel `pool` (in `helper`"),
+            "{message}"
+        );
+        assert!(message.contains("pass the task's `Cta`"), "{message}");
+        // The grid size too, in the entry itself.
+        let grid = pool_entry("\tmov.u32 %r3, %nctaid.x;");
+        assert_eq!(check(&grid).len(), 1);
+        // A kernel that is not a pool may read it.
+        let plain = ".visible .entry k()\n{\n\tmov.u32 %r1, %ctaid.x;\n\tret;\n}\n";
+        assert_eq!(check(plain), []);
     }
 }

@@ -624,13 +624,3 @@ task_pool! {
         crate::vector::accumulate,
     ];
 }
-
-task_pool! {
-    /// A pool the CPU backend must stop: [`kmeans_assign_launch`] reads its
-    /// block index through a helper (`launch_cta`), where the macro cannot
-    /// rewrite it, so as a task it would read the resident block's index
-    /// (on the GPU: partials written past their task's, a shared array read
-    /// out of bounds). `suite/tests/pool_cpu.rs` checks that the CPU
-    /// backend names the read; never launch it on a GPU.
-    pub unsafe fn pool_hidden_block_index = [kmeans_assign_launch];
-}

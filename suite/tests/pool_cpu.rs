@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread;
 use std::time::Duration;
 
+use clustered_device::cta::Cta;
+use clustered_device::pool::serve;
 use clustered_host::cpu::{launch_entry, run, CpuLaunch, Machine, NoObserver};
 use clustered_host::pool::{
     Finished, Header, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool, Ticket,
@@ -1582,32 +1584,31 @@ fn a_chain_fills_its_ring_at_depth_one() {
     assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
 }
 
-/// A kernel that reads its block index through a helper (where the macro
-/// cannot rewrite it) would read the resident block's index as a task: the
-/// CPU backend stops the pool at the read, with an error that names it and
-/// the fix, and a pop gets that error rather than a wrong result.
+/// What a task body's helper that the macro cannot rewrite does: reads
+/// the hardware block index (here the resident block's, not the task's).
+fn hidden_block_index(cta: Cta) -> u32 {
+    clustered_device::thread::block_idx_x() + cta.block_idx_x()
+}
+
+/// A pool whose one kind calls [`hidden_block_index`]. On the GPU the
+/// build's PTX check refuses it (`builder/src/ptx_check.rs`); here it runs
+/// on the CPU backend only.
+unsafe fn hidden_read_pool(slots: *mut Slot) {
+    unsafe { serve(slots, 1, |_, cta| u64::from(hidden_block_index(cta))) }
+}
+
+/// A task body that reads its block index through a helper (where the
+/// macro cannot rewrite it) would read the resident block's index: the CPU
+/// backend stops the pool at the read, with an error that names it and the
+/// fix, and a pop gets that error rather than a wrong result.
 #[test]
 fn a_task_reading_the_hardware_block_index_stops_the_pool_with_the_fix() {
-    use kernels::pool::{kmeans_assign_launch_args, pool_hidden_block_index};
-    let config = PoolConfig::new(pool_hidden_block_index::KINDS)
+    let config = PoolConfig::new(1)
         .blocks(2)
         .block_threads(THREADS)
         .timeout(Duration::from_secs(60));
-    let pool = TaskPool::cpu(Machine::new(2), 3, pool_hidden_block_index, config).unwrap();
-    let n = 2 * KMEANS_SUB;
-    let points = vec![0.5f32; 2 * n as usize];
-    let centroids = [0.25f32; 4];
-    let mut labels = vec![0u32; n as usize];
-    let mut partials = vec![0f32; 2 * 3 * 2];
-    let args = kmeans_assign_launch_args {
-        points: points.as_ptr() as u64,
-        centroids: centroids.as_ptr() as u64,
-        labels: labels.as_mut_ptr() as u64,
-        partials: partials.as_mut_ptr() as u64,
-        n,
-        k: 2,
-    };
-    pool.push(pool_hidden_block_index::task(2, args)).unwrap();
+    let pool = TaskPool::cpu(Machine::new(2), 3, hidden_read_pool, config).unwrap();
+    pool.push(Task::new(0, 2, 0u32)).unwrap();
     let Err(PoolError::Device(why)) = pool.pop_finished() else {
         panic!("the pool ran a task that read the hardware block index");
     };
@@ -1616,5 +1617,4 @@ fn a_task_reading_the_hardware_block_index_stops_the_pool_with_the_fix() {
         "{why}"
     );
     assert!(why.contains("pass the task's `Cta`"), "{why}");
-    drop(pool);
 }

@@ -53,6 +53,20 @@ fn an_untagged_block_index_read_is_named_with_its_entry() {
         .all(|p| p.entry == "ragged_sum_stride" && p.kind == ProblemKind::HardwareBlockIndex));
 }
 
+/// The task pools' kernels are checked too: with the pool's own reads
+/// untagged, every read in `pool_demo` is named as a pool's.
+#[test]
+fn an_untagged_block_index_read_in_a_pool_kernel_is_named() {
+    let ptx = edit_entry(clustered_suite::PTX, "pool_demo", |l| {
+        l.replace("// clustered:scheduler", "")
+    });
+    let problems = check(&ptx);
+    assert!(!problems.is_empty());
+    assert!(problems
+        .iter()
+        .all(|p| p.entry == "pool_demo" && p.kind == ProblemKind::PoolHardwareBlockIndex));
+}
+
 #[test]
 fn a_barrier_the_macro_did_not_write_is_named() {
     let ptx = edit_entry(clustered_suite::PTX, "ragged_sum_agents", |l| {
