@@ -28,7 +28,9 @@
 //!   `Send + Sync`); pushes wake only the scheduler, and poppers are woken
 //!   only when something finished.
 //! - A task pushed after tasks that are all in one block's ring (or finished)
-//!   goes into that ring behind them, without waiting for them to come back
+//!   goes into that ring behind them (with gates and spread on, only a task
+//!   of one CTA: a rider runs whole on its block, so a bigger one is gated
+//!   and split instead), without waiting for them to come back
 //!   to the host: the block runs its ring in order with a barrier between
 //!   tasks, so it sees their writes. A task rides behind at most one such
 //!   follower per dependency (the first pushed): a chain runs in one ring
