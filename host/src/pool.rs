@@ -2100,6 +2100,19 @@ mod tests {
                 .collect()
         }
 
+        /// Each block's entries in flight, oldest first: the ticket and the
+        /// slot as the device reads it.
+        fn entries(&self, d: &Dispatch) -> Vec<Vec<(u64, Slot)>> {
+            let slot = |b: usize, i: u64| {
+                let entry = (i % RING_ENTRIES as u64) as usize;
+                // SAFETY: in bounds; the test plays the device.
+                let slot = unsafe { *self.slots.host.add(b * RING_ENTRIES + entry) };
+                (d.rings[b].held[entry].ticket.0, slot)
+            };
+            let block = |(b, r): (usize, &Ring)| (r.tail..r.head).map(|i| slot(b, i)).collect();
+            d.rings.iter().enumerate().map(block).collect()
+        }
+
         /// The device finishes the oldest task of block `b` with `result`.
         fn finish(&self, d: &Dispatch, b: usize, result: u64) {
             self.finish_nth(d, b, 0, result);
@@ -2361,18 +2374,8 @@ mod tests {
 
     /// The share (first CTA, CTAs) and ticket of each block's oldest entry.
     fn shares(rings: &Rings, d: &Dispatch) -> Vec<Option<(u64, u32, u32)>> {
-        d.rings
-            .iter()
-            .enumerate()
-            .map(|(b, r)| {
-                (r.tail < r.head).then(|| {
-                    let entry = (r.tail % RING_ENTRIES as u64) as usize;
-                    // SAFETY: in bounds; the test plays the device.
-                    let slot = unsafe { *rings.slots.host.add(b * RING_ENTRIES + entry) };
-                    (r.held[entry].ticket.0, slot.first, slot.count)
-                })
-            })
-            .collect()
+        let oldest = |e: Vec<(u64, Slot)>| e.first().map(|(t, s)| (*t, s.first, s.count));
+        rings.entries(d).into_iter().map(oldest).collect()
     }
 
     #[test]
@@ -2494,20 +2497,9 @@ mod tests {
     /// Each block's entries in ring order as (ticket, gate, target,
     /// signal), the slot's gate words.
     fn gate_words(rings: &Rings, d: &Dispatch) -> Vec<Vec<(u64, u32, u32, u32)>> {
-        d.rings
-            .iter()
-            .enumerate()
-            .map(|(b, r)| {
-                (r.tail..r.head)
-                    .map(|i| {
-                        let entry = (i % RING_ENTRIES as u64) as usize;
-                        // SAFETY: in bounds; the test plays the device.
-                        let slot = unsafe { *rings.slots.host.add(b * RING_ENTRIES + entry) };
-                        (r.held[entry].ticket.0, slot.gate, slot.target, slot.signal)
-                    })
-                    .collect()
-            })
-            .collect()
+        let words = |(t, s): (u64, Slot)| (t, s.gate, s.target, s.signal);
+        let block = |e: Vec<(u64, Slot)>| e.into_iter().map(words).collect();
+        rings.entries(d).into_iter().map(block).collect()
     }
 
     /// The gate words of `ticket`'s entries, wherever they are.
