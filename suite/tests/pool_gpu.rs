@@ -3,15 +3,30 @@
 //! rides in one block's ring. Without a GPU it prints why it skipped and
 //! passes.
 
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use clustered_suite::host::cudarc::driver::{CudaSlice, DevicePtr};
 use clustered_suite::host::pool::Ticket;
 use clustered_suite::host::pool::{Outcome, PoolConfig, Shutdown, Task, TaskPool};
-use clustered_suite::host::Gpu;
+use clustered_suite::host::{Gpu, Module};
 use kernels::pool::{
     Mark, Record, Saxpy, Sgemm64, Step, KINDS, MARK, RECORD, SAXPY, SGEMM64, SGEMM64_CTAS, STEP,
 };
+
+/// One test's pool at a time: a pool's blocks stay resident until it
+/// shuts down, and two pools started at once could each hold SMs that the
+/// other's blocks need. (A cold run of these tests in parallel once did not
+/// end within 200 s on an H100; five more runs, and two processes at once,
+/// did, and the cause was not found.)
+static ONE_POOL: Mutex<()> = Mutex::new(());
+
+/// The GPU and the suite's module, for this test alone (see [`ONE_POOL`]).
+fn gpu_alone() -> Option<(MutexGuard<'static, ()>, Gpu, Module)> {
+    let alone = ONE_POOL.lock().unwrap_or_else(|e| e.into_inner());
+    let (gpu, module) = clustered_suite::gpu_or_skip().unwrap()?;
+    Some((alone, gpu, module))
+}
 
 fn address<T>(gpu: &Gpu, buffer: &CudaSlice<T>) -> u64 {
     let (pointer, _sync) = buffer.device_ptr(gpu.stream());
@@ -20,7 +35,7 @@ fn address<T>(gpu: &Gpu, buffer: &CudaSlice<T>) -> u64 {
 
 #[test]
 fn mixed_tasks_from_four_threads_run_once_and_right() {
-    let Some((gpu, module)) = clustered_suite::gpu_or_skip().unwrap() else {
+    let Some((_alone, gpu, module)) = gpu_alone() else {
         return;
     };
     let kernel = module.kernel("pool_demo").unwrap();
@@ -98,7 +113,7 @@ fn mixed_tasks_from_four_threads_run_once_and_right() {
 /// last CTA's; then the same task whole on one block with `spread(false)`.
 #[test]
 fn a_task_of_many_ctas_spreads_over_every_idle_block() {
-    let Some((gpu, module)) = clustered_suite::gpu_or_skip().unwrap() else {
+    let Some((_alone, gpu, module)) = gpu_alone() else {
         return;
     };
     let kernel = module.kernel("pool_demo").unwrap();
@@ -145,7 +160,7 @@ fn a_task_of_many_ctas_spreads_over_every_idle_block() {
 /// barrier between tasks of one block is all that orders them).
 #[test]
 fn a_chain_rides_in_one_ring_and_each_step_sees_the_last() {
-    let Some((gpu, module)) = clustered_suite::gpu_or_skip().unwrap() else {
+    let Some((_alone, gpu, module)) = gpu_alone() else {
         return;
     };
     let kernel = module.kernel("pool_demo").unwrap();
@@ -203,7 +218,7 @@ fn a_chain_rides_in_one_ring_and_each_step_sees_the_last() {
 /// host, round after round.
 #[test]
 fn a_graph_gated_on_the_gpu_reads_what_each_level_before_wrote() {
-    let Some((gpu, module)) = clustered_suite::gpu_or_skip().unwrap() else {
+    let Some((_alone, gpu, module)) = gpu_alone() else {
         return;
     };
     let kernel = module.kernel("pool_demo").unwrap();
@@ -265,7 +280,7 @@ fn a_graph_gated_on_the_gpu_reads_what_each_level_before_wrote() {
 /// launch gives.
 #[test]
 fn a_generated_pool_adds_vectors_on_the_gpu() {
-    let Some((gpu, module)) = clustered_suite::gpu_or_skip().unwrap() else {
+    let Some((_alone, gpu, module)) = gpu_alone() else {
         return;
     };
     let kernel = module.kernel("pool_generated").unwrap();
