@@ -661,7 +661,30 @@ fn a_dependent_of_a_spread_task_sees_every_share_s_writes() {
 /// the CPU reference.
 #[test]
 fn sgemm64_tasks_and_a_kmeans_graph_match_the_reference() {
-    let pool = pool(2, Duration::from_secs(60));
+    // Every way the scheduler may place a dependent (riding, gated and
+    // split, or waiting for the host; whole or in shares), each on its own
+    // shuffled thread order with the race detector on.
+    for (gates, spread, seed) in [
+        (true, true, 5),
+        (true, false, 17),
+        (false, true, 29),
+        (false, false, 41),
+    ] {
+        let config = PoolConfig::new(KINDS)
+            .blocks(4)
+            .block_threads(THREADS)
+            .gates(gates)
+            .spread(spread)
+            .timeout(Duration::from_secs(60));
+        let machine = Machine::new(2).interleave(seed).check_races(true);
+        let pool = TaskPool::cpu(machine, 3, pool_demo, config).unwrap();
+        sgemm64_tasks_and_a_kmeans_graph_on(&pool, &format!("gates {gates}, spread {spread}"));
+    }
+}
+
+/// The body of [`sgemm64_tasks_and_a_kmeans_graph_match_the_reference`] on
+/// `pool`; `how` names the pool's configuration in failures.
+fn sgemm64_tasks_and_a_kmeans_graph_on(pool: &TaskPool, how: &str) {
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     // Three products, each its own A, B and C.
     let inputs: Vec<(Vec<f32>, Vec<f32>)> = (0..3)
@@ -723,11 +746,14 @@ fn sgemm64_tasks_and_a_kmeans_graph_match_the_reference() {
     let tasks = inputs.len() + 2 * (n.div_ceil(chunk) as usize + 1);
     for _ in 0..tasks {
         let done = pool.pop_finished().unwrap();
-        assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
+        assert!(
+            matches!(done.outcome, Outcome::Ran { .. }),
+            "{how}: {done:?}"
+        );
     }
     assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
     for ((a, b), c) in inputs.iter().zip(&c) {
-        assert_eq!(bits(c), bits(&reference::sgemm64(a, b)), "sgemm64");
+        assert_eq!(bits(c), bits(&reference::sgemm64(a, b)), "{how}: sgemm64");
     }
     let mut want = initial;
     let mut want_labels = Vec::new();
@@ -737,10 +763,10 @@ fn sgemm64_tasks_and_a_kmeans_graph_match_the_reference() {
     assert_ne!(
         bits(&want),
         bits(&points[..2 * k as usize]),
-        "the centroids moved"
+        "{how}: the centroids moved"
     );
-    assert_eq!(bits(&centroids), bits(&want), "centroids");
-    assert_eq!(labels, want_labels, "labels");
+    assert_eq!(bits(&centroids), bits(&want), "{how}: centroids");
+    assert_eq!(labels, want_labels, "{how}: labels");
 }
 
 /// The launch baselines of `suite/examples/pool_workloads.rs` (the same
