@@ -60,6 +60,11 @@ const ENTRY_WORDS: usize = 4 + PAYLOAD_WORDS + 3;
 /// the ring showed, from the one served next on, then the copied words of
 /// up to [`RING_ENTRIES`] tasks.
 const MAILBOX_WORDS: usize = BOOK_AT as usize + 5;
+/// The book's words: the address of the block's `done` word, its count of
+/// finished tasks, the address of the first gate counter.
+const DONE_AT: u32 = BOOK_AT;
+const FINISHED_AT: u32 = BOOK_AT + 2;
+const COUNTERS_AT: u32 = BOOK_AT + 3;
 /// Where the block keeps its book in the mailbox: the address of its
 /// `done` word (two words), its count of finished tasks, and the address of
 /// the gate counters (two words), read once from the header, then kept
@@ -272,11 +277,32 @@ impl Words {
 unsafe fn counter(mailbox: crate::shared::Shared<u32>, named: u32) -> Option<*mut u32> {
     let c = named.wrapping_sub(1);
     (c < gate_counters(grid_dim_x() - 1) as u32).then(|| {
-        // SAFETY: inside the mailbox, written before the first task.
-        let (low, high) = unsafe { (mailbox.read(BOOK_AT + 3), mailbox.read(BOOK_AT + 4)) };
-        let base = u64::from(low) | (u64::from(high) << 32);
-        (base as usize as *mut u32).wrapping_add(c as usize)
+        // SAFETY: written before the first task.
+        unsafe { book_pointer(mailbox, COUNTERS_AT) }.wrapping_add(c as usize)
     })
+}
+
+/// Keeps `pointer` in the mailbox's book at `at` (two words).
+///
+/// # Safety
+/// `at + 1 < MAILBOX_WORDS`; one thread writes it, before a barrier.
+#[inline(always)]
+unsafe fn write_book_pointer(mailbox: crate::shared::Shared<u32>, at: u32, pointer: *mut u32) {
+    let address = pointer as usize as u64;
+    unsafe {
+        mailbox.write(at, address as u32);
+        mailbox.write(at + 1, (address >> 32) as u32);
+    }
+}
+
+/// The pointer [`write_book_pointer`] kept at `at`.
+///
+/// # Safety
+/// It was written, and a barrier passed since.
+#[inline(always)]
+unsafe fn book_pointer(mailbox: crate::shared::Shared<u32>, at: u32) -> *mut u32 {
+    let (low, high) = unsafe { (mailbox.read(at), mailbox.read(at + 1)) };
+    (u64::from(low) | (u64::from(high) << 32)) as usize as *mut u32
 }
 
 /// Polls gate counter `counter` until it reached `target` (wrapping), with
@@ -410,14 +436,10 @@ unsafe fn work(
         let threads = block_threads();
         if me == 0 {
             let words = Words::of(slots, workers);
-            let done = words.done(block_idx_x()) as usize as u64;
-            mailbox.write(BOOK_AT, done as u32);
-            mailbox.write(BOOK_AT + 1, (done >> 32) as u32);
-            let counters = words.counters() as usize as u64;
-            mailbox.write(BOOK_AT + 3, counters as u32);
-            mailbox.write(BOOK_AT + 4, (counters >> 32) as u32);
+            write_book_pointer(mailbox, DONE_AT, words.done(block_idx_x()));
+            write_book_pointer(mailbox, COUNTERS_AT, words.counters());
             // Tasks this block finished (wrapping).
-            mailbox.write(BOOK_AT + 2, 0);
+            mailbox.write(FINISHED_AT, 0);
         }
         // The entry served next: the same on every thread of the block.
         let mut next = 0usize;
@@ -544,11 +566,9 @@ unsafe fn work(
                     // The barrier above ordered every thread's writes of
                     // the task before this release; the publisher's
                     // acquire and system fence pass them on to the host.
-                    let done = (u64::from(mailbox.read(BOOK_AT))
-                        | (u64::from(mailbox.read(BOOK_AT + 1)) << 32))
-                        as usize as *mut u32;
-                    let finished = mailbox.read(BOOK_AT + 2).wrapping_add(1);
-                    mailbox.write(BOOK_AT + 2, finished);
+                    let done = book_pointer(mailbox, DONE_AT);
+                    let finished = mailbox.read(FINISHED_AT).wrapping_add(1);
+                    mailbox.write(FINISHED_AT, finished);
                     // One fence releases both the signal and the count.
                     fence_acq_rel_gpu();
                     if let Some(counter) = counter(mailbox, mailbox.read(gate_at + 2)) {
