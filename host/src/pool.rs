@@ -1752,15 +1752,7 @@ impl Dispatch {
                 let Some(ticket) = self.ready.pop_front() else {
                     break 'levels;
                 };
-                // Blocks with nothing in flight split a task; so do the
-                // blocks of any level for a gated one, which starts when its
-                // dependencies end, about when those blocks come free.
-                let gated = self.nodes.get(&ticket).is_some_and(|n| n.gate.is_some());
-                let shares = if level == 0 || gated {
-                    self.shares_for(ticket, self.levels[level].len() - k)
-                } else {
-                    1
-                };
+                let shares = self.shares_for(ticket, level, self.levels[level].len() - k);
                 for share in 0..shares {
                     let b = self.levels[level][k] as usize;
                     k += 1;
@@ -1776,17 +1768,19 @@ impl Dispatch {
     }
 
     /// How many blocks the ready task `ticket`, just taken from the ready
-    /// queue, runs on, with `idle` blocks left that have nothing in
+    /// queue, runs on, with `left` blocks left that have `level` tasks in
     /// flight: its part of them beside the tasks still ready, at most one
-    /// per CTA (`PoolConfig::spread`).
-    fn shares_for(&self, ticket: Ticket, idle: usize) -> u32 {
+    /// per CTA (`PoolConfig::spread`). Blocks with nothing in flight split
+    /// any task; the blocks of other levels only a gated one, which starts
+    /// when its dependencies end, about when those blocks come free.
+    fn shares_for(&self, ticket: Ticket, level: usize, left: usize) -> u32 {
         let Some(node) = self.nodes.get(&ticket) else {
             return 1;
         };
-        if !self.spread {
+        if !self.spread || (level > 0 && node.gate.is_none()) {
             return 1;
         }
-        let part = idle / (self.ready.len() + 1);
+        let part = left / (self.ready.len() + 1);
         (part.min(node.task.ctas() as usize) as u32).max(1)
     }
 
