@@ -398,6 +398,19 @@ fn is_persistent(binding: u32) -> bool {
     matches!(binding, 2..=4)
 }
 
+/// Every line of `entry` and of the functions it calls, with the function
+/// it is in.
+fn entry_lines<'a>(module: &Module<'a>, entry: &'a str) -> Vec<(&'a str, &'a str)> {
+    let functions = reachable(module, entry);
+    let lines = |f: &'a str| module.functions[f].lines.iter().map(move |&line| (f, line));
+    functions.into_iter().flat_map(lines).collect()
+}
+
+/// Does this instruction read the hardware block index or grid size?
+fn reads_block_index(code: &str) -> bool {
+    code.contains("%ctaid") || code.contains("%nctaid")
+}
+
 /// Task pool kernels (entries that use a pool's mailbox): every read of
 /// the hardware block index or grid size is the pool's own (tagged).
 fn check_pools(module: &Module<'_>, problems: &mut Vec<Problem>) {
@@ -413,21 +426,15 @@ fn check_pools(module: &Module<'_>, problems: &mut Vec<Problem>) {
         {
             continue; // a declaration, or a clustered schedule (checked above)
         }
-        let functions = reachable(module, entry);
-        let lines = || {
-            functions
-                .iter()
-                .flat_map(|&f| module.functions[f].lines.iter().map(move |&line| (f, line)))
-        };
+        let reached = entry_lines(module, entry);
+        let lines = || reached.iter().copied();
         let pool = lines().any(|(_, line)| mailboxes.iter().any(|m| mentions(code(line), m)));
         if !pool {
             continue;
         }
         for (function, line) in lines() {
             let code = code(line);
-            if (code.contains("%ctaid") || code.contains("%nctaid"))
-                && !line.contains(SCHEDULER_TAG)
-            {
+            if reads_block_index(code) && !line.contains(SCHEDULER_TAG) {
                 problems.push(Problem {
                     entry: entry.to_string(),
                     function: function.to_string(),
@@ -447,12 +454,8 @@ pub fn check(ptx: &str) -> Vec<Problem> {
         if !module.functions.contains_key(entry) {
             continue;
         }
-        let functions = reachable(&module, entry);
-        let lines = || {
-            functions
-                .iter()
-                .flat_map(|&f| module.functions[f].lines.iter().map(move |&line| (f, line)))
-        };
+        let reached = entry_lines(&module, entry);
+        let lines = || reached.iter().copied();
         let mut report = |function: &str, line: &str, kind| {
             problems.push(Problem {
                 entry: entry.to_string(),
@@ -470,7 +473,7 @@ pub fn check(ptx: &str) -> Vec<Problem> {
             let tagged = [SCHEDULER_TAG, TASK_TAG, SEPARATE_TAG]
                 .iter()
                 .any(|tag| line.contains(tag));
-            if (code.contains("%ctaid") || code.contains("%nctaid")) && !tagged {
+            if reads_block_index(code) && !tagged {
                 report(function, line, ProblemKind::HardwareBlockIndex);
             }
             if uses_block_cluster(code) {
