@@ -1,4 +1,4 @@
-//! The task pool's protocol (CAGTP, issue 15), version 3: each resident
+//! The task pool's protocol (CAGTP, issue 15), version [`POOL_ABI_VERSION`]: each resident
 //! worker block owns a ring of [`RING_ENTRIES`] [`Slot`]s in page-locked
 //! host memory that the GPU reads through its mapping, and one more block,
 //! the publisher, tells the host which tasks finished. The pool kernel is
@@ -36,7 +36,7 @@
 //! and the barrier orders their writes before the next task's reads) without
 //! the host in between: the host uses that for dependencies.
 //!
-//! # Shares: a task over several blocks
+//! # Shares: a task over several blocks (version 5)
 //!
 //! A task's CTAs are independent, as a launch's are, so an entry runs a
 //! share of them: CTAs `first..first + count` of the task's grid
