@@ -663,22 +663,26 @@ fn a_dependent_of_a_spread_task_sees_every_share_s_writes() {
 fn sgemm64_tasks_and_a_kmeans_graph_match_the_reference() {
     // Every way the scheduler may place a dependent (riding, gated and
     // split, or waiting for the host; whole or in shares), each on its own
-    // shuffled thread order with the race detector on.
-    for (gates, spread, seed) in [
-        (true, true, 5),
-        (true, false, 17),
-        (false, true, 29),
-        (false, false, 41),
+    // shuffled thread order with the race detector on; and gated tasks at
+    // depth 1, one task in flight per block.
+    for (gates, spread, depth, seed) in [
+        (true, true, DEFAULT_DEPTH, 5),
+        (true, false, DEFAULT_DEPTH, 17),
+        (false, true, DEFAULT_DEPTH, 29),
+        (false, false, DEFAULT_DEPTH, 41),
+        (true, true, 1, 53),
     ] {
         let config = PoolConfig::new(KINDS)
             .blocks(4)
             .block_threads(THREADS)
             .gates(gates)
             .spread(spread)
+            .depth(depth)
             .timeout(Duration::from_secs(60));
         let machine = Machine::new(2).interleave(seed).check_races(true);
         let pool = TaskPool::cpu(machine, 3, pool_demo, config).unwrap();
-        sgemm64_tasks_and_a_kmeans_graph_on(&pool, &format!("gates {gates}, spread {spread}"));
+        let how = format!("gates {gates}, spread {spread}, depth {depth}");
+        sgemm64_tasks_and_a_kmeans_graph_on(&pool, &how);
     }
 }
 
