@@ -8,6 +8,8 @@
 //!   `slots[b * RING_ENTRIES .. (b + 1) * RING_ENTRIES]`;
 //! - `slots[workers * RING_ENTRIES]`, read as a [`Header`], holds the
 //!   device address of the publication words ([`Header::words`]);
+//! - the [`start_lines`]`(workers)` slots after it are read as `u32` start
+//!   marks, one per block (see "Starts");
 //! - block `workers` (the last) is the publisher.
 //!
 //! Defined once, here, so the host, the device runtime and the CPU backend
@@ -138,6 +140,19 @@
 //! and the entries before it in its ring), and every block is resident, so
 //! the oldest unfinished entry can always run.
 //!
+//! # Starts (version 7)
+//!
+//! Gates, riders and shares all assume that every block of the pool is
+//! resident: a task placed in the ring of a block that never started would
+//! never run, and whatever waits on it would wait for ever. A launch does
+//! not promise that (another pool, or any kernel, may hold the SMs the
+//! last blocks need), so each block's thread 0 stores 1 into its start
+//! mark (`u32` `b` of the lines after the header, `st.relaxed.sys`) before
+//! anything else, and the host publishes nothing until it saw every mark;
+//! if it does not within its timeout, it writes EXIT into every ring (a
+//! block that starts later leaves at once) and reports which blocks never
+//! started.
+//!
 //! - [`EXIT`] is written by the host only into an entry it owns (IDLE), and
 //!   only into the entry the block reads next, once every task of the ring
 //!   was collected: a block never skips a task, and never waits on an entry
@@ -145,14 +160,15 @@
 //!   belongs to the device), so a task in a ring always runs.
 
 /// The version of the pool protocol (the slot layout, the ring and the
-/// states). 6: an entry may wait on a gate and add to a signal counter
+/// states). 7: every block marks its start ([`start_lines`]), and the host
+/// publishes once all did; 6: an entry may wait on a gate and add to a signal counter
 /// ([`Slot::gate`], [`Slot::signal`]), so a dependent runs behind
 /// dependencies on other blocks without the host; 5: an entry runs a share of its task's CTAs ([`Slot::first`],
 /// [`Slot::count`]), so the host spreads a task over idle blocks; 4: rings of 64, their states read in doubling steps from 16
 /// (3: 16, read whole); 3: a publisher block stores FINISHED (2: each block did, with
 /// a system-scope release per task); 2: a ring of [`RING_ENTRIES`] slots
 /// per block (1: one slot).
-pub const POOL_ABI_VERSION: u32 = 6;
+pub const POOL_ABI_VERSION: u32 = 7;
 
 /// Entries in each block's ring. A power of two (the device wraps with a
 /// mask). An entry goes back to the host only after its task ran and was
@@ -212,6 +228,13 @@ pub const GATE_OFFSET_WORDS: usize = PAYLOAD_OFFSET_WORDS + PAYLOAD_WORDS;
 /// in device memory after the publication words, zero at the launch.
 pub const fn gate_counters(workers: u32) -> usize {
     2 * workers as usize * RING_ENTRIES
+}
+
+/// Slots after the [`Header`] that hold the start marks of a pool of
+/// `workers` rings: one `u32` per block, the publisher's last
+/// (`workers + 1` marks, whole 128-byte lines), zero at the launch.
+pub const fn start_lines(workers: u32) -> usize {
+    (workers as usize + 1).div_ceil(SLOT_WORDS)
 }
 
 /// One entry of a resident block's ring. 128 bytes and 128-byte aligned:

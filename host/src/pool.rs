@@ -14,7 +14,7 @@
 //!   page-locked host memory that the GPU reads through its mapping (on the
 //!   CPU backend, plain host memory) and serves them in order; one more
 //!   block, the publisher, stores FINISHED for them; the protocol is
-//!   [`clustered_device::pool`]'s (version 6, defined in `clustered_abi::pool`).
+//!   [`clustered_device::pool`]'s (version 7, defined in `clustered_abi::pool`).
 //! - One scheduler thread moves pushed tasks into the rings and finished
 //!   ones into the output queue, in batches: pushes wait in an inbox in
 //!   shards by pushing thread, each under a lock of its own, which the
@@ -69,8 +69,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use clustered_device::pool::{
-    state_name, Header, Payload, Slot, Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES, POOL_ABI_VERSION,
-    READY, RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
+    start_lines, state_name, Header, Payload, Slot, Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES,
+    POOL_ABI_VERSION, READY, RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK,
+    STATUS_UNKNOWN_KIND,
 };
 
 use clustered_device::cpu::MAX_RESIDENT_BLOCKS;
@@ -179,6 +180,18 @@ pub enum PoolError {
         /// The tasks in rings (started or not), by block and entry.
         in_slots: Vec<InSlot>,
     },
+    /// Not every block of the pool started within the pool's timeout:
+    /// something else on the device (another pool, a long kernel) holds the
+    /// SMs the rest need. The pool published nothing and told its blocks to
+    /// leave (one that starts later leaves at once).
+    NotResident {
+        /// The blocks that never started (the publisher is `blocks - 1`).
+        missing: Vec<u32>,
+        /// Blocks of the launch: the rings and the publisher.
+        blocks: u32,
+        /// How long the start waited.
+        waited: Duration,
+    },
     /// The pool kernel failed or ended before it was told to exit.
     Device(String),
 }
@@ -208,12 +221,27 @@ impl fmt::Display for PoolError {
                 }
                 write!(f, " (a task that never returns keeps its block; raise `PoolConfig::timeout` if it is only slow)")
             }
+            PoolError::NotResident { missing, blocks, waited } => write!(
+                f,
+                "{} of the pool's {blocks} blocks did not start within {waited:?} (blocks {}): another pool or a long kernel holds the SMs they need, and a task in their rings would never run; shut the other pool down (one pool per GPU at a time) or wait for the kernel, ask for fewer blocks (`PoolConfig::blocks`), or raise `PoolConfig::timeout` if the device is only busy for a while",
+                missing.len(),
+                list_blocks(missing),
+            ),
             PoolError::Device(why) => write!(f, "the pool kernel failed: {why}"),
         }
     }
 }
 
 impl std::error::Error for PoolError {}
+
+/// `0, 1, 2, ...`, at most eight, then how many more.
+fn list_blocks(blocks: &[u32]) -> String {
+    let shown: Vec<String> = blocks.iter().take(8).map(u32::to_string).collect();
+    match blocks.len().saturating_sub(8) {
+        0 => shown.join(", "),
+        more => format!("{}, and {more} more", shown.join(", ")),
+    }
+}
 
 /// The scheduler's default polling window: see [`PoolConfig::spin`].
 pub const DEFAULT_SPIN: Duration = Duration::from_millis(2);
@@ -343,7 +371,8 @@ impl PoolConfig {
     }
 
     /// How long [`TaskPool::pop_finished`] and [`TaskPool::shutdown`] wait
-    /// before [`PoolError::Timeout`].
+    /// before [`PoolError::Timeout`], and the pool's start for all of its
+    /// blocks to be resident before [`PoolError::NotResident`].
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -455,6 +484,17 @@ impl Slots {
         unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host.add(slot)).state)) }
     }
 
+    /// Block `b`'s start mark (`abi::pool`, "Starts"), the publisher's at
+    /// `b = blocks`.
+    fn started(&self, b: usize) -> bool {
+        debug_assert!(b <= self.blocks);
+        // SAFETY: the marks follow the header (`slots_with_header`), `u32`s
+        // in whole slots; alive while the pool's `Shared` is.
+        let mark =
+            unsafe { AtomicU32::from_ptr(self.host.add(self.count() + 1).cast::<u32>().add(b)) };
+        mark.load(Ordering::Relaxed) != 0
+    }
+
     /// Writes `task` with its share `share` of CTAs and its gate words into
     /// an IDLE slot and publishes it READY (release).
     fn publish(&self, slot: usize, task: &Task, share: Range<u32>, gate: GateWords) {
@@ -500,10 +540,10 @@ enum Memory {
     Gpu(gpu::Pinned, gpu::Words),
 }
 
-/// Slots to allocate for `rings` rings: the rings and the [`Header`] after
-/// them (`abi::pool`).
+/// Slots to allocate for `rings` rings: the rings, the [`Header`] after
+/// them and the blocks' start marks (`abi::pool`, "Starts").
 fn slots_with_header(rings: u32) -> usize {
-    rings as usize * RING_ENTRIES + 1
+    rings as usize * RING_ENTRIES + 1 + start_lines(rings)
 }
 
 /// Writes the header after `rings` rings at `slots`.
@@ -771,7 +811,7 @@ impl TaskPool {
                 engine_shared.done.notify_all();
             })
             .map_err(|e| PoolError::Device(format!("cannot start the CPU engine thread: {e}")))?;
-        Self::start(shared, None)
+        Self::start(shared, None)?.await_blocks()
     }
 
     fn shared(config: &PoolConfig, blocks: u32, host: *mut Slot, memory: Memory) -> Arc<Shared> {
@@ -810,6 +850,64 @@ impl TaskPool {
             gates: config.gates,
             memory: Mutex::new(Some(memory)),
         })
+    }
+
+    /// Returns the pool once every block of its launch marked its start
+    /// (`abi::pool`, "Starts"; nobody could push before, so nothing was
+    /// published). Gates, riders and shares wait on tasks in other blocks'
+    /// rings, so a block that never starts would hang them: if the marks
+    /// are not all there within the pool's timeout, the pool is abandoned
+    /// (its scheduler writes EXIT and frees the rings once the kernel ended,
+    /// a block that starts late leaving at once) and the error names the
+    /// blocks that did not start.
+    fn await_blocks(self) -> Result<TaskPool, PoolError> {
+        let start = Instant::now();
+        let slots = &self.shared.slots;
+        let mut pause = Duration::from_micros(10);
+        loop {
+            let missing: Vec<u32> = (0..=slots.blocks)
+                .filter(|&b| !slots.started(b))
+                .map(|b| b as u32)
+                .collect();
+            if missing.is_empty() {
+                return Ok(self);
+            }
+            // A kernel that failed before its blocks started.
+            if let Some(e) = Shared::device_error(&self.shared.lock()) {
+                return Err(e);
+            }
+            let waited = start.elapsed();
+            if waited >= self.shared.timeout {
+                let blocks = slots.blocks as u32 + 1;
+                self.abandon();
+                return Err(PoolError::NotResident {
+                    missing,
+                    blocks,
+                    waited,
+                });
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(1));
+        }
+    }
+
+    /// Shuts the pool down ([`Shutdown::Cancel`]) without waiting for its
+    /// kernel: the scheduler, detached, writes EXIT into every ring and
+    /// frees the rings once the kernel ended.
+    fn abandon(self) {
+        for mut inbox in self.shared.lock_inboxes() {
+            inbox.closed = true;
+        }
+        self.shared.lock().shutdown = Some(Shutdown::Cancel);
+        self.shared.announce();
+        // Dropping the handle detaches the thread; `Drop` then finds no
+        // scheduler to wait for.
+        drop(
+            self.scheduler
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
     }
 
     fn start(shared: Arc<Shared>, device: Option<gpu::Running>) -> Result<TaskPool, PoolError> {
@@ -1043,7 +1141,15 @@ impl TaskPool {
 /// memory is never freed: a block may still use it.
 impl Drop for TaskPool {
     fn drop(&mut self) {
-        let _ = self.shutdown(Shutdown::Drain);
+        let detached = self
+            .scheduler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none();
+        // No scheduler: shut down already, or abandoned at its start.
+        if !detached {
+            let _ = self.shutdown(Shutdown::Drain);
+        }
     }
 }
 
@@ -2047,7 +2153,8 @@ mod gpu {
                     _stream: stream,
                     done,
                 }),
-            )
+            )?
+            .await_blocks()
         }
     }
 }

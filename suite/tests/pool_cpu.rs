@@ -11,8 +11,8 @@ use clustered_device::cta::Cta;
 use clustered_device::pool::serve;
 use clustered_host::cpu::{launch_entry, run, CpuLaunch, Machine, NoObserver};
 use clustered_host::pool::{
-    Finished, Header, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool, Ticket,
-    DEFAULT_DEPTH, EXIT, FINISHED, IDLE, READY, RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID,
+    start_lines, Finished, Header, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool,
+    Ticket, DEFAULT_DEPTH, EXIT, FINISHED, IDLE, READY, RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID,
     STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 use clustered_host::ClusterOptions;
@@ -303,9 +303,10 @@ fn mixed_kinds_match_the_reference() {
 /// around), and EXIT seen only in the entry the block reads next.
 #[test]
 fn a_block_walks_its_ring_in_order() {
-    // One ring, the header after it, and the publication words; two
-    // blocks: the worker and the publisher.
-    let mut slots: Box<[Slot]> = vec![Slot::IDLE; RING_ENTRIES + 1].into_boxed_slice();
+    // One ring, the header and the start marks after it, and the
+    // publication words; two blocks: the worker and the publisher.
+    let mut slots: Box<[Slot]> =
+        vec![Slot::IDLE; RING_ENTRIES + 1 + start_lines(1)].into_boxed_slice();
     let words: Box<[AtomicU32]> = (0..3).map(|_| AtomicU32::new(0)).collect();
     // SAFETY: the last slot has a header's size and alignment.
     unsafe {
@@ -419,6 +420,11 @@ fn a_block_walks_its_ring_in_order() {
         (word(0), word(1), word(2)),
         (RING_ENTRIES as u32 + 3, 1, RING_ENTRIES as u32 + 3)
     );
+    // Both blocks marked their start after the header (`abi::pool`,
+    // "Starts"), and nothing beyond the two marks.
+    let marks = slots[RING_ENTRIES + 1..].as_ptr().cast::<u32>();
+    let mark = |b: usize| unsafe { marks.add(b).read() };
+    assert_eq!((mark(0), mark(1), mark(2)), (1, 1, 0));
     drop(slots);
 }
 
@@ -1618,6 +1624,74 @@ fn a_chain_fills_its_ring_at_depth_one() {
 /// the hardware block index (here the resident block's, not the task's).
 fn hidden_block_index(cta: Cta) -> u32 {
     clustered_device::thread::block_idx_x() + cta.block_idx_x()
+}
+
+/// Holds block 1 of [`late_block_pool`] back until set.
+static LET_BLOCK_1_START: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// [`pool_demo`]'s kinds, but block 1 starts only once the test lets it:
+/// a block that is not resident when the pool starts, as when another pool
+/// holds the SM it needs.
+unsafe fn late_block_pool(slots: *mut Slot) {
+    if clustered_device::thread::block_idx_x() == 1 {
+        while !LET_BLOCK_1_START.load(Ordering::Acquire) {
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+    unsafe { pool_demo(slots) }
+}
+
+/// A pool whose blocks are not all resident would hang any task in a
+/// missing block's ring (and every gate on it): the start waits for every
+/// block's mark and, past the timeout, returns `NotResident` naming the
+/// missing blocks and the fix; a block that starts afterwards leaves at
+/// once (the abandoned pool's kernel ends).
+#[test]
+fn a_pool_whose_blocks_do_not_all_start_is_refused_with_the_blocks_named() {
+    let config = PoolConfig::new(KINDS)
+        .blocks(3)
+        .block_threads(THREADS)
+        .timeout(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let Err(PoolError::NotResident {
+        missing,
+        blocks,
+        waited,
+    }) = TaskPool::cpu(Machine::new(4), 1, late_block_pool, config)
+    else {
+        panic!("a pool with a block that never started was handed out");
+    };
+    assert!(missing.contains(&1), "block 1 is missing: {missing:?}");
+    // Block 0 started (the engine starts blocks in order: those after the
+    // held one wait for it too).
+    assert!(!missing.contains(&0), "block 0 started: {missing:?}");
+    assert_eq!(blocks, 4);
+    assert!(waited >= Duration::from_millis(300) && started.elapsed() < Duration::from_secs(30));
+    let message = PoolError::NotResident {
+        missing,
+        blocks,
+        waited,
+    }
+    .to_string();
+    assert!(message.contains("did not start"), "{message}");
+    assert!(message.contains("one pool per GPU at a time"), "{message}");
+    // The late block starts, sees EXIT and leaves; so do the others.
+    LET_BLOCK_1_START.store(true, Ordering::Release);
+    // The same kernel with every block resident serves tasks.
+    let pool = TaskPool::cpu(
+        Machine::new(4),
+        1,
+        late_block_pool,
+        PoolConfig::new(KINDS).blocks(3).block_threads(THREADS),
+    )
+    .unwrap();
+    pool.push(Task::new(EMPTY, 1, 7u32)).unwrap();
+    let done = pool.pop_finished().unwrap();
+    assert!(
+        matches!(done.outcome, Outcome::Ran { .. }),
+        "{:?}",
+        done.outcome
+    );
 }
 
 /// A pool whose one kind calls [`hidden_block_index`]. On the GPU the

@@ -8,17 +8,20 @@ use std::time::Duration;
 
 use clustered_suite::host::cudarc::driver::{CudaSlice, DevicePtr};
 use clustered_suite::host::pool::Ticket;
-use clustered_suite::host::pool::{Outcome, PoolConfig, Shutdown, Task, TaskPool};
+use clustered_suite::host::pool::{Outcome, PoolConfig, PoolError, Shutdown, Task, TaskPool};
 use clustered_suite::host::{Gpu, Module};
 use kernels::pool::{
-    Mark, Record, Saxpy, Sgemm64, Step, KINDS, MARK, RECORD, SAXPY, SGEMM64, SGEMM64_CTAS, STEP,
+    Mark, Record, Saxpy, Sgemm64, Step, EMPTY, KINDS, MARK, RECORD, SAXPY, SGEMM64, SGEMM64_CTAS,
+    STEP,
 };
 
 /// One test's pool at a time: a pool's blocks stay resident until it
-/// shuts down, and two pools started at once could each hold SMs that the
-/// other's blocks need. (A cold run of these tests in parallel once did not
-/// end within 200 s on an H100; five more runs, and two processes at once,
-/// did, and the cause was not found.)
+/// shuts down, and a pool whose blocks cannot all be resident beside
+/// another's is refused at its start (`PoolError::NotResident`, tested
+/// below), which would fail a test that ran beside one holding the GPU.
+/// (A cold run of these tests in parallel once did not end within 200 s on
+/// an H100, before pools waited for their blocks; five more runs, and two
+/// processes at once, did, and the cause was not found.)
 static ONE_POOL: Mutex<()> = Mutex::new(());
 
 /// The GPU and the suite's module, for this test alone (see [`ONE_POOL`]).
@@ -310,4 +313,49 @@ fn a_generated_pool_adds_vectors_on_the_gpu() {
     for i in 0..N as usize {
         assert_eq!(c[i], a_host[i] + b_host[i], "element {i}");
     }
+}
+
+/// Two pools on one GPU, the first holding every block the device keeps
+/// resident: the second's blocks cannot start, and its start says so
+/// (`NotResident`) instead of handing out a pool whose tasks would never
+/// run; the first pool still serves, and once it shut down a pool starts
+/// again (the refused one's kernel left when its blocks got in).
+#[test]
+fn a_second_pool_that_cannot_be_resident_is_refused() {
+    let Some((_alone, gpu, module)) = gpu_alone() else {
+        return;
+    };
+    let kernel = module.kernel("pool_demo").unwrap();
+    let threads = 128;
+    let resident = kernel.occupancy(threads, 0).unwrap() * gpu.properties().sm_count;
+    let wait = Duration::from_secs(30);
+    let config = || PoolConfig::new(KINDS).block_threads(threads);
+    let first = TaskPool::gpu(&gpu, &kernel, config().blocks(resident - 1).timeout(wait))
+        .expect("a pool of every resident block starts");
+    let refused = TaskPool::gpu(&gpu, &kernel, config().timeout(Duration::from_secs(2)));
+    let Err(PoolError::NotResident {
+        missing, blocks, ..
+    }) = refused
+    else {
+        panic!("a pool whose blocks cannot be resident was handed out: {refused:?}");
+    };
+    println!(
+        "the second pool: {} of its {blocks} blocks did not start",
+        missing.len()
+    );
+    assert!(!missing.is_empty());
+    first.push(Task::new(EMPTY, 1, 5u32)).unwrap();
+    assert!(matches!(
+        first.pop_finished().unwrap().outcome,
+        Outcome::Ran { .. }
+    ));
+    assert_eq!(first.shutdown(Shutdown::Drain), Ok(Vec::new()));
+    let again = TaskPool::gpu(&gpu, &kernel, config().timeout(wait))
+        .expect("a pool starts once the other shut down");
+    again.push(Task::new(EMPTY, 1, 6u32)).unwrap();
+    assert!(matches!(
+        again.pop_finished().unwrap().outcome,
+        Outcome::Ran { .. }
+    ));
+    assert_eq!(again.shutdown(Shutdown::Drain), Ok(Vec::new()));
 }
