@@ -520,3 +520,40 @@ extern "C" __global__ void jacobi7_3d_twin(const float *input, float *output, un
         output[at] = value;
     }
 }
+
+// Each thread walks `planes` z-planes, the points below, at and above it in
+// registers (jacobi7.rs, jacobi7_3d_march); pointers step by a plane.
+extern "C" __global__ void jacobi7_3d_march_twin(const float *input, float *output,
+                                                 unsigned int nx, unsigned int ny,
+                                                 unsigned int nz, float c0, float c1,
+                                                 unsigned int planes) {
+    unsigned int x = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int y = blockIdx.y * blockDim.y + threadIdx.y;
+    unsigned int z0 = blockIdx.z * planes;
+    if (x < nx && y < ny && z0 < nz) {
+        unsigned int z_end = min(z0 + planes, nz);
+        size_t row = nx, plane = (size_t)nx * ny;
+        bool edge = x == 0 || y == 0 || x == nx - 1 || y == ny - 1;
+        size_t first = ((size_t)z0 * ny + y) * row + x;
+        const float *from = input + first;
+        float *to = output + first;
+        float below = z0 > 0 ? from[-(ptrdiff_t)plane] : 0.0f;
+        float centre = *from;
+        for (unsigned int z = z0; z < z_end; ++z) {
+            float above = z + 1 < nz ? from[plane] : 0.0f;
+            if (edge || z == 0 || z == nz - 1) {
+                *to = centre;
+            } else {
+                float y_up = from[row];
+                float y_down = from[-(ptrdiff_t)row];
+                float x_up = from[1];
+                float x_down = from[-1];
+                *to = c1 * (above + below + y_up + y_down + x_up + x_down) - c0 * centre;
+            }
+            below = centre;
+            centre = above;
+            from += plane;
+            to += plane;
+        }
+    }
+}

@@ -43,6 +43,7 @@ pub const WORKLOADS: &[(&str, Build)] = &[
     ("transpose_wide_tiled", |size| transpose_tiled(size, true)),
     ("jacobi5", jacobi5),
     ("jacobi7_3d", jacobi7_3d),
+    ("jacobi7_3d_march", jacobi7_3d_march),
     // Ported as their authors wrote them (kernels/src/ports).
     ("hotspot", super::ports::hotspot),
     ("pathfinder", super::ports::pathfinder),
@@ -938,6 +939,28 @@ fn jacobi7_3d(size: Size) -> Workload {
             );
             expect_all("output", &outputs[0], &want)
         },
+    }
+}
+
+/// The 7-point sweep with each thread walking z-planes
+/// (`kernels::jacobi7::jacobi7_3d_march`): the paper's grid and check; two
+/// planes per walk below the benchmark's size, so that the tests' grids
+/// have walks that start and end inside the grid.
+fn jacobi7_3d_march(size: Size) -> Workload {
+    let paper = jacobi7_3d(size);
+    let [nx, ny, nz] = [2, 3, 4].map(|i| scalar(&paper, i) as u32);
+    let planes = if size == Size::Benchmark { 32 } else { 2 };
+    let mut args = paper.args.clone();
+    args.push(Arg::U32(planes));
+    Workload {
+        name: "jacobi7_3d_march",
+        shape: LaunchConfig::new(
+            [nx.div_ceil(32), ny.div_ceil(8), nz.div_ceil(planes)],
+            [32, 8, 1],
+        ),
+        args,
+        variants: variants!(kernels::jacobi7; jacobi7_3d_march (0, 1, 2, 3, 4, 5, 6, 7);),
+        ..paper
     }
 }
 
