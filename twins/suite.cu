@@ -521,6 +521,39 @@ extern "C" __global__ void jacobi7_3d_twin(const float *input, float *output, un
     }
 }
 
+// Each thread walks `rows` rows down its column, the points above, at and
+// below it in registers (jacobi5.rs, jacobi5_march); pointers step by a row.
+extern "C" __global__ void jacobi5_march_twin(const float *input, float *output,
+                                              unsigned int width, unsigned int height,
+                                              unsigned int rows) {
+    unsigned int x = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int y0 = blockIdx.y * rows;
+    if (x < width && y0 < height) {
+        unsigned int y_end = min(y0 + rows, height);
+        size_t row = width;
+        bool edge = x == 0 || x == width - 1;
+        size_t first = (size_t)y0 * row + x;
+        const float *from = input + first;
+        float *to = output + first;
+        float north = y0 > 0 ? from[-(ptrdiff_t)row] : 0.0f;
+        float centre = *from;
+        for (unsigned int y = y0; y < y_end; ++y) {
+            float south = y + 1 < height ? from[row] : 0.0f;
+            if (edge || y == 0 || y == height - 1) {
+                *to = centre;
+            } else {
+                float e = from[1];
+                float w = from[-1];
+                *to = 0.2f * (centre + north + south + e + w);
+            }
+            north = centre;
+            centre = south;
+            from += row;
+            to += row;
+        }
+    }
+}
+
 // Each thread walks `planes` z-planes, the points below, at and above it in
 // registers (jacobi7.rs, jacobi7_3d_march); pointers step by a plane.
 extern "C" __global__ void jacobi7_3d_march_twin(const float *input, float *output,

@@ -3,7 +3,7 @@
 use clustered_device::clustered;
 use clustered_device::cta::Cta;
 use clustered_device::memory::prefetch_l2;
-use clustered_device::thread::index_2d;
+use clustered_device::thread::{block_dim_x, block_idx_x, block_idx_y, index_2d, thread_idx_x};
 
 /// `output = 0.2 * (c + n + s + e + w)` at every interior point of a
 /// row-major `width x height` grid (`c` the point, `n`/`s` the rows above
@@ -86,5 +86,66 @@ unsafe fn prefetch_next_rows(
     let (x, y) = next.index_2d();
     if x < width && y < height {
         prefetch_l2(input.add((y * width + x) as usize));
+    }
+}
+
+/// The sweep of [`jacobi5`](fn@jacobi5), the same values bit for bit,
+/// written as a CUDA programmer writes a 2D stencil: each thread walks
+/// `rows` rows down its column, keeping the points above, at and below it
+/// in registers, so each point is loaded once as a vertical neighbour
+/// instead of three times; `e` and `w` are the warp's own loads of the
+/// row, from L1. The paper's kernel loads all five per point.
+///
+/// Launch: block `256 x 1`, grid `(ceil(width / 256), ceil(height /
+/// rows))`, `rows >= 1` (32 at the benchmark's size: 65536 blocks).
+/// Pointers step by a row (`usize` arithmetic).
+///
+/// Sharing: as for [`jacobi5`](fn@jacobi5), vertically now within a thread;
+/// neighbouring blocks share their edge columns' lines and, along y, one
+/// row each way.
+#[clustered(auto)]
+pub unsafe fn jacobi5_march(
+    input: *const f32,
+    output: *mut f32,
+    width: u32,
+    height: u32,
+    rows: u32,
+) {
+    let x = block_idx_x() * block_dim_x() + thread_idx_x();
+    let y0 = block_idx_y() * rows;
+    if x < width && y0 < height {
+        let y_end = y0.saturating_add(rows).min(height);
+        let row = width as usize;
+        let edge = (x == 0) | (x == width - 1);
+        let first = y0 as usize * row + x as usize;
+        let (mut from, mut to) = (input.add(first), output.add(first));
+        let mut north = if y0 > 0 { *from.sub(row) } else { 0.0 };
+        let mut centre = *from;
+        // The first and last rows of the grid are copied outside the walk.
+        let mut y = y0;
+        if y == 0 {
+            *to = centre;
+            north = centre;
+            centre = if height > 1 { *from.add(row) } else { 0.0 };
+            (from, to, y) = (from.add(row), to.add(row), 1);
+        }
+        let walk_end = if y_end == height { height - 1 } else { y_end };
+        // Inside the walk `0 < y < height - 1`: `e` and `w` are inside the
+        // grid even at the edges (they wrap to the next or previous row),
+        // so all are loaded and the edge only selects (jacobi7_3d_march:
+        // a branch around the loads cost 10% against nvcc).
+        while y < walk_end {
+            let south = *from.add(row);
+            let east = *from.add(1);
+            let west = *from.sub(1);
+            let value = 0.2 * (centre + north + south + east + west);
+            *to = if edge { centre } else { value };
+            north = centre;
+            centre = south;
+            (from, to, y) = (from.add(row), to.add(row), y + 1);
+        }
+        if y < y_end {
+            *to = centre;
+        }
     }
 }

@@ -58,6 +58,7 @@ const HELD_OUT: &[&str] = &[
     // Written in sessions 14 and 16, after the device model's calibration.
     "atax_rows_gemv",
     "conv5x5_tiled",
+    "jacobi5_march",
     "jacobi7_3d_march",
     "transpose_tiled",
     "transpose_wide_tiled",

@@ -42,6 +42,7 @@ pub const WORKLOADS: &[(&str, Build)] = &[
     ("transpose_tiled", |size| transpose_tiled(size, false)),
     ("transpose_wide_tiled", |size| transpose_tiled(size, true)),
     ("jacobi5", jacobi5),
+    ("jacobi5_march", jacobi5_march),
     ("jacobi7_3d", jacobi7_3d),
     ("jacobi7_3d_march", jacobi7_3d_march),
     // Ported as their authors wrote them (kernels/src/ports).
@@ -888,6 +889,25 @@ fn jacobi5(size: Size) -> Workload {
             let want = reference::jacobi5(&floats(w, 0), scalar(w, 2), scalar(w, 3));
             expect_all("output", &outputs[0], &want)
         },
+    }
+}
+
+/// The 5-point sweep with each thread walking rows
+/// (`kernels::jacobi5::jacobi5_march`): the paper's image and check; two
+/// rows per walk below the benchmark's size, so that the tests' walks
+/// start and end inside the grid.
+fn jacobi5_march(size: Size) -> Workload {
+    let paper = jacobi5(size);
+    let [width, height] = [2, 3].map(|i| scalar(&paper, i) as u32);
+    let rows = if size == Size::Benchmark { 32 } else { 2 };
+    let mut args = paper.args.clone();
+    args.push(Arg::U32(rows));
+    Workload {
+        name: "jacobi5_march",
+        shape: LaunchConfig::new([width.div_ceil(256), height.div_ceil(rows), 1], [256, 1, 1]),
+        args,
+        variants: variants!(kernels::jacobi5; jacobi5_march (0, 1, 2, 3, 4);),
+        ..paper
     }
 }
 
