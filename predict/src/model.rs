@@ -350,7 +350,17 @@ pub fn predict(
     let load_latency = t.l1_hit_rate * device.latency_l1
         + (1.0 - t.l1_hit_rate)
             * (t.l2_hit_rate * device.latency_l2 + (1.0 - t.l2_hit_rate) * device.latency_dram);
-    let walked = walk(module, function, launch, device, load_latency, 0);
+    let mut walked = walk(module, function, launch, device, load_latency, 0);
+    // A local array that ptxas kept in registers (no stack frame, no
+    // spills) costs no memory instruction: its `ld.local`/`st.local` are
+    // register moves or vanish (conv5x5_tiled's 25 weights).
+    let local = walked.per_warp[Class::Local.index()];
+    if local > 0.0 && resources.stack_bytes == Some(0) && resources.spill_bytes == 0 {
+        walked.per_warp[Class::Local.index()] = 0.0;
+        assumptions.push(format!(
+            "{local:.0} local loads and stores per warp not counted: ptxas keeps the arrays in registers (0 bytes of stack)"
+        ));
+    }
     for l in &walked.loops {
         if let crate::analysis::Trips::Assumed { trips, why } = &l.trips {
             assumptions.push(format!(
@@ -507,6 +517,50 @@ mod tests {
 	ret;
 }
 "#;
+
+    /// A local array written and read back, as rustc leaves a small one.
+    const LOCAL_ARRAY: &str = r#"
+.visible .entry k()
+{
+	st.local.f32 	[%rd1], %f1;
+	st.local.f32 	[%rd1+4], %f2;
+	ld.local.f32 	%f3, [%rd1];
+	ld.local.f32 	%f4, [%rd1+4];
+	add.f32 	%f5, %f3, %f4;
+	st.global.f32 	[%rd3], %f5;
+	ret;
+}
+"#;
+
+    #[test]
+    fn a_local_array_kept_in_registers_costs_no_memory_instruction() {
+        let module = Module::parse(LOCAL_ARRAY).unwrap();
+        let device = DeviceModel::h100_sxm();
+        let local = |stack_bytes: Option<u32>, spill_bytes: u32| {
+            let query = Query {
+                entry: "k",
+                launch: blocks_of_256(132 * 8),
+                dynamic_shared_bytes: 0,
+                resources: Some(Resources {
+                    registers: 16,
+                    stack_bytes,
+                    spill_bytes,
+                    ..Resources::default()
+                }),
+                traffic: Traffic::compulsory(1 << 20),
+            };
+            let p = predict(&module, &query, &device).unwrap();
+            (p.per_warp[Class::Local.index()], p.assumptions.len())
+        };
+        // ptxas said 0 bytes of stack: the four are register moves.
+        let (kept, notes) = local(Some(0), 0);
+        assert_eq!(kept, 0.0);
+        assert!(notes >= 1);
+        // A stack frame, spills, or no ptxas log: they are memory.
+        assert_eq!(local(Some(16), 0).0, 4.0);
+        assert_eq!(local(Some(0), 8).0, 4.0);
+        assert_eq!(local(None, 0).0, 4.0);
+    }
 
     #[test]
     fn independent_loads_overlap() {

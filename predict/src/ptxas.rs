@@ -15,6 +15,9 @@ pub struct Resources {
     pub shared_bytes: u32,
     /// Spill stores and loads, bytes.
     pub spill_bytes: u32,
+    /// The stack frame, bytes (`None` where the log did not say): 0 means
+    /// ptxas kept every local array of the PTX in registers.
+    pub stack_bytes: Option<u32>,
     /// The global loads its hot loop keeps in flight per thread, from the
     /// SASS ([`crate::sass::loads_in_flight`]; `None` without `cuobjdump`):
     /// what the registers ptxas gave it let it issue before reading one.
@@ -130,6 +133,9 @@ pub fn parse_log(log: &str) -> BTreeMap<String, Resources> {
             let i = words.iter().position(|w| w.starts_with(word))?;
             words.get(i.checked_sub(1)?)?.parse().ok()
         };
+        if line.contains("bytes stack frame") {
+            entry.stack_bytes = words.first().and_then(|w| w.parse().ok());
+        }
         if line.contains("spill stores") {
             entry.spill_bytes = line
                 .split(',')
@@ -161,7 +167,7 @@ ptxas info    : Function properties for sgemm_tiled\n\
 ptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem, 380 bytes cmem[0]\n\
 ptxas info    : Compiling entry function 'copy' for 'sm_90'\n\
 ptxas info    : Function properties for copy\n\
-    0 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n\
+    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n\
 ptxas info    : Used 12 registers, 364 bytes cmem[0]\n";
         let r = parse_log(log);
         assert_eq!(
@@ -170,6 +176,7 @@ ptxas info    : Used 12 registers, 364 bytes cmem[0]\n";
                 registers: 40,
                 shared_bytes: 2048,
                 spill_bytes: 0,
+                stack_bytes: Some(0),
                 loads_in_flight: None,
             }
         );
@@ -179,6 +186,7 @@ ptxas info    : Used 12 registers, 364 bytes cmem[0]\n";
                 registers: 12,
                 shared_bytes: 0,
                 spill_bytes: 12,
+                stack_bytes: Some(16),
                 loads_in_flight: None,
             }
         );
