@@ -6,10 +6,12 @@
 //!
 //! - worker `b < workers` serves the ring
 //!   `slots[b * RING_ENTRIES .. (b + 1) * RING_ENTRIES]`;
-//! - `slots[workers * RING_ENTRIES]`, read as a [`Header`], holds the
-//!   device address of the publication words ([`Header::words`]);
-//! - the [`start_lines`]`(workers)` slots after it are read as `u32` start
-//!   marks, one per block (see "Starts");
+//! - `slots[workers * RING_ENTRIES]` ([`header_slot`]), read as a
+//!   [`Header`], holds the device address of the publication words
+//!   ([`Header::words`]);
+//! - the [`start_lines`]`(workers)` slots after it ([`start_marks_slot`])
+//!   are read as `u32` start marks, one per block (see "Starts"); the host
+//!   allocates [`pool_slots`]`(workers)` slots in all;
 //! - block `workers` (the last) is the publisher.
 //!
 //! Defined once, here, so the host, the device runtime and the CPU backend
@@ -235,6 +237,22 @@ pub const fn gate_counters(workers: u32) -> usize {
 /// (`workers + 1` marks, whole 128-byte lines), zero at the launch.
 pub const fn start_lines(workers: u32) -> usize {
     (workers as usize + 1).div_ceil(SLOT_WORDS)
+}
+
+/// The [`Header`]'s slot in a pool of `workers` rings: after the rings.
+pub const fn header_slot(workers: u32) -> usize {
+    workers as usize * RING_ENTRIES
+}
+
+/// The first slot of the start marks: the line after the header.
+pub const fn start_marks_slot(workers: u32) -> usize {
+    header_slot(workers) + 1
+}
+
+/// Slots of a pool of `workers` rings, the memory the host allocates: the
+/// rings, the header and the start marks.
+pub const fn pool_slots(workers: u32) -> usize {
+    start_marks_slot(workers) + start_lines(workers)
 }
 
 /// One entry of a resident block's ring. 128 bytes and 128-byte aligned:

@@ -235,7 +235,7 @@ impl Words {
     #[inline(always)]
     unsafe fn of(slots: *mut Slot, workers: u32) -> Words {
         unsafe {
-            let header = slots.add(workers as usize * RING_ENTRIES).cast::<Header>();
+            let header = slots.add(header_slot(workers)).cast::<Header>();
             let at = core::ptr::addr_of!((*header).words).cast::<u32>();
             let low = u64::from(load_relaxed_system(at));
             let high = u64::from(load_relaxed_system(at.add(1)));
@@ -313,7 +313,7 @@ unsafe fn book_pointer(mailbox: crate::shared::Shared<u32>, at: u32) -> *mut u32
 #[inline(always)]
 unsafe fn mark_start(slots: *mut Slot, workers: u32) {
     unsafe {
-        let marks = slots.add(workers as usize * RING_ENTRIES + 1).cast::<u32>();
+        let marks = slots.add(start_marks_slot(workers)).cast::<u32>();
         store_relaxed_system(marks.add(block_idx_x() as usize), 1);
     }
 }

@@ -69,9 +69,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use clustered_device::pool::{
-    start_lines, state_name, Header, Payload, Slot, Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES,
-    POOL_ABI_VERSION, READY, RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK,
-    STATUS_UNKNOWN_KIND,
+    header_slot, pool_slots, start_lines, start_marks_slot, state_name, Header, Payload, Slot,
+    Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES, POOL_ABI_VERSION, READY, RING_ENTRIES, RUNNING,
+    STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 
 use clustered_device::cpu::MAX_RESIDENT_BLOCKS;
@@ -488,10 +488,16 @@ impl Slots {
     /// `b = blocks`.
     fn started(&self, b: usize) -> bool {
         debug_assert!(b <= self.blocks);
-        // SAFETY: the marks follow the header (`slots_with_header`), `u32`s
+        // SAFETY: the marks follow the header (`start_marks_slot`), `u32`s
         // in whole slots; alive while the pool's `Shared` is.
-        let mark =
-            unsafe { AtomicU32::from_ptr(self.host.add(self.count() + 1).cast::<u32>().add(b)) };
+        let mark = unsafe {
+            AtomicU32::from_ptr(
+                self.host
+                    .add(start_marks_slot(self.blocks as u32))
+                    .cast::<u32>()
+                    .add(b),
+            )
+        };
         mark.load(Ordering::Relaxed) != 0
     }
 
@@ -540,21 +546,15 @@ enum Memory {
     Gpu(gpu::Pinned, gpu::Words),
 }
 
-/// Slots to allocate for `rings` rings: the rings, the [`Header`] after
-/// them and the blocks' start marks (`abi::pool`, "Starts").
-fn slots_with_header(rings: u32) -> usize {
-    rings as usize * RING_ENTRIES + 1 + start_lines(rings)
-}
-
 /// Writes the header after `rings` rings at `slots`.
 ///
 /// # Safety
-/// `slots` holds [`slots_with_header`]`(rings)` slots, not yet shared.
+/// `slots` holds [`pool_slots`]`(rings)` slots, not yet shared.
 unsafe fn write_header(slots: *mut Slot, rings: u32, words: u64) {
     // SAFETY: the last slot, the size and alignment of a `Header`.
     unsafe {
         slots
-            .add(rings as usize * RING_ENTRIES)
+            .add(header_slot(rings))
             .cast::<Header>()
             .write(Header::new(words))
     };
@@ -777,7 +777,7 @@ impl TaskPool {
             ));
         }
         let blocks = config.plan(resident_per_sm, machine.sm_count())?;
-        let raw = Box::into_raw(vec![Slot::IDLE; slots_with_header(blocks)].into_boxed_slice());
+        let raw = Box::into_raw(vec![Slot::IDLE; pool_slots(blocks)].into_boxed_slice());
         let words = Box::into_raw(vec![0u32; publication_words(blocks)].into_boxed_slice());
         let host = raw.cast::<Slot>();
         // SAFETY: just allocated with the header's slot; no block runs yet.
@@ -2115,7 +2115,7 @@ mod gpu {
                 .map_err(host_error)?;
             let blocks = config.plan(per_sm, gpu.properties().sm_count)?;
             crate::module::load_on_device(kernel.function()).map_err(host_error)?;
-            let pinned = Pinned::new(gpu.context(), super::slots_with_header(blocks))?;
+            let pinned = Pinned::new(gpu.context(), super::pool_slots(blocks))?;
             let stream = gpu.new_stream().map_err(host_error)?;
             // Zeroed on the kernel's stream, before it.
             let words = stream

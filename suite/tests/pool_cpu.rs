@@ -11,9 +11,9 @@ use clustered_device::cta::Cta;
 use clustered_device::pool::serve;
 use clustered_host::cpu::{launch_entry, run, CpuLaunch, Machine, NoObserver};
 use clustered_host::pool::{
-    start_lines, Finished, Header, Outcome, PoolConfig, PoolError, Shutdown, Slot, Task, TaskPool,
-    Ticket, DEFAULT_DEPTH, EXIT, FINISHED, IDLE, READY, RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID,
-    STATUS_OK, STATUS_UNKNOWN_KIND,
+    header_slot, pool_slots, start_marks_slot, Finished, Header, Outcome, PoolConfig, PoolError,
+    Shutdown, Slot, Task, TaskPool, Ticket, DEFAULT_DEPTH, EXIT, FINISHED, IDLE, READY,
+    RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 use clustered_host::ClusterOptions;
 use clustered_suite::reference;
@@ -305,12 +305,11 @@ fn mixed_kinds_match_the_reference() {
 fn a_block_walks_its_ring_in_order() {
     // One ring, the header and the start marks after it, and the
     // publication words; two blocks: the worker and the publisher.
-    let mut slots: Box<[Slot]> =
-        vec![Slot::IDLE; RING_ENTRIES + 1 + start_lines(1)].into_boxed_slice();
+    let mut slots: Box<[Slot]> = vec![Slot::IDLE; pool_slots(1)].into_boxed_slice();
     let words: Box<[AtomicU32]> = (0..3).map(|_| AtomicU32::new(0)).collect();
     // SAFETY: the last slot has a header's size and alignment.
     unsafe {
-        (slots.as_mut_ptr().add(RING_ENTRIES) as *mut Header)
+        (slots.as_mut_ptr().add(header_slot(1)) as *mut Header)
             .write(Header::new(words.as_ptr() as u64))
     };
     let ring = slots.as_ptr() as *mut Slot;
@@ -422,7 +421,7 @@ fn a_block_walks_its_ring_in_order() {
     );
     // Both blocks marked their start after the header (`abi::pool`,
     // "Starts"), and nothing beyond the two marks.
-    let marks = slots[RING_ENTRIES + 1..].as_ptr().cast::<u32>();
+    let marks = slots[start_marks_slot(1)..].as_ptr().cast::<u32>();
     let mark = |b: usize| unsafe { marks.add(b).read() };
     assert_eq!((mark(0), mark(1), mark(2)), (1, 1, 0));
     drop(slots);
