@@ -80,3 +80,41 @@ fn suite_on_one_sm() {
     let prefetch_lanes = check_suite(1, Dispatch::Random(3));
     assert!(prefetch_lanes > 0, "no schedule prefetched on one SM");
 }
+
+/// The column walks (`jacobi5_march`, `jacobi7_3d_march`) take their walk's
+/// length as an argument: the suite's test size walks 2 rows or planes, so
+/// every walk there starts or ends inside the grid. Here each runs, in
+/// every schedule, with one row or plane per walk, with a length that
+/// leaves the last walk short, and with one walk over the whole grid
+/// (which starts and ends at its borders): the same bits as the reference.
+#[test]
+fn the_walks_are_right_at_every_walk_length() {
+    use clustered_suite::suite::Arg;
+    let profile = DeviceProfile::h100_sxm().scaled(4).unwrap();
+    // (workload, the grid axis it walks, the argument holding that extent)
+    let walks = [("jacobi5_march", 1, 3), ("jacobi7_3d_march", 2, 4)];
+    let mut checked = 0;
+    for (name, build) in suite::WORKLOADS {
+        let Some(&(_, axis, extent_arg)) = walks.iter().find(|w| w.0 == *name) else {
+            continue;
+        };
+        let Arg::U32(extent) = build(Size::Test).args[extent_arg] else {
+            panic!("{name}: argument {extent_arg} is the walked extent");
+        };
+        // One per walk, a short last walk, one walk over the whole grid.
+        for length in [1, 5, extent] {
+            let mut walked = build(Size::Test);
+            *walked.args.last_mut().unwrap() = Arg::U32(length);
+            walked.shape.grid[axis] = extent.div_ceil(length);
+            for variant in &walked.variants {
+                let case = format!("{name} / {} walking {length}", variant.label);
+                let run = simulate(&walked, variant, &profile, Dispatch::Random(7))
+                    .unwrap_or_else(|e| panic!("{case}: {e}"));
+                (walked.check)(&walked, &run.outputs)
+                    .unwrap_or_else(|e| panic!("{case}: wrong result: {e}"));
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 2 * 3 * 8, "checked only {checked} runs");
+}
