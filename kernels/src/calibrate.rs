@@ -128,7 +128,7 @@ pub unsafe fn fp32_chain(iters: u32, a: f32, b: f32, out: *mut f32, cycles: *mut
 /// waiting for the one before (LLVM cannot fold an `xor` into a sum, nor
 /// ptxas an `add` into a `LOP3`).
 #[inline(always)]
-fn xor_add8(mut x: u32, a: u32, b: u32) -> u32 {
+pub fn xor_add8(mut x: u32, a: u32, b: u32) -> u32 {
     for _ in 0..8 {
         x = (x ^ a).wrapping_add(b);
     }
@@ -329,5 +329,294 @@ pub unsafe fn scattered_stores(data: *mut u32, rows: u32, passes: u32) {
     for pass in 0..passes {
         let word = stored_word(warp, lane, pass, rows);
         *data.add(word as usize) = scattered_value(word);
+    }
+}
+
+/// Lane 0 of each warp writes `stamps[3 w ..]` = its SM id, `begin` and
+/// `end` (warp `w` = global thread `t` / 32), as
+/// [`fp32_throughput`](fn@fp32_throughput) does.
+#[inline(always)]
+unsafe fn stamp(stamps: *mut u64, t: u32, begin: u64, end: u64) {
+    if lane_id() == 0 {
+        let stamp = unsafe { stamps.add((t / 32) as usize * STAMP_WORDS) };
+        unsafe {
+            *stamp = u64::from(sm_id());
+            *stamp.add(1) = begin;
+            *stamp.add(2) = end;
+        }
+    }
+}
+
+/// Dependent instructions per iteration of the other classes' chains
+/// ([`sfu_chain`](fn@sfu_chain), [`shared_chase`](fn@shared_chase),
+/// [`atom_chase`](fn@atom_chase), [`barrier_chain`](fn@barrier_chain)).
+pub const CHAIN_PER_ITERATION: u32 = 8;
+/// Independent chains per thread of the throughput kernels
+/// ([`int_throughput`](fn@int_throughput),
+/// [`sfu_throughput`](fn@sfu_throughput),
+/// [`shared_throughput`](fn@shared_throughput)).
+pub const THROUGHPUT_CHAINS: u32 = 8;
+/// Instructions of the class per thread per iteration of
+/// [`int_throughput`](fn@int_throughput) (an `xor` and an `add`, 8 times
+/// on each chain) and [`sfu_throughput`](fn@sfu_throughput) (8 on each).
+pub const INT_THROUGHPUT_PER_ITERATION: u32 = 16 * THROUGHPUT_CHAINS;
+/// See [`INT_THROUGHPUT_PER_ITERATION`].
+pub const SFU_THROUGHPUT_PER_ITERATION: u32 = 8 * THROUGHPUT_CHAINS;
+/// Words of the shared arrays of [`shared_chase`](fn@shared_chase) and
+/// [`shared_throughput`](fn@shared_throughput): 16 KiB.
+pub const SHARED_WORDS: u32 = 4096;
+
+/// Eight dependent `rsqrt.approx.ftz.f32` (one `MUFU.RSQ` each): `x`
+/// moves towards 1 and stays a normal number.
+#[inline(always)]
+fn rsqrt8(mut x: f32) -> f32 {
+    use clustered_device::math::fast::rsqrt;
+    x = rsqrt(x);
+    x = rsqrt(x);
+    x = rsqrt(x);
+    x = rsqrt(x);
+    x = rsqrt(x);
+    x = rsqrt(x);
+    x = rsqrt(x);
+    rsqrt(x)
+}
+
+/// The value chain `k` of thread `t` of [`sfu_chain`](fn@sfu_chain) and
+/// [`sfu_throughput`](fn@sfu_throughput) starts from.
+#[inline(always)]
+pub fn sfu_seed(thread: u32, k: u32) -> f32 {
+    2.0 + (thread % 1024) as f32 / 256.0 + k as f32
+}
+
+/// What [`sfu_chain`](fn@sfu_chain) computes from `x` in `iters`
+/// iterations (and each chain of [`sfu_throughput`](fn@sfu_throughput)).
+#[inline(always)]
+pub fn sfu_chain_value(mut x: f32, iters: u32) -> f32 {
+    for _ in 0..iters {
+        x = rsqrt8(x);
+    }
+    x
+}
+
+/// A chain of `iters x 8` dependent `rsqrt.approx.ftz.f32` per thread (the
+/// special-function unit), timed with `%clock64`: `cycles[t]` = its
+/// cycles, `out[t]` = the chain's value (from [`sfu_seed`]`(t, 0)`).
+/// Launch one warp.
+///
+/// # Safety
+/// `out` and `cycles` hold one element per launched thread.
+#[kernel]
+pub unsafe fn sfu_chain(iters: u32, out: *mut f32, cycles: *mut u64) {
+    let t = index_1d();
+    let mut x = sfu_seed(t, 0);
+    let begin = clock64();
+    for _ in 0..iters {
+        x = rsqrt8(x);
+    }
+    *out.add(t as usize) = x;
+    let end = clock64();
+    *cycles.add(t as usize) = end - begin;
+}
+
+/// Special-function throughput: every thread runs [`THROUGHPUT_CHAINS`]
+/// independent chains of `rsqrt.approx.ftz.f32`, `iters x 8` on each;
+/// `out[t]` = the sum of thread t's chains, stamps as
+/// [`fp32_throughput`](fn@fp32_throughput)'s. Launch every SM full.
+///
+/// # Safety
+/// `out` holds one element per launched thread, `stamps` 3 per warp.
+#[kernel]
+pub unsafe fn sfu_throughput(iters: u32, out: *mut f32, stamps: *mut u64) {
+    let begin = clock64();
+    let t = index_1d();
+    let mut x = [0.0f32; THROUGHPUT_CHAINS as usize];
+    for (k, x) in x.iter_mut().enumerate() {
+        *x = sfu_seed(t, k as u32);
+    }
+    for _ in 0..iters {
+        x[0] = rsqrt8(x[0]);
+        x[1] = rsqrt8(x[1]);
+        x[2] = rsqrt8(x[2]);
+        x[3] = rsqrt8(x[3]);
+        x[4] = rsqrt8(x[4]);
+        x[5] = rsqrt8(x[5]);
+        x[6] = rsqrt8(x[6]);
+        x[7] = rsqrt8(x[7]);
+    }
+    *out.add(t as usize) = ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7]));
+    let end = clock64();
+    stamp(stamps, t, begin, end);
+}
+
+/// Integer throughput: every thread runs [`THROUGHPUT_CHAINS`] independent
+/// chains of `x = (x ^ a) + b` (`LOP3` and `VIADD` in sm_90 SASS), `iters x 16`
+/// instructions on each; `out[t]` = the wrapping sum of thread t's chains
+/// (chain `k` from `t + k`), stamps as
+/// [`fp32_throughput`](fn@fp32_throughput)'s. Launch every SM full.
+///
+/// # Safety
+/// `out` holds one element per launched thread, `stamps` 3 per warp.
+#[kernel]
+pub unsafe fn int_throughput(iters: u32, a: u32, b: u32, out: *mut u32, stamps: *mut u64) {
+    let begin = clock64();
+    let t = index_1d();
+    let mut x = [0u32; THROUGHPUT_CHAINS as usize];
+    for (k, x) in x.iter_mut().enumerate() {
+        *x = t.wrapping_add(k as u32);
+    }
+    for _ in 0..iters {
+        x[0] = xor_add8(x[0], a, b);
+        x[1] = xor_add8(x[1], a, b);
+        x[2] = xor_add8(x[2], a, b);
+        x[3] = xor_add8(x[3], a, b);
+        x[4] = xor_add8(x[4], a, b);
+        x[5] = xor_add8(x[5], a, b);
+        x[6] = xor_add8(x[6], a, b);
+        x[7] = xor_add8(x[7], a, b);
+    }
+    *out.add(t as usize) = x.iter().fold(0u32, |s, &v| s.wrapping_add(v));
+    let end = clock64();
+    stamp(stamps, t, begin, end);
+}
+
+/// Pointer chase through shared memory: the block copies `next[..4096]`
+/// (a chain over [`SHARED_WORDS`] slots) into a shared array, then thread
+/// 0 follows it from `start`, `steps` dependent `ld.shared` (`j = s[j]`,
+/// each with its address computation) timed with `%clock64`: `out[0]` = the cycles, `out[1]` = the last index.
+/// Launch one block (any threads: they share the copy).
+///
+/// # Safety
+/// `next` holds [`SHARED_WORDS`] indices below [`SHARED_WORDS`], and `out`
+/// 2 words.
+#[kernel]
+pub unsafe fn shared_chase(next: *const u32, start: u32, steps: u32, out: *mut u64) {
+    let slots = clustered_device::shared_array!(calibrate_chase: [u32; SHARED_WORDS as usize]);
+    let mut i = index_1d();
+    while i < SHARED_WORDS {
+        slots.write(i, *next.add(i as usize));
+        i += block_dim_x();
+    }
+    clustered_device::thread::sync_threads();
+    if index_1d() != 0 {
+        return;
+    }
+    let mut j = start;
+    let begin = clock64();
+    for _ in 0..steps {
+        j = slots.read(j);
+    }
+    *out.add(1) = u64::from(j);
+    let end = clock64();
+    *out = end - begin;
+}
+
+/// What slot `i` of [`shared_throughput`](fn@shared_throughput)'s array
+/// holds.
+#[inline(always)]
+pub fn shared_word(i: u32) -> u32 {
+    i.wrapping_mul(0x9E37_79B9) >> 7
+}
+
+/// The slot lane `lane` loads first in iteration `i` of
+/// [`shared_throughput`](fn@shared_throughput) (then 7 more, 32 words
+/// apart): 256 words a step within the array, a power of two, so one `and`.
+#[inline(always)]
+pub fn shared_base(i: u32, lane: u32) -> u32 {
+    (i.wrapping_mul(256) & (SHARED_WORDS - 256)) + lane
+}
+
+/// Shared-memory load throughput: each block fills a [`SHARED_WORDS`]
+/// array with [`shared_word`], then every thread loads `iters x 8` of its
+/// words (`ld.shared.u32`, the lanes of a warp on consecutive words: no
+/// bank conflict), 8 independent loads per iteration at offsets 32 words
+/// apart from a base that moves 256 words an iteration. `sums[t]` = the
+/// wrapping sum of what thread `t` loaded, stamps as
+/// [`fp32_throughput`](fn@fp32_throughput)'s (from after the fill). Launch
+/// every SM full, blocks of a multiple of 32 threads.
+///
+/// # Safety
+/// `sums` holds one element per launched thread, `stamps` 3 per warp.
+#[kernel]
+pub unsafe fn shared_throughput(iters: u32, sums: *mut u32, stamps: *mut u64) {
+    let words = clustered_device::shared_array!(calibrate_words: [u32; SHARED_WORDS as usize]);
+    let local = clustered_device::thread::thread_idx_x();
+    let mut i = local;
+    while i < SHARED_WORDS {
+        words.write(i, shared_word(i));
+        i += block_dim_x();
+    }
+    clustered_device::thread::sync_threads();
+    let begin = clock64();
+    let t = index_1d();
+    let lane = lane_id();
+    let mut sum = 0u32;
+    for i in 0..iters {
+        let base = shared_base(i, lane);
+        sum = sum
+            .wrapping_add(words.read(base))
+            .wrapping_add(words.read(base + 32))
+            .wrapping_add(words.read(base + 64))
+            .wrapping_add(words.read(base + 96))
+            .wrapping_add(words.read(base + 128))
+            .wrapping_add(words.read(base + 160))
+            .wrapping_add(words.read(base + 192))
+            .wrapping_add(words.read(base + 224));
+    }
+    *sums.add(t as usize) = sum;
+    let end = clock64();
+    stamp(stamps, t, begin, end);
+}
+
+/// Atomic chase: one thread follows a chain through `next` with
+/// `atom.global.add.u32` of 0 (`j = atomicAdd(&next[j], 0)`: each atomic's
+/// old value is the next address, so they are dependent and the chain is
+/// left as it was), `steps` of them timed with `%clock64`: `out[0]` = the
+/// cycles, `out[1]` = the last index. Atomics are performed in L2, so on a
+/// chain that fits L2 this is an atomic's round trip.
+///
+/// # Safety
+/// As [`pointer_chase`](fn@pointer_chase).
+#[kernel]
+pub unsafe fn atom_chase(next: *mut u32, start: u32, steps: u32, out: *mut u64) {
+    if index_1d() != 0 {
+        return;
+    }
+    let mut j = start;
+    let begin = clock64();
+    for _ in 0..steps {
+        j = clustered_device::atomic::fetch_add_u32(next.add(j as usize), 0);
+    }
+    *out.add(1) = u64::from(j);
+    let end = clock64();
+    *out = end - begin;
+}
+
+/// Barriers: every thread of one block runs `iters x 8` `bar.sync` with
+/// nothing between them; thread 0 writes `out[0]` = the cycles and
+/// `out[1]` = the barriers it counted. The cost of one barrier of the
+/// block's warps, all present.
+///
+/// # Safety
+/// `out` holds 2 words.
+#[kernel]
+pub unsafe fn barrier_chain(iters: u32, out: *mut u64) {
+    use clustered_device::thread::sync_threads;
+    let begin = clock64();
+    let mut count = 0u64;
+    for _ in 0..iters {
+        sync_threads();
+        sync_threads();
+        sync_threads();
+        sync_threads();
+        sync_threads();
+        sync_threads();
+        sync_threads();
+        sync_threads();
+        count += u64::from(CHAIN_PER_ITERATION);
+    }
+    let end = clock64();
+    if index_1d() == 0 {
+        *out = end - begin;
+        *out.add(1) = count;
     }
 }

@@ -18,10 +18,13 @@ use clustered_host::{ClusterOptions, CudaSlice, Gpu, LaunchConfig, Module};
 use clustered_predict::device::{ClassFigures, DeviceError};
 use clustered_predict::DeviceModel;
 use kernels::calibrate::{
-    fp32_chain, fp32_throughput, int_chain, l1_scattered_loads, pointer_chase, pointer_chase_l2,
-    read_sum, scattered_stores, scattered_value, scattered_word, FP32_CHAIN_PER_ITERATION,
-    FP32_THROUGHPUT_PER_ITERATION, INT_CHAIN_PER_ITERATION, SCATTER_LOADS_PER_ITERATION,
-    SCATTER_WORDS, STAMP_WORDS,
+    atom_chase, barrier_chain, fp32_chain, fp32_throughput, int_chain, int_throughput,
+    l1_scattered_loads, pointer_chase, pointer_chase_l2, read_sum, scattered_stores,
+    scattered_value, scattered_word, sfu_chain, sfu_throughput, shared_base, shared_chase,
+    shared_throughput, shared_word, xor_add8, CHAIN_PER_ITERATION, FP32_CHAIN_PER_ITERATION,
+    FP32_THROUGHPUT_PER_ITERATION, INT_CHAIN_PER_ITERATION, INT_THROUGHPUT_PER_ITERATION,
+    SCATTER_LOADS_PER_ITERATION, SCATTER_WORDS, SFU_THROUGHPUT_PER_ITERATION, SHARED_WORDS,
+    STAMP_WORDS, THROUGHPUT_CHAINS,
 };
 
 /// Why calibration stopped.
@@ -520,18 +523,36 @@ pub enum Field {
     L1LinesPerClock,
     /// `l2_partial_sectors_per_ns`.
     L2PartialSectors,
+    /// `classes.sfu.latency`.
+    SfuLatency,
+    /// `classes.sfu.rate`.
+    SfuRate,
+    /// `classes.ld.shared.latency`.
+    SharedLatency,
+    /// `classes.ld.shared.rate`.
+    SharedRate,
+    /// `classes.atom.latency`.
+    AtomLatency,
+    /// `classes.bar.latency`.
+    BarLatency,
 }
 
 impl Field {
     /// Every field, in the table's order.
-    pub const ALL: [Field; 11] = [
+    pub const ALL: [Field; 17] = [
         Field::ClockGhz,
         Field::LatencyL1,
         Field::LatencyL2,
         Field::LatencyDram,
         Field::Fp32Latency,
         Field::IntLatency,
+        Field::SfuLatency,
+        Field::SharedLatency,
+        Field::AtomLatency,
+        Field::BarLatency,
         Field::Fp32Rate,
+        Field::SfuRate,
+        Field::SharedRate,
         Field::L1LinesPerClock,
         Field::L2Gbps,
         Field::L2PartialSectors,
@@ -552,6 +573,12 @@ impl Field {
             Field::IntLatency => "classes.int.latency",
             Field::L1LinesPerClock => "l1_lines_per_clock_per_sm",
             Field::L2PartialSectors => "l2_partial_sectors_per_ns",
+            Field::SfuLatency => "classes.sfu.latency",
+            Field::SfuRate => "classes.sfu.rate",
+            Field::SharedLatency => "classes.ld.shared.latency",
+            Field::SharedRate => "classes.ld.shared.rate",
+            Field::AtomLatency => "classes.atom.latency",
+            Field::BarLatency => "classes.bar.latency",
         }
     }
 
@@ -563,9 +590,13 @@ impl Field {
             | Field::LatencyL2
             | Field::LatencyDram
             | Field::Fp32Latency
-            | Field::IntLatency => "cycles",
+            | Field::IntLatency
+            | Field::SfuLatency
+            | Field::SharedLatency
+            | Field::AtomLatency
+            | Field::BarLatency => "cycles",
             Field::DramGbps | Field::L2Gbps => "GB/s",
-            Field::Fp32Rate => "warp instr / clock / SM",
+            Field::Fp32Rate | Field::SfuRate | Field::SharedRate => "warp instr / clock / SM",
             Field::L1LinesPerClock => "lines / clock / SM",
             Field::L2PartialSectors => "sectors / ns",
         }
@@ -579,9 +610,13 @@ impl Field {
             | Field::LatencyL2
             | Field::LatencyDram
             | Field::Fp32Latency
-            | Field::IntLatency => "latencies",
+            | Field::IntLatency
+            | Field::SfuLatency
+            | Field::SharedLatency
+            | Field::AtomLatency
+            | Field::BarLatency => "latencies",
             Field::DramGbps | Field::L2Gbps | Field::L2PartialSectors => "bandwidth",
-            Field::Fp32Rate => "rates",
+            Field::Fp32Rate | Field::SfuRate | Field::SharedRate => "rates",
             Field::L1LinesPerClock => "l1",
         }
     }
@@ -600,6 +635,12 @@ impl Field {
             Field::IntLatency => class(model, "int").latency,
             Field::L1LinesPerClock => model.l1_lines_per_clock_per_sm,
             Field::L2PartialSectors => model.l2_partial_sectors_per_ns,
+            Field::SfuLatency => class(model, "sfu").latency,
+            Field::SfuRate => class(model, "sfu").rate,
+            Field::SharedLatency => class(model, "ld.shared").latency,
+            Field::SharedRate => class(model, "ld.shared").rate,
+            Field::AtomLatency => class(model, "atom").latency,
+            Field::BarLatency => class(model, "bar").latency,
         }
     }
 
@@ -617,6 +658,12 @@ impl Field {
             Field::IntLatency => class_mut(model, "int").latency = value,
             Field::L1LinesPerClock => model.l1_lines_per_clock_per_sm = value,
             Field::L2PartialSectors => model.l2_partial_sectors_per_ns = value,
+            Field::SfuLatency => class_mut(model, "sfu").latency = value,
+            Field::SfuRate => class_mut(model, "sfu").rate = value,
+            Field::SharedLatency => class_mut(model, "ld.shared").latency = value,
+            Field::SharedRate => class_mut(model, "ld.shared").rate = value,
+            Field::AtomLatency => class_mut(model, "atom").latency = value,
+            Field::BarLatency => class_mut(model, "bar").latency = value,
         }
     }
 }
@@ -762,21 +809,35 @@ pub fn sanity(calibration: &Calibration, base: &DeviceModel) -> Vec<String> {
             ));
         }
     }
-    if let Some(rate) = value(Field::Fp32Rate) {
-        let issue = f64::from(base.schedulers_per_sm) * base.issue_per_scheduler;
-        if rate > issue * 1.05 {
-            warnings.push(format!(
-                "classes.fp32.rate: {rate:.2} warp instructions per clock is above what {} schedulers issue ({issue})",
-                base.schedulers_per_sm
-            ));
+    let issue = f64::from(base.schedulers_per_sm) * base.issue_per_scheduler;
+    for field in [Field::Fp32Rate, Field::SfuRate, Field::SharedRate] {
+        if let Some(rate) = value(field) {
+            if rate > issue * 1.05 {
+                warnings.push(format!(
+                    "{}: {rate:.2} warp instructions per clock is above what {} schedulers issue ({issue})",
+                    field.key(),
+                    base.schedulers_per_sm
+                ));
+            }
         }
     }
-    for field in [Field::Fp32Latency, Field::IntLatency] {
+    // A pipeline's dependent latency is a few to a few tens of cycles; an
+    // atomic's is an L2 round trip; a barrier's, tens of cycles.
+    for (field, range) in [
+        (Field::Fp32Latency, 1.0..=64.0),
+        (Field::IntLatency, 1.0..=64.0),
+        (Field::SfuLatency, 1.0..=64.0),
+        (Field::SharedLatency, 1.0..=64.0),
+        (Field::AtomLatency, 50.0..=5000.0),
+        (Field::BarLatency, 1.0..=1000.0),
+    ] {
         if let Some(latency) = value(field) {
-            if !(1.0..=64.0).contains(&latency) {
+            if !range.contains(&latency) {
                 warnings.push(format!(
-                    "{}: {latency:.2} cycles is outside 1 to 64",
-                    field.key()
+                    "{}: {latency:.2} cycles is outside {} to {}",
+                    field.key(),
+                    range.start(),
+                    range.end()
                 ));
             }
         }
@@ -1018,13 +1079,90 @@ pub fn measure(
         int_latency(gpu, module, runs),
         Field::IntLatency,
         "one warp, a chain of 32768 dependent integer instructions per thread (xor.b32, \
-         add.s32 alternating: LOP3 and IADD in SASS), %clock64 over the chain",
+         add.s32 alternating: LOP3 and VIADD in sm_90 SASS), %clock64 over the chain",
+    );
+
+    log("the other classes: special functions, shared memory, atomics, barriers");
+    record(
+        &mut calibration,
+        sfu_latency(gpu, module, runs),
+        Field::SfuLatency,
+        "one warp, a chain of 8192 dependent rsqrt.approx.ftz.f32 per thread (MUFU.RSQ), \
+         %clock64 over the chain",
+    );
+    record(
+        &mut calibration,
+        shared_latency(gpu, module, runs),
+        Field::SharedLatency,
+        "a one-thread pointer chase through 16 KiB of shared memory (`j = s[j]`, ld.shared.u32, \
+         one word per slot in random order), %clock64 over 4096 dependent loads, each with its \
+         address computation",
+    );
+    record(
+        &mut calibration,
+        atom_latency(gpu, module, &l2_layout, runs),
+        Field::AtomLatency,
+        &format!(
+            "a one-thread chase of atom.global.add.u32 of 0 (each atomic's old value the next \
+             address) over the L2 chase's {} MiB, one slot per 128-byte line, after a run that \
+             brings it into L2; %clock64 over 4096 dependent atomics",
+            l2_layout.bytes() >> 20
+        ),
+    );
+    record(
+        &mut calibration,
+        bar_latency(gpu, module, runs),
+        Field::BarLatency,
+        &format!(
+            "one block of {BLOCK} threads, 8192 bar.sync back to back, %clock64 over them: a \
+             barrier with every warp present (fences, also in this class, are not measured)"
+        ),
+    );
+    let blocks_per_sm = (props.max_threads_per_sm / BLOCK).max(1);
+    // Printed, not written: ptxas spreads PTX's integer class over pipes
+    // (IMAD on the FMA pipe; ISETP, LEA, SHF, LOP3 on the ALU pipe) in
+    // proportions of its own per kernel, so one mix's rate is not the
+    // kernels'; the file keeps the ALU pipe's 64 lanes a clock.
+    match int_rate(gpu, module, runs).map(|s| median(&s)) {
+        Ok(Some(value)) => calibration.extras.push(Extra {
+            name: "int rate (LOP3 + VIADD)".to_string(),
+            value,
+            unit: "warp instr / clock / SM".to_string(),
+            note: format!(
+                "{blocks_per_sm} blocks of {BLOCK} threads per SM, 8 chains of xor and add per \
+                 thread (LOP3 and VIADD); not written: the kernels' integer mix differs"
+            ),
+        }),
+        Ok(None) => {}
+        Err(e) => calibration
+            .warnings
+            .push(format!("integer rate: not measured: {e}")),
+    }
+    record(
+        &mut calibration,
+        sfu_rate(gpu, module, runs),
+        Field::SfuRate,
+        &format!(
+            "{blocks_per_sm} blocks of {BLOCK} threads per SM, 8 independent chains of \
+             rsqrt.approx.ftz.f32 per thread; per SM its warps' instructions over %clock64 \
+             from its first warp's start to its last warp's end, median over SMs"
+        ),
+    );
+    record(
+        &mut calibration,
+        shared_rate(gpu, module, runs),
+        Field::SharedRate,
+        &format!(
+            "{blocks_per_sm} blocks of {BLOCK} threads per SM, each thread 8 independent \
+             ld.shared.u32 per iteration (a warp's lanes on consecutive words: no bank \
+             conflict); per SM its warps' instructions over %clock64 from its first warp's \
+             start to its last warp's end, median over SMs"
+        ),
     );
 
     log("FP32 throughput and the clock under load");
     match fp32_rate_and_clock(gpu, module, runs) {
         Ok((rate, clock)) => {
-            let blocks_per_sm = (props.max_threads_per_sm / BLOCK).max(1);
             record(
                 &mut calibration,
                 Ok(rate),
@@ -1606,6 +1744,298 @@ fn partial_store_rate(
     Ok(samples)
 }
 
+/// Fails unless every value is within `tolerance` of `want`: what the
+/// special-function chains settle to (`rsqrt` iterated tends to 1).
+fn check_settled(
+    got: &[f32],
+    want: f32,
+    tolerance: f32,
+    kernel: &str,
+) -> Result<(), CalibrateError> {
+    // NaN is never within the tolerance.
+    let settled = |v: &f32| (v - want).abs() <= tolerance;
+    match got.iter().position(|v| !settled(v)) {
+        Some(t) => Err(CalibrateError::WrongResult(format!(
+            "{kernel}: thread {t} ended at {}, not within {tolerance} of {want}",
+            got[t]
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Cycles per dependent `rsqrt.approx.ftz.f32` (`MUFU.RSQ`), one warp.
+fn sfu_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, CalibrateError> {
+    let mut out = gpu.zeros::<f32>(32)?;
+    let samples = chain_latency(gpu, runs, CHAIN_PER_ITERATION, |iters, cycles| {
+        // SAFETY: 32 threads, out and cycles hold 32 elements.
+        unsafe {
+            gpu.launch_entry(
+                module,
+                sfu_chain::KERNEL,
+                one_warp(),
+                &ClusterOptions::default(),
+                (iters, &mut out, cycles),
+            )
+        }
+    })?;
+    check_settled(&gpu.dtoh(&out)?, 1.0, 1e-3, "sfu_chain")?;
+    Ok(samples)
+}
+
+/// Runs a stamped throughput kernel over the full grid `runs + 1` times
+/// (the first untimed) through `launch(stamps)`, checking each run with
+/// `check`, and returns per run the median over SMs of its warps'
+/// `per_warp` instructions per clock.
+fn stamped_rate(
+    gpu: &Gpu,
+    runs: usize,
+    per_warp: f64,
+    mut launch: impl FnMut(&mut CudaSlice<u64>) -> Result<(), CalibrateError>,
+) -> Result<Vec<f64>, CalibrateError> {
+    let (_, threads) = full_grid(gpu);
+    let mut stamps = gpu.zeros::<u64>(threads / 32 * STAMP_WORDS)?;
+    let mut samples = Vec::new();
+    for run in 0..=runs {
+        launch(&mut stamps)?;
+        // The first run warms the instruction cache and the clocks.
+        if run > 0 {
+            samples.extend(rate_per_sm(&sm_spans(&gpu.dtoh(&stamps)?), per_warp));
+        }
+    }
+    Ok(samples)
+}
+
+/// What thread `t` of `int_throughput` writes after `iters` iterations.
+pub fn int_throughput_expected(t: u32, a: u32, b: u32, iters: u32) -> u32 {
+    (0..THROUGHPUT_CHAINS).fold(0u32, |sum, k| {
+        let x = (0..iters).fold(t.wrapping_add(k), |x, _| xor_add8(x, a, b));
+        sum.wrapping_add(x)
+    })
+}
+
+/// Integer warp instructions (`LOP3`, `VIADD`) per clock per SM.
+fn int_rate(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, CalibrateError> {
+    let (config, threads) = full_grid(gpu);
+    let (a, b, iters) = (0x9E37_79B9u32, 0x7F4A_7C15u32, 512u32);
+    let mut out = gpu.zeros::<u32>(threads)?;
+    let per_warp = f64::from(iters) * f64::from(INT_THROUGHPUT_PER_ITERATION);
+    stamped_rate(gpu, runs, per_warp, |stamps| {
+        // SAFETY: out holds one element per thread, stamps 3 per warp.
+        unsafe {
+            gpu.launch_entry(
+                module,
+                int_throughput::KERNEL,
+                config,
+                &ClusterOptions::default(),
+                (iters, a, b, &mut out, stamps),
+            )?;
+        }
+        let got = gpu.dtoh(&out)?;
+        // A thread in a thousand: the host's chains take a while.
+        match (0..threads as u32)
+            .step_by(997)
+            .find(|&t| got[t as usize] != int_throughput_expected(t, a, b, iters))
+        {
+            Some(t) => Err(CalibrateError::WrongResult(format!(
+                "int_throughput: thread {t} wrote {}, the host {}",
+                got[t as usize],
+                int_throughput_expected(t, a, b, iters)
+            ))),
+            None => Ok(()),
+        }
+    })
+}
+
+/// Special-function warp instructions (`MUFU.RSQ`) per clock per SM.
+fn sfu_rate(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, CalibrateError> {
+    let (config, threads) = full_grid(gpu);
+    let iters = 512u32;
+    let mut out = gpu.zeros::<f32>(threads)?;
+    let per_warp = f64::from(iters) * f64::from(SFU_THROUGHPUT_PER_ITERATION);
+    stamped_rate(gpu, runs, per_warp, |stamps| {
+        // SAFETY: out holds one element per thread, stamps 3 per warp.
+        unsafe {
+            gpu.launch_entry(
+                module,
+                sfu_throughput::KERNEL,
+                config,
+                &ClusterOptions::default(),
+                (iters, &mut out, stamps),
+            )?;
+        }
+        // Eight chains, each settled at 1.
+        check_settled(
+            &gpu.dtoh(&out)?,
+            THROUGHPUT_CHAINS as f32,
+            1e-2,
+            "sfu_throughput",
+        )
+    })
+}
+
+/// What a thread in lane `lane` of `shared_throughput` sums in `iters`
+/// iterations.
+pub fn shared_sum_expected(lane: u32, iters: u32) -> u32 {
+    (0..iters).fold(0u32, |sum, i| {
+        let base = shared_base(i, lane);
+        (0..8).fold(sum, |sum, k| sum.wrapping_add(shared_word(base + 32 * k)))
+    })
+}
+
+/// Shared-memory warp loads (`LDS`, 32 bits, no bank conflict) per clock
+/// per SM.
+fn shared_rate(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, CalibrateError> {
+    let (config, threads) = full_grid(gpu);
+    let iters = 1024u32;
+    let mut sums = gpu.zeros::<u32>(threads)?;
+    let expected: Vec<u32> = (0..32)
+        .map(|lane| shared_sum_expected(lane, iters))
+        .collect();
+    let per_warp = f64::from(iters) * 8.0;
+    stamped_rate(gpu, runs, per_warp, |stamps| {
+        // SAFETY: sums holds one element per thread, stamps 3 per warp;
+        // blocks of BLOCK threads, a multiple of 32.
+        unsafe {
+            gpu.launch_entry(
+                module,
+                shared_throughput::KERNEL,
+                config,
+                &ClusterOptions::default(),
+                (iters, &mut sums, stamps),
+            )?;
+        }
+        let got = gpu.dtoh(&sums)?;
+        match (0..threads).find(|&t| got[t] != expected[t % 32]) {
+            Some(t) => Err(CalibrateError::WrongResult(format!(
+                "shared_throughput: thread {t} summed {}, the host {}",
+                got[t],
+                expected[t % 32]
+            ))),
+            None => Ok(()),
+        }
+    })
+}
+
+/// Cycles per dependent `ld.shared` of a chase through 16 KiB of shared
+/// memory, each with its address computation.
+fn shared_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, CalibrateError> {
+    let layout = ChaseLayout {
+        len: SHARED_WORDS as usize,
+        stride: 1,
+        group: SHARED_WORDS as usize,
+    };
+    let Chain { next, start } = chase_cycle(&layout, 0x5A4ED)?;
+    let buffer = gpu.htod(&next)?;
+    let mut out = gpu.zeros::<u64>(2)?;
+    let steps = 4096u32;
+    let mut samples = Vec::new();
+    for run in 0..=runs {
+        // SAFETY: next holds SHARED_WORDS indices below SHARED_WORDS
+        // (chase_cycle over that many slots), out 2 words.
+        unsafe {
+            gpu.launch_entry(
+                module,
+                shared_chase::KERNEL,
+                LaunchConfig::new([1, 1, 1], [BLOCK, 1, 1]),
+                &ClusterOptions::default(),
+                (&buffer, start, steps, &mut out),
+            )?;
+        }
+        let result = gpu.dtoh(&out)?;
+        let expected = chase(&next, start, u64::from(steps));
+        if u32::try_from(result[1]).ok() != expected {
+            return Err(CalibrateError::WrongResult(format!(
+                "shared_chase ended at {}, the host's walk at {expected:?}",
+                result[1]
+            )));
+        }
+        if run > 0 {
+            samples.extend(per_step(result[0], u64::from(steps)));
+        }
+    }
+    Ok(samples)
+}
+
+/// Cycles per dependent `atom.global.add.u32` on a chain in L2 (`layout`),
+/// one thread; the chain must come back unchanged (every add is of 0).
+fn atom_latency(
+    gpu: &Gpu,
+    module: &Module,
+    layout: &ChaseLayout,
+    runs: usize,
+) -> Result<Vec<f64>, CalibrateError> {
+    let Chain { next, start } = chase_cycle(layout, 0xA70B ^ layout.len as u64)?;
+    let mut buffer = gpu.htod(&next)?;
+    let mut out = gpu.zeros::<u64>(2)?;
+    let steps = 4096u32;
+    let mut start = start;
+    let mut samples = Vec::new();
+    for run in 0..=runs {
+        // SAFETY: every index of the chain is a slot below next's length,
+        // start is one (then where the last run ended, checked), out holds
+        // 2 words.
+        unsafe {
+            gpu.launch_entry(
+                module,
+                atom_chase::KERNEL,
+                one_thread(),
+                &ClusterOptions::default(),
+                (&mut buffer, start, steps, &mut out),
+            )?;
+        }
+        let result = gpu.dtoh(&out)?;
+        let expected = chase(&next, start, u64::from(steps));
+        if u32::try_from(result[1]).ok() != expected {
+            return Err(CalibrateError::WrongResult(format!(
+                "atom_chase ended at {}, the host's walk at {expected:?}",
+                result[1]
+            )));
+        }
+        start = result[1] as u32;
+        // The first run brings the chain into L2.
+        if run > 0 {
+            samples.extend(per_step(result[0], u64::from(steps)));
+        }
+    }
+    if gpu.dtoh(&buffer)? != next {
+        return Err(CalibrateError::WrongResult(
+            "atom_chase changed its chain: its atomics added something other than 0".to_string(),
+        ));
+    }
+    Ok(samples)
+}
+
+/// Cycles per `bar.sync` of one block of [`BLOCK`] threads, back to back.
+fn bar_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, CalibrateError> {
+    let mut out = gpu.zeros::<u64>(2)?;
+    let iters = 1024u32;
+    let mut samples = Vec::new();
+    for run in 0..=runs {
+        // SAFETY: out holds 2 words.
+        unsafe {
+            gpu.launch_entry(
+                module,
+                barrier_chain::KERNEL,
+                LaunchConfig::new([1, 1, 1], [BLOCK, 1, 1]),
+                &ClusterOptions::default(),
+                (iters, &mut out),
+            )?;
+        }
+        let result = gpu.dtoh(&out)?;
+        let barriers = u64::from(iters) * u64::from(CHAIN_PER_ITERATION);
+        if result[1] != barriers {
+            return Err(CalibrateError::WrongResult(format!(
+                "barrier_chain counted {} barriers, not {barriers}",
+                result[1]
+            )));
+        }
+        if run > 0 {
+            samples.extend(per_step(result[0], barriers));
+        }
+    }
+    Ok(samples)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1908,6 +2338,64 @@ mod tests {
         c.measurements[6].value = 8.0; // above 4 schedulers
         let w = sanity(&c, &base);
         for key in ["l2_gbps", "clock_ghz", "classes.fp32.rate"] {
+            assert!(w.iter().any(|w| w.starts_with(key)), "{key}: {w:?}");
+        }
+    }
+
+    #[test]
+    fn every_field_is_its_own_figure_of_the_model() {
+        let base = DeviceModel::h100_sxm();
+        let mut model = base.clone();
+        // Distinct values: a field that wrote another's figure would read
+        // back the wrong one.
+        for (k, field) in Field::ALL.into_iter().enumerate() {
+            field.set(&mut model, 1000.0 + k as f64);
+        }
+        for (k, field) in Field::ALL.into_iter().enumerate() {
+            assert_eq!(field.get(&model), 1000.0 + k as f64, "{}", field.key());
+            assert!(field.get(&base).is_finite(), "{}", field.key());
+        }
+        let keys: BTreeSet<&str> = Field::ALL.iter().map(|f| f.key()).collect();
+        assert_eq!(keys.len(), Field::ALL.len());
+    }
+
+    #[test]
+    fn sanity_knows_each_class_figures_range() {
+        let base = DeviceModel::h100_sxm();
+        let m = |field, value: f64| Measurement {
+            field,
+            value,
+            method: String::new(),
+            samples: vec![value],
+        };
+        let plausible = Calibration {
+            measurements: vec![
+                m(Field::SfuLatency, 17.0),
+                m(Field::SharedLatency, 29.0),
+                m(Field::AtomLatency, 385.0),
+                m(Field::BarLatency, 28.0),
+                m(Field::SfuRate, 0.5),
+                m(Field::SharedRate, 1.0),
+            ],
+            ..Calibration::default()
+        };
+        assert_eq!(sanity(&plausible, &base), Vec::<String>::new());
+        let off = Calibration {
+            measurements: vec![
+                m(Field::AtomLatency, 20.0),
+                m(Field::BarLatency, 3000.0),
+                m(Field::SharedLatency, 90.0),
+                m(Field::SfuRate, 5.0),
+            ],
+            ..Calibration::default()
+        };
+        let w = sanity(&off, &base);
+        for key in [
+            "classes.atom.latency: 20.00 cycles is outside 50 to 5000",
+            "classes.bar.latency: 3000.00 cycles is outside 1 to 1000",
+            "classes.ld.shared.latency: 90.00 cycles is outside 1 to 64",
+            "classes.sfu.rate: 5.00 warp instructions per clock is above",
+        ] {
             assert!(w.iter().any(|w| w.starts_with(key)), "{key}: {w:?}");
         }
     }

@@ -317,3 +317,185 @@ fn the_scattered_stores_write_every_word_a_sector_in_part_per_lane() {
     assert_eq!(scattered_rows(4 << 20), 8192);
     assert_eq!(scattered_rows(0), 32);
 }
+
+#[test]
+fn the_other_classes_kernels_compute_the_hosts_values() {
+    use clustered_suite::calibrate::{int_throughput_expected, shared_sum_expected};
+    let machine = Machine::new(2);
+    let iters = 3u32;
+
+    // The special-function chain: rsqrt iterated, settling at 1.
+    let (mut out, mut cycles) = (vec![0f32; 32], vec![0u64; 32]);
+    // SAFETY: 32 threads, both buffers hold 32 elements.
+    unsafe {
+        launch_entry(
+            sfu_chain::KERNEL,
+            &machine,
+            launch(1, 32),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (iters, &mut out, &mut cycles),
+        )
+    }
+    .unwrap();
+    for (t, &value) in out.iter().enumerate() {
+        let want = sfu_chain_value(sfu_seed(t as u32, 0), iters);
+        assert_eq!(value.to_bits(), want.to_bits(), "thread {t}");
+        assert!((value - 1.0).abs() < 1e-3, "thread {t}: {value}");
+    }
+
+    // The throughput kernels, two blocks of 64 threads.
+    let (blocks, block) = (2u32, 64u32);
+    let threads = (blocks * block) as usize;
+    let written = |stamps: &[u64]| {
+        stamps
+            .chunks_exact(STAMP_WORDS)
+            .all(|s| machine.sm_ids.contains(&(s[0] as u32)) && s[2] >= s[1])
+    };
+    let mut sums = vec![0f32; threads];
+    let mut stamps = vec![u64::MAX; threads / 32 * STAMP_WORDS];
+    // SAFETY: one element per thread, 3 stamps per warp.
+    unsafe {
+        launch_entry(
+            sfu_throughput::KERNEL,
+            &machine,
+            launch(blocks, block),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (iters, &mut sums, &mut stamps),
+        )
+    }
+    .unwrap();
+    for (t, &value) in sums.iter().enumerate() {
+        let x: Vec<f32> = (0..THROUGHPUT_CHAINS)
+            .map(|k| sfu_chain_value(sfu_seed(t as u32, k), iters))
+            .collect();
+        let want = ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7]));
+        assert_eq!(value.to_bits(), want.to_bits(), "sfu_throughput thread {t}");
+    }
+    assert!(written(&stamps), "sfu_throughput's stamps: {stamps:?}");
+
+    let (a, b) = (0x9E37_79B9u32, 0x7F4A_7C15u32);
+    let mut out = vec![0u32; threads];
+    let mut stamps = vec![u64::MAX; threads / 32 * STAMP_WORDS];
+    // SAFETY: as above.
+    unsafe {
+        launch_entry(
+            int_throughput::KERNEL,
+            &machine,
+            launch(blocks, block),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (iters, a, b, &mut out, &mut stamps),
+        )
+    }
+    .unwrap();
+    for (t, &value) in out.iter().enumerate() {
+        assert_eq!(
+            value,
+            int_throughput_expected(t as u32, a, b, iters),
+            "int_throughput thread {t}"
+        );
+    }
+    assert!(written(&stamps), "int_throughput's stamps: {stamps:?}");
+
+    let mut out = vec![0u32; threads];
+    let mut stamps = vec![u64::MAX; threads / 32 * STAMP_WORDS];
+    // The base wraps within the array after 16 iterations: run past it.
+    let shared_iters = 20u32;
+    // SAFETY: as above; blocks of a multiple of 32 threads.
+    unsafe {
+        launch_entry(
+            shared_throughput::KERNEL,
+            &machine,
+            launch(blocks, block),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (shared_iters, &mut out, &mut stamps),
+        )
+    }
+    .unwrap();
+    for (t, &value) in out.iter().enumerate() {
+        assert_eq!(
+            value,
+            shared_sum_expected(t as u32 % 32, shared_iters),
+            "shared_throughput thread {t}"
+        );
+    }
+    assert!(written(&stamps), "shared_throughput's stamps: {stamps:?}");
+}
+
+#[test]
+fn the_shared_and_atomic_chases_end_where_the_hosts_walk_ends() {
+    let machine = Machine::new(1);
+    let layout = ChaseLayout {
+        len: SHARED_WORDS as usize,
+        stride: 1,
+        group: SHARED_WORDS as usize,
+    };
+    let Chain { next, start } = chase_cycle(&layout, 5).unwrap();
+    for steps in [1u32, 37, 5000] {
+        let mut out = [0u64; 2];
+        // SAFETY: next holds SHARED_WORDS indices below SHARED_WORDS, out 2
+        // words; the block's 64 threads share the copy.
+        unsafe {
+            launch_entry(
+                shared_chase::KERNEL,
+                &machine,
+                launch(1, 64),
+                &ClusterOptions::default(),
+                &mut NoObserver,
+                (&next, start, steps, &mut out),
+            )
+        }
+        .unwrap();
+        assert_eq!(
+            Some(out[1] as u32),
+            chase(&next, start, u64::from(steps)),
+            "shared, {steps} steps"
+        );
+    }
+
+    let layout = ChaseLayout {
+        len: 8192,
+        stride: 32,
+        group: 1024,
+    };
+    let Chain { next, start } = chase_cycle(&layout, 9).unwrap();
+    let mut chain = next.clone();
+    let mut out = [0u64; 2];
+    // SAFETY: every index of the chain is a slot below its length, out
+    // holds 2 words.
+    unsafe {
+        launch_entry(
+            atom_chase::KERNEL,
+            &machine,
+            launch(1, 1),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (&mut chain, start, 300u32, &mut out),
+        )
+    }
+    .unwrap();
+    assert_eq!(Some(out[1] as u32), chase(&next, start, 300), "atomics");
+    assert_eq!(chain, next, "the atomics added 0: the chain is unchanged");
+}
+
+#[test]
+fn the_barrier_chain_counts_every_barrier_of_every_thread() {
+    let machine = Machine::new(1);
+    let mut out = [0u64; 2];
+    // SAFETY: out holds 2 words.
+    unsafe {
+        launch_entry(
+            barrier_chain::KERNEL,
+            &machine,
+            launch(1, 96),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (5u32, &mut out),
+        )
+    }
+    .unwrap();
+    assert_eq!(out[1], 5 * u64::from(CHAIN_PER_ITERATION));
+}
