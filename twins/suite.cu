@@ -439,6 +439,44 @@ extern "C" __global__ void black_scholes_twin(float *call, float *put, const flo
     }
 }
 
+// The CUDA SDK sample's Black-Scholes (BlackScholes_kernel.cuh): the same
+// formulas with the fast intrinsics (__fdividef, __logf, __expf, rsqrtf),
+// the polynomial in the Rust kernel's fmaf Horner form.
+
+__device__ __forceinline__ float sdk_cnd(float d) {
+    const float A1 = 0.31938153f;
+    const float A2 = -0.35656378f;
+    const float A3 = 1.7814779f;
+    const float A4 = -1.8212559f;
+    const float A5 = 1.3302745f;
+    const float RSQRT_2PI = 0.3989423f;
+    float k = __fdividef(1.0f, fmaf(0.2316419f, fabsf(d), 1.0f));
+    float poly = k * fmaf(k, fmaf(k, fmaf(k, fmaf(k, A5, A4), A3), A2), A1);
+    float tail = RSQRT_2PI * __expf(-0.5f * d * d) * poly;
+    return d > 0.0f ? 1.0f - tail : tail;
+}
+
+extern "C" __global__ void black_scholes_fast_twin(float *call, float *put, const float *price,
+                                                   const float *strike, const float *years,
+                                                   float riskfree, float volatility,
+                                                   unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float s = price[i];
+        float x = strike[i];
+        float t = years[i];
+        float sqrt_t = __fdividef(1.0f, rsqrtf(t));
+        float d1 = __fdividef(__logf(s / x) + (riskfree + 0.5f * volatility * volatility) * t,
+                              volatility * sqrt_t);
+        float d2 = d1 - volatility * sqrt_t;
+        float cnd_d1 = sdk_cnd(d1);
+        float cnd_d2 = sdk_cnd(d2);
+        float discount = __expf(-riskfree * t);
+        call[i] = s * cnd_d1 - x * discount * cnd_d2;
+        put[i] = x * discount * (1.0f - cnd_d2) - s * (1.0f - cnd_d1);
+    }
+}
+
 // ------------------------------------------------------------- transpose.rs
 
 extern "C" __global__ void transpose_naive_twin(const float *input, float *output,

@@ -128,3 +128,78 @@ pub unsafe fn black_scholes(
         *put.add(i) = x * discount * (1.0 - cnd_d2) - s * (1.0 - cnd_d1);
     }
 }
+
+/// [`cnd`] as the CUDA SDK sample writes it for the GPU: `K` by
+/// `__fdividef` and the exponential by `__expf` (the special-function
+/// unit's `ex2.approx`), the polynomial in the same `fma` Horner form.
+#[inline(always)]
+pub fn cnd_fast(d: f32) -> f32 {
+    use clustered_device::math::intrinsics;
+    const A1: f32 = 0.319_381_53;
+    const A2: f32 = -0.356_563_78;
+    const A3: f32 = 1.781_477_9;
+    const A4: f32 = -1.821_255_9;
+    const A5: f32 = 1.330_274_5;
+    const RSQRT_2PI: f32 = 0.398_942_3;
+    let k = intrinsics::div(1.0, fma(0.231_641_9, abs(d), 1.0));
+    let poly = k * fma(k, fma(k, fma(k, fma(k, A5, A4), A3), A2), A1);
+    let tail = RSQRT_2PI * intrinsics::exp(-0.5 * d * d) * poly;
+    if d > 0.0 {
+        1.0 - tail
+    } else {
+        tail
+    }
+}
+
+/// [`black_scholes`](fn@black_scholes) as the CUDA SDK sample writes it
+/// (`BlackScholes_kernel.cuh`): the same formulas with the GPU's fast
+/// intrinsics, `sqrt(T)` as `__fdividef(1, rsqrtf(T))`, `d1`'s division
+/// by `__fdividef`, `__logf`, `__expf`
+/// ([`clustered_device::math::intrinsics`], as nvcc compiles them without
+/// `-ftz`),
+/// `S / X` an IEEE division. What a CUDA programmer writes for this
+/// kernel: [`black_scholes`](fn@black_scholes)'s exact `exp`, `ln` and
+/// `sqrt` cost more instructions than its memory traffic hides.
+///
+/// The approximations are the hardware's: the CPU backend computes them
+/// with the host's math, so the CPU's and the GPU's outputs agree within
+/// `reference::black_scholes_fast`'s tolerance, not bit for bit (every
+/// schedule still equals the baseline bit for bit on either).
+///
+/// Launch and sharing as [`black_scholes`](fn@black_scholes).
+///
+/// Variants: the automatic ones, and `_persistent` (chunks of 8, the
+/// exact kernel's fastest schedule).
+#[clustered(auto)]
+#[clustered(name = black_scholes_fast_persistent, binding = persistent, chunk = 8)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn black_scholes_fast(
+    call: *mut f32,
+    put: *mut f32,
+    price: *const f32,
+    strike: *const f32,
+    years: *const f32,
+    riskfree: f32,
+    volatility: f32,
+    n: u32,
+) {
+    use clustered_device::math::intrinsics;
+    let i = index_1d();
+    if i < n {
+        let i = i as usize;
+        let s = *price.add(i);
+        let x = *strike.add(i);
+        let t = *years.add(i);
+        let sqrt_t = intrinsics::div(1.0, intrinsics::rsqrt(t));
+        let d1 = intrinsics::div(
+            intrinsics::log(s / x) + (riskfree + 0.5 * volatility * volatility) * t,
+            volatility * sqrt_t,
+        );
+        let d2 = d1 - volatility * sqrt_t;
+        let cnd_d1 = cnd_fast(d1);
+        let cnd_d2 = cnd_fast(d2);
+        let discount = intrinsics::exp(-riskfree * t);
+        *call.add(i) = s * cnd_d1 - x * discount * cnd_d2;
+        *put.add(i) = x * discount * (1.0 - cnd_d2) - s * (1.0 - cnd_d1);
+    }
+}

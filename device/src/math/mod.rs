@@ -8,7 +8,9 @@
 //! `log2`, `sin`, `cos`, `pow`, `fma`); `abs`, `min`, `max` are CUDA's
 //! `fabs`, `fmin`, `fmax` (cuda_std's `GpuFloat` calls them `abs`, `min`,
 //! `max`, and `log`/`pow`/`fma` `ln`/`powf`/`mul_add`). The
-//! `-use_fast_math` versions are separate functions in [`fast`], so a kernel
+//! `-use_fast_math` versions are separate functions in [`fast`], and CUDA's
+//! intrinsics as nvcc compiles them by default (`__expf`, `__logf`,
+//! `__fdividef`, `rsqrtf`, subnormals kept) in [`intrinsics`], so a kernel
 //! says where it trades accuracy for speed.
 //!
 //! | function | PTX (`f32`) | PTX (`f64`) | max error `f32` / `f64` |
@@ -53,6 +55,7 @@
 //! NaN results are NaN on both sides, but their payload may differ.
 
 pub mod fast;
+pub mod intrinsics;
 mod ptx;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests;

@@ -130,6 +130,17 @@ instruction!(
     ex2_approx_f32(x) -> f32 = "ex2.approx.f32", host x.exp2()
 );
 
+instruction!(
+    /// `lg2.approx.f32`: `log2(x)`, absolute error `2^-22` on `[0.5, 2]`,
+    /// 2 ulp elsewhere, subnormal inputs kept. The host uses std's `log2`.
+    lg2_approx_f32(x) -> f32 = "lg2.approx.f32", host x.log2()
+);
+instruction!(
+    /// `div.approx.f32`: `a / b` within 2 ulp for `2^-126 <= |b| <= 2^126`,
+    /// subnormals kept. The host divides.
+    div_approx_f32(a, b) -> f32 = "div.approx.f32", host a / b
+);
+
 // The `-use_fast_math` instructions: `.ftz` flushes subnormal inputs and
 // results to zero of the same sign, which the host does around std's
 // accurate function.

@@ -418,3 +418,24 @@ fn fast_versions_flush_subnormals_and_stay_within_cuda_bounds() {
         assert!(ulps_from_rounded_f32(fast::sqrt(y), f64::from(y).sqrt()) <= 1);
     }
 }
+
+#[test]
+fn nvcc_default_intrinsics_keep_subnormals_and_stay_within_cuda_bounds() {
+    let tiny = f32::from_bits(1);
+    // Unlike `fast`'s, subnormal inputs and results are kept.
+    assert_eq!(intrinsics::div(tiny, 1.0), tiny);
+    assert!(intrinsics::exp(-100.0) > 0.0 && intrinsics::exp(-100.0) < f32::MIN_POSITIVE);
+    assert!(intrinsics::log(tiny).is_finite());
+    assert!(intrinsics::rsqrt(tiny).is_finite());
+    let mut rng = Rng(17);
+    for _ in 0..100_000 {
+        let y = rng.uniform(0.5, 2.0) as f32;
+        assert!((f64::from(intrinsics::log(y)) - f64::from(y).ln()).abs() <= 2f64.powf(-21.41));
+        let z = rng.uniform(-80.0, 80.0) as f32;
+        let bound = 2.0 + (1.173 * f64::from(z)).abs().floor();
+        let error = ulps_from_rounded_f32(intrinsics::exp(z), f64::from(z).exp()) as f64;
+        assert!(error <= bound, "exp({z}): {error} ulp > {bound}");
+        assert!(ulps_from_rounded_f32(intrinsics::div(z, y), f64::from(z) / f64::from(y)) <= 2);
+        assert!(ulps_from_rounded_f32(intrinsics::rsqrt(y), 1.0 / f64::from(y).sqrt()) <= 2);
+    }
+}

@@ -423,6 +423,12 @@ pub struct Workload {
     pub args: Vec<Arg>,
     /// `variants[0]` is the baseline.
     pub variants: Vec<Variant>,
+    /// Whether the kernel uses the GPU's approximate instructions (the
+    /// special-function unit's `ex2.approx`, `div.approx`...), which the
+    /// CPU backend computes with the host's math: its outputs then agree
+    /// with the GPU's within `check`'s tolerance, not bit for bit. Every
+    /// schedule still equals its baseline bit for bit on either.
+    pub approximate: bool,
     /// Whether `check` is affordable at this size; when not, callers skip
     /// it and the bench compares with the nvcc twin (bitwise comparable).
     pub cpu_check: bool,

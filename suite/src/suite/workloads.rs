@@ -37,6 +37,7 @@ pub const WORKLOADS: &[(&str, Build)] = &[
     ("atax_columns", |size| atax(size, false)),
     ("vector_add", vector_add),
     ("black_scholes", black_scholes),
+    ("black_scholes_fast", black_scholes_fast),
     ("transpose", |size| transpose(size, false)),
     ("transpose_wide", |size| transpose(size, true)),
     ("transpose_tiled", |size| transpose_tiled(size, false)),
@@ -132,6 +133,35 @@ pub(super) fn expect_all(what: &str, got: &[u32], want: &[f32]) -> Result<(), St
     expect_bits(what, got, |i| Some(want[i]))
 }
 
+/// Compares every word with the reference's within `tolerance(i)` (for
+/// kernels whose GPU instructions are approximate: [`Workload::approximate`]).
+fn expect_close(
+    what: &str,
+    got: &[u32],
+    want: &[f32],
+    tolerance: impl Fn(usize) -> f32,
+) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!(
+            "{what}: {} words, expected {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    for (i, (&bits, &want)) in got.iter().zip(want).enumerate() {
+        let got = f32::from_bits(bits);
+        // NaN is never within the tolerance.
+        let close = (got - want).abs() <= tolerance(i);
+        if !close {
+            return Err(format!(
+                "{what}[{i}] = {got}, expected {want} within {}",
+                tolerance(i)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Deterministic inputs in [-1, 1), different per `seed`.
 pub fn random_floats(seed: u64) -> impl Fn(usize) -> f32 {
     // A hash of the index (splitmix64's finaliser), not a sequence: no
@@ -195,6 +225,7 @@ fn vector_add(size: Size) -> Workload {
             "grid-stride, generated prefetch" => vector_add_stride_prefetch_auto,
             "persistent chunk 4, generated prefetch" => vector_add_persistent_prefetch_auto,
         ),
+        approximate: false,
         cpu_check: true,
         check: |w, outputs| {
             let (a, b) = (&w.buffers[0].words, &w.buffers[1].words);
@@ -245,6 +276,7 @@ fn sgemm_tiled(size: Size) -> Workload {
         })
         .chain(sgemm_tiled_in_block_clusters(n / tile))
         .collect(),
+        approximate: false,
         cpu_check: true,
         check: sgemm_check,
     }
@@ -335,6 +367,7 @@ fn matrices(name: &'static str, n: u32, class: Class) -> (Workload, usize) {
         ],
         args: vec![Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2), Arg::U32(n)],
         variants: Vec::new(),
+        approximate: false,
         cpu_check: true,
         check: sgemm_check,
     };
@@ -493,6 +526,7 @@ fn conv5x5(size: Size) -> Workload {
             "agents, 4 active" => conv5x5_agents_throttled,
             "agents chunk 8" => conv5x5_agents_chunked,
         ),
+        approximate: false,
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
             let want = reference::conv5x5(&floats(w, 0), &filter(w, 1), scalar(w, 3), scalar(w, 4));
@@ -558,6 +592,7 @@ fn kmeans_assign(size: Size) -> Workload {
             "agents, 4 active" => kmeans_assign_agents_throttled,
             "agents chunk 8" => kmeans_assign_agents_chunked,
         ),
+        approximate: false,
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
             let want = reference::kmeans_assign(&floats(w, 0), &floats(w, 1), scalar(w, 4));
@@ -612,6 +647,7 @@ fn syrk(size: Size) -> Workload {
             "agents tile(4,4)" => syrk_agents,
             "agents tile(4,4), 4 active" => syrk_agents_throttled,
         ),
+        approximate: false,
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
             let mut c = floats(w, 1);
@@ -674,6 +710,7 @@ fn atax(size: Size, rows: bool) -> Workload {
                 "agents chunk 8, bypass" => atax_columns_agents_bypass,
             )
         },
+        approximate: false,
         cpu_check: true,
         check: |w, outputs| {
             let pass = if w.name == "atax_rows" {
@@ -714,6 +751,16 @@ fn atax_rows_gemv(size: Size) -> Workload {
 }
 
 fn black_scholes(size: Size) -> Workload {
+    black_scholes_workload(size, false)
+}
+
+fn black_scholes_fast(size: Size) -> Workload {
+    black_scholes_workload(size, true)
+}
+
+/// Black-Scholes with exact `exp`, `ln`, `sqrt`, or (`fast`) the SDK
+/// sample's fast intrinsics: the same options either way.
+fn black_scholes_workload(size: Size, fast: bool) -> Workload {
     let n: u32 = match size {
         Size::Test => 3000,
         Size::Simulate => 1 << 17,
@@ -721,8 +768,29 @@ fn black_scholes(size: Size) -> Workload {
     };
     let len = n as usize;
     let (price, strike, years) = (random_floats(14), random_floats(15), random_floats(16));
+    let variants = if fast {
+        variants!(kernels::black_scholes; black_scholes_fast (0, 1, 2, 3, 4, 5, 6, 7);
+            "persistent chunk 8" => black_scholes_fast_persistent,
+        )
+    } else {
+        variants!(kernels::black_scholes; black_scholes (0, 1, 2, 3, 4, 5, 6, 7);
+            "redirect" => black_scholes_redirect,
+            "agents" => black_scholes_agents,
+            "agents chunk 8" => black_scholes_agents_chunked,
+            "agents chunk 8, bypass" => black_scholes_agents_bypass,
+            "persistent chunk 8" => black_scholes_persistent,
+            "persistent chunk 4" => black_scholes_persistent4,
+            "grid-stride" => black_scholes_stride,
+            "grid-stride, prefetch L2" => black_scholes_stride_prefetch,
+            "grid-stride 4 waves" => black_scholes_stride_waves4,
+        )
+    };
     Workload {
-        name: "black_scholes",
+        name: if fast {
+            "black_scholes_fast"
+        } else {
+            "black_scholes"
+        },
         class: Class::Streaming,
         problem: format!("{n} options"),
         shape: LaunchConfig::linear(n as u64, kernels::black_scholes::BLACK_SCHOLES_BLOCK),
@@ -744,28 +812,37 @@ fn black_scholes(size: Size) -> Workload {
             Arg::F32(0.30),
             Arg::U32(n),
         ],
-        variants: variants!(kernels::black_scholes; black_scholes (0, 1, 2, 3, 4, 5, 6, 7);
-            "redirect" => black_scholes_redirect,
-            "agents" => black_scholes_agents,
-            "agents chunk 8" => black_scholes_agents_chunked,
-            "agents chunk 8, bypass" => black_scholes_agents_bypass,
-            "persistent chunk 8" => black_scholes_persistent,
-            "persistent chunk 4" => black_scholes_persistent4,
-            "grid-stride" => black_scholes_stride,
-            "grid-stride, prefetch L2" => black_scholes_stride_prefetch,
-            "grid-stride 4 waves" => black_scholes_stride_waves4,
-        ),
+        variants,
+        approximate: fast,
         cpu_check: size != Size::Benchmark,
-        check: |w, outputs| {
-            let (call, put) = reference::black_scholes(
-                &floats(w, 2),
-                &floats(w, 3),
-                &floats(w, 4),
-                float_arg(w, 5),
-                float_arg(w, 6),
-            );
-            expect_all("call", &outputs[0], &call)?;
-            expect_all("put", &outputs[1], &put)
+        check: if fast {
+            |w, outputs| {
+                let (price, strike) = (floats(w, 2), floats(w, 3));
+                let (call, put) = reference::black_scholes_fast(
+                    &price,
+                    &strike,
+                    &floats(w, 4),
+                    float_arg(w, 5),
+                    float_arg(w, 6),
+                );
+                // The GPU's approximations against the host's math: a few
+                // ulp in each, at most 5e-5 of the prices' scale in all.
+                let tolerance = |i: usize| 5e-5 * (price[i] + strike[i]);
+                expect_close("call", &outputs[0], &call, tolerance)?;
+                expect_close("put", &outputs[1], &put, tolerance)
+            }
+        } else {
+            |w, outputs| {
+                let (call, put) = reference::black_scholes(
+                    &floats(w, 2),
+                    &floats(w, 3),
+                    &floats(w, 4),
+                    float_arg(w, 5),
+                    float_arg(w, 6),
+                );
+                expect_all("call", &outputs[0], &call)?;
+                expect_all("put", &outputs[1], &put)
+            }
         },
     }
 }
@@ -827,6 +904,7 @@ fn transpose(size: Size, wide: bool) -> Workload {
             )
         })
         .collect(),
+        approximate: false,
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
             let want = reference::transpose(&floats(w, 0), scalar(w, 2), scalar(w, 3));
@@ -884,6 +962,7 @@ fn jacobi5(size: Size) -> Workload {
             "grid-stride 4 waves, prefetch L2" => jacobi5_stride_prefetch_waves4,
             "grid-stride, generated prefetch" => jacobi5_stride_prefetch_auto,
         ),
+        approximate: false,
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
             let want = reference::jacobi5(&floats(w, 0), scalar(w, 2), scalar(w, 3));
@@ -947,6 +1026,7 @@ fn jacobi7_3d(size: Size) -> Workload {
             "grid-stride" => jacobi7_3d_stride,
             "grid-stride 4 waves" => jacobi7_3d_stride_waves4,
         ),
+        approximate: false,
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
             let want = reference::jacobi7_3d(
