@@ -592,6 +592,45 @@ extern "C" __global__ void jacobi5_march_twin(const float *input, float *output,
     }
 }
 
+// jacobi5_march_twin with four columns per thread as float4 (jacobi5.rs,
+// jacobi5_march4): the row below one 16-byte load, the quad's outer
+// neighbours single floats; width a multiple of 4.
+extern "C" __global__ void jacobi5_march4_twin(const float *input, float *output,
+                                               unsigned int width, unsigned int height,
+                                               unsigned int rows) {
+    unsigned int x = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    unsigned int y0 = blockIdx.y * rows;
+    if (x < width && y0 < height) {
+        unsigned int y_end = min(y0 + rows, height);
+        size_t row = width;
+        bool first_column = x == 0, last_column = x + 4 == width;
+        size_t first = (size_t)y0 * row + x;
+        const float *from = input + first;
+        float *to = output + first;
+        float4 north = y0 > 0 ? *(const float4 *)(from - row) : make_float4(0, 0, 0, 0);
+        float4 centre = *(const float4 *)from;
+        for (unsigned int y = y0; y < y_end; ++y) {
+            float4 south = y + 1 < height ? *(const float4 *)(from + row) : make_float4(0, 0, 0, 0);
+            float4 value = centre;
+            if (y != 0 && y != height - 1) {
+                float w = from[-1];
+                float e = from[4];
+                value.x = first_column ? centre.x
+                                       : 0.2f * (centre.x + north.x + south.x + centre.y + w);
+                value.y = 0.2f * (centre.y + north.y + south.y + centre.z + centre.x);
+                value.z = 0.2f * (centre.z + north.z + south.z + centre.w + centre.y);
+                value.w = last_column ? centre.w
+                                      : 0.2f * (centre.w + north.w + south.w + e + centre.z);
+            }
+            *(float4 *)to = value;
+            north = centre;
+            centre = south;
+            from += row;
+            to += row;
+        }
+    }
+}
+
 // Each thread walks `planes` z-planes, the points below, at and above it in
 // registers (jacobi7.rs, jacobi7_3d_march); pointers step by a plane.
 extern "C" __global__ void jacobi7_3d_march_twin(const float *input, float *output,

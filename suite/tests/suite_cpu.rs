@@ -92,7 +92,11 @@ fn the_walks_are_right_at_every_walk_length() {
     use clustered_suite::suite::Arg;
     let profile = DeviceProfile::h100_sxm().scaled(4).unwrap();
     // (workload, the grid axis it walks, the argument holding that extent)
-    let walks = [("jacobi5_march", 1, 3), ("jacobi7_3d_march", 2, 4)];
+    let walks = [
+        ("jacobi5_march", 1, 3),
+        ("jacobi5_march4", 1, 3),
+        ("jacobi7_3d_march", 2, 4),
+    ];
     let mut checked = 0;
     for (name, build) in suite::WORKLOADS {
         let Some(&(_, axis, extent_arg)) = walks.iter().find(|w| w.0 == *name) else {
@@ -116,5 +120,5 @@ fn the_walks_are_right_at_every_walk_length() {
             }
         }
     }
-    assert!(checked >= 2 * 3 * 8, "checked only {checked} runs");
+    assert!(checked >= 2 * 3 * 8 + 3 * 4, "checked only {checked} runs");
 }

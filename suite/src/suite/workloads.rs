@@ -44,6 +44,7 @@ pub const WORKLOADS: &[(&str, Build)] = &[
     ("transpose_wide_tiled", |size| transpose_tiled(size, true)),
     ("jacobi5", jacobi5),
     ("jacobi5_march", jacobi5_march),
+    ("jacobi5_march4", jacobi5_march4),
     ("jacobi7_3d", jacobi7_3d),
     ("jacobi7_3d_march", jacobi7_3d_march),
     // Ported as their authors wrote them (kernels/src/ports).
@@ -987,6 +988,23 @@ fn jacobi5_march(size: Size) -> Workload {
         args,
         variants: variants!(kernels::jacobi5; jacobi5_march (0, 1, 2, 3, 4);),
         ..paper
+    }
+}
+
+/// The row walk with four columns per thread, 16-byte accesses
+/// (`kernels::jacobi5::jacobi5_march4`): the walk's rows, image and check
+/// (every size's width is a multiple of 4).
+fn jacobi5_march4(size: Size) -> Workload {
+    let walk = jacobi5_march(size);
+    let [width, height, rows] = [2, 3, 4].map(|i| scalar(&walk, i) as u32);
+    Workload {
+        name: "jacobi5_march4",
+        shape: LaunchConfig::new(
+            [width.div_ceil(4 * 256), height.div_ceil(rows), 1],
+            [256, 1, 1],
+        ),
+        variants: variants!(kernels::jacobi5; jacobi5_march4 (0, 1, 2, 3, 4);),
+        ..walk
     }
 }
 
