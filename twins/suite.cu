@@ -667,3 +667,50 @@ extern "C" __global__ void jacobi7_3d_march_twin(const float *input, float *outp
         }
     }
 }
+
+// jacobi7_3d_march_twin with four x-columns per thread as float4
+// (jacobi7.rs, jacobi7_3d_march4): the plane above and the rows beside as
+// 16-byte loads, the quad's outer x-neighbours single floats; nx a
+// multiple of 4.
+extern "C" __global__ void jacobi7_3d_march4_twin(const float *input, float *output,
+                                                  unsigned int nx, unsigned int ny,
+                                                  unsigned int nz, float c0, float c1,
+                                                  unsigned int planes) {
+    unsigned int x = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    unsigned int y = blockIdx.y * blockDim.y + threadIdx.y;
+    unsigned int z0 = blockIdx.z * planes;
+    if (x < nx && y < ny && z0 < nz) {
+        unsigned int z_end = min(z0 + planes, nz);
+        size_t row = nx, plane = (size_t)nx * ny;
+        bool edge_row = y == 0 || y == ny - 1;
+        bool first_edge = edge_row || x == 0, last_edge = edge_row || x + 4 == nx;
+        size_t first = ((size_t)z0 * ny + y) * row + x;
+        const float *from = input + first;
+        float *to = output + first;
+        float4 below = z0 > 0 ? *(const float4 *)(from - plane) : make_float4(0, 0, 0, 0);
+        float4 centre = *(const float4 *)from;
+        for (unsigned int z = z0; z < z_end; ++z) {
+            float4 above = z + 1 < nz ? *(const float4 *)(from + plane) : make_float4(0, 0, 0, 0);
+            float4 value = centre;
+            if (z != 0 && z != nz - 1) {
+                float4 yu = *(const float4 *)(from + row);
+                float4 yd = *(const float4 *)(from - row);
+                float xu = from[4];
+                float xd = from[-1];
+                if (!first_edge)
+                    value.x = c1 * (above.x + below.x + yu.x + yd.x + centre.y + xd) - c0 * centre.x;
+                if (!edge_row) {
+                    value.y = c1 * (above.y + below.y + yu.y + yd.y + centre.z + centre.x) - c0 * centre.y;
+                    value.z = c1 * (above.z + below.z + yu.z + yd.z + centre.w + centre.y) - c0 * centre.z;
+                }
+                if (!last_edge)
+                    value.w = c1 * (above.w + below.w + yu.w + yd.w + xu + centre.z) - c0 * centre.w;
+            }
+            *(float4 *)to = value;
+            below = centre;
+            centre = above;
+            from += plane;
+            to += plane;
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! One sweep of a 7-point Jacobi stencil on a 3D grid.
 
 use clustered_device::clustered;
+use clustered_device::memory::F32x4;
 use clustered_device::thread::{block_dim_z, block_idx_z, index_2d, thread_idx_z};
 
 /// `output = c1 * (z+ + z- + y+ + y- + x+ + x-) - c0 * centre` at every
@@ -143,6 +144,110 @@ pub unsafe fn jacobi7_3d_march(
         }
         if z < z_end {
             *to = centre;
+        }
+    }
+}
+
+/// Four consecutive points of a row of `quad` (16-byte aligned): one
+/// 16-byte load.
+#[inline(always)]
+unsafe fn load_quad(quad: *const f32) -> [f32; 4] {
+    unsafe { (*quad.cast::<F32x4>()).0 }
+}
+
+/// `keep` if `edge`, else `value`, chosen by bits (`LOP3`), not by a
+/// branch: as `if` expressions, LLVM sank the stencil's arithmetic behind
+/// branches in some schedules' copies of the walk and not in the
+/// baseline's, and their loops kept 6 loads in flight against its 14
+/// (`tests/kernel_resources.rs`).
+#[inline(always)]
+fn keep_if(edge: bool, keep: f32, value: f32) -> f32 {
+    let mask = 0u32.wrapping_sub(u32::from(edge));
+    f32::from_bits((keep.to_bits() & mask) | (value.to_bits() & !mask))
+}
+
+/// [`jacobi7_3d_march`](fn@jacobi7_3d_march) with four x-columns per
+/// thread, the same values bit for bit: the planes above and the rows
+/// beside move as 16-byte accesses (CUDA's `float4`), as a CUDA programmer
+/// writes a 3D stencil bound by DRAM (a float per thread keeps a quarter of
+/// the bytes in flight: `kernels::jacobi5::jacobi5_march4`). Each step
+/// loads the plane above, the row before and the row after as quads and
+/// only the quad's outer x-neighbours as single floats; the points between
+/// take theirs from the centre quad in registers.
+///
+/// Launch: block `32 x 8 x 1`, grid `(ceil(nx / 128), ceil(ny / 8),
+/// ceil(nz / planes))`, `planes >= 1`; `nx` a multiple of 4 and both
+/// buffers 16-byte aligned (device allocations are).
+#[clustered(auto)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn jacobi7_3d_march4(
+    input: *const f32,
+    output: *mut f32,
+    nx: u32,
+    ny: u32,
+    nz: u32,
+    c0: f32,
+    c1: f32,
+    planes: u32,
+) {
+    let (x, y) = index_2d();
+    let x = x * 4;
+    let z0 = block_idx_z() * planes;
+    if x < nx && y < ny && z0 < nz {
+        let z_end = z0.saturating_add(planes).min(nz);
+        let (row, plane) = (nx as usize, nx as usize * ny as usize);
+        // The grid's border points are copied: a whole quad on the first
+        // and last rows, its outer points on the first and last columns.
+        let edge_row = (y == 0) | (y == ny - 1);
+        let first_point_edge = edge_row | (x == 0);
+        let last_point_edge = edge_row | (x + 4 == nx);
+        let first = (z0 as usize * ny as usize + y as usize) * row + x as usize;
+        let (mut from, mut to) = (input.add(first), output.add(first));
+        let mut below = if z0 > 0 {
+            load_quad(from.sub(plane))
+        } else {
+            [0.0; 4]
+        };
+        let mut centre = load_quad(from);
+        // The z borders are copied outside the walk, as in jacobi7_3d_march.
+        let mut z = z0;
+        if z == 0 {
+            *to.cast::<F32x4>() = F32x4(centre);
+            below = centre;
+            centre = if nz > 1 {
+                load_quad(from.add(plane))
+            } else {
+                [0.0; 4]
+            };
+            (from, to, z) = (from.add(plane), to.add(plane), 1);
+        }
+        let walk_end = if z_end == nz { nz - 1 } else { z_end };
+        // Inside the walk every neighbour is inside the grid even at an x
+        // or y edge (it wraps to the next row or plane): all are loaded,
+        // and the edges select.
+        while z < walk_end {
+            let above = load_quad(from.add(plane));
+            let y_up = load_quad(from.add(row));
+            let y_down = load_quad(from.sub(row));
+            let x_up = *from.add(4);
+            let x_down = *from.sub(1);
+            let [c_0, c_1, c_2, c_3] = centre;
+            let point = |k: usize, x_up: f32, x_down: f32| {
+                c1 * (above[k] + below[k] + y_up[k] + y_down[k] + x_up + x_down) - c0 * centre[k]
+            };
+            let value = [
+                keep_if(first_point_edge, c_0, point(0, c_1, x_down)),
+                keep_if(edge_row, c_1, point(1, c_2, c_0)),
+                keep_if(edge_row, c_2, point(2, c_3, c_1)),
+                keep_if(last_point_edge, c_3, point(3, x_up, c_2)),
+            ];
+            *to.cast::<F32x4>() = F32x4(value);
+            below = centre;
+            centre = above;
+            (from, to, z) = (from.add(plane), to.add(plane), z + 1);
+        }
+        if z < z_end {
+            *to.cast::<F32x4>() = F32x4(centre);
         }
     }
 }

@@ -65,6 +65,7 @@ const HELD_OUT: &[&str] = &[
     // Written in session 17.
     "black_scholes_fast",
     "jacobi5_march4",
+    "jacobi7_3d_march4",
 ];
 
 struct Row {

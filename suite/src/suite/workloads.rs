@@ -47,6 +47,7 @@ pub const WORKLOADS: &[(&str, Build)] = &[
     ("jacobi5_march4", jacobi5_march4),
     ("jacobi7_3d", jacobi7_3d),
     ("jacobi7_3d_march", jacobi7_3d_march),
+    ("jacobi7_3d_march4", jacobi7_3d_march4),
     // Ported as their authors wrote them (kernels/src/ports).
     ("hotspot", super::ports::hotspot),
     ("pathfinder", super::ports::pathfinder),
@@ -1080,6 +1081,23 @@ fn jacobi7_3d_march(size: Size) -> Workload {
         args,
         variants: variants!(kernels::jacobi7; jacobi7_3d_march (0, 1, 2, 3, 4, 5, 6, 7);),
         ..paper
+    }
+}
+
+/// The z-walk with four x-columns per thread, 16-byte accesses
+/// (`kernels::jacobi7::jacobi7_3d_march4`): the walk's planes, grid and
+/// check (every size's `nx` is a multiple of 4).
+fn jacobi7_3d_march4(size: Size) -> Workload {
+    let walk = jacobi7_3d_march(size);
+    let [nx, ny, nz, planes] = [2, 3, 4, 7].map(|i| scalar(&walk, i) as u32);
+    Workload {
+        name: "jacobi7_3d_march4",
+        shape: LaunchConfig::new(
+            [nx.div_ceil(4 * 32), ny.div_ceil(8), nz.div_ceil(planes)],
+            [32, 8, 1],
+        ),
+        variants: variants!(kernels::jacobi7; jacobi7_3d_march4 (0, 1, 2, 3, 4, 5, 6, 7);),
+        ..walk
     }
 }
 
