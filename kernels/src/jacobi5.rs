@@ -150,13 +150,6 @@ pub unsafe fn jacobi5_march(
     }
 }
 
-/// Four consecutive points of a row of `quad` (16-byte aligned): one
-/// 16-byte load.
-#[inline(always)]
-unsafe fn load_quad(quad: *const f32) -> [f32; 4] {
-    unsafe { (*quad.cast::<F32x4>()).0 }
-}
-
 /// [`jacobi5_march`](fn@jacobi5_march) with four columns per thread, the
 /// same values bit for bit: the rows move as 16-byte accesses (CUDA's
 /// `float4`), as a CUDA programmer writes a stencil bound by DRAM, since a
@@ -188,18 +181,18 @@ pub unsafe fn jacobi5_march4(
         let first = y0 as usize * row + x as usize;
         let (mut from, mut to) = (input.add(first), output.add(first));
         let mut north = if y0 > 0 {
-            load_quad(from.sub(row))
+            (*from.sub(row).cast::<F32x4>()).0
         } else {
             [0.0; 4]
         };
-        let mut centre = load_quad(from);
+        let mut centre = (*from.cast::<F32x4>()).0;
         // The first and last rows of the grid are copied outside the walk.
         let mut y = y0;
         if y == 0 {
             *to.cast::<F32x4>() = F32x4(centre);
             north = centre;
             centre = if height > 1 {
-                load_quad(from.add(row))
+                (*from.add(row).cast::<F32x4>()).0
             } else {
                 [0.0; 4]
             };
@@ -210,7 +203,7 @@ pub unsafe fn jacobi5_march4(
         // inside the grid even at its edges (the previous row's last point,
         // the next row's first), so all are loaded and the edges select.
         while y < walk_end {
-            let south = load_quad(from.add(row));
+            let south = (*from.add(row).cast::<F32x4>()).0;
             let west = *from.sub(1);
             let east = *from.add(4);
             let [c0, c1, c2, c3] = centre;

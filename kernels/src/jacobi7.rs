@@ -148,13 +148,6 @@ pub unsafe fn jacobi7_3d_march(
     }
 }
 
-/// Four consecutive points of a row of `quad` (16-byte aligned): one
-/// 16-byte load.
-#[inline(always)]
-unsafe fn load_quad(quad: *const f32) -> [f32; 4] {
-    unsafe { (*quad.cast::<F32x4>()).0 }
-}
-
 /// `keep` if `edge`, else `value`, chosen by bits (`LOP3`), not by a
 /// branch: as `if` expressions, LLVM sank the stencil's arithmetic behind
 /// branches in some schedules' copies of the walk and not in the
@@ -204,18 +197,18 @@ pub unsafe fn jacobi7_3d_march4(
         let first = (z0 as usize * ny as usize + y as usize) * row + x as usize;
         let (mut from, mut to) = (input.add(first), output.add(first));
         let mut below = if z0 > 0 {
-            load_quad(from.sub(plane))
+            (*from.sub(plane).cast::<F32x4>()).0
         } else {
             [0.0; 4]
         };
-        let mut centre = load_quad(from);
+        let mut centre = (*from.cast::<F32x4>()).0;
         // The z borders are copied outside the walk, as in jacobi7_3d_march.
         let mut z = z0;
         if z == 0 {
             *to.cast::<F32x4>() = F32x4(centre);
             below = centre;
             centre = if nz > 1 {
-                load_quad(from.add(plane))
+                (*from.add(plane).cast::<F32x4>()).0
             } else {
                 [0.0; 4]
             };
@@ -226,9 +219,9 @@ pub unsafe fn jacobi7_3d_march4(
         // or y edge (it wraps to the next row or plane): all are loaded,
         // and the edges select.
         while z < walk_end {
-            let above = load_quad(from.add(plane));
-            let y_up = load_quad(from.add(row));
-            let y_down = load_quad(from.sub(row));
+            let above = (*from.add(plane).cast::<F32x4>()).0;
+            let y_up = (*from.add(row).cast::<F32x4>()).0;
+            let y_down = (*from.sub(row).cast::<F32x4>()).0;
             let x_up = *from.add(4);
             let x_down = *from.sub(1);
             let [c_0, c_1, c_2, c_3] = centre;
