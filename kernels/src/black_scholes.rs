@@ -16,13 +16,20 @@ pub const BLACK_SCHOLES_BLOCK: u32 = 128;
 /// sample, with the polynomial in `fma` Horner form.
 #[inline(always)]
 pub fn cnd(d: f32) -> f32 {
+    cnd_with(d, |v| 1.0 / v, exp)
+}
+
+/// The A&S polynomial of [`cnd`] with the reciprocal and the exponential
+/// given: exact ones in [`cnd`], the fast intrinsics in [`cnd_fast`].
+#[inline(always)]
+fn cnd_with(d: f32, reciprocal: impl Fn(f32) -> f32, exp: impl Fn(f32) -> f32) -> f32 {
     const A1: f32 = 0.319_381_53;
     const A2: f32 = -0.356_563_78;
     const A3: f32 = 1.781_477_9;
     const A4: f32 = -1.821_255_9;
     const A5: f32 = 1.330_274_5;
     const RSQRT_2PI: f32 = 0.398_942_3;
-    let k = 1.0 / fma(0.231_641_9, abs(d), 1.0);
+    let k = reciprocal(fma(0.231_641_9, abs(d), 1.0));
     let poly = k * fma(k, fma(k, fma(k, fma(k, A5, A4), A3), A2), A1);
     let tail = RSQRT_2PI * exp(-0.5 * d * d) * poly;
     if d > 0.0 {
@@ -135,20 +142,7 @@ pub unsafe fn black_scholes(
 #[inline(always)]
 pub fn cnd_fast(d: f32) -> f32 {
     use clustered_device::math::intrinsics;
-    const A1: f32 = 0.319_381_53;
-    const A2: f32 = -0.356_563_78;
-    const A3: f32 = 1.781_477_9;
-    const A4: f32 = -1.821_255_9;
-    const A5: f32 = 1.330_274_5;
-    const RSQRT_2PI: f32 = 0.398_942_3;
-    let k = intrinsics::div(1.0, fma(0.231_641_9, abs(d), 1.0));
-    let poly = k * fma(k, fma(k, fma(k, fma(k, A5, A4), A3), A2), A1);
-    let tail = RSQRT_2PI * intrinsics::exp(-0.5 * d * d) * poly;
-    if d > 0.0 {
-        1.0 - tail
-    } else {
-        tail
-    }
+    cnd_with(d, |v| intrinsics::div(1.0, v), intrinsics::exp)
 }
 
 /// [`black_scholes`](fn@black_scholes) as the CUDA SDK sample writes it

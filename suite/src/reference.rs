@@ -263,15 +263,21 @@ pub fn atax_columns(a: &[f32], tmp: &[f32], nx: usize, ny: usize) -> Vec<f32> {
 /// The kernel's cumulative normal distribution (`black_scholes::cnd`),
 /// operation for operation.
 pub fn cnd(d: f32) -> f32 {
+    cnd_with(d, |v| 1.0 / v, math::exp)
+}
+
+/// The A&S polynomial of [`cnd`] with the reciprocal and the exponential
+/// given (`black_scholes::cnd_with`).
+fn cnd_with(d: f32, reciprocal: impl Fn(f32) -> f32, exp: impl Fn(f32) -> f32) -> f32 {
     const A1: f32 = 0.319_381_53;
     const A2: f32 = -0.356_563_78;
     const A3: f32 = 1.781_477_9;
     const A4: f32 = -1.821_255_9;
     const A5: f32 = 1.330_274_5;
     const RSQRT_2PI: f32 = 0.398_942_3;
-    let k = 1.0 / 0.231_641_9f32.mul_add(math::abs(d), 1.0);
+    let k = reciprocal(0.231_641_9f32.mul_add(math::abs(d), 1.0));
     let poly = k * k.mul_add(k.mul_add(k.mul_add(k.mul_add(A5, A4), A3), A2), A1);
-    let tail = RSQRT_2PI * math::exp(-0.5 * d * d) * poly;
+    let tail = RSQRT_2PI * exp(-0.5 * d * d) * poly;
     if d > 0.0 {
         1.0 - tail
     } else {
@@ -308,24 +314,11 @@ pub fn black_scholes(
         .unzip()
 }
 
-/// `black_scholes_fast::cnd_fast` with the host's math for the GPU's
+/// `black_scholes::cnd_fast` with the host's math for the GPU's
 /// approximations (`clustered_device::math::intrinsics` on the host).
 fn cnd_fast(d: f32) -> f32 {
     use clustered_device::math::intrinsics;
-    const A1: f32 = 0.319_381_53;
-    const A2: f32 = -0.356_563_78;
-    const A3: f32 = 1.781_477_9;
-    const A4: f32 = -1.821_255_9;
-    const A5: f32 = 1.330_274_5;
-    const RSQRT_2PI: f32 = 0.398_942_3;
-    let k = intrinsics::div(1.0, 0.231_641_9f32.mul_add(math::abs(d), 1.0));
-    let poly = k * k.mul_add(k.mul_add(k.mul_add(k.mul_add(A5, A4), A3), A2), A1);
-    let tail = RSQRT_2PI * intrinsics::exp(-0.5 * d * d) * poly;
-    if d > 0.0 {
-        1.0 - tail
-    } else {
-        tail
-    }
+    cnd_with(d, |v| intrinsics::div(1.0, v), intrinsics::exp)
 }
 
 /// `black_scholes_fast`: `(call, put)` per option, the SDK sample's
