@@ -2,9 +2,15 @@
 //!
 //! Every `*p` read through a kernel's pointer parameters becomes
 //! `memory::load(p)` and every `*p = v` becomes `memory::store(p, v)`
-//! (compound assignments both). On the GPU both functions are exactly the
-//! dereference, so the PTX does not change; on the CPU backend they report
-//! the access to the locality simulator.
+//! (compound assignments both). A field read through one, `(*p).f` (a
+//! quad's `(*p.cast::<F32x4>()).0`), becomes `memory::load(p).f`: the
+//! pointee is loaded as the plain read loads it (LLVM keeps only the
+//! fields used; an `F32x4` stays one 16-byte access), and the CPU backend
+//! sees the whole pointee read. A field written, `(*p).f = v`, becomes a
+//! store to `addr_of_mut!((*p).f)`: the field's bytes. On the GPU these
+//! functions are exactly the access, so the PTX does not change; on the
+//! CPU backend they report it to the locality simulator and check its
+//! bounds.
 //!
 //! Which pointers count as global: the kernel's raw-pointer parameters, and
 //! locals initialised from one of them (`let row = a.add(r * n);`). Other
@@ -101,10 +107,25 @@ impl Tracer<'_> {
         }
     }
 
-    /// A write through `place`, a global deref: an error if its pointer
-    /// comes from a bypassed parameter.
+    /// `(*p).f`, `(*p).f.g`, ... with `p` a global pointer: the pointer
+    /// expression under the fields.
+    fn global_field<'e>(&self, expr: &'e Expr) -> Option<&'e Expr> {
+        match expr {
+            Expr::Field(field) => self
+                .global_deref(&field.base)
+                .or_else(|| self.global_field(&field.base)),
+            Expr::Paren(paren) => self.global_field(&paren.expr),
+            _ => None,
+        }
+    }
+
+    /// A write through `place`, a global deref or a field of one: an error
+    /// if its pointer comes from a bypassed parameter.
     fn check_write(&mut self, place: &Expr) {
-        let Some(pointer) = self.global_deref(place) else {
+        let Some(pointer) = self
+            .global_deref(place)
+            .or_else(|| self.global_field(place))
+        else {
             return;
         };
         if let Some(root) = self.parameter(pointer).filter(|p| self.bypass.contains(p)) {
@@ -147,14 +168,16 @@ impl Tracer<'_> {
         }
     }
 
-    /// A deref used as a place (`&*p`, `(*p).field`): only its pointer is
-    /// visited; the access stays as written.
+    /// A deref used as a place (`&*p`, `&(*p).field`, the receiver of
+    /// `(*p).method()`): only its pointer is visited; the access stays as
+    /// written (not traced).
     fn visit_place(&mut self, place: &mut Expr) {
         match place {
             Expr::Unary(unary) if matches!(unary.op, UnOp::Deref(_)) => {
                 self.visit_expr_mut(&mut unary.expr)
             }
             Expr::Paren(paren) => self.visit_place(&mut paren.expr),
+            Expr::Field(field) => self.visit_place(&mut field.base),
             other => self.visit_expr_mut(other),
         }
     }
@@ -189,6 +212,47 @@ impl VisitMut for Tracer<'_> {
         let runtime = crate::runtime::runtime_path();
         let memory = quote!(#runtime::memory);
         match expr {
+            Expr::Assign(assign) if self.global_field(&assign.left).is_some() => {
+                self.check_write(&assign.left);
+                self.visit_expr_mut(&mut assign.right);
+                self.visit_place(&mut assign.left);
+                let (place, value) = (&assign.left, &assign.right);
+                let temporary = generated("__value");
+                *expr = syn::parse_quote_spanned!(assign.span()=> {
+                    let #temporary = #value;
+                    #memory::store(::core::ptr::addr_of_mut!(#place), #temporary)
+                });
+            }
+            Expr::Binary(binary)
+                if self.global_field(&binary.left).is_some()
+                    && compound_operator(&binary.op).is_some() =>
+            {
+                let operator = compound_operator(&binary.op).expect("checked");
+                self.check_write(&binary.left);
+                self.visit_expr_mut(&mut binary.right);
+                self.visit_place(&mut binary.left);
+                let (place, value) = (&binary.left, &binary.right);
+                let (temporary, address) = (generated("__value"), generated("__address"));
+                *expr = syn::parse_quote_spanned!(binary.span()=> {
+                    let #temporary = #value;
+                    let #address = ::core::ptr::addr_of_mut!(#place);
+                    #memory::store(#address, #memory::load(#address) #operator #temporary)
+                });
+            }
+            Expr::Field(field) if self.global_deref(&field.base).is_some() => {
+                let mut pointer = self.global_deref(&field.base).cloned().expect("checked");
+                let load = if self
+                    .parameter(&pointer)
+                    .is_some_and(|p| self.bypass.contains(p))
+                {
+                    quote!(load_bypass_l1)
+                } else {
+                    quote!(load)
+                };
+                self.visit_expr_mut(&mut pointer);
+                let member = &field.member;
+                *expr = syn::parse_quote_spanned!(field.span()=> #memory::#load(#pointer).#member);
+            }
             Expr::Assign(assign) if self.global_deref(&assign.left).is_some() => {
                 self.check_write(&assign.left);
                 self.visit_expr_mut(&mut assign.right);
@@ -235,7 +299,9 @@ impl VisitMut for Tracer<'_> {
                 *expr = syn::parse_quote_spanned!(unary.span()=> #memory::#load(#pointer));
             }
             Expr::Reference(reference) => self.visit_place(&mut reference.expr),
-            Expr::Field(field) => self.visit_place(&mut field.base),
+            // A field of a field: the inner one is read (the arm above
+            // traces `(*p).f` of `(*p).f.g`).
+            Expr::Field(field) => self.visit_expr_mut(&mut field.base),
             Expr::MethodCall(call) => {
                 self.visit_place(&mut call.receiver);
                 for arg in &mut call.args {
