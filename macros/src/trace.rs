@@ -6,8 +6,11 @@
 //! quad's `(*p.cast::<F32x4>()).0`), becomes `memory::load(p).f`: the
 //! pointee is loaded as the plain read loads it (LLVM keeps only the
 //! fields used; an `F32x4` stays one 16-byte access), and the CPU backend
-//! sees the whole pointee read. A field written, `(*p).f = v`, becomes a
-//! store to `addr_of_mut!((*p).f)`: the field's bytes. On the GPU these
+//! sees the whole pointee read. An element read, `(*p)[i]`, loads from
+//! `addr_of!((*p)[i])` (the element's bytes and alignment, as the plain
+//! read), and a field or element written, `(*p).f = v`, stores to
+//! `addr_of_mut!((*p).f)`. Borrows (`&(*p).f`) and method receivers stay
+//! places, as written. On the GPU these
 //! functions are exactly the access, so the PTX does not change; on the
 //! CPU backend they report it to the locality simulator and check its
 //! bounds.
@@ -107,16 +110,16 @@ impl Tracer<'_> {
         }
     }
 
-    /// `(*p).f`, `(*p).f.g`, ... with `p` a global pointer: the pointer
-    /// expression under the fields.
+    /// `(*p).f`, `(*p)[i]`, `(*p).f[i].g`, ... with `p` a global pointer:
+    /// the pointer expression under the fields and indices.
     fn global_field<'e>(&self, expr: &'e Expr) -> Option<&'e Expr> {
-        match expr {
-            Expr::Field(field) => self
-                .global_deref(&field.base)
-                .or_else(|| self.global_field(&field.base)),
-            Expr::Paren(paren) => self.global_field(&paren.expr),
-            _ => None,
-        }
+        let base = match expr {
+            Expr::Field(field) => &field.base,
+            Expr::Index(index) => &index.expr,
+            Expr::Paren(paren) => return self.global_field(&paren.expr),
+            _ => return None,
+        };
+        self.global_deref(base).or_else(|| self.global_field(base))
     }
 
     /// A write through `place`, a global deref or a field of one: an error
@@ -178,6 +181,10 @@ impl Tracer<'_> {
             }
             Expr::Paren(paren) => self.visit_place(&mut paren.expr),
             Expr::Field(field) => self.visit_place(&mut field.base),
+            Expr::Index(index) => {
+                self.visit_place(&mut index.expr);
+                self.visit_expr_mut(&mut index.index);
+            }
             other => self.visit_expr_mut(other),
         }
     }
@@ -252,6 +259,28 @@ impl VisitMut for Tracer<'_> {
                 self.visit_expr_mut(&mut pointer);
                 let member = &field.member;
                 *expr = syn::parse_quote_spanned!(field.span()=> #memory::#load(#pointer).#member);
+            }
+            // An element read, `(*p)[i]` (or of a field): loaded from its
+            // own address, with the element's alignment, as the plain read.
+            Expr::Index(index)
+                if self.global_deref(&index.expr).is_some()
+                    || self.global_field(&index.expr).is_some() =>
+            {
+                let pointer = self
+                    .global_deref(&index.expr)
+                    .or_else(|| self.global_field(&index.expr))
+                    .expect("checked");
+                let load = if self
+                    .parameter(pointer)
+                    .is_some_and(|p| self.bypass.contains(p))
+                {
+                    quote!(load_bypass_l1)
+                } else {
+                    quote!(load)
+                };
+                self.visit_place(expr);
+                *expr = syn::parse_quote_spanned!(expr.span()=>
+                    #memory::#load(::core::ptr::addr_of!(#expr)));
             }
             Expr::Assign(assign) if self.global_deref(&assign.left).is_some() => {
                 self.check_write(&assign.left);

@@ -1,4 +1,4 @@
-//! Fields read and written through a kernel's global pointers are traced
+//! Fields and elements read and written through a kernel's global pointers are traced
 //! like `*p` (`macros/src/trace.rs`): on the CPU backend they reach the
 //! cache model and are checked against the launch's buffers, so a quad
 //! read as `(*p).0` past the end stops the run instead of reading host
@@ -24,6 +24,15 @@ pub unsafe fn quad_ends(quads: *const F32x4, counts: *mut (f32, u32), out: *mut 
         (*counts.add(i as usize)).1 += 1;
         (*counts.add(i as usize)).0 = first;
         *out.add(i as usize) = first + last;
+    }
+}
+
+/// `out[i] = rows[i][0] + rows[i][3]`, element by element.
+#[kernel]
+pub unsafe fn row_ends(rows: *const [f32; 4], out: *mut f32, n: u32) {
+    let i = index_1d();
+    if i < n {
+        *out.add(i as usize) = (*rows.add(i as usize))[0] + (*rows.add(i as usize))[3];
     }
 }
 
@@ -80,5 +89,35 @@ fn fields_through_global_pointers_compute_and_stay_inside_their_buffers() {
             assert_eq!(thread, [8, 0, 0])
         }
         other => panic!("expected thread 8's read past the quads to stop the run: {other:?}"),
+    }
+}
+
+#[test]
+fn elements_through_global_pointers_stay_inside_their_buffers() {
+    let rows: Vec<[f32; 4]> = (0..4).map(|i| [i as f32, 0.0, 0.0, 1.0]).collect();
+    let mut out = [0.0f32; 5];
+    for (n, expect_fault) in [(4u32, false), (5, true)] {
+        // SAFETY: the CPU backend checks every traced access against its buffer.
+        let run = unsafe {
+            launch_entry(
+                row_ends::KERNEL,
+                &Machine::new(1),
+                launch(32),
+                &ClusterOptions::default(),
+                &mut NoObserver,
+                (&rows[..], &mut out[..], n),
+            )
+        };
+        match (run, expect_fault) {
+            (Ok(_), false) => {
+                for (i, &v) in out.iter().take(4).enumerate() {
+                    assert_eq!(v, i as f32 + 1.0, "out[{i}]");
+                }
+            }
+            (Err(CpuLaunchError::Run(CpuError::OutOfBounds { thread, .. })), true) => {
+                assert_eq!(thread, [4, 0, 0])
+            }
+            (other, _) => panic!("n = {n}: {other:?}"),
+        }
     }
 }

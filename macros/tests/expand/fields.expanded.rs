@@ -9,12 +9,13 @@ fn fields_is_a_kernel_move_it_out_of_the_impl_block() {
     let _ = fields_is_a_kernel_move_it_out_of_the_impl_block;
 }
 #[entry_point]
-/// Fields read and written through global pointers are traced like `*p`:
-/// a quad read as `(*p).0` loads the whole quad, a field written stores
-/// its own bytes, a borrow stays a place.
+/// Fields and elements read and written through global pointers are traced
+/// like `*p`: a quad read as `(*p).0` loads the whole quad, an element or a
+/// field written stores its own bytes, a borrow stays a place.
 pub unsafe fn fields(
     quads: *const F32x4,
     pairs: *mut (f32, u32),
+    rows: *mut [f32; 8],
     out: *mut f32,
     n: u32,
 ) {
@@ -37,6 +38,19 @@ pub unsafe fn fields(
             )
         };
         let borrowed = &(*quads.add(i as usize)).0;
+        let element = ::clustered_device::memory::load(
+            ::core::ptr::addr_of!((* rows.add(i as usize)) [3]),
+        )
+            + ::clustered_device::memory::load(
+                ::core::ptr::addr_of!((* quads.add(i as usize)).0[1]),
+            );
+        {
+            let __value = element;
+            ::clustered_device::memory::store(
+                ::core::ptr::addr_of_mut!((* rows.add(i as usize)) [0]),
+                __value,
+            )
+        };
         {
             let __value = d + borrowed[2]
                 + ::clustered_device::memory::load(pairs.add(i as usize)).0;
@@ -61,34 +75,40 @@ impl ::clustered_device::entry::KernelFn for fields {
         >,
         <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
             '__clustered,
+            [f32; 8],
+        >,
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
+            '__clustered,
             f32,
         >,
         u32,
     );
-    type Raw = (*const F32x4, *mut (f32, u32), *mut f32, u32);
+    type Raw = (*const F32x4, *mut (f32, u32), *mut [f32; 8], *mut f32, u32);
     fn visit<
         '__clustered,
         __ClusteredBackend: ::clustered_device::entry::Backend,
         V: ::clustered_device::entry::Visitor<'__clustered, __ClusteredBackend>,
     >(args: Self::Args<'__clustered, __ClusteredBackend>, visitor: &mut V) {
-        let (arg0, arg1, arg2, arg3) = args;
+        let (arg0, arg1, arg2, arg3, arg4) = args;
         let _ = &visitor;
         visitor.input("quads", arg0);
         visitor.output("pairs", arg1);
-        visitor.output("out", arg2);
-        visitor.scalar("n", arg3);
+        visitor.output("rows", arg2);
+        visitor.output("out", arg3);
+        visitor.scalar("n", arg4);
     }
     fn raw(
         args: Self::Args<'_, ::clustered_device::cpu::Host>,
         buffers: &mut ::clustered_device::cpu::Buffers,
     ) -> Self::Raw {
-        let (arg0, arg1, arg2, arg3) = args;
+        let (arg0, arg1, arg2, arg3, arg4) = args;
         let _ = &buffers;
         (
             buffers.input("quads", arg0),
             buffers.output("pairs", arg1),
-            buffers.output("out", arg2),
-            arg3,
+            buffers.output("rows", arg2),
+            buffers.output("out", arg3),
+            arg4,
         )
     }
 }
@@ -102,7 +122,7 @@ impl fields {
             launch: ::clustered_device::abi::ClusterLaunch|
         {
             let _ = &launch;
-            unsafe { fields(raw.0, raw.1, raw.2, raw.3) }
+            unsafe { fields(raw.0, raw.1, raw.2, raw.3, raw.4) }
         };
         unsafe {
             ::clustered_device::entry::Entry::__new(
@@ -116,7 +136,7 @@ impl fields {
     /// global load and store with its affine form
     /// (`clustered::access`).
     pub const ACCESSES: ::clustered_device::abi::access::Accesses<'static> = ::clustered_device::abi::access::Accesses {
-        parameters: &["quads", "pairs", "out", "n"],
+        parameters: &["quads", "pairs", "rows", "out", "n"],
         accesses: &[
             ::clustered_device::abi::access::Access {
                 pointer: "quads",
@@ -146,7 +166,7 @@ impl fields {
                     ],
                 ),
                 loops: &[],
-                line: 12u32,
+                line: 18u32,
                 source: "*quads.add(i as usize)",
             },
             ::clustered_device::abi::access::Access {
@@ -177,7 +197,7 @@ impl fields {
                     ],
                 ),
                 loops: &[],
-                line: 13u32,
+                line: 19u32,
                 source: "*pairs.add(i as usize)",
             },
             ::clustered_device::abi::access::Access {
@@ -208,7 +228,7 @@ impl fields {
                     ],
                 ),
                 loops: &[],
-                line: 14u32,
+                line: 20u32,
                 source: "*pairs.add(i as usize)",
             },
             ::clustered_device::abi::access::Access {
@@ -239,7 +259,7 @@ impl fields {
                     ],
                 ),
                 loops: &[],
-                line: 14u32,
+                line: 20u32,
                 source: "*pairs.add(i as usize)",
             },
             ::clustered_device::abi::access::Access {
@@ -270,8 +290,101 @@ impl fields {
                     ],
                 ),
                 loops: &[],
-                line: 15u32,
+                line: 21u32,
                 source: "*quads.add(i as usize)",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "rows",
+                elem_bytes: ::core::mem::size_of::<[f32; 8]>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::BlockDim(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 22u32,
+                source: "*rows.add(i as usize)",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "quads",
+                elem_bytes: ::core::mem::size_of::<F32x4>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::BlockDim(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 22u32,
+                source: "*quads.add(i as usize)",
+            },
+            ::clustered_device::abi::access::Access {
+                pointer: "rows",
+                elem_bytes: ::core::mem::size_of::<[f32; 8]>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Load,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                                ::clustered_device::abi::access::Sym::BlockDim(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 23u32,
+                source: "*rows.add(i as usize)",
             },
             ::clustered_device::abi::access::Access {
                 pointer: "pairs",
@@ -301,7 +414,7 @@ impl fields {
                     ],
                 ),
                 loops: &[],
-                line: 16u32,
+                line: 24u32,
                 source: "*pairs.add(i as usize)",
             },
             ::clustered_device::abi::access::Access {
@@ -332,7 +445,7 @@ impl fields {
                     ],
                 ),
                 loops: &[],
-                line: 16u32,
+                line: 24u32,
                 source: "*out.add(i as usize) = d + borrowed[2] +(*pairs.add(i as usize)).0",
             },
         ],
@@ -365,6 +478,8 @@ pub struct fields_args {
     pub quads: u64,
     /// `pairs: *mut (f32 , u32)`, as a device address.
     pub pairs: u64,
+    /// `rows: *mut [f32 ; 8]`, as a device address.
+    pub rows: u64,
     /// `out: *mut f32`, as a device address.
     pub out: u64,
     /// `n: u32`.
@@ -389,6 +504,7 @@ impl fields {
     pub unsafe fn run_task(__args: fields_args, __cta: ::clustered_device::cta::Cta) {
         let quads: *const F32x4 = __args.quads as *const F32x4;
         let pairs: *mut (f32, u32) = __args.pairs as *mut (f32, u32);
+        let rows: *mut [f32; 8] = __args.rows as *mut [f32; 8];
         let out: *mut f32 = __args.out as *mut f32;
         let n: u32 = __args.n;
         {
@@ -416,6 +532,19 @@ impl fields {
                     )
                 };
                 let borrowed = &(*quads.add(i as usize)).0;
+                let element = ::clustered_device::memory::load(
+                    ::core::ptr::addr_of!((* rows.add(i as usize)) [3]),
+                )
+                    + ::clustered_device::memory::load(
+                        ::core::ptr::addr_of!((* quads.add(i as usize)).0[1]),
+                    );
+                {
+                    let __value = element;
+                    ::clustered_device::memory::store(
+                        ::core::ptr::addr_of_mut!((* rows.add(i as usize)) [0]),
+                        __value,
+                    )
+                };
                 {
                     let __value = d + borrowed[2]
                         + ::clustered_device::memory::load(pairs.add(i as usize)).0;
