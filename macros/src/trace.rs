@@ -122,6 +122,19 @@ impl Tracer<'_> {
         self.global_deref(base).or_else(|| self.global_field(base))
     }
 
+    /// The runtime's load for a read through `pointer`: past L1 where it
+    /// comes from a `bypass` parameter.
+    fn load_function(&self, pointer: &Expr) -> proc_macro2::TokenStream {
+        if self
+            .parameter(pointer)
+            .is_some_and(|p| self.bypass.contains(p))
+        {
+            quote!(load_bypass_l1)
+        } else {
+            quote!(load)
+        }
+    }
+
     /// A write through `place`, a global deref or a field of one: an error
     /// if its pointer comes from a bypassed parameter.
     fn check_write(&mut self, place: &Expr) {
@@ -248,14 +261,7 @@ impl VisitMut for Tracer<'_> {
             }
             Expr::Field(field) if self.global_deref(&field.base).is_some() => {
                 let mut pointer = self.global_deref(&field.base).cloned().expect("checked");
-                let load = if self
-                    .parameter(&pointer)
-                    .is_some_and(|p| self.bypass.contains(p))
-                {
-                    quote!(load_bypass_l1)
-                } else {
-                    quote!(load)
-                };
+                let load = self.load_function(&pointer);
                 self.visit_expr_mut(&mut pointer);
                 let member = &field.member;
                 *expr = syn::parse_quote_spanned!(field.span()=> #memory::#load(#pointer).#member);
@@ -270,14 +276,7 @@ impl VisitMut for Tracer<'_> {
                     .global_deref(&index.expr)
                     .or_else(|| self.global_field(&index.expr))
                     .expect("checked");
-                let load = if self
-                    .parameter(pointer)
-                    .is_some_and(|p| self.bypass.contains(p))
-                {
-                    quote!(load_bypass_l1)
-                } else {
-                    quote!(load)
-                };
+                let load = self.load_function(pointer);
                 self.visit_place(expr);
                 *expr = syn::parse_quote_spanned!(expr.span()=>
                     #memory::#load(::core::ptr::addr_of!(#expr)));
@@ -315,14 +314,7 @@ impl VisitMut for Tracer<'_> {
             Expr::Unary(unary)
                 if matches!(unary.op, UnOp::Deref(_)) && self.parameter(&unary.expr).is_some() =>
             {
-                let load = if self
-                    .parameter(&unary.expr)
-                    .is_some_and(|p| self.bypass.contains(p))
-                {
-                    quote!(load_bypass_l1)
-                } else {
-                    quote!(load)
-                };
+                let load = self.load_function(&unary.expr);
                 self.visit_expr_mut(&mut unary.expr);
                 let pointer = &unary.expr;
                 *expr = syn::parse_quote_spanned!(unary.span()=> #memory::#load(#pointer));
