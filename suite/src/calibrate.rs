@@ -1334,9 +1334,7 @@ fn one_warp() -> LaunchConfig {
 }
 
 /// Cycles per load of a pointer chase over `layout`: `runs` timed runs
-/// after an untimed one, each continuing where the last ended (so a chase
-/// without a warm pass never revisits a slot while there are slots left),
-/// each run's final index checked against the host's walk.
+/// after an untimed one (see [`timed_chase`]).
 fn chase_latency(
     gpu: &Gpu,
     module: &Module,
@@ -1351,14 +1349,11 @@ fn chase_latency(
         .map_err(|_| CalibrateError::Layout("the chase has more than 2^32 slots".to_string()))?;
     let warm = if warm { slots } else { 0 };
     let buffer = gpu.htod(&next)?;
-    let mut out = gpu.zeros::<u64>(2)?;
     let options = ClusterOptions::default();
-    let mut start = start;
-    let mut samples = Vec::new();
-    for run in 0..=runs {
+    timed_chase(gpu, &next, start, warm, steps, runs, |start, out| {
         // SAFETY: every index the chain holds is a slot below next's length
-        // (chase_cycle), start is one (the chain's, then where the last run
-        // ended, checked below), and out holds 2 words.
+        // (chase_cycle), start is one (timed_chase checks where each run
+        // ended), and out holds 2 words.
         unsafe {
             if past_l1 {
                 gpu.launch_entry(
@@ -1366,20 +1361,44 @@ fn chase_latency(
                     pointer_chase_l2::KERNEL,
                     one_thread(),
                     &options,
-                    (&buffer, start, warm, steps, &mut out),
-                )?;
+                    (&buffer, start, warm, steps, out),
+                )
             } else {
                 gpu.launch_entry(
                     module,
                     pointer_chase::KERNEL,
                     one_thread(),
                     &options,
-                    (&buffer, start, warm, steps, &mut out),
-                )?;
+                    (&buffer, start, warm, steps, out),
+                )
             }
         }
+    })
+}
+
+/// Runs a chase `runs + 1` times through `launch(start, out)` (a kernel
+/// that walks `warm` untimed and `steps` timed steps of `next` from
+/// `start`, writing its cycles and its last index to `out`), each run from
+/// where the last ended (so a chase without a warm pass never revisits a
+/// slot while there are slots left), each end checked against the host's
+/// walk; returns the cycles per timed step of every run but the first
+/// (which warms the instruction cache, the TLB, or brings the chain in).
+fn timed_chase(
+    gpu: &Gpu,
+    next: &[u32],
+    start: u32,
+    warm: u32,
+    steps: u32,
+    runs: usize,
+    mut launch: impl FnMut(u32, &mut CudaSlice<u64>) -> Result<(), clustered_host::Error>,
+) -> Result<Vec<f64>, CalibrateError> {
+    let mut out = gpu.zeros::<u64>(2)?;
+    let mut start = start;
+    let mut samples = Vec::new();
+    for run in 0..=runs {
+        launch(start, &mut out)?;
         let result = gpu.dtoh(&out)?;
-        let expected = chase(&next, start, u64::from(warm) + u64::from(steps));
+        let expected = chase(next, start, u64::from(warm) + u64::from(steps));
         let ended = u32::try_from(result[1]).ok();
         if ended != expected {
             return Err(CalibrateError::WrongResult(format!(
@@ -1388,7 +1407,6 @@ fn chase_latency(
             )));
         }
         start = result[1] as u32;
-        // The first run warms the instruction cache and the TLB.
         if run > 0 {
             samples.extend(per_step(result[0], u64::from(steps)));
         }
@@ -1926,34 +1944,20 @@ fn shared_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, C
     };
     let Chain { next, start } = chase_cycle(&layout, 0x5A4ED)?;
     let buffer = gpu.htod(&next)?;
-    let mut out = gpu.zeros::<u64>(2)?;
     let steps = 4096u32;
-    let mut samples = Vec::new();
-    for run in 0..=runs {
+    timed_chase(gpu, &next, start, 0, steps, runs, |start, out| {
         // SAFETY: next holds SHARED_WORDS indices below SHARED_WORDS
-        // (chase_cycle over that many slots), out 2 words.
+        // (chase_cycle over that many slots), start is one, out 2 words.
         unsafe {
             gpu.launch_entry(
                 module,
                 shared_chase::KERNEL,
                 LaunchConfig::new([1, 1, 1], [BLOCK, 1, 1]),
                 &ClusterOptions::default(),
-                (&buffer, start, steps, &mut out),
-            )?;
+                (&buffer, start, steps, out),
+            )
         }
-        let result = gpu.dtoh(&out)?;
-        let expected = chase(&next, start, u64::from(steps));
-        if u32::try_from(result[1]).ok() != expected {
-            return Err(CalibrateError::WrongResult(format!(
-                "shared_chase ended at {}, the host's walk at {expected:?}",
-                result[1]
-            )));
-        }
-        if run > 0 {
-            samples.extend(per_step(result[0], u64::from(steps)));
-        }
-    }
-    Ok(samples)
+    })
 }
 
 /// Cycles per dependent `atom.global.add.u32` on a chain in L2 (`layout`),
@@ -1966,37 +1970,20 @@ fn atom_latency(
 ) -> Result<Vec<f64>, CalibrateError> {
     let Chain { next, start } = chase_cycle(layout, 0xA70B ^ layout.len as u64)?;
     let mut buffer = gpu.htod(&next)?;
-    let mut out = gpu.zeros::<u64>(2)?;
     let steps = 4096u32;
-    let mut start = start;
-    let mut samples = Vec::new();
-    for run in 0..=runs {
+    let samples = timed_chase(gpu, &next, start, 0, steps, runs, |start, out| {
         // SAFETY: every index of the chain is a slot below next's length,
-        // start is one (then where the last run ended, checked), out holds
-        // 2 words.
+        // start is one, out holds 2 words.
         unsafe {
             gpu.launch_entry(
                 module,
                 atom_chase::KERNEL,
                 one_thread(),
                 &ClusterOptions::default(),
-                (&mut buffer, start, steps, &mut out),
-            )?;
+                (&mut buffer, start, steps, out),
+            )
         }
-        let result = gpu.dtoh(&out)?;
-        let expected = chase(&next, start, u64::from(steps));
-        if u32::try_from(result[1]).ok() != expected {
-            return Err(CalibrateError::WrongResult(format!(
-                "atom_chase ended at {}, the host's walk at {expected:?}",
-                result[1]
-            )));
-        }
-        start = result[1] as u32;
-        // The first run brings the chain into L2.
-        if run > 0 {
-            samples.extend(per_step(result[0], u64::from(steps)));
-        }
-    }
+    })?;
     if gpu.dtoh(&buffer)? != next {
         return Err(CalibrateError::WrongResult(
             "atom_chase changed its chain: its atomics added something other than 0".to_string(),
