@@ -998,6 +998,12 @@ fn jacobi5_march(size: Size) -> Workload {
 fn jacobi5_march4(size: Size) -> Workload {
     let walk = jacobi5_march(size);
     let [width, height, rows] = [2, 3, 4].map(|i| scalar(&walk, i) as u32);
+    // The kernel's quads cover a row whole only then (its precondition).
+    assert_eq!(
+        width % 4,
+        0,
+        "jacobi5_march4 needs a width that is a multiple of 4"
+    );
     Workload {
         name: "jacobi5_march4",
         shape: LaunchConfig::new(
@@ -1090,6 +1096,11 @@ fn jacobi7_3d_march(size: Size) -> Workload {
 fn jacobi7_3d_march4(size: Size) -> Workload {
     let walk = jacobi7_3d_march(size);
     let [nx, ny, nz, planes] = [2, 3, 4, 7].map(|i| scalar(&walk, i) as u32);
+    assert_eq!(
+        nx % 4,
+        0,
+        "jacobi7_3d_march4 needs an nx that is a multiple of 4"
+    );
     Workload {
         name: "jacobi7_3d_march4",
         shape: LaunchConfig::new(
