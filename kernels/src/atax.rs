@@ -2,7 +2,8 @@
 
 use clustered_device::index::at;
 use clustered_device::math::fma;
-use clustered_device::thread::{block_idx_x, index_1d, sync_threads, thread_idx_x};
+use clustered_device::memory::F32x4;
+use clustered_device::thread::{block_idx_x, index_1d, sync_threads, thread_idx_x, thread_idx_y};
 use clustered_device::{clustered, launch_bounds, shared_array};
 
 /// Rows of `A` whose loads [`atax_columns`](fn@atax_columns) issues before
@@ -12,6 +13,21 @@ const COLUMN_BATCH: usize = 32;
 /// Elements of a row each thread of [`atax_rows_gemv`](fn@atax_rows_gemv)
 /// loads before their FMAs.
 const GEMV_BATCH: usize = 8;
+
+/// Rows of `A` each thread of [`atax_columns_gemv`](fn@atax_columns_gemv)
+/// loads (16 bytes of each) before their FMAs.
+const GEMVT_BATCH: usize = 8;
+
+/// Row groups of [`atax_columns_gemv`](fn@atax_columns_gemv): a warp each
+/// (its block is `32 x GEMVT_GROUPS`).
+pub const GEMVT_GROUPS: u32 = 32;
+
+/// Threads of a block of [`atax_columns_gemv`](fn@atax_columns_gemv).
+const GEMVT_THREADS: usize = 32 * GEMVT_GROUPS as usize;
+
+/// Columns of `A` one block of [`atax_columns_gemv`](fn@atax_columns_gemv)
+/// sums: four per lane (one 16-byte load of a row each).
+pub const GEMVT_COLUMNS: u32 = 128;
 
 /// Threads per block of [`atax_rows`](fn@atax_rows) and [`atax_columns`](fn@atax_columns) (PolyBench/GPU's
 /// 256 x 1).
@@ -182,4 +198,90 @@ pub unsafe fn atax_columns(a: *const f32, tmp: *const f32, y: *mut f32, nx: u32,
         }
         *y.add(j as usize) = sum;
     }
+}
+
+/// The column pass as a transposed GEMV is written by hand: `y[j] = sum
+/// over i < nx of A[i][j] * tmp[i]`, `A` row-major `nx x ny`, `ny` a
+/// multiple of 4. A block of [`GEMVT_GROUPS`] warps sums
+/// [`GEMVT_COLUMNS`] columns: lane `l` (`x`) of warp `g` (`y`) takes columns `4l ..
+/// 4l + 4` of the block's and rows `i = g, g + 32, ...`, `fma(A[i][j],
+/// tmp[i], sum)` in `i` order, one 16-byte load per row; then the block
+/// adds its 32 groups' sums in a tree through shared memory (step `s` =
+/// 16, 8, ..., 1: group `g < s` adds group `g + s`'s to its own), so the
+/// order is fixed by the block, not by the schedule
+/// (`clustered_suite::reference::atax_columns_gemv`).
+///
+/// Launch: block `32 x GEMVT_GROUPS`, grid `ceil(ny / GEMVT_COLUMNS)`.
+/// A warp reads 512 consecutive bytes of a row per load and every element
+/// of `A` is read once: streaming. Where [`atax_columns`](fn@atax_columns)
+/// has a thread per column (64 blocks for 132 SMs at 16384^2, so its loads
+/// in flight per thread are all its parallelism, 74% of a copy's
+/// bandwidth), this splits the rows over the block's warps: 128 blocks of
+/// 32 warps, eight 16-byte loads in flight per thread. The layout an
+/// expert gives the pass (cuBLAS's transposed GEMV splits the rows the
+/// same way), beside it so that the suite shows both.
+#[launch_bounds(max_threads = 32 * GEMVT_GROUPS, min_blocks_per_sm = 1)]
+#[clustered(auto)]
+pub unsafe fn atax_columns_gemv(a: *const f32, tmp: *const f32, y: *mut f32, nx: u32, ny: u32) {
+    // Component-major (`k * GEMVT_THREADS + t`): each access a float per lane,
+    // consecutive lanes on consecutive banks.
+    let partial = shared_array!(atax_column_partial: [f32; 4 * GEMVT_THREADS]);
+    let (lane, group) = (thread_idx_x(), thread_idx_y());
+    let t = 32 * group + lane;
+    let column = block_idx_x() * GEMVT_COLUMNS + 4 * lane;
+    let mut sum = [0.0f32; 4];
+    if column < ny {
+        // usize indices: no wrap to rebuild addresses for (the macro's warning).
+        let (nx, ny, column) = (nx as usize, ny as usize, column as usize);
+        let groups = GEMVT_GROUPS as usize;
+        let mut i = group as usize;
+        // Rounds of GEMVT_BATCH rows, all loads before their FMAs (the same
+        // FMAs in the same order).
+        while i + (GEMVT_BATCH - 1) * groups < nx {
+            let mut rows = [[0.0f32; 4]; GEMVT_BATCH];
+            for (u, row) in rows.iter_mut().enumerate() {
+                *row = (*a.add((i + u * groups) * ny + column).cast::<F32x4>()).0;
+            }
+            for (u, row) in rows.iter().enumerate() {
+                sum = fma4(*row, *tmp.add(i + u * groups), sum);
+            }
+            i += GEMVT_BATCH * groups;
+        }
+        while i < nx {
+            let row = (*a.add(i * ny + column).cast::<F32x4>()).0;
+            sum = fma4(row, *tmp.add(i), sum);
+            i += groups;
+        }
+    }
+    let threads = GEMVT_THREADS as u32;
+    for (k, s) in sum.iter().enumerate() {
+        partial.write(k as u32 * threads + t, *s);
+    }
+    sync_threads();
+    let mut step = GEMVT_GROUPS / 2;
+    while step > 0 {
+        if group < step {
+            for k in 0..4 {
+                let mine = k * threads + t;
+                partial.write(mine, partial.read(mine) + partial.read(mine + 32 * step));
+            }
+        }
+        sync_threads();
+        step /= 2;
+    }
+    if group == 0 && column < ny {
+        let total = [0, 1, 2, 3].map(|k| partial.read(k * threads + lane));
+        *y.add(column as usize).cast::<F32x4>() = F32x4(total);
+    }
+}
+
+/// `sum + row * weight`, lane by lane: four FMAs.
+#[inline(always)]
+fn fma4(row: [f32; 4], weight: f32, sum: [f32; 4]) -> [f32; 4] {
+    [
+        fma(row[0], weight, sum[0]),
+        fma(row[1], weight, sum[1]),
+        fma(row[2], weight, sum[2]),
+        fma(row[3], weight, sum[3]),
+    ]
 }

@@ -260,6 +260,35 @@ pub fn atax_columns(a: &[f32], tmp: &[f32], nx: usize, ny: usize) -> Vec<f32> {
         .collect()
 }
 
+/// `atax_columns_gemv`: `atax_columns` in the order of a block of
+/// `groups` row groups (a power of two): group `g` fma-sums rows
+/// `i = g, g + groups, ...` in order, then the groups' sums are added in a
+/// tree (step `s` = `groups / 2`, ..., 1: sum `g < s` plus sum `g + s`).
+/// Bitwise comparable.
+pub fn atax_columns_gemv(a: &[f32], tmp: &[f32], nx: usize, ny: usize, groups: usize) -> Vec<f32> {
+    assert_eq!((a.len(), tmp.len()), (nx * ny, nx));
+    assert!(groups.is_power_of_two());
+    (0..ny)
+        .map(|j| {
+            let mut partial: Vec<f32> = (0..groups)
+                .map(|g| {
+                    (g..nx)
+                        .step_by(groups)
+                        .fold(0.0f32, |sum, i| a[i * ny + j].mul_add(tmp[i], sum))
+                })
+                .collect();
+            let mut s = groups / 2;
+            while s > 0 {
+                for g in 0..s {
+                    partial[g] += partial[g + s];
+                }
+                s /= 2;
+            }
+            partial[0]
+        })
+        .collect()
+}
+
 /// The kernel's cumulative normal distribution (`black_scholes::cnd`),
 /// operation for operation.
 pub fn cnd(d: f32) -> f32 {

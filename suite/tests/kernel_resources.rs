@@ -362,23 +362,37 @@ fn launch_bounds_reach_ptxas() {
         return;
     };
     let ptx = clustered_suite::PTX;
-    let bounded: Vec<&str> = ptx
+    // `__clustered_bounds_NAME[8] = {bytes}`: the two little-endian u32s
+    // (threads, blocks per SM) that the builder turns into directives.
+    let bounded: Vec<(&str, u32, u32)> = ptx
         .lines()
         .filter(|line| line.contains(".global"))
-        .filter_map(|line| line.split("__clustered_bounds_").nth(1)?.split('[').next())
+        .filter_map(|line| {
+            let rest = line.split("__clustered_bounds_").nth(1)?;
+            let name = rest.split('[').next()?;
+            let mut bytes = [0u8; 8];
+            let list = rest.split('{').nth(1)?.split('}').next()?;
+            for (byte, value) in bytes.iter_mut().zip(list.split(',')) {
+                *byte = value.trim().parse().ok()?;
+            }
+            let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+            Some((name, word(0), word(4)))
+        })
         .collect();
+    let names: Vec<&str> = bounded.iter().map(|b| b.0).collect();
     assert!(
-        bounded.contains(&"atax_columns") && bounded.contains(&"atax_columns_agents"),
-        "the column pass and its schedules have bounds: {bounded:?}"
+        names.contains(&"atax_columns") && names.contains(&"atax_columns_agents"),
+        "the column pass and its schedules have bounds: {names:?}"
     );
-    for entry in &bounded {
+    for &(entry, threads, blocks) in &bounded {
         let header = ptx
             .find(&format!(".entry {entry}("))
             .unwrap_or_else(|| panic!("no .entry {entry}"));
         let body = header + ptx[header..].find("\n{").expect("a body");
+        let directives = format!("\n.maxntid {threads}, 1, 1\n.minnctapersm {blocks}");
         assert!(
-            ptx[header..body].contains("\n.maxntid 256, 1, 1\n.minnctapersm 1"),
-            "{entry}: no launch bounds before its body:\n{}",
+            ptx[header..body].contains(&directives),
+            "{entry}: not the launch bounds {directives:?} before its body:\n{}",
             &ptx[header..body]
         );
     }

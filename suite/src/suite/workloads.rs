@@ -34,6 +34,7 @@ pub const WORKLOADS: &[(&str, Build)] = &[
     ("syrk", syrk),
     ("atax_rows", |size| atax(size, true)),
     ("atax_rows_gemv", atax_rows_gemv),
+    ("atax_columns_gemv", atax_columns_gemv),
     ("atax_columns", |size| atax(size, false)),
     ("vector_add", vector_add),
     ("black_scholes", black_scholes),
@@ -749,6 +750,39 @@ fn atax_rows_gemv(size: Size) -> Workload {
             expect_all("tmp", &outputs[0], &want)
         },
         ..rows
+    }
+}
+
+/// ATAX's column pass as a transposed GEMV
+/// (`kernels::atax::atax_columns_gemv`), on `atax_columns`' matrix and
+/// vector (every size's row length is a multiple of 4).
+fn atax_columns_gemv(size: Size) -> Workload {
+    let columns = atax(size, false);
+    let ny = scalar(&columns, 4) as u32;
+    // The kernel reads a row 16 bytes at a time (its precondition).
+    assert_eq!(
+        ny % 4,
+        0,
+        "atax_columns_gemv needs ny, the row length, a multiple of 4"
+    );
+    let (groups, per_block) = (kernels::atax::GEMVT_GROUPS, kernels::atax::GEMVT_COLUMNS);
+    Workload {
+        name: "atax_columns_gemv",
+        class: Class::Streaming,
+        shape: LaunchConfig::new([ny.div_ceil(per_block), 1, 1], [32, groups, 1]),
+        variants: variants!(kernels::atax; atax_columns_gemv (0, 1, 2, 3, 4);),
+        check: |w, outputs| {
+            let groups = kernels::atax::GEMVT_GROUPS as usize;
+            let want = reference::atax_columns_gemv(
+                &floats(w, 0),
+                &floats(w, 1),
+                scalar(w, 3),
+                scalar(w, 4),
+                groups,
+            );
+            expect_all("y", &outputs[0], &want)
+        },
+        ..columns
     }
 }
 
