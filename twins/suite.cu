@@ -645,7 +645,10 @@ extern "C" __global__ void jacobi5_march_twin(const float *input, float *output,
 
 // jacobi5_march_twin with four columns per thread as float4 (jacobi5.rs,
 // jacobi5_march4): the row below one 16-byte load, the quad's outer
-// neighbours single floats; width a multiple of 4.
+// neighbours single floats; width a multiple of 4. Not the Rust kernel's
+// two rows a step: written so, nvcc's loop took 1.652-1.653 ms against this
+// one's 1.604-1.615 (H100, docs/BENCHMARKS.md), so the twin keeps the faster
+// C++.
 extern "C" __global__ void jacobi5_march4_twin(const float *input, float *output,
                                                unsigned int width, unsigned int height,
                                                unsigned int rows) {
@@ -720,13 +723,27 @@ extern "C" __global__ void jacobi7_3d_march_twin(const float *input, float *outp
 }
 
 // jacobi7_3d_march_twin with four x-columns per thread as float4
-// (jacobi7.rs, jacobi7_3d_march4): the plane above and the rows beside as
-// 16-byte loads, the quad's outer x-neighbours single floats; nx a
-// multiple of 4.
-extern "C" __global__ void jacobi7_3d_march4_twin(const float *input, float *output,
-                                                  unsigned int nx, unsigned int ny,
-                                                  unsigned int nz, float c0, float c1,
-                                                  unsigned int planes) {
+// (jacobi7.rs, jacobi7_3d_march4); nx a multiple of 4. As the Rust kernel,
+// two planes a step with all their loads before either store (0.401-0.402
+// ms on an H100 against 0.404-0.405 for a plane a step).
+__device__ __forceinline__ float4 jacobi7_quad(float4 b, float4 c, float4 a, float4 yu, float4 yd,
+                                               float xu, float xd, bool first_edge,
+                                               bool edge_row, bool last_edge, float c0,
+                                               float c1) {
+    float4 v = c;
+    if (!first_edge) v.x = c1 * (a.x + b.x + yu.x + yd.x + c.y + xd) - c0 * c.x;
+    if (!edge_row) {
+        v.y = c1 * (a.y + b.y + yu.y + yd.y + c.z + c.x) - c0 * c.y;
+        v.z = c1 * (a.z + b.z + yu.z + yd.z + c.w + c.y) - c0 * c.z;
+    }
+    if (!last_edge) v.w = c1 * (a.w + b.w + yu.w + yd.w + xu + c.z) - c0 * c.w;
+    return v;
+}
+
+extern "C" __global__ void jacobi7_3d_march4_twin(const float *input,
+                                                  float *output, unsigned int nx,
+                                                  unsigned int ny, unsigned int nz, float c0,
+                                                  float c1, unsigned int planes) {
     unsigned int x = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
     unsigned int y = blockIdx.y * blockDim.y + threadIdx.y;
     unsigned int z0 = blockIdx.z * planes;
@@ -740,28 +757,42 @@ extern "C" __global__ void jacobi7_3d_march4_twin(const float *input, float *out
         float *to = output + first;
         float4 below = z0 > 0 ? *(const float4 *)(from - plane) : make_float4(0, 0, 0, 0);
         float4 centre = *(const float4 *)from;
-        for (unsigned int z = z0; z < z_end; ++z) {
-            float4 above = z + 1 < nz ? *(const float4 *)(from + plane) : make_float4(0, 0, 0, 0);
-            float4 value = centre;
-            if (z != 0 && z != nz - 1) {
-                float4 yu = *(const float4 *)(from + row);
-                float4 yd = *(const float4 *)(from - row);
-                float xu = from[4];
-                float xd = from[-1];
-                if (!first_edge)
-                    value.x = c1 * (above.x + below.x + yu.x + yd.x + centre.y + xd) - c0 * centre.x;
-                if (!edge_row) {
-                    value.y = c1 * (above.y + below.y + yu.y + yd.y + centre.z + centre.x) - c0 * centre.y;
-                    value.z = c1 * (above.z + below.z + yu.z + yd.z + centre.w + centre.y) - c0 * centre.z;
-                }
-                if (!last_edge)
-                    value.w = c1 * (above.w + below.w + yu.w + yd.w + xu + centre.z) - c0 * centre.w;
-            }
-            *(float4 *)to = value;
+        unsigned int z = z0;
+        if (z == 0) {
+            *(float4 *)to = centre;
             below = centre;
-            centre = above;
+            centre = nz > 1 ? *(const float4 *)(from + plane) : make_float4(0, 0, 0, 0);
             from += plane;
             to += plane;
+            z = 1;
         }
+        unsigned int walk_end = z_end == nz ? nz - 1 : z_end;
+        for (; z + 1 < walk_end; z += 2) {
+            float4 above = *(const float4 *)(from + plane);
+            float4 yu = *(const float4 *)(from + row), yd = *(const float4 *)(from - row);
+            float xu = from[4], xd = from[-1];
+            const float *next = from + plane;
+            float4 above2 = *(const float4 *)(next + plane);
+            float4 yu2 = *(const float4 *)(next + row), yd2 = *(const float4 *)(next - row);
+            float xu2 = next[4], xd2 = next[-1];
+            *(float4 *)to = jacobi7_quad(below, centre, above, yu, yd, xu, xd, first_edge,
+                                         edge_row, last_edge, c0, c1);
+            *(float4 *)(to + plane) = jacobi7_quad(centre, above, above2, yu2, yd2, xu2, xd2,
+                                                   first_edge, edge_row, last_edge, c0, c1);
+            below = above;
+            centre = above2;
+            from += 2 * plane;
+            to += 2 * plane;
+        }
+        if (z < walk_end) {
+            float4 above = *(const float4 *)(from + plane);
+            float4 yu = *(const float4 *)(from + row), yd = *(const float4 *)(from - row);
+            *(float4 *)to = jacobi7_quad(below, centre, above, yu, yd, from[4], from[-1],
+                                         first_edge, edge_row, last_edge, c0, c1);
+            centre = above;
+            to += plane;
+            ++z;
+        }
+        if (z < z_end) *(float4 *)to = centre;
     }
 }

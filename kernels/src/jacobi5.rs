@@ -158,7 +158,9 @@ pub unsafe fn jacobi5_march(
 /// thread loads the row below as one quad and only its quad's outer
 /// neighbours, `e` of its last point and `w` of its first, as single
 /// floats (from L1: the neighbouring lanes' quads); the points between take
-/// them from the centre quad in registers.
+/// them from the centre quad in registers. It walks two rows a step, every
+/// load of both before either store (1.594-1.599 ms at 32768 x 16384 on an
+/// H100 against 1.605-1.623 a row a step: docs/BENCHMARKS.md).
 ///
 /// Launch: block `256 x 1`, grid `(ceil(width / 1024), ceil(height /
 /// rows))`, `rows >= 1`; `width` a multiple of 4 and both buffers 16-byte
@@ -202,10 +204,7 @@ pub unsafe fn jacobi5_march4(
         // Inside the walk `0 < y < height - 1`: the outer neighbours are
         // inside the grid even at its edges (the previous row's last point,
         // the next row's first), so all are loaded and the edges select.
-        while y < walk_end {
-            let south = (*from.add(row).cast::<F32x4>()).0;
-            let west = *from.sub(1);
-            let east = *from.add(4);
+        let quad = |north: [f32; 4], centre: [f32; 4], south: [f32; 4], west: f32, east: f32| {
             let [c0, c1, c2, c3] = centre;
             let mut value = [
                 0.2 * (c0 + north[0] + south[0] + c1 + west),
@@ -219,10 +218,34 @@ pub unsafe fn jacobi5_march4(
             if last_column {
                 value[3] = c3;
             }
-            *to.cast::<F32x4>() = F32x4(value);
-            north = centre;
+            value
+        };
+        // Two rows a step, all six loads of both before either store (the
+        // stores may alias the loads as far as the compilers know, so
+        // neither moves the next row's loads above this row's store):
+        // twice the bytes in flight per thread.
+        while y + 1 < walk_end {
+            let south = (*from.add(row).cast::<F32x4>()).0;
+            let west = *from.sub(1);
+            let east = *from.add(4);
+            let next = from.add(row);
+            let south_next = (*next.add(row).cast::<F32x4>()).0;
+            let west_next = *next.sub(1);
+            let east_next = *next.add(4);
+            *to.cast::<F32x4>() = F32x4(quad(north, centre, south, west, east));
+            *to.add(row).cast::<F32x4>() =
+                F32x4(quad(centre, south, south_next, west_next, east_next));
+            north = south;
+            centre = south_next;
+            (from, to, y) = (from.add(2 * row), to.add(2 * row), y + 2);
+        }
+        if y < walk_end {
+            let south = (*from.add(row).cast::<F32x4>()).0;
+            let west = *from.sub(1);
+            let east = *from.add(4);
+            *to.cast::<F32x4>() = F32x4(quad(north, centre, south, west, east));
             centre = south;
-            (from, to, y) = (from.add(row), to.add(row), y + 1);
+            (to, y) = (to.add(row), y + 1);
         }
         if y < y_end {
             *to.cast::<F32x4>() = F32x4(centre);

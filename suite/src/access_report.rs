@@ -207,7 +207,14 @@ pub fn render(report: &Report) -> String {
             vec![
                 a.line.to_string(),
                 a.direction.into(),
-                a.source.chars().take(40).collect(),
+                // One line, however the source was wrapped.
+                a.source
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .chars()
+                    .take(40)
+                    .collect(),
                 a.form.clone(),
                 a.class.into(),
                 a.sharing.clone(),
