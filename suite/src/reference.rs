@@ -233,16 +233,23 @@ pub fn atax_rows_gemv(a: &[f32], x: &[f32], nx: usize, ny: usize, block: usize) 
                         .fold(0.0f32, |sum, j| row[j].mul_add(x[j], sum))
                 })
                 .collect();
-            let mut s = block / 2;
-            while s > 0 {
-                for t in 0..s {
-                    partial[t] += partial[t + s];
-                }
-                s /= 2;
-            }
-            partial[0]
+            tree_sum(&mut partial)
         })
         .collect()
+}
+
+/// The sum of `partial` (a power of two long) as a block adds it through
+/// shared memory: step `s` = `len / 2`, ..., 1, element `t < s` plus
+/// element `t + s`.
+fn tree_sum(partial: &mut [f32]) -> f32 {
+    let mut s = partial.len() / 2;
+    while s > 0 {
+        for t in 0..s {
+            partial[t] += partial[t + s];
+        }
+        s /= 2;
+    }
+    partial[0]
 }
 
 /// `atax_columns`: `y[j] = fma-sum over i of A[i][j] tmp[i]`, `A` is
@@ -277,14 +284,7 @@ pub fn atax_columns_gemv(a: &[f32], tmp: &[f32], nx: usize, ny: usize, groups: u
                         .fold(0.0f32, |sum, i| a[i * ny + j].mul_add(tmp[i], sum))
                 })
                 .collect();
-            let mut s = groups / 2;
-            while s > 0 {
-                for g in 0..s {
-                    partial[g] += partial[g + s];
-                }
-                s /= 2;
-            }
-            partial[0]
+            tree_sum(&mut partial)
         })
         .collect()
 }
