@@ -122,6 +122,26 @@ impl Tracer<'_> {
         self.global_deref(base).or_else(|| self.global_field(base))
     }
 
+    /// `*p`, `(*p).f`, `(*p)[i]`, ... with `p` a global pointer: `p`.
+    fn global_pointer<'e>(&self, place: &'e Expr) -> Option<&'e Expr> {
+        self.global_deref(place)
+            .or_else(|| self.global_field(place))
+    }
+
+    /// The address a write to the global place `place` stores to, its
+    /// pointer expressions visited: the pointer itself for `*p`, else
+    /// `addr_of_mut!` of the place (the field's or element's own bytes).
+    fn written_address(&mut self, place: &mut Expr) -> proc_macro2::TokenStream {
+        if let Some(pointer) = self.global_deref(place) {
+            let mut pointer = pointer.clone();
+            self.visit_expr_mut(&mut pointer);
+            quote!(#pointer)
+        } else {
+            self.visit_place(place);
+            quote!(::core::ptr::addr_of_mut!(#place))
+        }
+    }
+
     /// The runtime's load for a read through `pointer`: past L1 where it
     /// comes from a `bypass` parameter.
     fn load_function(&self, pointer: &Expr) -> proc_macro2::TokenStream {
@@ -138,10 +158,7 @@ impl Tracer<'_> {
     /// A write through `place`, a global deref or a field of one: an error
     /// if its pointer comes from a bypassed parameter.
     fn check_write(&mut self, place: &Expr) {
-        let Some(pointer) = self
-            .global_deref(place)
-            .or_else(|| self.global_field(place))
-        else {
+        let Some(pointer) = self.global_pointer(place) else {
             return;
         };
         if let Some(root) = self.parameter(pointer).filter(|p| self.bypass.contains(p)) {
@@ -232,31 +249,34 @@ impl VisitMut for Tracer<'_> {
         let runtime = crate::runtime::runtime_path();
         let memory = quote!(#runtime::memory);
         match expr {
-            Expr::Assign(assign) if self.global_field(&assign.left).is_some() => {
+            // A write through a global pointer, `*p = v` or `(*p).f = v`
+            // (compound assignments load, then store).
+            Expr::Assign(assign) if self.global_pointer(&assign.left).is_some() => {
                 self.check_write(&assign.left);
                 self.visit_expr_mut(&mut assign.right);
-                self.visit_place(&mut assign.left);
-                let (place, value) = (&assign.left, &assign.right);
+                let address = self.written_address(&mut assign.left);
+                let value = &assign.right;
                 let temporary = generated("__value");
+                // Rust evaluates the value before the place; so does this.
                 *expr = syn::parse_quote_spanned!(assign.span()=> {
                     let #temporary = #value;
-                    #memory::store(::core::ptr::addr_of_mut!(#place), #temporary)
+                    #memory::store(#address, #temporary)
                 });
             }
             Expr::Binary(binary)
-                if self.global_field(&binary.left).is_some()
+                if self.global_pointer(&binary.left).is_some()
                     && compound_operator(&binary.op).is_some() =>
             {
                 let operator = compound_operator(&binary.op).expect("checked");
                 self.check_write(&binary.left);
                 self.visit_expr_mut(&mut binary.right);
-                self.visit_place(&mut binary.left);
-                let (place, value) = (&binary.left, &binary.right);
-                let (temporary, address) = (generated("__value"), generated("__address"));
+                let address = self.written_address(&mut binary.left);
+                let value = &binary.right;
+                let (temporary, pointer) = (generated("__value"), generated("__address"));
                 *expr = syn::parse_quote_spanned!(binary.span()=> {
                     let #temporary = #value;
-                    let #address = ::core::ptr::addr_of_mut!(#place);
-                    #memory::store(#address, #memory::load(#address) #operator #temporary)
+                    let #pointer = #address;
+                    #memory::store(#pointer, #memory::load(#pointer) #operator #temporary)
                 });
             }
             Expr::Field(field) if self.global_deref(&field.base).is_some() => {
@@ -268,48 +288,12 @@ impl VisitMut for Tracer<'_> {
             }
             // An element read, `(*p)[i]` (or of a field): loaded from its
             // own address, with the element's alignment, as the plain read.
-            Expr::Index(index)
-                if self.global_deref(&index.expr).is_some()
-                    || self.global_field(&index.expr).is_some() =>
-            {
-                let pointer = self
-                    .global_deref(&index.expr)
-                    .or_else(|| self.global_field(&index.expr))
-                    .expect("checked");
+            Expr::Index(index) if self.global_pointer(&index.expr).is_some() => {
+                let pointer = self.global_pointer(&index.expr).expect("checked");
                 let load = self.load_function(pointer);
                 self.visit_place(expr);
                 *expr = syn::parse_quote_spanned!(expr.span()=>
                     #memory::#load(::core::ptr::addr_of!(#expr)));
-            }
-            Expr::Assign(assign) if self.global_deref(&assign.left).is_some() => {
-                self.check_write(&assign.left);
-                self.visit_expr_mut(&mut assign.right);
-                let mut pointer = self.global_deref(&assign.left).cloned().expect("checked");
-                self.visit_expr_mut(&mut pointer);
-                let value = &assign.right;
-                let temporary = generated("__value");
-                // Rust evaluates the value before the place; so does this.
-                *expr = syn::parse_quote_spanned!(assign.span()=> {
-                    let #temporary = #value;
-                    #memory::store(#pointer, #temporary)
-                });
-            }
-            Expr::Binary(binary) if self.global_deref(&binary.left).is_some() => {
-                let Some(operator) = compound_operator(&binary.op) else {
-                    visit_mut::visit_expr_mut(self, expr);
-                    return;
-                };
-                self.check_write(&binary.left);
-                self.visit_expr_mut(&mut binary.right);
-                let mut pointer = self.global_deref(&binary.left).cloned().expect("checked");
-                self.visit_expr_mut(&mut pointer);
-                let value = &binary.right;
-                let (temporary, address) = (generated("__value"), generated("__address"));
-                *expr = syn::parse_quote_spanned!(binary.span()=> {
-                    let #temporary = #value;
-                    let #address = #pointer;
-                    #memory::store(#address, #memory::load(#address) #operator #temporary)
-                });
             }
             Expr::Unary(unary)
                 if matches!(unary.op, UnOp::Deref(_)) && self.parameter(&unary.expr).is_some() =>
