@@ -12,18 +12,14 @@ use clustered_abi::{LaunchBounds, LAUNCH_BOUNDS_PREFIX};
 /// entries in rustc's PTX, and an entry's directives go just before the
 /// `{` that opens its body.
 pub fn apply(ptx: &str) -> Result<String, String> {
-    use crate::ptx_check::{function_name, global_bytes, global_named};
+    use crate::ptx_check::function_name;
     let mut bounds = std::collections::BTreeMap::new();
     let mut text = String::with_capacity(ptx.len());
     let mut pending = None;
     for line in ptx.split_inclusive('\n') {
         let trimmed = line.trim();
-        if let Some(entry) = global_named(trimmed, LAUNCH_BOUNDS_PREFIX) {
-            let value = global_bytes(trimmed)
-                .and_then(|bytes| LaunchBounds::from_bytes(&bytes))
-                .ok_or_else(|| {
-                    format!("the launch bounds of `{entry}` cannot be read from `{trimmed}`")
-                })?;
+        if let Some(global) = global(trimmed) {
+            let (entry, value) = global?;
             bounds.insert(entry, value);
         } else if crate::ptx_check::code(trimmed).contains(".entry") {
             pending = function_name(trimmed).and_then(|name| bounds.remove(name));
@@ -40,6 +36,26 @@ pub fn apply(ptx: &str) -> Result<String, String> {
         )),
         None => Ok(text),
     }
+}
+
+/// The launch bounds the macro left in `ptx` (its `__clustered_bounds_*`
+/// globals), entry by entry, in the order they appear: what [`apply`]
+/// writes into each entry's header, for checking built PTX.
+pub fn declared(ptx: &str) -> Result<Vec<(&str, LaunchBounds)>, String> {
+    ptx.lines().filter_map(|line| global(line.trim())).collect()
+}
+
+/// The entry and bounds of a bounds global on `line`; `None` for any other
+/// line, an error for one that cannot be read.
+fn global(line: &str) -> Option<Result<(&str, LaunchBounds), String>> {
+    use crate::ptx_check::{global_bytes, global_named};
+    let entry = global_named(line, LAUNCH_BOUNDS_PREFIX)?;
+    Some(
+        global_bytes(line)
+            .and_then(|bytes| LaunchBounds::from_bytes(&bytes))
+            .map(|value| (entry, value))
+            .ok_or_else(|| format!("the launch bounds of `{entry}` cannot be read from `{line}`")),
+    )
 }
 
 #[cfg(test)]
@@ -80,6 +96,18 @@ mod tests {
             "no .minnctapersm where none was given: {text}"
         );
         assert!(text.contains(".entry other()\n{"), "{text}");
+    }
+
+    #[test]
+    fn declared_reads_every_entrys_bounds() {
+        let declared = declared(PTX).unwrap();
+        assert_eq!(
+            declared,
+            [
+                ("k", LaunchBounds::new(256, 1).unwrap()),
+                ("k_agents", LaunchBounds::new(128, 0).unwrap()),
+            ]
+        );
     }
 
     #[test]

@@ -41,7 +41,7 @@ use std::process::Command;
 /// The rustup components the NVPTX build needs.
 pub const REQUIRED_COMPONENTS: &str = "rust-src llvm-bitcode-linker llvm-tools";
 
-mod bounds;
+pub mod bounds;
 pub mod ptx_check;
 
 const TARGET: &str = "nvptx64-nvidia-cuda";

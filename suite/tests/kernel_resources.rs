@@ -362,36 +362,22 @@ fn launch_bounds_reach_ptxas() {
         return;
     };
     let ptx = clustered_suite::PTX;
-    // `__clustered_bounds_NAME[8] = {bytes}`: the two little-endian u32s
-    // (threads, blocks per SM) that the builder turns into directives.
-    let bounded: Vec<(&str, u32, u32)> = ptx
-        .lines()
-        .filter(|line| line.contains(".global"))
-        .filter_map(|line| {
-            let rest = line.split("__clustered_bounds_").nth(1)?;
-            let name = rest.split('[').next()?;
-            let mut bytes = [0u8; 8];
-            let list = rest.split('{').nth(1)?.split('}').next()?;
-            for (byte, value) in bytes.iter_mut().zip(list.split(',')) {
-                *byte = value.trim().parse().ok()?;
-            }
-            let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
-            Some((name, word(0), word(4)))
-        })
-        .collect();
+    // The bounds the macro left, as the builder reads them.
+    let bounded = clustered_builder::bounds::declared(ptx).expect("readable bounds");
     let names: Vec<&str> = bounded.iter().map(|b| b.0).collect();
     assert!(
         names.contains(&"atax_columns") && names.contains(&"atax_columns_agents"),
         "the column pass and its schedules have bounds: {names:?}"
     );
-    for &(entry, threads, blocks) in &bounded {
+    for (entry, bounds) in &bounded {
         let header = ptx
             .find(&format!(".entry {entry}("))
             .unwrap_or_else(|| panic!("no .entry {entry}"));
         let body = header + ptx[header..].find("\n{").expect("a body");
-        let directives = format!("\n.maxntid {threads}, 1, 1\n.minnctapersm {blocks}");
+        // `LaunchBounds` displays as the directives.
+        let directives = format!("\n{bounds}\n");
         assert!(
-            ptx[header..body].contains(&directives),
+            ptx[header..body + 1].contains(&directives),
             "{entry}: not the launch bounds {directives:?} before its body:\n{}",
             &ptx[header..body]
         );
