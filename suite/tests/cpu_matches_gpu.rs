@@ -1,7 +1,7 @@
 //! The CPU backend computes what the GPU computes: every suite kernel's
 //! outputs, bit for bit, in every schedule (within the reference's
 //! tolerance where the kernel uses the GPU's approximate instructions:
-//! `Workload::approximate`). Without a GPU it says so and passes (CI has
+//! `Workload::approximate`, read from the PTX). Without a GPU it says so and passes (CI has
 //! none; `.gpu/run-all.sh` runs it on one).
 
 use clustered_suite::host::cpu::Dispatch;
@@ -28,6 +28,8 @@ fn every_suite_kernel_computes_the_same_words_on_the_cpu_and_the_gpu() {
         .load_module(clustered_suite::PTX)
         .expect("the suite's PTX loads");
     let profile = DeviceProfile::h100_sxm().scaled(4).unwrap();
+    let ptx =
+        clustered_predict::Module::parse(clustered_suite::PTX).expect("the suite's PTX parses");
     let mut failures = Vec::new();
     for workload in suite::all(Size::Test) {
         let watchdog = Watchdog::new(
@@ -51,7 +53,7 @@ fn every_suite_kernel_computes_the_same_words_on_the_cpu_and_the_gpu() {
         for variant in &workload.variants {
             let on_cpu = simulate(&workload, variant, &profile, Dispatch::RoundRobin)
                 .unwrap_or_else(|e| panic!("{} / {}: {e}", workload.name, variant.label));
-            if workload.approximate {
+            if workload.approximate(&ptx) {
                 // The GPU's approximate instructions against the host's
                 // math: both within the reference's tolerance (the GPU's
                 // baseline was checked above), not bit for bit.

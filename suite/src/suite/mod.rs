@@ -423,12 +423,6 @@ pub struct Workload {
     pub args: Vec<Arg>,
     /// `variants[0]` is the baseline.
     pub variants: Vec<Variant>,
-    /// Whether the kernel uses the GPU's approximate instructions (the
-    /// special-function unit's `ex2.approx`, `div.approx`...), which the
-    /// CPU backend computes with the host's math: its outputs then agree
-    /// with the GPU's within `check`'s tolerance, not bit for bit. Every
-    /// schedule still equals its baseline bit for bit on either.
-    pub approximate: bool,
     /// Whether `check` is affordable at this size; when not, callers skip
     /// it and the bench compares with the nvcc twin (bitwise comparable).
     pub cpu_check: bool,
@@ -438,6 +432,29 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// Whether the baseline's entry, or a function it calls, uses one of
+    /// the GPU's approximate instructions (the special-function unit's
+    /// `ex2.approx`, `div.approx`, `rsqrt.approx`...), which the CPU
+    /// backend computes with the host's math: its outputs then agree with
+    /// the GPU's within `check`'s tolerance, not bit for bit (every schedule
+    /// still equals its baseline bit for bit on either). Read from the
+    /// suite's PTX (`ptx`, parsed once by the caller), so no workload can
+    /// say otherwise.
+    pub fn approximate(&self, ptx: &clustered_predict::Module) -> bool {
+        let uses = |f: &clustered_predict::ptx::Function| {
+            f.blocks
+                .iter()
+                .flat_map(|b| &b.instructions)
+                .any(|i| i.opcode.contains(".approx"))
+        };
+        ptx.function(self.variants[0].kernel).is_some_and(|entry| {
+            uses(entry)
+                || clustered_predict::analysis::callees(ptx, entry)
+                    .iter()
+                    .any(|(callee, _)| uses(callee))
+        })
+    }
+
     /// Whether `variants[i]` is the first with its entry: the entry as
     /// compiled, the one a tuner may choose by name. Later variants launch
     /// the same entry with options of their own (a band at launch, thread

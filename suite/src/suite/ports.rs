@@ -112,7 +112,6 @@ pub(super) fn hotspot(size: Size) -> Workload {
             "grid-stride" => hotspot_stride,
             "agents" => hotspot_agents,
         ),
-        approximate: false,
         cpu_check: true,
         check: |w, outputs| {
             let constants = (
@@ -178,7 +177,6 @@ pub(super) fn pathfinder(size: Size) -> Workload {
             "agents" => pathfinder_agents,
             "agents chunk 8" => pathfinder_agents_chunked,
         ),
-        approximate: false,
         cpu_check: true,
         check: |w, outputs| {
             let want = reference::pathfinder(
@@ -246,7 +244,6 @@ pub(super) fn bpnn_layerforward(size: Size) -> Workload {
             "grid-stride" => bpnn_layerforward_stride,
             "agents chunk 8" => bpnn_layerforward_agents_chunked,
         ),
-        approximate: false,
         cpu_check: true,
         check: |w, outputs| {
             let mut weights = floats(w, 2);
@@ -290,7 +287,6 @@ pub(super) fn bpnn_adjust_weights(size: Size) -> Workload {
             "grid-stride" => bpnn_adjust_weights_stride,
             "agents chunk 8" => bpnn_adjust_weights_agents_chunked,
         ),
-        approximate: false,
         cpu_check: true,
         check: |w, outputs| {
             let (mut weights, mut old) = (floats(w, 2), floats(w, 3));
@@ -352,7 +348,6 @@ pub(super) fn nn_euclid(size: Size) -> Workload {
             "persistent chunk 8" => nn_euclid_persistent,
             "agents chunk 8, bypass" => nn_euclid_agents_bypass,
         ),
-        approximate: false,
         cpu_check: true,
         check: |w, outputs| {
             let want = reference::nn_euclid(&floats(w, 0), float_arg(w, 3), float_arg(w, 4));
@@ -393,7 +388,6 @@ pub(super) fn triad(size: Size) -> Workload {
             "persistent chunk 8" => triad_persistent,
             "agents chunk 8, bypass" => triad_agents_bypass,
         ),
-        approximate: false,
         cpu_check: true,
         check: |w, outputs| {
             let want = reference::triad(&floats(w, 0), &floats(w, 1), float_arg(w, 3));
@@ -443,7 +437,6 @@ pub(super) fn parboil_stencil(size: Size) -> Workload {
             "grid-stride" => parboil_stencil_stride,
             "agents" => parboil_stencil_agents,
         ),
-        approximate: false,
         cpu_check: true,
         check: |w, outputs| {
             let want = reference::parboil_stencil(
@@ -590,7 +583,6 @@ pub(super) fn spmv_jds(size: Size) -> Workload {
             "agents" => spmv_jds_agents,
             "agents, 4 active" => spmv_jds_agents_throttled,
         ),
-        approximate: false,
         cpu_check: true,
         check: |w, outputs| {
             let dim = scalar(w, 6) as u32;

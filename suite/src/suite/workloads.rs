@@ -228,7 +228,6 @@ fn vector_add(size: Size) -> Workload {
             "grid-stride, generated prefetch" => vector_add_stride_prefetch_auto,
             "persistent chunk 4, generated prefetch" => vector_add_persistent_prefetch_auto,
         ),
-        approximate: false,
         cpu_check: true,
         check: |w, outputs| {
             let (a, b) = (&w.buffers[0].words, &w.buffers[1].words);
@@ -279,7 +278,6 @@ fn sgemm_tiled(size: Size) -> Workload {
         })
         .chain(sgemm_tiled_in_block_clusters(n / tile))
         .collect(),
-        approximate: false,
         cpu_check: true,
         check: sgemm_check,
     }
@@ -370,7 +368,6 @@ fn matrices(name: &'static str, n: u32, class: Class) -> (Workload, usize) {
         ],
         args: vec![Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2), Arg::U32(n)],
         variants: Vec::new(),
-        approximate: false,
         cpu_check: true,
         check: sgemm_check,
     };
@@ -529,7 +526,6 @@ fn conv5x5(size: Size) -> Workload {
             "agents, 4 active" => conv5x5_agents_throttled,
             "agents chunk 8" => conv5x5_agents_chunked,
         ),
-        approximate: false,
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
             let want = reference::conv5x5(&floats(w, 0), &filter(w, 1), scalar(w, 3), scalar(w, 4));
@@ -595,7 +591,6 @@ fn kmeans_assign(size: Size) -> Workload {
             "agents, 4 active" => kmeans_assign_agents_throttled,
             "agents chunk 8" => kmeans_assign_agents_chunked,
         ),
-        approximate: false,
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
             let want = reference::kmeans_assign(&floats(w, 0), &floats(w, 1), scalar(w, 4));
@@ -650,7 +645,6 @@ fn syrk(size: Size) -> Workload {
             "agents tile(4,4)" => syrk_agents,
             "agents tile(4,4), 4 active" => syrk_agents_throttled,
         ),
-        approximate: false,
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
             let mut c = floats(w, 1);
@@ -713,7 +707,6 @@ fn atax(size: Size, rows: bool) -> Workload {
                 "agents chunk 8, bypass" => atax_columns_agents_bypass,
             )
         },
-        approximate: false,
         cpu_check: true,
         check: check_atax,
     }
@@ -839,7 +832,6 @@ fn black_scholes_workload(size: Size, fast: bool) -> Workload {
             Arg::U32(n),
         ],
         variants,
-        approximate: fast,
         cpu_check: size != Size::Benchmark,
         check: if fast {
             |w, outputs| {
@@ -930,7 +922,6 @@ fn transpose(size: Size, wide: bool) -> Workload {
             )
         })
         .collect(),
-        approximate: false,
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
             let want = reference::transpose(&floats(w, 0), scalar(w, 2), scalar(w, 3));
@@ -988,7 +979,6 @@ fn jacobi5(size: Size) -> Workload {
             "grid-stride 4 waves, prefetch L2" => jacobi5_stride_prefetch_waves4,
             "grid-stride, generated prefetch" => jacobi5_stride_prefetch_auto,
         ),
-        approximate: false,
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
             let want = reference::jacobi5(&floats(w, 0), scalar(w, 2), scalar(w, 3));
@@ -1075,7 +1065,6 @@ fn jacobi7_3d(size: Size) -> Workload {
             "grid-stride" => jacobi7_3d_stride,
             "grid-stride 4 waves" => jacobi7_3d_stride_waves4,
         ),
-        approximate: false,
         cpu_check: size != Size::Benchmark,
         check: |w, outputs| {
             let want = reference::jacobi7_3d(
@@ -1160,6 +1149,20 @@ mod tests {
         let error = names(Some(&list)).unwrap_err();
         assert!(error.contains(r#""nope", "", "also_not""#), "{error}");
         assert!(error.contains(WORKLOADS[0].0), "{error}");
+    }
+
+    /// Which kernels the CPU backend holds to a tolerance instead of the
+    /// GPU's bits is read from their PTX: only the one written with the
+    /// fast intrinsics (the exact kernels' math keeps the bits).
+    #[test]
+    fn only_the_intrinsics_kernel_is_approximate() {
+        let ptx = clustered_predict::Module::parse(crate::PTX).unwrap();
+        let approximate: Vec<&str> = all(Size::Test)
+            .iter()
+            .filter(|w| w.approximate(&ptx))
+            .map(|w| w.name)
+            .collect();
+        assert_eq!(approximate, ["black_scholes_fast"]);
     }
 
     /// A label names one variant of a workload: the bench's records, the
