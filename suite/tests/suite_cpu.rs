@@ -81,12 +81,15 @@ fn suite_on_one_sm() {
     assert!(prefetch_lanes > 0, "no schedule prefetched on one SM");
 }
 
-/// The column walks (`jacobi5_march`, `jacobi7_3d_march`) take their walk's
-/// length as an argument: the suite's test size walks 2 rows or planes, so
-/// every walk there starts or ends inside the grid. Here each runs, in
-/// every schedule, with one row or plane per walk, with a length that
-/// leaves the last walk short, and with one walk over the whole grid
-/// (which starts and ends at its borders): the same bits as the reference.
+/// The column walks (`jacobi5_march`, `jacobi7_3d_march` and their quad
+/// forms) take their walk's length as an argument: the suite's test size
+/// walks 2 rows or planes, so every walk there starts or ends inside the
+/// grid. Here each runs, in every schedule, with walks of 1 to 5 rows or
+/// planes (the quad walks take two a step: every length gives an even and
+/// an odd count of steps somewhere in the grid, so the paired loop, its
+/// single remainder and both together all run, and some lengths leave the
+/// last walk short) and with one walk over the whole grid (which starts
+/// and ends at its borders): the same bits as the reference.
 #[test]
 fn the_walks_are_right_at_every_walk_length() {
     use clustered_suite::suite::Arg;
@@ -106,8 +109,8 @@ fn the_walks_are_right_at_every_walk_length() {
         let Arg::U32(extent) = build(Size::Test).args[extent_arg] else {
             panic!("{name}: argument {extent_arg} is the walked extent");
         };
-        // One per walk, a short last walk, one walk over the whole grid.
-        for length in [1, 5, extent] {
+        // 1 to 5 per walk, one walk over the whole grid.
+        for length in [1, 2, 3, 4, 5, extent] {
             let mut walked = build(Size::Test);
             *walked.args.last_mut().unwrap() = Arg::U32(length);
             walked.shape.grid[axis] = extent.div_ceil(length);
@@ -122,7 +125,7 @@ fn the_walks_are_right_at_every_walk_length() {
         }
     }
     assert!(
-        checked >= 2 * 3 * 8 + 2 * 3 * 4,
+        checked >= 2 * 6 * 8 + 2 * 6 * 4,
         "checked only {checked} runs"
     );
 }
