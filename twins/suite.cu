@@ -725,7 +725,8 @@ extern "C" __global__ void jacobi7_3d_march_twin(const float *input, float *outp
 // jacobi7_3d_march_twin with four x-columns per thread as float4
 // (jacobi7.rs, jacobi7_3d_march4); nx a multiple of 4. As the Rust kernel,
 // two planes a step with all their loads before either store (0.401-0.402
-// ms on an H100 against 0.404-0.405 for a plane a step).
+// ms on an H100 against 0.404-0.405 for a plane a step: docs/BENCHMARKS.md,
+// "The quad walks two steps at a time").
 __device__ __forceinline__ float4 jacobi7_quad(float4 b, float4 c, float4 a, float4 yu, float4 yd,
                                                float xu, float xd, bool first_edge,
                                                bool edge_row, bool last_edge, float c0,
