@@ -2,7 +2,7 @@
 
 use clustered_device::clustered;
 use clustered_device::cta::Cta;
-use clustered_device::math::fma;
+use clustered_device::math::{fma, intrinsics};
 use clustered_device::memory::prefetch_l2;
 use clustered_device::thread::index_1d;
 
@@ -11,32 +11,116 @@ use crate::math::{abs, exp, ln, sqrt};
 /// Threads per block of [`black_scholes`](fn@black_scholes) (the CUDA SDK sample's 128).
 pub const BLACK_SCHOLES_BLOCK: u32 = 128;
 
+/// The math an option's price is computed with: the exact functions
+/// ([`Exact`]) or the GPU's fast intrinsics as the CUDA SDK sample calls
+/// them ([`Intrinsics`]). The formulas are one ([`option`], [`cnd_with`]);
+/// only these differ.
+trait Flavour {
+    fn div(a: f32, b: f32) -> f32;
+    fn sqrt(x: f32) -> f32;
+    fn ln(x: f32) -> f32;
+    fn exp(x: f32) -> f32;
+}
+
+/// IEEE division and the exact `sqrt`, `ln`, `exp` (`crate::math`).
+struct Exact;
+
+impl Flavour for Exact {
+    #[inline(always)]
+    fn div(a: f32, b: f32) -> f32 {
+        a / b
+    }
+    #[inline(always)]
+    fn sqrt(x: f32) -> f32 {
+        sqrt(x)
+    }
+    #[inline(always)]
+    fn ln(x: f32) -> f32 {
+        ln(x)
+    }
+    #[inline(always)]
+    fn exp(x: f32) -> f32 {
+        exp(x)
+    }
+}
+
+/// `__fdividef`, `sqrt(T)` as `__fdividef(1, rsqrtf(T))`, `__logf`,
+/// `__expf` ([`clustered_device::math::intrinsics`], as nvcc compiles them
+/// without `-ftz`), as `BlackScholes_kernel.cuh` writes them.
+struct Intrinsics;
+
+impl Flavour for Intrinsics {
+    #[inline(always)]
+    fn div(a: f32, b: f32) -> f32 {
+        intrinsics::div(a, b)
+    }
+    #[inline(always)]
+    fn sqrt(x: f32) -> f32 {
+        intrinsics::div(1.0, intrinsics::rsqrt(x))
+    }
+    #[inline(always)]
+    fn ln(x: f32) -> f32 {
+        intrinsics::log(x)
+    }
+    #[inline(always)]
+    fn exp(x: f32) -> f32 {
+        intrinsics::exp(x)
+    }
+}
+
 /// The cumulative normal distribution by the polynomial approximation of
 /// Abramowitz & Stegun 26.2.17 (absolute error below 7.5e-8), as in the SDK
 /// sample, with the polynomial in `fma` Horner form.
 #[inline(always)]
 pub fn cnd(d: f32) -> f32 {
-    cnd_with(d, |v| 1.0 / v, exp)
+    cnd_with::<Exact>(d)
 }
 
-/// The A&S polynomial of [`cnd`] with the reciprocal and the exponential
-/// given: exact ones in [`cnd`], the fast intrinsics in [`cnd_fast`].
+/// [`cnd`] as the CUDA SDK sample writes it for the GPU: `K` by
+/// `__fdividef` and the exponential by `__expf` (the special-function
+/// unit's `ex2.approx`), the polynomial in the same `fma` Horner form.
 #[inline(always)]
-fn cnd_with(d: f32, reciprocal: impl Fn(f32) -> f32, exp: impl Fn(f32) -> f32) -> f32 {
+pub fn cnd_fast(d: f32) -> f32 {
+    cnd_with::<Intrinsics>(d)
+}
+
+/// The A&S polynomial of [`cnd`] in the math of `F`.
+#[inline(always)]
+fn cnd_with<F: Flavour>(d: f32) -> f32 {
     const A1: f32 = 0.319_381_53;
     const A2: f32 = -0.356_563_78;
     const A3: f32 = 1.781_477_9;
     const A4: f32 = -1.821_255_9;
     const A5: f32 = 1.330_274_5;
     const RSQRT_2PI: f32 = 0.398_942_3;
-    let k = reciprocal(fma(0.231_641_9, abs(d), 1.0));
+    let k = F::div(1.0, fma(0.231_641_9, abs(d), 1.0));
     let poly = k * fma(k, fma(k, fma(k, fma(k, A5, A4), A3), A2), A1);
-    let tail = RSQRT_2PI * exp(-0.5 * d * d) * poly;
+    let tail = RSQRT_2PI * F::exp(-0.5 * d * d) * poly;
     if d > 0.0 {
         1.0 - tail
     } else {
         tail
     }
+}
+
+/// `(call, put)` of one option (price `s`, strike `x`, `t` years) by the
+/// SDK sample's formulas in the math of `F`; `S / X` is an IEEE division
+/// in either.
+#[inline(always)]
+fn option<F: Flavour>(s: f32, x: f32, t: f32, riskfree: f32, volatility: f32) -> (f32, f32) {
+    let sqrt_t = F::sqrt(t);
+    let d1 = F::div(
+        F::ln(s / x) + (riskfree + 0.5 * volatility * volatility) * t,
+        volatility * sqrt_t,
+    );
+    let d2 = d1 - volatility * sqrt_t;
+    let cnd_d1 = cnd_with::<F>(d1);
+    let cnd_d2 = cnd_with::<F>(d2);
+    let discount = F::exp(-riskfree * t);
+    (
+        s * cnd_d1 - x * discount * cnd_d2,
+        x * discount * (1.0 - cnd_d2) - s * (1.0 - cnd_d1),
+    )
 }
 
 /// Prefetch hook of `black_scholes_stride_prefetch`: starts bringing the
@@ -124,25 +208,10 @@ pub unsafe fn black_scholes(
         let s = *price.add(i);
         let x = *strike.add(i);
         let t = *years.add(i);
-        let sqrt_t = sqrt(t);
-        let d1 =
-            (ln(s / x) + (riskfree + 0.5 * volatility * volatility) * t) / (volatility * sqrt_t);
-        let d2 = d1 - volatility * sqrt_t;
-        let cnd_d1 = cnd(d1);
-        let cnd_d2 = cnd(d2);
-        let discount = exp(-riskfree * t);
-        *call.add(i) = s * cnd_d1 - x * discount * cnd_d2;
-        *put.add(i) = x * discount * (1.0 - cnd_d2) - s * (1.0 - cnd_d1);
+        let (call_value, put_value) = option::<Exact>(s, x, t, riskfree, volatility);
+        *call.add(i) = call_value;
+        *put.add(i) = put_value;
     }
-}
-
-/// [`cnd`] as the CUDA SDK sample writes it for the GPU: `K` by
-/// `__fdividef` and the exponential by `__expf` (the special-function
-/// unit's `ex2.approx`), the polynomial in the same `fma` Horner form.
-#[inline(always)]
-pub fn cnd_fast(d: f32) -> f32 {
-    use clustered_device::math::intrinsics;
-    cnd_with(d, |v| intrinsics::div(1.0, v), intrinsics::exp)
 }
 
 /// [`black_scholes`](fn@black_scholes) as the CUDA SDK sample writes it
@@ -177,23 +246,14 @@ pub unsafe fn black_scholes_fast(
     volatility: f32,
     n: u32,
 ) {
-    use clustered_device::math::intrinsics;
     let i = index_1d();
     if i < n {
         let i = i as usize;
         let s = *price.add(i);
         let x = *strike.add(i);
         let t = *years.add(i);
-        let sqrt_t = intrinsics::div(1.0, intrinsics::rsqrt(t));
-        let d1 = intrinsics::div(
-            intrinsics::log(s / x) + (riskfree + 0.5 * volatility * volatility) * t,
-            volatility * sqrt_t,
-        );
-        let d2 = d1 - volatility * sqrt_t;
-        let cnd_d1 = cnd_fast(d1);
-        let cnd_d2 = cnd_fast(d2);
-        let discount = intrinsics::exp(-riskfree * t);
-        *call.add(i) = s * cnd_d1 - x * discount * cnd_d2;
-        *put.add(i) = x * discount * (1.0 - cnd_d2) - s * (1.0 - cnd_d1);
+        let (call_value, put_value) = option::<Intrinsics>(s, x, t, riskfree, volatility);
+        *call.add(i) = call_value;
+        *put.add(i) = put_value;
     }
 }
