@@ -185,6 +185,8 @@ pub enum ScheduleOption {
     Waves,
     /// `prefetch_distance = N`: how many tasks ahead the hook looks.
     PrefetchDistance,
+    /// `tail = claims`: a grid-stride loop claims its last rounds.
+    Tail,
 }
 
 impl ScheduleOption {
@@ -196,6 +198,7 @@ impl ScheduleOption {
             ScheduleOption::Prefetch => "prefetch",
             ScheduleOption::PrefetchDistance => "prefetch_distance",
             ScheduleOption::Waves => "waves",
+            ScheduleOption::Tail => "tail",
         }
     }
 
@@ -205,7 +208,7 @@ impl ScheduleOption {
             ScheduleOption::Active | ScheduleOption::Chunk => binding.claims_tasks(),
             // Only a persistent CTA knows the task it runs next.
             ScheduleOption::Prefetch => binding.is_persistent(),
-            ScheduleOption::PrefetchDistance | ScheduleOption::Waves => {
+            ScheduleOption::PrefetchDistance | ScheduleOption::Waves | ScheduleOption::Tail => {
                 matches!(binding, Binding::Stride)
             }
         }
@@ -216,7 +219,9 @@ impl ScheduleOption {
         match self {
             ScheduleOption::Active | ScheduleOption::Chunk => "`agents` or `persistent`",
             ScheduleOption::Prefetch => "`agents`, `persistent` or `stride`",
-            ScheduleOption::PrefetchDistance | ScheduleOption::Waves => "`stride`",
+            ScheduleOption::PrefetchDistance | ScheduleOption::Waves | ScheduleOption::Tail => {
+                "`stride`"
+            }
         }
     }
 }
@@ -291,6 +296,8 @@ pub struct Options {
     pub prefetch_distance: Option<u32>,
     /// `waves = N`.
     pub waves: Option<u32>,
+    /// `tail = claims` is given.
+    pub claim_tail: bool,
 }
 
 impl Options {
@@ -303,6 +310,7 @@ impl Options {
             prefetch: false,
             prefetch_distance: None,
             waves: None,
+            claim_tail: false,
         }
     }
 
@@ -316,6 +324,7 @@ impl Options {
             (ScheduleOption::Prefetch, self.prefetch.then_some(1)),
             (ScheduleOption::Waves, self.waves),
             (ScheduleOption::PrefetchDistance, self.prefetch_distance),
+            (ScheduleOption::Tail, self.claim_tail.then_some(1)),
         ];
         let chunk = self.chunk.unwrap_or(1);
         let prefetch = self.prefetch;

@@ -92,7 +92,8 @@ impl KernelContract {
     }
 
     /// The options this contract records, for [`Options::violations`]
-    /// (defaults read as "not set"; `prefetch` is not recorded).
+    /// (defaults read as "not set"; `prefetch` and `tail` are not recorded:
+    /// they change the entry's code, not its launch).
     pub fn options(&self) -> Option<Options> {
         Some(Options {
             binding: Binding::from_u32(self.binding)?,
@@ -101,6 +102,7 @@ impl KernelContract {
             prefetch: false,
             prefetch_distance: None,
             waves: (self.waves != 1).then_some(self.waves),
+            claim_tail: false,
         })
     }
 

@@ -6,7 +6,7 @@ use crate::abi::{ClusterLaunch, ABI_VERSION};
 use crate::atomic::{fetch_add_u32, fetch_inc_wrapping, fetch_or_u32, load_relaxed_gpu_global};
 use crate::cta::Cta;
 use crate::mapping::{round_robin, Partition};
-use crate::schedule::{fold_sm_id, Claim, Claimer, TaskCounters};
+use crate::schedule::{factoring_claim, fold_sm_id, Claim, Claimer, TaskCounters};
 use crate::shared::Shared;
 use crate::sm::sm_id;
 use crate::thread::{thread_idx_x, thread_idx_y, thread_idx_z, trap};
@@ -262,6 +262,94 @@ pub fn strided(
         task(v, Cta::new(index, grid));
         v = v.wrapping_add(agents);
         index = delinearize.advance(index, split, v);
+    }
+}
+
+/// The grid-stride binding with `tail = claims`: [`strided`] for the first
+/// half of the rounds; the tasks after them (the tail) go out in claims,
+/// sized by factoring ([`factoring_claim`]). Every block of a grid runs
+/// eventually and claims only what is left, so every task runs exactly once
+/// whatever the dispatcher does; ACTIVE does not apply (all blocks work).
+///
+/// - Why a tail: with the same number of tasks each, the blocks that the
+///   warp schedulers serve less finish last, and an SM's warps fall from
+///   64 to none over the last 40% of the loop's time (ncu's PM sampling of
+///   the staged convolution's and the SDK Black-Scholes' loops on an H200:
+///   0.81x and 0.91x of their kernels; docs/BENCHMARKS.md, "Where a
+///   grid-stride loop's time goes"). Claimed, the tail goes to the blocks
+///   that are free.
+/// - It costs a claim (an atomic and a CTA barrier) per run of the tail, a
+///   few per block, on one counter; and the loop's state may take ptxas
+///   past a register step (measured in that section: parboil's stencil
+///   from 32 to 48 registers, 1.16x to 0.90x of its kernel; bpnn's
+///   weights, 65535 tiny tasks, 0.83x to 0.63x). Hence an option, and a
+///   candidate of `#[clustered(auto)]` beside the plain loop.
+/// - Tasks, prefetch and the body's barriers as in [`strided`]; in the
+///   tail, `prefetch` gets the next task of the claim.
+///
+/// # Safety
+/// `launch.scratch` holds `scratch_words(sm_slots, 1)` zeroed words private
+/// to this launch.
+#[inline(always)]
+pub unsafe fn strided_then_claimed(
+    launch: &ClusterLaunch,
+    distance: u32,
+    mut task: impl FnMut(u32, Cta),
+    mut prefetch: impl FnMut(u32, Cta),
+) {
+    check_abi(launch);
+    let delinearize = &launch.delinearize;
+    let grid = delinearize.grid();
+    let total = launch.partition.total;
+    let agents = hardware::grid_dim_x();
+    // Half of the rounds by stride, the rest claimed.
+    let strided_end = total / agents / 2 * agents;
+    let tail = total - strided_end;
+    // SAFETY: the caller's contract on the scratch (one counter: one queue).
+    let counters = GlobalCounters::at(
+        unsafe { (launch.scratch as *mut u32).add(launch.sm_slots as usize) },
+        1,
+    );
+    let ticket = crate::shared_array!(clustered_ticket_tail: [u32; 4]);
+    let leader = thread_idx_x() == 0 && thread_idx_y() == 0 && thread_idx_z() == 0;
+    // A run of tasks `v, v + step, ...` below `end`: first this block's
+    // rounds, then each claim's range. One loop runs both, so the body is
+    // inlined once (twice, its registers went up on 40 of 60 entries).
+    let (mut v, mut end, mut step) = (hardware::block_idx_x(), strided_end, agents);
+    let mut index = delinearize.cta(v);
+    let mut parity = 0;
+    loop {
+        let split = delinearize.cta(step);
+        // Saturated, it is never below `end - v`: no prefetch, no wrap.
+        let ahead = step.saturating_mul(distance);
+        let split_ahead = delinearize.cta(ahead);
+        while v < end {
+            if end - v > ahead {
+                let next = delinearize.advance(index, split_ahead, v + ahead);
+                prefetch(v + ahead, Cta::new(next, grid));
+            }
+            task(v, Cta::new(index, grid));
+            v = v.wrapping_add(step);
+            index = delinearize.advance(index, split, v);
+        }
+        if leader {
+            let claim = factoring_claim(counters.next_chunk(0), tail, agents);
+            let (first, count) = claim.unwrap_or((0, 0));
+            // SAFETY: four words, two per parity.
+            unsafe {
+                ticket.write(2 * parity, strided_end + first);
+                ticket.write(2 * parity + 1, count);
+            }
+        }
+        hardware::scheduler_barrier();
+        // SAFETY: written before the barrier.
+        let (first, count) = unsafe { (ticket.read(2 * parity), ticket.read(2 * parity + 1)) };
+        if count == 0 {
+            break;
+        }
+        (v, end, step) = (first, first + count, 1);
+        index = delinearize.cta(v);
+        parity ^= 1;
     }
 }
 

@@ -154,11 +154,95 @@ impl Claimer {
     }
 }
 
+/// The tail of a grid-stride loop, shared out by factoring (Flynn Hummel,
+/// Schonberg and Flynn, "Factoring", CACM 1992): claims come in batches of
+/// `agents`, each claim of a batch taking `ceil(left / (2 agents))` tasks
+/// (at least one) of the `left` not yet given to an earlier batch. So each
+/// batch hands out about half of what is left, the first claims are long
+/// and the last ones single tasks: a block that ran slower than the others
+/// finds the tail taken instead of holding the launch up, in
+/// `log2(tasks / agents)` claims or so per block.
+///
+/// `ticket` is the claim's number (from one counter); returns the range
+/// `first .. first + count` of the tail's `len` tasks it owns, or `None`
+/// once the tail is handed out. The ranges of tickets `0, 1, 2, ...` tile
+/// `0 .. len` in order, each task in exactly one.
+#[inline(always)]
+pub fn factoring_claim(ticket: u32, len: u32, agents: u32) -> Option<(u32, u32)> {
+    let agents = agents.max(1);
+    let (mut ticket, mut given) = (ticket, 0u32);
+    loop {
+        let left = len - given;
+        if left == 0 {
+            return None;
+        }
+        let size = left.div_ceil(agents.saturating_mul(2)).max(1);
+        if ticket < agents {
+            // Within this batch: `ticket * size` may pass `left` only in a
+            // batch of single tasks or a short last one.
+            let offset = u64::from(ticket) * u64::from(size);
+            if offset >= u64::from(left) {
+                return None;
+            }
+            let first = given + offset as u32;
+            return Some((first, size.min(len - first)));
+        }
+        ticket -= agents;
+        given += (u64::from(agents) * u64::from(size)).min(u64::from(left)) as u32;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Mutex;
+
+    /// Every ticket's range, in ticket order, until the first `None`.
+    fn factored(len: u32, agents: u32) -> Vec<(u32, u32)> {
+        (0..)
+            .map_while(|t| factoring_claim(t, len, agents))
+            .collect()
+    }
+
+    #[test]
+    fn factoring_tiles_the_tail_in_order_with_halving_claims() {
+        for agents in [1, 2, 3, 7, 132, 1056] {
+            for len in [0, 1, 2, 5, 63, 64, 1000, 1056, 4097, 131_072, 262_144] {
+                let claims = factored(len, agents);
+                let mut next = 0;
+                for &(first, count) in &claims {
+                    assert_eq!(
+                        first, next,
+                        "len {len}, agents {agents}: a gap or an overlap"
+                    );
+                    assert!(count >= 1);
+                    next = first + count;
+                }
+                assert_eq!(next, len, "len {len}, agents {agents}: tasks left over");
+                // Sizes never grow, and the first is about half the tail
+                // over the agents (at least one task).
+                assert!(claims.windows(2).all(|w| w[1].1 <= w[0].1));
+                if let Some(&(_, first)) = claims.first() {
+                    assert_eq!(first, len.div_ceil(2 * agents).max(1).min(len));
+                }
+                // Past the tail, every later ticket finds nothing.
+                let n = claims.len() as u32;
+                for t in n..n + 2 * agents {
+                    assert_eq!(factoring_claim(t, len, agents), None);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn factoring_takes_few_claims_per_agent() {
+        // 124 tasks per block in the tail of Black-Scholes' grid-stride loop
+        // on 2112 blocks: about log2(124) + 2 batches.
+        let claims = factored(2112 * 124, 2112);
+        assert!(claims.len() <= 2112 * 10, "{} claims", claims.len());
+        assert_eq!(claims[0].1, 62);
+    }
 
     /// Claim counters, drained marks and their count.
     struct Counters(Vec<AtomicU32>, Vec<AtomicU32>, AtomicU32);

@@ -18,6 +18,8 @@ use clustered_device::thread::*;
 #[clustered(name = coverage_persistent, binding = persistent, indexing = column_major, chunk = 3)]
 #[clustered(name = coverage_stride, binding = stride, indexing = tile(2, 3))]
 #[clustered(name = coverage_stride_waves, binding = stride, waves = 3)]
+#[clustered(name = coverage_stride_tail, binding = stride, indexing = tile(2, 3), tail = claims)]
+#[clustered(name = coverage_stride_tail_waves, binding = stride, waves = 3, tail = claims)]
 #[clustered(name = coverage_sawtooth, binding = reorder, indexing = sawtooth(1, 2))]
 #[clustered(name = coverage_raster_agents, binding = agents, indexing = tile(1, 2))]
 #[clustered(name = coverage_column_raster_stride, binding = stride, indexing = column_tile(2, 1))]

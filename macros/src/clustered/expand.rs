@@ -155,8 +155,14 @@ pub fn schedule(
         },
         Binding::Stride => {
             let distance = schedule.prefetch_distance.map_or(1, |(n, _)| n);
-            quote! {
-                #device::run::strided(&#launch, #distance, #run_task, #prefetch);
+            if schedule.claim_tail.is_some() {
+                quote! {
+                    #device::run::strided_then_claimed(&#launch, #distance, #run_task, #prefetch);
+                }
+            } else {
+                quote! {
+                    #device::run::strided(&#launch, #distance, #run_task, #prefetch);
+                }
             }
         }
         Binding::Agents | Binding::Persistent => quote! {
@@ -172,8 +178,13 @@ pub fn schedule(
         Indexing::Sawtooth { width, height } => format!("sawtooth({width}, {height})"),
         Indexing::Custom(path) => format!("custom({})", quote!(#path).to_string().replace(' ', "")),
     };
+    let tail = if schedule.claim_tail.is_some() {
+        ", `tail = claims`"
+    } else {
+        ""
+    };
     let doc = format!(
-        " Clustered `{}`: `binding = {}`, `indexing = {indexing}`. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.",
+        " Clustered `{}`: `binding = {}`, `indexing = {indexing}`{tail}. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.",
         function.sig.ident,
         schedule.binding.name(),
     );

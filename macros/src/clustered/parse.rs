@@ -13,6 +13,7 @@
 //!     chunk = 8,                      // agents: tasks claimed at a time (default 1)
 //!     active = 4,                     // agents: default ACTIVE agents per SM
 //!     waves = 4,                      // stride: blocks launched per resident slot (default 1)
+//!     tail = claims,                  // stride: the last rounds claimed by the blocks that are free
 //! )]
 //! ```
 
@@ -80,6 +81,8 @@ pub struct Schedule {
     pub active: Option<(u32, Span)>,
     pub waves: Option<(u32, Span)>,
     pub prefetch_distance: Option<(u32, Span)>,
+    /// `tail = claims` (where it is written).
+    pub claim_tail: Option<Span>,
     /// `auto`: the schedules the access analysis proposes, instead of this
     /// one.
     pub auto: bool,
@@ -107,6 +110,7 @@ impl Schedule {
             active: None,
             waves: proposal.waves.map(|w| (w, span)),
             prefetch_distance: None,
+            claim_tail: proposal.claim_tail.then_some(span),
             auto: false,
         }
     }
@@ -161,11 +165,12 @@ impl Schedule {
             && value(&self.active) == value(&other.active)
             && value(&self.waves) == value(&other.waves)
             && value(&self.prefetch_distance) == value(&other.prefetch_distance)
+            && self.claim_tail.is_some() == other.claim_tail.is_some()
     }
 }
 
 const OPTIONS: &str =
-    "`auto`, `name`, `binding`, `indexing`, `bypass(..)`, `prefetch`, `prefetch_distance`, `chunk`, `active`, `waves`";
+    "`auto`, `name`, `binding`, `indexing`, `bypass(..)`, `prefetch`, `prefetch_distance`, `chunk`, `active`, `waves`, `tail`";
 
 /// Parses one attribute's arguments, pushing every mistake into `errors`.
 pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) -> Schedule {
@@ -180,6 +185,7 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
         active: None,
         waves: None,
         prefetch_distance: None,
+        claim_tail: None,
         auto: false,
     };
     let mut seen: Vec<String> = Vec::new();
@@ -276,6 +282,16 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
                     other => errors.push(Error::new_spanned(
                         other,
                         "`prefetch` takes `auto` or the path of a function `unsafe fn(next: Cta, <the kernel's parameters>)`, e.g. `prefetch = prefetch_rows`",
+                    )),
+                }
+            }
+            "tail" => {
+                let value: Expr = meta.value()?.parse()?;
+                match expr_ident(&value).as_deref() {
+                    Some("claims") => schedule.claim_tail = Some(value.span()),
+                    _ => errors.push(Error::new_spanned(
+                        &value,
+                        "`tail` takes `claims`: `tail = claims` has a grid-stride loop claim its last rounds (without it, each block runs its own share to the end)",
                     )),
                 }
             }

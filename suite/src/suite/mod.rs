@@ -604,7 +604,7 @@ macro_rules! variants {
             },
             $($crate::suite::schedule_variant!($label, m, $baseline, $name, $args, $crate::suite::VariantOptions::NONE),)*
         ];
-        // At most `clustered_device::abi::access::MAX_PROPOSALS` (7).
+        // At most `clustered_device::abi::access::MAX_PROPOSALS` (8).
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 1);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 2);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 3);
@@ -612,10 +612,11 @@ macro_rules! variants {
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 5);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 6);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 7);
+        $crate::suite::auto_variant!(variants, m::$baseline, $args, 8);
         variants
     }};
 }
-const _: () = assert!(clustered_device::abi::access::MAX_PROPOSALS == 7);
+const _: () = assert!(clustered_device::abi::access::MAX_PROPOSALS == 8);
 
 /// The variant of schedule `$name` of `$module::$baseline`, launched with
 /// `$options` (a [`VariantOptions`]) set over the caller's.
