@@ -9,8 +9,9 @@
 use crate::mapping::{grid_size, Delinearize, FastDiv, Grid, Indexing, MappingError, Partition};
 
 /// The version of the launch contract. 3: the agents' scratch ends with
-/// marks of drained clusters and their count ([`scratch_words`]).
-pub const ABI_VERSION: u32 = 3;
+/// marks of drained clusters and their count ([`scratch_words`]); 4: the
+/// contract records a claimed tail ([`KernelContract::claim_tail`]).
+pub const ABI_VERSION: u32 = 4;
 
 /// "CLST": marks a contract global, so a stray symbol is never mistaken for one.
 pub const CONTRACT_MAGIC: u32 = u32::from_le_bytes(*b"CLST");
@@ -59,6 +60,8 @@ pub struct KernelContract {
     pub launch_size: u32,
     /// Stride: blocks launched per resident block slot (0 or 1: one wave).
     pub waves: u32,
+    /// Stride: 1 if the loop claims its last rounds (`tail = claims`), else 0.
+    pub claim_tail: u32,
 }
 
 impl KernelContract {
@@ -80,6 +83,7 @@ impl KernelContract {
             default_active,
             launch_size: core::mem::size_of::<ClusterLaunch>() as u32,
             waves: 1,
+            claim_tail: 0,
         }
     }
 
@@ -91,9 +95,17 @@ impl KernelContract {
         self
     }
 
+    /// The same contract for a grid-stride loop that claims its last rounds
+    /// (`tail = claims`, `run::strided_then_claimed`): the launch is the
+    /// same, but what runs per block is not (the predictor counts its
+    /// claims).
+    pub const fn with_claimed_tail(mut self) -> Self {
+        self.claim_tail = 1;
+        self
+    }
+
     /// The options this contract records, for [`Options::violations`]
-    /// (defaults read as "not set"; `prefetch` and `tail` are not recorded:
-    /// they change the entry's code, not its launch).
+    /// (defaults read as "not set"; `prefetch` is not recorded).
     pub fn options(&self) -> Option<Options> {
         Some(Options {
             binding: Binding::from_u32(self.binding)?,
@@ -102,7 +114,7 @@ impl KernelContract {
             prefetch: false,
             prefetch_distance: None,
             waves: (self.waves != 1).then_some(self.waves),
-            claim_tail: false,
+            claim_tail: self.claim_tail != 0,
         })
     }
 

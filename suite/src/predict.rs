@@ -336,8 +336,28 @@ pub fn planned_launch(
         .push(ParamValue::Bytes(plan.parameter().to_bytes().to_vec()));
     launch.tasks_per_block = ctas(shape.grid) / ctas(launch.grid).max(1.0);
     launch.tasks_per_claim = f64::from(contract.chunk.max(1));
+    if contract.claim_tail != 0 {
+        // A claimed tail runs its tasks in runs (the strided rounds, then
+        // one per claim), inside one loop of runs with the claim code: as
+        // a claim loop with `tasks / runs` tasks per claim.
+        launch.tasks_per_claim =
+            launch.tasks_per_block / tail_runs(ctas(shape.grid), launch.grid[0]);
+    }
     launch.persistent = contract.binding >= 2; // Agents, Persistent, Stride (abi::Binding)
     Ok(launch)
+}
+
+/// Runs per block of a grid-stride loop with a claimed tail
+/// (`run::strided_then_claimed`) over `tasks` on `blocks` blocks: its
+/// strided rounds, then its share of the factoring's claims, one a batch,
+/// and the last claim that finds the tail empty.
+fn tail_runs(tasks: f64, blocks: u32) -> f64 {
+    let (tasks, blocks) = (tasks as u32, blocks.max(1));
+    let tail = tasks - tasks / blocks / 2 * blocks;
+    let claims = (0..)
+        .take_while(|&t| clustered_device::schedule::factoring_claim(t, tail, blocks).is_some())
+        .count() as f64;
+    1.0 + claims / f64::from(blocks) + 1.0
 }
 
 /// Predicts every schedule of `workload`; `ratios` from [`traffic_ratios`]
@@ -384,4 +404,20 @@ pub fn predict_workload(
             (v.label, v.kernel, result)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tail_runs;
+
+    #[test]
+    fn a_claimed_tail_runs_its_rounds_then_a_few_claims() {
+        // The SDK Black-Scholes' loop: 524288 tasks on 2112 blocks, 248
+        // rounds, 124 of them claimed in batches that halve: 62, 31, ...
+        let runs = tail_runs(524_288.0, 2112);
+        assert!((8.0..14.0).contains(&runs), "{runs}");
+        // Fewer tasks than blocks: no strided rounds, one claim each, and
+        // the one that finds the tail empty.
+        assert_eq!(tail_runs(100.0, 1000), 1.0 + 0.1 + 1.0);
+    }
 }

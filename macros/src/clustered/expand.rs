@@ -92,6 +92,7 @@ pub fn schedule(
     let [tile_width, tile_height] = tile;
     let chunk = schedule.chunk.map_or(1, |(n, _)| n);
     let with_waves = schedule.waves.map(|(waves, _)| quote!(.with_waves(#waves)));
+    let with_claimed_tail = schedule.claim_tail.map(|_| quote!(.with_claimed_tail()));
     let active = schedule.active.map_or(0, |(n, _)| n);
 
     // v -> the original CTA, for the chosen indexing.
@@ -214,7 +215,7 @@ pub fn schedule(
             [#tile_width, #tile_height],
             #chunk,
             #active,
-        )#with_waves;
+        )#with_waves #with_claimed_tail;
 
         // The kernel this schedule was made from, by name: the host keeps
         // the schedule at that kernel's occupancy (`clustered_host::Module`).

@@ -46,12 +46,13 @@ unsafe fn __scale_tail_task(__cta: ::clustered_device::cta::Cta, x: *mut f32, n:
 #[no_mangle]
 #[allow(non_upper_case_globals)]
 pub static __clustered_contract_scale_tail: ::clustered_device::abi::KernelContract = ::clustered_device::abi::KernelContract::new(
-    ::clustered_device::abi::Binding::Stride,
-    ::clustered_device::abi::indexing_kind::ROW_MAJOR,
-    [0u32, 0u32],
-    1u32,
-    0u32,
-);
+        ::clustered_device::abi::Binding::Stride,
+        ::clustered_device::abi::indexing_kind::ROW_MAJOR,
+        [0u32, 0u32],
+        1u32,
+        0u32,
+    )
+    .with_claimed_tail();
 #[doc(hidden)]
 #[no_mangle]
 #[allow(non_upper_case_globals)]
