@@ -277,6 +277,32 @@ impl ClusteredKernel {
     }
 }
 
+/// Decodes and checks the bytes of a kernel's contract global. A global of
+/// another size with the contract's magic was written by another version
+/// of `clustered-device` (the contract grew from 40 to 44 bytes with ABI
+/// 4): that is a
+/// [`ClusterError::ContractMismatch`] naming its ABI, so the user rebuilds,
+/// not a kernel "without a contract".
+pub fn decode_contract(kernel: &str, bytes: &[u8]) -> Result<KernelContract, ClusterError> {
+    let mut fixed = [0u8; std::mem::size_of::<KernelContract>()];
+    let n = bytes.len().min(fixed.len());
+    fixed[..n].copy_from_slice(&bytes[..n]);
+    // SAFETY: KernelContract is repr(C) plain u32s; any bytes are a value.
+    let found: KernelContract = unsafe { std::ptr::read_unaligned(fixed.as_ptr().cast()) };
+    if bytes.len() < 8 || found.magic != CONTRACT_MAGIC {
+        Err(ClusterError::NotClustered {
+            kernel: kernel.to_string(),
+        })
+    } else if bytes.len() != fixed.len() {
+        Err(ClusterError::ContractMismatch {
+            kernel: kernel.to_string(),
+            found,
+        })
+    } else {
+        check_contract(kernel, found)
+    }
+}
+
 /// Checks a contract read from a module.
 ///
 /// Besides the magic and the ABI version, the options it records must obey
@@ -318,22 +344,14 @@ impl Module {
                 .into())
             }
         };
-        let mut bytes = vec![0u8; std::mem::size_of::<KernelContract>()];
-        if global.len() != bytes.len() {
-            return Err(ClusterError::NotClustered {
-                kernel: name.into(),
-            }
-            .into());
-        }
+        let mut bytes = vec![0u8; global.len()];
         stream
             .memcpy_dtoh(&global, &mut bytes)
             .map_err(Error::driver("cuMemcpyDtoH(contract)"))?;
         stream
             .synchronize()
             .map_err(Error::driver("cuStreamSynchronize"))?;
-        // SAFETY: KernelContract is repr(C) plain u32s; any bytes are a value.
-        let found: KernelContract = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) };
-        let contract = check_contract(name, found)?;
+        let contract = decode_contract(name, &bytes)?;
         let uncapped = self.uncapped_kernel(name)?;
         Ok(ClusteredKernel {
             kernel,

@@ -41,8 +41,8 @@ mod typed;
 
 pub use autotune::{bucket, candidates_checksum, TunePolicy, Tuned, TunedLaunches};
 pub use clustered::{
-    check_contract, choose_active, ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel,
-    ClusteredPlan, RasterGroup,
+    check_contract, choose_active, decode_contract, ActivePolicy, ClusterError, ClusterOptions,
+    ClusteredKernel, ClusteredPlan, RasterGroup,
 };
 pub use clustered_device::abi::{Binding, ClusterLaunch, KernelContract};
 pub use clustered_device::entry::{Entry, KernelFn, Scalar, UnknownSchedule};

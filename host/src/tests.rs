@@ -383,6 +383,40 @@ fn contracts_breaking_the_option_rules_are_refused() {
 }
 
 #[test]
+fn a_contract_of_another_size_names_its_abi() {
+    use clustered_device::abi::indexing_kind;
+    let contract = KernelContract::new(Binding::Stride, indexing_kind::ROW_MAJOR, [0, 0], 1, 0);
+    // SAFETY: a repr(C) value of plain u32s, read as its bytes.
+    let bytes: Vec<u8> = unsafe {
+        std::slice::from_raw_parts(
+            (&contract as *const KernelContract).cast::<u8>(),
+            std::mem::size_of::<KernelContract>(),
+        )
+    }
+    .to_vec();
+    assert!(decode_contract("k", &bytes).is_ok());
+    // ABI 3's contract: 40 bytes, version 3 in its second word.
+    assert_eq!(bytes.len(), 44);
+    let mut old = bytes[..40].to_vec();
+    old[4..8].copy_from_slice(&3u32.to_le_bytes());
+    let error = decode_contract("k", &old).unwrap_err();
+    assert!(
+        matches!(error, ClusterError::ContractMismatch { ref found, .. } if found.abi_version == 3),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("ABI 3"), "{error}");
+    // Bytes without the magic are no contract at all.
+    assert!(matches!(
+        decode_contract("k", &[0u8; 44]),
+        Err(ClusterError::NotClustered { .. })
+    ));
+    assert!(matches!(
+        decode_contract("k", &[]),
+        Err(ClusterError::NotClustered { .. })
+    ));
+}
+
+#[test]
 fn block_clusters_are_checked_before_the_driver() {
     let grid = LaunchConfig::new([16, 8, 1], [256, 1, 1]);
     for cluster in [
