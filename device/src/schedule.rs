@@ -192,6 +192,21 @@ pub fn factoring_claim(ticket: u32, len: u32, agents: u32) -> Option<(u32, u32)>
     }
 }
 
+/// How many tickets of [`factoring_claim`] own tasks (each later ticket
+/// finds the tail handed out): for the host, which counts a block's claims.
+pub fn factoring_claims(len: u32, agents: u32) -> u64 {
+    let agents = agents.max(1);
+    let (mut given, mut claims) = (0u32, 0u64);
+    while given < len {
+        let left = len - given;
+        let size = left.div_ceil(agents.saturating_mul(2)).max(1);
+        let batch = left.div_ceil(size).min(agents);
+        claims += u64::from(batch);
+        given += (u64::from(batch) * u64::from(size)).min(u64::from(left)) as u32;
+    }
+    claims
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,6 +243,7 @@ mod tests {
                 }
                 // Past the tail, every later ticket finds nothing.
                 let n = claims.len() as u32;
+                assert_eq!(factoring_claims(len, agents), u64::from(n));
                 for t in n..n + 2 * agents {
                     assert_eq!(factoring_claim(t, len, agents), None);
                 }

@@ -354,9 +354,7 @@ pub fn planned_launch(
 fn tail_runs(tasks: f64, blocks: u32) -> f64 {
     let (tasks, blocks) = (tasks as u32, blocks.max(1));
     let tail = tasks - tasks / blocks / 2 * blocks;
-    let claims = (0..)
-        .take_while(|&t| clustered_device::schedule::factoring_claim(t, tail, blocks).is_some())
-        .count() as f64;
+    let claims = clustered_device::schedule::factoring_claims(tail, blocks) as f64;
     1.0 + claims / f64::from(blocks) + 1.0
 }
 
