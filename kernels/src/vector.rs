@@ -91,6 +91,7 @@ unsafe fn prefetch_next_inputs(next: Cta, a: *const f32, b: *const f32, _c: *mut
 /// memory inside the CTA, so agents must separate consecutive tasks.
 #[clustered(name = reverse_in_blocks_agents, binding = agents, chunk = 3)]
 #[clustered(name = reverse_in_blocks_stride, binding = stride)]
+#[clustered(name = reverse_in_blocks_stride_tail, binding = stride, tail = claims)]
 pub unsafe fn reverse_in_blocks(input: *const f32, output: *mut f32, n: u32) {
     let staging = dynamic_shared_memory::<f32>();
     let (t, width) = (thread_idx_x(), block_dim_x());

@@ -3,6 +3,7 @@
 //! and every schedule computes what the baseline computes, bit for bit.
 
 use clustered_device::mapping::Indexing;
+use clustered_device::schedule::factoring_claim;
 use clustered_suite::host::cpu::{launch_entry, CpuLaunchError, Host};
 use clustered_suite::host::cpu::{
     run, AccessKind, CpuError, CpuLaunch, Dispatch, LaneAccess, Machine, NoObserver, Observer,
@@ -606,6 +607,24 @@ fn prefetch_hooks_see_each_blocks_next_task() {
                         "announced_stride" => ((z * gx + x) * gy + y >= blocks) as u32,
                         // The same, announced two tasks ahead.
                         "announced_stride2" => ((z * gx + x) * gy + y >= 2 * blocks) as u32,
+                        // The same for the first half of the rounds, each
+                        // task but the first round's; then the claims of
+                        // the tail, every task but a claim's first.
+                        "announced_stride_tail" => {
+                            let p = (z * gx + x) * gy + y;
+                            let total = gx * gy * grid[2];
+                            let strided_end = total / blocks / 2 * blocks;
+                            if p < strided_end {
+                                (p >= blocks) as u32
+                            } else {
+                                let claim_firsts = (0..)
+                                    .map_while(|t| factoring_claim(t, total - strided_end, blocks));
+                                let first = claim_firsts
+                                    .map(|(first, _)| first)
+                                    .any(|first| first == p - strided_end);
+                                (!first) as u32
+                            }
+                        }
                         // Row-major claims from one queue, of 3 tasks (the
                         // chunk) or fewer where 3 per working agent would
                         // leave agents idle: every task but a claim's first
