@@ -6,7 +6,7 @@ use crate::abi::{ClusterLaunch, ABI_VERSION};
 use crate::atomic::{fetch_add_u32, fetch_inc_wrapping, fetch_or_u32, load_relaxed_gpu_global};
 use crate::cta::Cta;
 use crate::mapping::{round_robin, Partition};
-use crate::schedule::{factoring_claim, fold_sm_id, Claim, Claimer, TaskCounters};
+use crate::schedule::{factoring_claim, fold_sm_id, tail_start, Claim, Claimer, TaskCounters};
 use crate::shared::Shared;
 use crate::sm::sm_id;
 use crate::thread::{thread_idx_x, thread_idx_y, thread_idx_z, trap};
@@ -303,7 +303,7 @@ pub unsafe fn strided_then_claimed(
     let total = launch.partition.total;
     let agents = hardware::grid_dim_x();
     // Half of the rounds by stride, the rest claimed.
-    let strided_end = total / agents / 2 * agents;
+    let strided_end = tail_start(total, agents);
     let tail = total - strided_end;
     // SAFETY: the caller's contract on the scratch (one counter: one queue).
     let counters = GlobalCounters::at(

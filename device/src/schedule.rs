@@ -176,7 +176,7 @@ pub fn factoring_claim(ticket: u32, len: u32, agents: u32) -> Option<(u32, u32)>
         if left == 0 {
             return None;
         }
-        let size = left.div_ceil(agents.saturating_mul(2)).max(1);
+        let size = batch_claim_size(left, agents);
         if ticket < agents {
             // Within this batch: `ticket * size` may pass `left` only in a
             // batch of single tasks or a short last one.
@@ -188,7 +188,7 @@ pub fn factoring_claim(ticket: u32, len: u32, agents: u32) -> Option<(u32, u32)>
             return Some((first, size.min(len - first)));
         }
         ticket -= agents;
-        given += (u64::from(agents) * u64::from(size)).min(u64::from(left)) as u32;
+        given += batch_handed(left, agents, size);
     }
 }
 
@@ -199,12 +199,33 @@ pub fn factoring_claims(len: u32, agents: u32) -> u64 {
     let (mut given, mut claims) = (0u32, 0u64);
     while given < len {
         let left = len - given;
-        let size = left.div_ceil(agents.saturating_mul(2)).max(1);
-        let batch = left.div_ceil(size).min(agents);
-        claims += u64::from(batch);
-        given += (u64::from(batch) * u64::from(size)).min(u64::from(left)) as u32;
+        let size = batch_claim_size(left, agents);
+        let handed = batch_handed(left, agents, size);
+        claims += u64::from(handed.div_ceil(size));
+        given += handed;
     }
     claims
+}
+
+/// The tasks of each claim in a batch of the factoring when `left > 0`
+/// tasks are not yet handed out: `ceil(left / (2 agents))`, at least one.
+#[inline(always)]
+fn batch_claim_size(left: u32, agents: u32) -> u32 {
+    left.div_ceil(agents.saturating_mul(2)).max(1)
+}
+
+/// The tasks a batch of `agents` claims of `size` hands out of `left`.
+#[inline(always)]
+fn batch_handed(left: u32, agents: u32, size: u32) -> u32 {
+    (u64::from(agents) * u64::from(size)).min(u64::from(left)) as u32
+}
+
+/// Where the claimed tail of a grid-stride loop over `total` tasks on
+/// `agents` blocks starts (`run::strided_then_claimed`): after half of each
+/// block's whole rounds. The tail is `total - tail_start(total, agents)`.
+#[inline(always)]
+pub const fn tail_start(total: u32, agents: u32) -> u32 {
+    total / agents / 2 * agents
 }
 
 #[cfg(test)]

@@ -353,7 +353,7 @@ pub fn planned_launch(
 /// and the last claim that finds the tail empty.
 fn tail_runs(tasks: f64, blocks: u32) -> f64 {
     let (tasks, blocks) = (tasks as u32, blocks.max(1));
-    let tail = tasks - tasks / blocks / 2 * blocks;
+    let tail = tasks - clustered_device::schedule::tail_start(tasks, blocks);
     let claims = clustered_device::schedule::factoring_claims(tail, blocks) as f64;
     1.0 + claims / f64::from(blocks) + 1.0
 }
