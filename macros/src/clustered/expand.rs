@@ -156,14 +156,13 @@ pub fn schedule(
         },
         Binding::Stride => {
             let distance = schedule.prefetch_distance.map_or(1, |(n, _)| n);
-            if schedule.claim_tail.is_some() {
-                quote! {
-                    #device::run::strided_then_claimed(&#launch, #distance, #run_task, #prefetch);
-                }
+            let strided = if schedule.claim_tail.is_some() {
+                quote!(strided_then_claimed)
             } else {
-                quote! {
-                    #device::run::strided(&#launch, #distance, #run_task, #prefetch);
-                }
+                quote!(strided)
+            };
+            quote! {
+                #device::run::#strided(&#launch, #distance, #run_task, #prefetch);
             }
         }
         Binding::Agents | Binding::Persistent => quote! {
