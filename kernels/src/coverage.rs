@@ -38,6 +38,7 @@ pub unsafe fn coverage(runs: *mut u32, sms: *mut u32) {
 #[clustered(name = announced_stride, binding = stride, indexing = column_major, prefetch = announce)]
 #[clustered(name = announced_stride2, binding = stride, indexing = column_major, prefetch = announce, prefetch_distance = 2)]
 #[clustered(name = announced_stride_tail, binding = stride, indexing = column_major, prefetch = announce, tail = claims)]
+#[clustered(name = announced_stride2_tail, binding = stride, indexing = column_major, prefetch = announce, prefetch_distance = 2, tail = claims)]
 #[clustered(name = announced_persistent, binding = persistent, chunk = 3, prefetch = announce)]
 pub unsafe fn announced(runs: *mut u32, announced: *mut u32) {
     if thread_idx_x() == 0 {

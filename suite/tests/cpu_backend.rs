@@ -3,7 +3,7 @@
 //! and every schedule computes what the baseline computes, bit for bit.
 
 use clustered_device::mapping::Indexing;
-use clustered_device::schedule::factoring_claim;
+use clustered_device::schedule::{factoring_claim, tail_start};
 use clustered_suite::host::cpu::{launch_entry, CpuLaunchError, Host};
 use clustered_suite::host::cpu::{
     run, AccessKind, CpuError, CpuLaunch, Dispatch, LaneAccess, Machine, NoObserver, Observer,
@@ -608,21 +608,27 @@ fn prefetch_hooks_see_each_blocks_next_task() {
                         // The same, announced two tasks ahead.
                         "announced_stride2" => ((z * gx + x) * gy + y >= 2 * blocks) as u32,
                         // The same for the first half of the rounds, each
-                        // task but the first round's; then the claims of
-                        // the tail, every task but a claim's first.
-                        "announced_stride_tail" => {
+                        // task but the first `d` rounds'; then the claims
+                        // of the tail, every task but a claim's first `d`
+                        // (`d`: the prefetch distance, 1 or 2).
+                        "announced_stride_tail" | "announced_stride2_tail" => {
+                            let d = if name == "announced_stride2_tail" {
+                                2
+                            } else {
+                                1
+                            };
                             let p = (z * gx + x) * gy + y;
                             let total = gx * gy * grid[2];
-                            let strided_end = total / blocks / 2 * blocks;
+                            let strided_end = tail_start(total, blocks);
                             if p < strided_end {
-                                (p >= blocks) as u32
+                                (p >= d * blocks) as u32
                             } else {
-                                let claim_firsts = (0..)
-                                    .map_while(|t| factoring_claim(t, total - strided_end, blocks));
-                                let first = claim_firsts
-                                    .map(|(first, _)| first)
-                                    .any(|first| first == p - strided_end);
-                                (!first) as u32
+                                let q = p - strided_end;
+                                let (first, _) = (0..)
+                                    .map_while(|t| factoring_claim(t, total - strided_end, blocks))
+                                    .find(|&(first, count)| (first..first + count).contains(&q))
+                                    .expect("the claims tile the tail");
+                                (q - first >= d) as u32
                             }
                         }
                         // Row-major claims from one queue, of 3 tasks (the
