@@ -21,6 +21,9 @@
 //!   flight per block (`PoolConfig::depth(1)`, version 1's dispatch for
 //!   independent tasks: a block waits a round trip between them): what the
 //!   rings buy. A chain still rides up to a whole ring.
+//! - `pool chain ..., no gates`: the chain on a pool with
+//!   `PoolConfig::gates(false)`: no entry signals a counter, what a chain
+//!   pays for gates it never waits on.
 //! - `launch per task`: N launches of `empty_launch` on one stream, then a
 //!   synchronisation (the stream orders them: a chain too).
 //! - `graph`: the same N launches captured once into a CUDA graph, then
@@ -53,10 +56,13 @@ fn main() {
 
 fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Duration)) {
     let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
-    for depth in [DEFAULT_DEPTH, 1] {
+    // (depth, gates): the full rows, version 1's dispatch, the chain alone
+    // without gates.
+    for (depth, gates) in [(DEFAULT_DEPTH, true), (1, true), (DEFAULT_DEPTH, false)] {
         let config = PoolConfig::new(KINDS)
             .block_threads(128)
             .depth(depth)
+            .gates(gates)
             .timeout(Duration::from_secs(30));
         let pool = match TaskPool::gpu(gpu, &kernel, config) {
             Ok(pool) => pool,
@@ -69,11 +75,20 @@ fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Durat
             "pool: {} resident blocks, rings of {RING_ENTRIES}, up to {depth} task(s) in flight per block",
             pool.slots()
         );
-        let suffix = if depth == 1 { ", depth 1" } else { "" };
+        let suffix = match (depth, gates) {
+            (1, _) => ", depth 1",
+            (_, false) => ", no gates",
+            _ => "",
+        };
         // Warm up: every block takes a few tasks.
         run_independent(&pool, pool.slots() * 4, 1, 16, 1);
-        // The full set of rows at full depth; the 16-byte ones at depth 1.
-        let bytes: &[usize] = if depth == 1 { &[16] } else { &[16, 32, 64] };
+        // The full set of rows at full depth; the 16-byte ones at depth 1;
+        // only the chain without gates.
+        let bytes: &[usize] = match (depth, gates) {
+            (1, _) => &[16],
+            (_, false) => &[],
+            _ => &[16, 32, 64],
+        };
         for &bytes in bytes {
             for producers in [1u32, 4] {
                 let elapsed = run_independent(&pool, tasks, producers, bytes, 1);
@@ -83,7 +98,7 @@ fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Durat
                 );
             }
         }
-        if depth > 1 {
+        if depth > 1 && gates {
             for producers in [1u32, 4] {
                 let elapsed = run_independent(&pool, tasks, producers, 16, BATCH);
                 report(
