@@ -207,16 +207,24 @@ extern "C" __global__ void conv5x5_twin(const float *input, Filter5x5 filter, fl
 
 // The same convolution staged in shared memory, as conv5x5_tiled: 32 x 32
 // outputs per block of 32 x 8 threads, 4 rows per thread, the 36 x 36 tile
-// loaded once; each output's 25 FMAs in the same order.
+// loaded once, by rows; each output's 25 FMAs in the same order.
 extern "C" __global__ void conv5x5_tiled_twin(const float *input, Filter5x5 filter, float *output,
                                               unsigned int width, unsigned int height) {
     __shared__ float tile[36 * 36];
     int tx = threadIdx.x, ty = threadIdx.y;
     int x0 = blockIdx.x * 32, y0 = blockIdx.y * 32;
     int w = width, h = height;
-    for (int k = ty * 32 + tx; k < 36 * 36; k += 256) {
-        int yy = y0 + k / 36 - 2, xx = x0 + k % 36 - 2;
-        tile[k] = (yy >= 0 && yy < h && xx >= 0 && xx < w) ? input[yy * w + xx] : 0.0f;
+    // By rows: column tx, and the halo column tx + 32 on the first 4 lanes.
+    int xx = x0 + tx - 2, halo_xx = xx + 32;
+    bool inside = xx >= 0 && xx < w, halo_lane = tx < 4, halo_inside = halo_lane && halo_xx < w;
+    for (int row = ty; row < 36; row += 8) {
+        int yy = y0 + row - 2;
+        bool row_inside = yy >= 0 && yy < h;
+        const float *line = input + (long long)yy * w;
+        float value = row_inside && inside ? line[xx] : 0.0f;
+        float halo = row_inside && halo_inside ? line[halo_xx] : 0.0f;
+        tile[row * 36 + tx] = value;
+        if (halo_lane) tile[row * 36 + tx + 32] = halo;
     }
     __syncthreads();
     int first = ty * 4;
