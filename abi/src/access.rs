@@ -195,6 +195,23 @@ pub struct Accesses<'a> {
     pub block_axes: [bool; 3],
     /// Whether it uses shared memory (`shared_array!`).
     pub uses_shared_memory: bool,
+    /// Code in the body that the analysis does not read and that names a
+    /// pointer parameter: its loads and stores are not in `accesses`.
+    pub unseen: &'a [Unseen<'a>],
+}
+
+/// A closure, a macro call or a macro definition in a kernel's body that
+/// names pointer parameters: the analysis does not read into it, so what
+/// it loads and stores is missing from [`Accesses::accesses`] (and from
+/// the proposals and the prefetch hook built from them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unseen<'a> {
+    /// What it is: "a closure", "a macro call `name!`", "a macro definition".
+    pub what: &'a str,
+    /// Its line in the kernel's source file.
+    pub line: u32,
+    /// The pointer parameters it names.
+    pub pointers: &'a [&'a str],
 }
 
 /// Values of symbols at a launch (or none, at compile time).
@@ -611,6 +628,7 @@ mod tests {
             loops: &[],
             block_axes: [true, true, false],
             uses_shared_memory: false,
+            unseen: &[],
         }
     }
 
@@ -848,6 +866,7 @@ mod tests {
             loops: &[],
             block_axes: [true, false, false],
             uses_shared_memory: false,
+            unseen: &[],
         };
         assert_eq!(classify(&gather, &all, &Unknown), Class::Data);
         assert_eq!(classify(&sum, &all, &Unknown), Class::Write);

@@ -155,6 +155,16 @@ pub struct Analysis {
     pub pointers: Vec<(String, Type)>,
     /// Every parameter's name, in order.
     pub parameters: Vec<String>,
+    /// Closures, macro calls and macro definitions that name pointer
+    /// parameters, which the analysis does not read (`abi::Unseen`).
+    pub unseen: Vec<Unseen>,
+}
+
+/// Code the analysis does not read that names pointer parameters.
+pub struct Unseen {
+    pub what: String,
+    pub line: usize,
+    pub pointers: Vec<String>,
 }
 
 struct Evaluator {
@@ -214,6 +224,7 @@ pub fn analyse(function: &ItemFn) -> Analysis {
             uses_shared_memory: false,
             pointers,
             parameters,
+            unseen: Vec::new(),
         },
         loops: Vec::new(),
         counters: HashSet::new(),
@@ -242,6 +253,17 @@ fn returns(block: &Block) -> bool {
 
 fn line_of(span: proc_macro2::Span) -> usize {
     span.start().line
+}
+
+/// Calls `each` with every identifier in `tokens`, groups included.
+fn named_idents(tokens: TokenStream, each: &mut impl FnMut(&proc_macro2::Ident)) {
+    for tree in tokens {
+        match tree {
+            proc_macro2::TokenTree::Ident(ident) => each(&ident),
+            proc_macro2::TokenTree::Group(group) => named_idents(group.stream(), each),
+            _ => {}
+        }
+    }
 }
 
 impl Evaluator {
@@ -317,19 +339,12 @@ impl Evaluator {
                 self.env.insert(item.ident.to_string(), value);
                 Value::Tuple(Vec::new())
             }
-            Stmt::Item(_) => Value::Tuple(Vec::new()),
-            Stmt::Macro(mac) => {
-                if mac
-                    .mac
-                    .path
-                    .segments
-                    .last()
-                    .is_some_and(|s| s.ident == "shared_array")
-                {
-                    self.analysis.uses_shared_memory = true;
-                }
-                Value::opaque("a macro")
+            Stmt::Item(syn::Item::Macro(item)) => {
+                self.unseen("a macro definition", item.mac.tokens.clone(), item.span());
+                Value::Tuple(Vec::new())
             }
+            Stmt::Item(_) => Value::Tuple(Vec::new()),
+            Stmt::Macro(mac) => self.macro_call(&mac.mac),
         }
     }
 
@@ -512,7 +527,10 @@ impl Evaluator {
                 }
                 Value::opaque("returned")
             }
-            Expr::Closure(_) => Value::opaque("a closure"),
+            Expr::Closure(closure) => {
+                self.unseen("a closure", closure.body.to_token_stream(), closure.span());
+                Value::opaque("a closure")
+            }
             Expr::Index(index) => {
                 self.expr(&index.expr);
                 self.expr(&index.index);
@@ -528,19 +546,48 @@ impl Evaluator {
                 }
                 Value::opaque("an array")
             }
-            Expr::Macro(mac) => {
-                if mac
-                    .mac
-                    .path
-                    .segments
-                    .last()
-                    .is_some_and(|s| s.ident == "shared_array")
-                {
-                    self.analysis.uses_shared_memory = true;
-                }
-                Value::opaque("a macro")
-            }
+            Expr::Macro(mac) => self.macro_call(&mac.mac),
             _ => Value::opaque("an expression the analysis does not follow"),
+        }
+    }
+
+    /// A macro call in the body: `shared_array!` is the runtime's; any
+    /// other is not read (`Unseen`, if it names a pointer parameter).
+    fn macro_call(&mut self, mac: &syn::Macro) -> Value {
+        let name = mac.path.segments.last().map(|s| s.ident.to_string());
+        if name.as_deref() == Some("shared_array") {
+            self.analysis.uses_shared_memory = true;
+        } else {
+            let what = format!("a macro call `{}!`", name.unwrap_or_default());
+            self.unseen(&what, mac.tokens.clone(), mac.span());
+        }
+        Value::opaque("a macro")
+    }
+
+    /// Records code the analysis does not read (`tokens`, at `span`) if
+    /// it names pointer parameters: its accesses are missing, and the
+    /// report says so rather than showing a kernel with fewer accesses.
+    fn unseen(&mut self, what: &str, tokens: TokenStream, span: proc_macro2::Span) {
+        if !self.recording {
+            return;
+        }
+        let mut pointers = Vec::new();
+        named_idents(tokens, &mut |ident| {
+            let named = self.analysis.pointers.iter().find(|(p, _)| ident == p);
+            if let Some((p, _)) = named {
+                if !pointers.contains(p) {
+                    pointers.push(p.clone());
+                }
+            }
+        });
+        let line = line_of(span);
+        let seen = |u: &Unseen| u.line == line && u.what == what;
+        if !pointers.is_empty() && !self.analysis.unseen.iter().any(seen) {
+            self.analysis.unseen.push(Unseen {
+                what: what.to_string(),
+                line,
+                pointers,
+            });
         }
     }
 
@@ -1294,6 +1341,7 @@ pub fn proposals(analysis: &Analysis) -> Vec<clustered_abi::access::Proposal> {
         loops: &[],
         block_axes: analysis.block_axes,
         uses_shared_memory: analysis.uses_shared_memory,
+        unseen: &[],
     };
     abi::proposals(&view, &abi::Unknown).collect()
 }
@@ -1557,6 +1605,10 @@ pub fn to_tokens(analysis: &Analysis, abi: &TokenStream) -> TokenStream {
         };
         quote!(#access::Loop { counter: #counter, trips: #trips, step: #step })
     });
+    let unseen = analysis.unseen.iter().map(|u| {
+        let (what, line, pointers) = (&u.what, u.line as u32, &u.pointers);
+        quote!(#access::Unseen { what: #what, line: #line, pointers: &[#(#pointers),*] })
+    });
     let [x, y, z] = analysis.block_axes;
     let shared = analysis.uses_shared_memory;
     let parameters = &analysis.parameters;
@@ -1567,6 +1619,7 @@ pub fn to_tokens(analysis: &Analysis, abi: &TokenStream) -> TokenStream {
             loops: &[#(#loops),*],
             block_axes: [#x, #y, #z],
             uses_shared_memory: #shared,
+            unseen: &[#(#unseen),*],
         }
     }
 }
@@ -1662,6 +1715,66 @@ mod tests {
             .collect();
         let ident = syn::Ident::new("hook", proc_macro2::Span::call_site());
         prefetch_hook(&analysis, &ident, &names, &types).map(|t| t.to_string())
+    }
+
+    #[test]
+    fn closures_and_macros_naming_pointers_are_reported_as_not_read() {
+        let (analysis, forms) = forms(
+            "unsafe fn k(input: *const f32, out: *mut f32, n: u32) {
+                let tile = shared_array!(t: [f32; 64]);
+                let i = block_idx_x() * 64 + thread_idx_x();
+                let load = |j: u32| *input.add(j as usize);
+                let scale = |v: f32| v * 2.0;
+                macro_rules! put { ($v:expr) => { *out.add(i as usize) = $v; } }
+                debug_assert!(i < n);
+                let x = load(i);
+                put!(scale(x));
+                *out.add(i as usize + 1) = *input.add(i as usize + 1);
+            }",
+        );
+        // What the body itself does is read; the closure's load and the
+        // macro's store are not, and are named instead.
+        assert_eq!(forms.len(), 2, "{forms:?}");
+        let unseen: Vec<(&str, Vec<&str>)> = analysis
+            .unseen
+            .iter()
+            .map(|u| {
+                (
+                    u.what.as_str(),
+                    u.pointers.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            unseen,
+            [
+                ("a closure", vec!["input"]),
+                ("a macro definition", vec!["out"]),
+            ],
+        );
+        assert_eq!(analysis.unseen[0].line, 4);
+        // `shared_array!`, `debug_assert!(i < n)`, the closure `scale` and
+        // the call `put!(..)` name no pointer parameter.
+        assert!(analysis.uses_shared_memory);
+    }
+
+    #[test]
+    fn a_macro_call_naming_a_pointer_is_reported_once_even_in_a_loop() {
+        let (analysis, _) = forms(
+            "unsafe fn k(src: *const f32, dst: *mut f32, n: u32) {
+                let mut k = thread_idx_x();
+                while k < n {
+                    copy_one!(dst, src, k);
+                    k += block_dim_x();
+                }
+            }",
+        );
+        let unseen: Vec<(&str, usize)> = analysis
+            .unseen
+            .iter()
+            .map(|u| (u.what.as_str(), u.pointers.len()))
+            .collect();
+        assert_eq!(unseen, [("a macro call `copy_one!`", 2)]);
     }
 
     #[test]

@@ -479,6 +479,7 @@ mod tests {
             loops: &LOOPS,
             block_axes: [true, true, false],
             uses_shared_memory: false,
+            unseen: &[],
         };
         let scalars = [("n", 64)];
         let launch = StaticLaunch {
@@ -513,6 +514,7 @@ mod tests {
             loops: &LOOPS,
             block_axes: [true, true, false],
             uses_shared_memory: false,
+            unseen: &[],
         };
         let scalars = [("n", 64)];
         let launch = StaticLaunch {

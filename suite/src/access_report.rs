@@ -26,6 +26,9 @@ pub struct Report {
     pub block: [u32; 3],
     pub ctas_enumerated: u64,
     pub accesses: Vec<AccessRow>,
+    /// Closures and macros in the body that name pointer parameters,
+    /// which the analysis did not read: accesses missing above.
+    pub unseen: Vec<UnseenRow>,
     pub predicted: Rates,
     pub simulated: Option<Rates>,
     /// What the analysis proposes with this launch's values.
@@ -45,6 +48,13 @@ pub struct AccessRow {
     pub sharing: String,
     pub sectors_per_request: f64,
     pub footprint_bytes: u64,
+}
+
+#[derive(Serialize)]
+pub struct UnseenRow {
+    pub line: u32,
+    pub what: &'static str,
+    pub pointers: Vec<&'static str>,
 }
 
 #[derive(Serialize, Clone, Copy)]
@@ -166,6 +176,15 @@ pub fn report(
                 footprint_bytes: a.footprint_bytes,
             })
             .collect(),
+        unseen: accesses
+            .unseen
+            .iter()
+            .map(|u| UnseenRow {
+                line: u.line,
+                what: u.what,
+                pointers: u.pointers.to_vec(),
+            })
+            .collect(),
         predicted,
         simulated,
         proposals: e
@@ -240,6 +259,19 @@ pub fn render(report: &Report) -> String {
             &rows
         )
     );
+    for u in &report.unseen {
+        let _ = writeln!(
+            out,
+            "not read: {} at line {} names {}: its loads and stores are not above",
+            u.what,
+            u.line,
+            u.pointers
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let rate = |r: &Rates| {
         format!(
             "reuse {:.1}% (cross-CTA {:.1}% of it), L1 hit {:.1}%, L2 hit {:.1}%",
@@ -254,10 +286,12 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "simulated: {}", rate(simulated));
     }
     if report.proposals.is_empty() {
-        let _ = writeln!(
-            out,
-            "proposes: the baseline only (nothing the analysis can exploit)"
-        );
+        let why = if report.unseen.is_empty() {
+            "nothing the analysis can exploit"
+        } else {
+            "nothing the analysis can exploit in what it read"
+        };
+        let _ = writeln!(out, "proposes: the baseline only ({why})");
     }
     for p in &report.proposals {
         let _ = writeln!(out, "proposes {}: {}", p.schedule, p.why);
@@ -268,4 +302,50 @@ pub fn render(report: &Report) -> String {
         report.auto_family.join(", ")
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_names_what_the_analysis_did_not_read() {
+        let rates = Rates {
+            reuse: 0.0,
+            cross_cta_share: 0.0,
+            l1_hit: 0.0,
+            l2_hit: 0.0,
+        };
+        let mut report = Report {
+            kernel: "k",
+            problem: "64".into(),
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            ctas_enumerated: 1,
+            accesses: Vec::new(),
+            unseen: vec![UnseenRow {
+                line: 7,
+                what: "a closure",
+                pointers: vec!["input", "out"],
+            }],
+            predicted: rates,
+            simulated: None,
+            proposals: Vec::new(),
+            auto_family: vec!["k"],
+        };
+        let text = render(&report);
+        assert!(
+            text.contains(
+                "not read: a closure at line 7 names `input`, `out`: its loads and stores are not above"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("the baseline only (nothing the analysis can exploit in what it read)")
+        );
+        report.unseen.clear();
+        let text = render(&report);
+        assert!(!text.contains("not read"));
+        assert!(text.contains("the baseline only (nothing the analysis can exploit)\n"));
+    }
 }

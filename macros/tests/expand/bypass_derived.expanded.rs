@@ -256,6 +256,7 @@ impl row_sums {
         ],
         block_axes: [true, false, false],
         uses_shared_memory: false,
+        unseen: &[],
     };
     /// The automatic family: the baseline, the schedules that
     /// `#[clustered(auto)]` proposed, then those written beside it

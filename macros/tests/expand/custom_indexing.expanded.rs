@@ -209,6 +209,7 @@ impl row_sums {
         loops: &[],
         block_axes: [true, true, false],
         uses_shared_memory: false,
+        unseen: &[],
     };
     /// The automatic family: the baseline, the schedules that
     /// `#[clustered(auto)]` proposed, then those written beside it

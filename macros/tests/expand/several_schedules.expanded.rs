@@ -430,6 +430,7 @@ impl block_sums {
         ],
         block_axes: [true, false, false],
         uses_shared_memory: true,
+        unseen: &[],
     };
     /// The automatic family: the baseline, the schedules that
     /// `#[clustered(auto)]` proposed, then those written beside it

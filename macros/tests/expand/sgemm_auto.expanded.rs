@@ -658,6 +658,7 @@ impl sgemm {
         ],
         block_axes: [true, true, false],
         uses_shared_memory: false,
+        unseen: &[],
     };
     /// The automatic family: the baseline, the schedules that
     /// `#[clustered(auto)]` proposed, then those written beside it

@@ -436,6 +436,7 @@ impl sgemm_tiled {
         ],
         block_axes: [true, true, false],
         uses_shared_memory: true,
+        unseen: &[],
     };
     /// The automatic family: the baseline, the schedules that
     /// `#[clustered(auto)]` proposed, then those written beside it

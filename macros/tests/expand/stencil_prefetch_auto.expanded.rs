@@ -553,6 +553,7 @@ impl stencil {
         loops: &[],
         block_axes: [true, true, false],
         uses_shared_memory: false,
+        unseen: &[],
     };
     /// The automatic family: the baseline, the schedules that
     /// `#[clustered(auto)]` proposed, then those written beside it

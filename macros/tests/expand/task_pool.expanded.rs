@@ -117,6 +117,7 @@ impl scale {
         loops: &[],
         block_axes: [true, false, false],
         uses_shared_memory: false,
+        unseen: &[],
     };
     /// The automatic family: the baseline, the schedules that
     /// `#[clustered(auto)]` proposed, then those written beside it
@@ -288,6 +289,7 @@ impl halves {
         loops: &[],
         block_axes: [true, false, false],
         uses_shared_memory: true,
+        unseen: &[],
     };
     /// The automatic family: the baseline, the schedules that
     /// `#[clustered(auto)]` proposed, then those written beside it
@@ -464,6 +466,7 @@ impl small_pool {
         loops: &[],
         block_axes: [false, false, false],
         uses_shared_memory: false,
+        unseen: &[],
     };
     /// The automatic family: the baseline, the schedules that
     /// `#[clustered(auto)]` proposed, then those written beside it

@@ -288,6 +288,7 @@ impl dot_rows {
         ],
         block_axes: [true, false, false],
         uses_shared_memory: false,
+        unseen: &[],
     };
     /// The automatic family: the baseline, the schedules that
     /// `#[clustered(auto)]` proposed, then those written beside it
