@@ -165,6 +165,8 @@ pub struct Unseen {
     pub what: String,
     pub line: usize,
     pub pointers: Vec<String>,
+    /// Where it is, for the warning of `#[clustered(auto)]`.
+    pub span: proc_macro2::Span,
 }
 
 struct Evaluator {
@@ -587,6 +589,7 @@ impl Evaluator {
                 what: what.to_string(),
                 line,
                 pointers,
+                span,
             });
         }
     }

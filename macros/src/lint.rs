@@ -33,6 +33,31 @@ pub fn wrapping_index(function: &ItemFn) -> TokenStream {
         .collect()
 }
 
+/// Warnings for code the access analysis does not read (`access::Unseen`)
+/// in a kernel whose schedules or prefetch hook come from that analysis
+/// (`#[clustered(auto)]`, `prefetch = auto`): the accesses inside count
+/// for nothing there.
+pub fn unseen_accesses(function: &ItemFn, analysis: &crate::access::Analysis) -> TokenStream {
+    if allows_deprecated(function) {
+        return TokenStream::new();
+    }
+    analysis
+        .unseen
+        .iter()
+        .map(|u| {
+            let pointers: Vec<String> = u.pointers.iter().map(|p| format!("`{p}`")).collect();
+            let message = format!(
+                "the access analysis does not read into {} (it names {}): what it loads and \
+stores counts for nothing in `#[clustered(auto)]`'s proposals and `prefetch = auto`'s hook. Write \
+those accesses in the kernel's body, or silence this with `#[allow(deprecated)]` on the kernel",
+                u.what,
+                pointers.join(", ")
+            );
+            warning(u.span, &message)
+        })
+        .collect()
+}
+
 /// `#[allow(deprecated)]` on the kernel: the warnings sit beside the
 /// function, outside the lint scope the attribute opens, so it is read here.
 fn allows_deprecated(function: &ItemFn) -> bool {
@@ -165,6 +190,26 @@ mod tests {
             sites("for i in 0..n { for j in 0..n { *c.add((i * n + j) as usize) = *a.add((j * n + i) as usize); } }"),
             2
         );
+    }
+
+    #[test]
+    fn code_the_analysis_does_not_read_is_warned_about_unless_allowed() {
+        let source = "unsafe fn k(a: *const f32, c: *mut f32) {
+            let get = |i: u32| *a.add(i as usize);
+            let twice = |v: f32| v * 2.0;
+            *c = twice(get(0));
+        }";
+        let loud: ItemFn = syn::parse_str(source).unwrap();
+        let quiet: ItemFn = syn::parse_str(&format!("#[allow(deprecated)] {source}")).unwrap();
+        let warnings = unseen_accesses(&loud, &crate::access::analyse(&loud)).to_string();
+        // One warning (`twice` names no pointer), naming the pointer.
+        assert_eq!(
+            warnings.matches("does not read into").count(),
+            1,
+            "{warnings}"
+        );
+        assert!(warnings.contains("a closure (it names `a`)"), "{warnings}");
+        assert!(unseen_accesses(&quiet, &crate::access::analyse(&quiet)).is_empty());
     }
 
     #[test]

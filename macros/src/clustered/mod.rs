@@ -143,7 +143,10 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         crate::registry::registry(&function, &registered, &accesses, &auto, bounds.as_ref());
     let entries: Vec<_> = std::iter::once(original).chain(&names).collect();
     let bounds = crate::bounds::globals(bounds.as_ref(), &entries);
-    let warnings = crate::lint::wrapping_index(&function);
+    let mut warnings = crate::lint::wrapping_index(&function);
+    if has_auto || generated_prefetch.is_some() {
+        warnings.extend(crate::lint::unseen_accesses(&function, &accesses));
+    }
     let task = crate::task::task_support(&function);
     quote! {
         #baseline
