@@ -163,10 +163,17 @@ pub struct Analysis {
 /// Code the analysis does not read that names pointer parameters.
 pub struct Unseen {
     pub what: String,
-    pub line: usize,
+    /// The pointer parameters it names, directly or through a local the
+    /// analysis knows points into one.
     pub pointers: Vec<String>,
-    /// Where it is, for the warning of `#[clustered(auto)]`.
+    /// Where it is: its line in the report, the warning's span.
     pub span: proc_macro2::Span,
+}
+
+impl Unseen {
+    pub fn line(&self) -> usize {
+        line_of(self.span)
+    }
 }
 
 struct Evaluator {
@@ -257,6 +264,16 @@ fn line_of(span: proc_macro2::Span) -> usize {
     span.start().line
 }
 
+/// Adds to `out` the pointer parameters that `value` points into (a
+/// tuple's too), each once.
+fn pointed_into(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Ptr(parameter, _) if !out.contains(parameter) => out.push(parameter.clone()),
+        Value::Tuple(values) => values.iter().for_each(|v| pointed_into(v, out)),
+        _ => {}
+    }
+}
+
 /// Calls `each` with every identifier in `tokens`, groups included.
 fn named_idents(tokens: TokenStream, each: &mut impl FnMut(&proc_macro2::Ident)) {
     for tree in tokens {
@@ -341,8 +358,13 @@ impl Evaluator {
                 self.env.insert(item.ident.to_string(), value);
                 Value::Tuple(Vec::new())
             }
-            Stmt::Item(syn::Item::Macro(item)) => {
+            // `macro_rules! name { .. }`; any other item macro is a call.
+            Stmt::Item(syn::Item::Macro(item)) if item.ident.is_some() => {
                 self.unseen("a macro definition", item.mac.tokens.clone(), item.span());
+                Value::Tuple(Vec::new())
+            }
+            Stmt::Item(syn::Item::Macro(item)) => {
+                self.macro_call(&item.mac);
                 Value::Tuple(Vec::new())
             }
             Stmt::Item(_) => Value::Tuple(Vec::new()),
@@ -567,27 +589,24 @@ impl Evaluator {
     }
 
     /// Records code the analysis does not read (`tokens`, at `span`) if
-    /// it names pointer parameters: its accesses are missing, and the
-    /// report says so rather than showing a kernel with fewer accesses.
+    /// it names a pointer: a pointer parameter, or a local whose value
+    /// the evaluator knows points into one (`let row = input.add(..)`).
+    /// Its accesses are missing, and the report says so rather than show a
+    /// kernel with fewer accesses than it has. Recorded like an access:
+    /// once, not while a loop's step or bound is read again.
     fn unseen(&mut self, what: &str, tokens: TokenStream, span: proc_macro2::Span) {
         if !self.recording {
             return;
         }
         let mut pointers = Vec::new();
         named_idents(tokens, &mut |ident| {
-            let named = self.analysis.pointers.iter().find(|(p, _)| ident == p);
-            if let Some((p, _)) = named {
-                if !pointers.contains(p) {
-                    pointers.push(p.clone());
-                }
+            if let Some(value) = self.env.get(&ident.to_string()) {
+                pointed_into(value, &mut pointers);
             }
         });
-        let line = line_of(span);
-        let seen = |u: &Unseen| u.line == line && u.what == what;
-        if !pointers.is_empty() && !self.analysis.unseen.iter().any(seen) {
+        if !pointers.is_empty() {
             self.analysis.unseen.push(Unseen {
                 what: what.to_string(),
-                line,
                 pointers,
                 span,
             });
@@ -1609,7 +1628,7 @@ pub fn to_tokens(analysis: &Analysis, abi: &TokenStream) -> TokenStream {
         quote!(#access::Loop { counter: #counter, trips: #trips, step: #step })
     });
     let unseen = analysis.unseen.iter().map(|u| {
-        let (what, line, pointers) = (&u.what, u.line as u32, &u.pointers);
+        let (what, line, pointers) = (&u.what, u.line() as u32, &u.pointers);
         quote!(#access::Unseen { what: #what, line: #line, pointers: &[#(#pointers),*] })
     });
     let [x, y, z] = analysis.block_axes;
@@ -1755,10 +1774,42 @@ mod tests {
                 ("a macro definition", vec!["out"]),
             ],
         );
-        assert_eq!(analysis.unseen[0].line, 4);
+        assert_eq!(analysis.unseen[0].line(), 4);
         // `shared_array!`, `debug_assert!(i < n)`, the closure `scale` and
         // the call `put!(..)` name no pointer parameter.
         assert!(analysis.uses_shared_memory);
+    }
+
+    #[test]
+    fn a_closure_over_a_local_pointer_names_the_parameter_it_points_into() {
+        let (analysis, _) = forms(
+            "unsafe fn k(input: *const f32, pair: (*mut f32, u32), n: u32) {
+                let row = input.add((block_idx_x() * n) as usize);
+                let (out, _) = pair;
+                let get = |j: u32| *row.add(j as usize);
+                emit! { *out = get(0); }
+                emit! { *row }
+            }",
+        );
+        let unseen: Vec<(&str, Vec<&str>)> = analysis
+            .unseen
+            .iter()
+            .map(|u| {
+                (
+                    u.what.as_str(),
+                    u.pointers.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        // `row` points into `input`; a braced macro is a call, not a
+        // definition. (`pair` is not a pointer parameter: nothing known.)
+        assert_eq!(
+            unseen,
+            [
+                ("a closure", vec!["input"]),
+                ("a macro call `emit!`", vec!["input"]),
+            ]
+        );
     }
 
     #[test]
