@@ -24,13 +24,13 @@
 //! - `pool chain ..., no gates`: the chain on a pool with
 //!   `PoolConfig::gates(false)`: no entry signals a counter, what a chain
 //!   pays for gates it never waits on.
-//!
-//! Each pool runs one chain untimed before its chain row: a pool's first
-//! chain is slower than the ones after it.
 //! - `launch per task`: N launches of `empty_launch` on one stream, then a
 //!   synchronisation (the stream orders them: a chain too).
 //! - `graph`: the same N launches captured once into a CUDA graph, then
 //!   the graph launched and waited for.
+//!
+//! Each pool runs one chain untimed before its chain row: a pool's first
+//! chain is slower than the ones after it.
 //!
 //! Without a GPU it prints "no GPU: skipped" and exits 0.
 
@@ -111,8 +111,9 @@ fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Durat
             }
         }
         // A pool's first chain runs slower than the next (H100, three in a
-        // row on each pool: the first 1.1-1.2x the others, which agree), so
-        // each pool runs one untimed first.
+        // row on each pool: the first 1.1-1.2x the others, which agree;
+        // docs/BENCHMARKS.md, "a chain without gates"), so each pool runs
+        // one untimed first.
         run_chain(&pool, tasks);
         report(
             &format!("pool chain (each after the previous){suffix}"),
