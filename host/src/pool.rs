@@ -252,6 +252,10 @@ pub const DEFAULT_SPIN: Duration = Duration::from_millis(2);
 /// run, and that [`Shutdown::Cancel`] still reaches most of a backlog.
 pub const DEFAULT_DEPTH: u32 = 8;
 
+/// Pushes the scheduler takes in per pass at most, between its collections
+/// and dispatches: a few tens of microseconds of bookkeeping.
+const INTAKE_PER_PASS: usize = 128;
+
 /// How long the scheduler sleeps between polls once the polling window
 /// passed with tasks in flight and nothing finished.
 const SLOW_POLL: Duration = Duration::from_micros(50);
@@ -1160,8 +1164,10 @@ impl Drop for TaskPool {
 fn schedule(shared: &Shared, mut device: Option<gpu::Running>) {
     let slots = &shared.slots;
     let mut dispatch = Dispatch::new(slots.blocks, shared.depth, shared.spread, shared.gates);
-    // Both reused from pass to pass: no allocation per pass.
-    let mut incoming: Vec<Queued> = Vec::new();
+    // Both reused from pass to pass: no allocation per pass. `incoming`
+    // holds pushes taken from the inbox and not yet taken in, in ticket
+    // order where any has dependencies.
+    let mut incoming: VecDeque<Queued> = VecDeque::new();
     let mut done: Vec<Finished> = Vec::new();
     let mut seen_news = 0u64;
     let mut mode: Option<Shutdown> = None;
@@ -1190,18 +1196,25 @@ fn schedule(shared: &Shared, mut device: Option<gpu::Running>) {
             }
             mode = state.shutdown;
             // After the mode: a shutdown closed the inbox before setting it.
+            let held = incoming.len();
             for mut inbox in shared.lock_inboxes() {
-                incoming.append(&mut inbox.queued);
+                incoming.extend(inbox.queued.drain(..));
             }
             // Shards interleave, and a dependency must be taken in before
             // its dependents: then in ticket order. (Sorting every pass
             // moved 100-byte entries around: 4 producers pushing batches
             // ran 1.6x slower; H100, `pool_overhead 20000`,
             // docs/BENCHMARKS.md, "Pushes under a lock of their own".)
-            if incoming.iter().any(|queued| !queued.after.is_empty())
-                && !incoming.is_sorted_by_key(|queued| queued.ticket)
+            // What was held from earlier passes is in order already.
+            let new = held.saturating_sub(1)..incoming.len();
+            if incoming
+                .range(new.clone())
+                .any(|queued| !queued.after.is_empty())
+                && !incoming.range(new).is_sorted_by_key(|queued| queued.ticket)
             {
-                incoming.sort_unstable_by_key(|queued| queued.ticket);
+                incoming
+                    .make_contiguous()
+                    .sort_unstable_by_key(|queued| queued.ticket);
             }
             if mode == Some(Shutdown::Cancel) {
                 // Nothing of these reached a ring: they finish cancelled.
@@ -1230,11 +1243,15 @@ fn schedule(shared: &Shared, mut device: Option<gpu::Running>) {
             return;
         }
         progressed |= !incoming.is_empty();
-        for queued in incoming.drain(..) {
+        // A bounded share per pass: taking in thousands of pushes at once
+        // (a chain pushed faster than taken in) kept finished entries
+        // uncollected and the rings empty for milliseconds.
+        let intake = incoming.len().min(INTAKE_PER_PASS);
+        for queued in incoming.drain(..intake) {
             dispatch.intake(queued);
         }
         progressed |= dispatch.dispatch(slots, &shared.tickets) > 0;
-        if mode.is_some() && dispatch.is_empty() {
+        if mode.is_some() && incoming.is_empty() && dispatch.is_empty() {
             dispatch.exit(slots);
             let mut state = shared.lock();
             state.exited = true;

@@ -1721,3 +1721,22 @@ fn a_task_reading_the_hardware_block_index_stops_the_pool_with_the_fix() {
     );
     assert!(why.contains("pass the task's `Cta`"), "{why}");
 }
+
+#[test]
+fn shutdown_drains_pushes_the_scheduler_has_not_taken_in_yet() {
+    // The scheduler takes in at most a pass's share of the pushes (128)
+    // between its collections: a burst of many passes' worth, drained at
+    // once, still runs every task once.
+    let pool = pool(1, Duration::from_secs(60));
+    let n = 2000;
+    let runs = counters(n);
+    let tasks: Vec<Task> = (0..n as u32).map(|i| mark(&runs, i)).collect();
+    let tickets = pool.push_many(&tasks).unwrap();
+    let rest = pool.shutdown(Shutdown::Drain).unwrap();
+    let mut finished: Vec<Ticket> = rest.iter().map(|f| f.ticket).collect();
+    finished.sort();
+    assert_eq!(finished, tickets, "every pushed task comes out once");
+    for (i, r) in runs.iter().enumerate() {
+        assert_eq!(r.load(Ordering::Acquire), 1, "task {i} ran once");
+    }
+}
