@@ -61,7 +61,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -1323,13 +1323,14 @@ fn wait_for_device_end(shared: &Shared, device: &mut Option<gpu::Running>) {
     }
 }
 
-/// Hashes a ticket (sequential numbers) with one multiplication: the
-/// scheduler looks tickets up several times per task, and SipHash's
-/// protection against chosen keys buys nothing for its own counters.
+/// Hashes tickets and words with one multiplication each: the scheduler
+/// hashes every task's dependencies into its group and looks groups up per
+/// publication, and SipHash's protection against chosen keys buys nothing
+/// for its own numbers.
 #[derive(Default)]
-struct TicketHasher(u64);
+struct WordHasher(u64);
 
-impl Hasher for TicketHasher {
+impl Hasher for WordHasher {
     fn finish(&self) -> u64 {
         self.0
     }
@@ -1342,6 +1343,127 @@ impl Hasher for TicketHasher {
 
     fn write_u64(&mut self, n: u64) {
         self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// The unfinished tasks by ticket. Tickets are handed out in order and
+/// mostly finish in order, so the map is a window of tickets from the
+/// oldest unfinished one on, each naming its node's place in a slab: a
+/// lookup is two indexings, and tasks pushed together sit together in
+/// memory. (A hash map of 20,000 chained tasks cost the scheduler about a
+/// microsecond per task in lookups and rehashing, more than the GPU's
+/// step: docs/BENCHMARKS.md, "The scheduler's bookkeeping".) A task that never ends
+/// holds the window open: 4 bytes per ticket pushed after it.
+#[derive(Default)]
+struct Nodes {
+    /// The ticket of `window[0]`.
+    base: u64,
+    /// Per ticket from `base` on: its node's index in `slab`, or [`NO_NODE`].
+    window: VecDeque<u32>,
+    slab: Vec<Node>,
+    /// Indices of `slab` whose node was removed, for reuse.
+    free: Vec<u32>,
+}
+
+/// A ticket of the window without a node (finished, or not pushed yet).
+const NO_NODE: u32 = u32::MAX;
+
+impl Nodes {
+    fn index_of(&self, ticket: Ticket) -> Option<usize> {
+        let i = usize::try_from(ticket.0.checked_sub(self.base)?).ok()?;
+        let at = *self.window.get(i)?;
+        (at != NO_NODE).then_some(at as usize)
+    }
+
+    fn get(&self, ticket: &Ticket) -> Option<&Node> {
+        Some(&self.slab[self.index_of(*ticket)?])
+    }
+
+    fn get_mut(&mut self, ticket: &Ticket) -> Option<&mut Node> {
+        let at = self.index_of(*ticket)?;
+        Some(&mut self.slab[at])
+    }
+
+    fn contains_key(&self, ticket: &Ticket) -> bool {
+        self.index_of(*ticket).is_some()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.slab.len() == self.free.len()
+    }
+
+    /// Adds `ticket`'s node (it has none).
+    fn insert(&mut self, ticket: Ticket, node: Node) {
+        if self.window.is_empty() {
+            self.base = ticket.0;
+        }
+        while ticket.0 < self.base {
+            self.window.push_front(NO_NODE);
+            self.base -= 1;
+        }
+        let i = (ticket.0 - self.base) as usize;
+        if i >= self.window.len() {
+            self.window.resize(i + 1, NO_NODE);
+        }
+        debug_assert_eq!(self.window[i], NO_NODE, "a ticket pushed twice");
+        let at = match self.free.pop() {
+            Some(at) => {
+                self.slab[at as usize] = node;
+                at
+            }
+            None => {
+                self.slab.push(node);
+                (self.slab.len() - 1) as u32
+            }
+        };
+        self.window[i] = at;
+    }
+
+    fn remove(&mut self, ticket: &Ticket) -> Option<Node> {
+        let at = self.index_of(*ticket)?;
+        self.window[(ticket.0 - self.base) as usize] = NO_NODE;
+        // The slot is reused by a later insert; the caller gets the node.
+        let node = std::mem::replace(&mut self.slab[at], Node::vacant());
+        self.free.push(at as u32);
+        self.trim();
+        Some(node)
+    }
+
+    /// Drops the window's leading tickets without a node.
+    fn trim(&mut self) {
+        while self.window.front() == Some(&NO_NODE) {
+            self.window.pop_front();
+            self.base += 1;
+        }
+        if self.window.is_empty() {
+            // Nothing unfinished: start the slab afresh.
+            self.slab.clear();
+            self.free.clear();
+        }
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&Ticket, &mut Node) -> bool) {
+        for i in 0..self.window.len() {
+            let at = self.window[i];
+            if at != NO_NODE && !keep(&Ticket(self.base + i as u64), &mut self.slab[at as usize]) {
+                self.window[i] = NO_NODE;
+                self.slab[at as usize] = Node::vacant();
+                self.free.push(at);
+            }
+        }
+        self.trim();
+    }
+}
+
+impl std::ops::Index<&Ticket> for Nodes {
+    type Output = Node;
+
+    fn index(&self, ticket: &Ticket) -> &Node {
+        self.get(ticket).expect("an unfinished task")
     }
 }
 
@@ -1395,6 +1517,26 @@ struct Node {
     gate: Option<(u32, u32)>,
 }
 
+impl Node {
+    /// What a removed node's slab slot holds until it is reused.
+    fn vacant() -> Node {
+        Node {
+            task: Task::new(0, 0, ()),
+            deps: Vec::new(),
+            waiting: 0,
+            unplaced: 0,
+            dependents: Vec::new(),
+            place: Place::Blocked,
+            followed: false,
+            shares: 0,
+            outcome: Outcome::Cancelled,
+            group: 0,
+            signal: None,
+            gate: None,
+        }
+    }
+}
+
 /// An entry's gate words as the slot holds them: counter index + 1, 0 for
 /// none (`abi::pool`, "Gates").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1416,7 +1558,7 @@ struct Counters {
     /// The group whose open counter it is, if it is one.
     group: Vec<Option<u64>>,
     /// Each group's open counter: its new tasks signal it.
-    open: HashMap<u64, u32>,
+    open: HashMap<u64, u32, BuildHasherDefault<WordHasher>>,
     free: Vec<u32>,
 }
 
@@ -1426,7 +1568,7 @@ impl Counters {
             handed: vec![0; count],
             uses: vec![0; count],
             group: vec![None; count],
-            open: HashMap::new(),
+            open: HashMap::default(),
             free: (0..count as u32).rev().collect(),
         }
     }
@@ -1517,7 +1659,7 @@ struct Dispatch {
     gates: bool,
     counters: Counters,
     rings: Vec<Ring>,
-    nodes: HashMap<Ticket, Node, BuildHasherDefault<TicketHasher>>,
+    nodes: Nodes,
     ready: VecDeque<Ticket>,
     /// Tasks in all riders' queues.
     riding: usize,
@@ -1552,7 +1694,7 @@ impl Dispatch {
                     riders: VecDeque::new(),
                 })
                 .collect(),
-            nodes: HashMap::default(),
+            nodes: Nodes::default(),
             ready: VecDeque::new(),
             riding: 0,
             in_flight: 0,
@@ -1584,11 +1726,7 @@ impl Dispatch {
         after.dedup();
         // Before finished dependencies drop out: siblings pushed after the
         // same tasks share a group whenever they were pushed.
-        let group = {
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            std::hash::Hash::hash(&after, &mut hasher);
-            hasher.finish()
-        };
+        let group = BuildHasherDefault::<WordHasher>::default().hash_one(&after);
         after.retain(|t| self.nodes.contains_key(t));
         let in_rings = |t: &Ticket| {
             self.nodes
@@ -2802,5 +2940,93 @@ mod tests {
             refused.to_string().contains("ask for at most 7 blocks"),
             "{refused}"
         );
+    }
+
+    #[test]
+    fn a_long_chain_rides_one_ring_and_finishes_in_order() {
+        // 20,000 chained tasks taken in before any ran, as a producer that
+        // pushes faster than the scheduler takes in leaves them.
+        let rings = Rings::new(8);
+        let mut d = Dispatch::new(8, DEFAULT_DEPTH, true, true);
+        let n = 20_000u64;
+        for t in 0..n {
+            let after: Vec<u64> = t.checked_sub(1).into_iter().collect();
+            push(&mut d, t, &after);
+        }
+        let mut order = Vec::new();
+        while order.len() < n as usize {
+            d.dispatch(&rings.slots, &rings.tickets);
+            let busy: Vec<usize> = (0..8).filter(|&b| d.rings[b].in_flight() > 0).collect();
+            assert_eq!(busy.len(), 1, "a chain keeps to one ring");
+            // The device finishes a few of the ring's entries, oldest first
+            // (all the others are READY: the finished ones were collected).
+            let b = busy[0];
+            let finish = (1 + order.len() as u32 % 7).min(d.rings[b].in_flight());
+            for k in 0..finish {
+                rings.finish_nth(&d, b, u64::from(k), 0);
+            }
+            order.extend(rings.collect(&mut d));
+        }
+        assert!(order.iter().copied().eq(0..n));
+        assert!(d.is_empty());
+        assert!(d.nodes.window.is_empty() && d.nodes.slab.is_empty());
+    }
+
+    fn node(kind: u32) -> Node {
+        Node {
+            task: Task::new(kind, 1, ()),
+            ..Node::vacant()
+        }
+    }
+
+    #[test]
+    fn nodes_keep_tickets_in_a_window_from_the_oldest_unfinished() {
+        let mut nodes = Nodes::default();
+        for t in [5, 7, 6, 9] {
+            nodes.insert(Ticket(t), node(t as u32));
+        }
+        // A ticket older than the window (another producer's, taken in a
+        // pass later) extends it in front.
+        nodes.insert(Ticket(3), node(3));
+        assert_eq!((nodes.base, nodes.window.len()), (3, 7));
+        for t in [3, 5, 6, 7, 9] {
+            assert_eq!(nodes[&Ticket(t)].task.kind(), t as u32);
+        }
+        assert!(!nodes.contains_key(&Ticket(4)) && !nodes.contains_key(&Ticket(8)));
+        assert!(!nodes.contains_key(&Ticket(2)) && !nodes.contains_key(&Ticket(10)));
+        // Removing from the middle leaves a hole; from the front moves the
+        // window past every hole behind it.
+        assert_eq!(nodes.remove(&Ticket(6)).map(|n| n.task.kind()), Some(6));
+        assert!(nodes.remove(&Ticket(6)).is_none());
+        assert_eq!((nodes.base, nodes.window.len()), (3, 7));
+        nodes.remove(&Ticket(3));
+        nodes.remove(&Ticket(5));
+        assert_eq!((nodes.base, nodes.window.len()), (7, 3));
+        // A freed slab place is reused.
+        let slab = nodes.slab.len();
+        nodes.insert(Ticket(12), node(12));
+        assert_eq!(nodes.slab.len(), slab);
+        assert_eq!(nodes.get_mut(&Ticket(12)).map(|n| n.task.kind()), Some(12));
+        nodes.retain(|t, _| t.0 != 7);
+        assert_eq!((nodes.base, nodes.window.len()), (9, 4));
+        assert!(!nodes.is_empty());
+        nodes.retain(|_, _| false);
+        assert!(nodes.is_empty() && nodes.window.is_empty() && nodes.slab.is_empty());
+    }
+
+    #[test]
+    fn a_task_that_never_ends_costs_four_bytes_per_later_ticket() {
+        let mut nodes = Nodes::default();
+        nodes.insert(Ticket(0), node(0));
+        for t in 1..=10_000 {
+            nodes.insert(Ticket(t), node(1));
+            nodes.remove(&Ticket(t));
+        }
+        // The window holds every ticket since the stuck one, the slab only
+        // the nodes alive at once.
+        assert_eq!(nodes.window.len(), 10_001);
+        assert_eq!(nodes.slab.len(), 2);
+        nodes.remove(&Ticket(0));
+        assert!(nodes.is_empty() && nodes.window.is_empty());
     }
 }
