@@ -675,9 +675,13 @@ impl Shared {
     /// state's lock until it waits; here `news` moves first, then the flag
     /// is read, and the notification is sent under that lock: either the
     /// scheduler sees the news or this call sees it asleep and wakes it.
+    /// (The flag is read before it is swapped: a swap is a write to a line
+    /// that every producer and the scheduler share, once per push.)
     fn announce(&self) {
         self.news.fetch_add(1, Ordering::SeqCst);
-        if self.scheduler_asleep.swap(false, Ordering::SeqCst) {
+        if self.scheduler_asleep.load(Ordering::SeqCst)
+            && self.scheduler_asleep.swap(false, Ordering::SeqCst)
+        {
             let _state = self.lock();
             self.work.notify_one();
         }
@@ -1423,14 +1427,16 @@ impl Nodes {
         self.window[i] = at;
     }
 
-    fn remove(&mut self, ticket: &Ticket) -> Option<Node> {
+    /// Removes `ticket`'s node and returns its dependents: what a finished
+    /// task leaves to do (the rest of the node stays in its slab place
+    /// until reused, rather than moved out).
+    fn remove(&mut self, ticket: &Ticket) -> Option<Vec<Ticket>> {
         let at = self.index_of(*ticket)?;
         self.window[(ticket.0 - self.base) as usize] = NO_NODE;
-        // The slot is reused by a later insert; the caller gets the node.
-        let node = std::mem::replace(&mut self.slab[at], Node::vacant());
+        let dependents = std::mem::take(&mut self.slab[at].dependents);
         self.free.push(at as u32);
         self.trim();
-        Some(node)
+        Some(dependents)
     }
 
     /// Drops the window's leading tickets without a node.
@@ -1936,10 +1942,10 @@ impl Dispatch {
     /// Forgets a finished task; its dependents become ready when nothing
     /// else holds them, or may ride now.
     fn finish(&mut self, ticket: Ticket) {
-        let Some(node) = self.nodes.remove(&ticket) else {
+        let Some(dependents) = self.nodes.remove(&ticket) else {
             return;
         };
-        for dependent in node.dependents {
+        for dependent in dependents {
             let Some(waiting) = self.nodes.get_mut(&dependent) else {
                 continue;
             };
@@ -2996,8 +3002,8 @@ mod tests {
         assert!(!nodes.contains_key(&Ticket(2)) && !nodes.contains_key(&Ticket(10)));
         // Removing from the middle leaves a hole; from the front moves the
         // window past every hole behind it.
-        assert_eq!(nodes.remove(&Ticket(6)).map(|n| n.task.kind()), Some(6));
-        assert!(nodes.remove(&Ticket(6)).is_none());
+        assert!(nodes.remove(&Ticket(6)).is_some());
+        assert!(!nodes.contains_key(&Ticket(6)) && nodes.remove(&Ticket(6)).is_none());
         assert_eq!((nodes.base, nodes.window.len()), (3, 7));
         nodes.remove(&Ticket(3));
         nodes.remove(&Ticket(5));
