@@ -18,7 +18,9 @@
 //! - One scheduler thread moves pushed tasks into the rings and finished
 //!   ones into the output queue, in batches: pushes wait in an inbox in
 //!   shards by pushing thread, each under a lock of its own, which the
-//!   scheduler empties under all their locks at once per pass, and the
+//!   scheduler empties under all their locks at once per pass, taking in at
+//!   most 128 of them per pass between its collections (a backlog of
+//!   thousands left the rings empty for milliseconds), and the
 //!   finished tasks it saw go to the poppers under one lock per pass. It fills the rings level by level (every
 //!   block with nothing in flight gets a task before any gets a second), up
 //!   to [`PoolConfig::depth`] tasks per block, so a block finds its next
