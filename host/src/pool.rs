@@ -1362,14 +1362,20 @@ impl Hasher for WordHasher {
 /// lookup is two indexings, and tasks pushed together sit together in
 /// memory. (A hash map of 20,000 chained tasks cost the scheduler about a
 /// microsecond per task in lookups and rehashing, more than the GPU's
-/// step: docs/BENCHMARKS.md, "The scheduler's bookkeeping".) A task that never ends
-/// holds the window open: 4 bytes per ticket pushed after it.
+/// step: docs/BENCHMARKS.md, "The scheduler's bookkeeping".) A task that
+/// outlives thousands pushed after it (a long one beside a stream of short
+/// ones) would hold the window open, 4 bytes per later ticket for as long
+/// as it runs: once the window is mostly holes, its oldest nodes move to a
+/// map of their own (`old`), so memory stays in proportion to the tasks
+/// unfinished.
 #[derive(Default)]
 struct Nodes {
-    /// The ticket of `window[0]`.
+    /// The ticket of `window[0]`; every ticket in `old` is below it.
     base: u64,
     /// Per ticket from `base` on: its node's index in `slab`, or [`NO_NODE`].
     window: VecDeque<u32>,
+    /// Slab indices of the nodes older than the window.
+    old: HashMap<u64, u32, BuildHasherDefault<WordHasher>>,
     slab: Vec<Node>,
     /// Indices of `slab` whose node was removed, for reuse.
     free: Vec<u32>,
@@ -1378,10 +1384,16 @@ struct Nodes {
 /// A ticket of the window without a node (finished, or not pushed yet).
 const NO_NODE: u32 = u32::MAX;
 
+/// Holes the window may hold beyond twice its nodes before its oldest
+/// nodes move to `Nodes::old`.
+const WINDOW_SLACK: usize = 4096;
+
 impl Nodes {
     fn index_of(&self, ticket: Ticket) -> Option<usize> {
-        let i = usize::try_from(ticket.0.checked_sub(self.base)?).ok()?;
-        let at = *self.window.get(i)?;
+        let Some(i) = ticket.0.checked_sub(self.base) else {
+            return self.old.get(&ticket.0).map(|&at| at as usize);
+        };
+        let at = *self.window.get(usize::try_from(i).ok()?)?;
         (at != NO_NODE).then_some(at as usize)
     }
 
@@ -1404,18 +1416,6 @@ impl Nodes {
 
     /// Adds `ticket`'s node (it has none).
     fn insert(&mut self, ticket: Ticket, node: Node) {
-        if self.window.is_empty() {
-            self.base = ticket.0;
-        }
-        while ticket.0 < self.base {
-            self.window.push_front(NO_NODE);
-            self.base -= 1;
-        }
-        let i = (ticket.0 - self.base) as usize;
-        if i >= self.window.len() {
-            self.window.resize(i + 1, NO_NODE);
-        }
-        debug_assert_eq!(self.window[i], NO_NODE, "a ticket pushed twice");
         let at = match self.free.pop() {
             Some(at) => {
                 self.slab[at as usize] = node;
@@ -1426,6 +1426,21 @@ impl Nodes {
                 (self.slab.len() - 1) as u32
             }
         };
+        if self.window.is_empty() && ticket.0 >= self.base {
+            self.base = ticket.0;
+        }
+        if ticket.0 < self.base {
+            // Taken in after the window moved past it (another producer's
+            // push, a pass late).
+            let before = self.old.insert(ticket.0, at);
+            debug_assert!(before.is_none(), "a ticket pushed twice");
+            return;
+        }
+        let i = (ticket.0 - self.base) as usize;
+        if i >= self.window.len() {
+            self.window.resize(i + 1, NO_NODE);
+        }
+        debug_assert_eq!(self.window[i], NO_NODE, "a ticket pushed twice");
         self.window[i] = at;
     }
 
@@ -1433,21 +1448,38 @@ impl Nodes {
     /// task leaves to do (the rest of the node stays in its slab place
     /// until reused, rather than moved out).
     fn remove(&mut self, ticket: &Ticket) -> Option<Vec<Ticket>> {
-        let at = self.index_of(*ticket)?;
-        self.window[(ticket.0 - self.base) as usize] = NO_NODE;
+        let at = match ticket.0.checked_sub(self.base) {
+            None => self.old.remove(&ticket.0)? as usize,
+            Some(i) => {
+                let at = self.index_of(*ticket)?;
+                self.window[i as usize] = NO_NODE;
+                at
+            }
+        };
         let dependents = std::mem::take(&mut self.slab[at].dependents);
         self.free.push(at as u32);
         self.trim();
         Some(dependents)
     }
 
-    /// Drops the window's leading tickets without a node.
+    /// Drops the window's leading holes, and moves its oldest nodes to
+    /// `old` while it is mostly holes.
     fn trim(&mut self) {
-        while self.window.front() == Some(&NO_NODE) {
-            self.window.pop_front();
-            self.base += 1;
+        loop {
+            while self.window.front() == Some(&NO_NODE) {
+                self.window.pop_front();
+                self.base += 1;
+            }
+            let in_window = self.slab.len() - self.free.len() - self.old.len();
+            if self.window.len() <= 2 * in_window + WINDOW_SLACK {
+                break;
+            }
+            if let Some(at) = self.window.pop_front() {
+                self.old.insert(self.base, at);
+                self.base += 1;
+            }
         }
-        if self.window.is_empty() {
+        if self.is_empty() {
             // Nothing unfinished: start the slab afresh.
             self.slab.clear();
             self.free.clear();
@@ -1463,6 +1495,15 @@ impl Nodes {
                 self.free.push(at);
             }
         }
+        let (slab, free) = (&mut self.slab, &mut self.free);
+        self.old.retain(|&ticket, &mut at| {
+            let kept = keep(&Ticket(ticket), &mut slab[at as usize]);
+            if !kept {
+                slab[at as usize] = Node::vacant();
+                free.push(at);
+            }
+            kept
+        });
         self.trim();
     }
 }
@@ -2993,29 +3034,31 @@ mod tests {
         for t in [5, 7, 6, 9] {
             nodes.insert(Ticket(t), node(t as u32));
         }
-        // A ticket older than the window (another producer's, taken in a
-        // pass later) extends it in front.
-        nodes.insert(Ticket(3), node(3));
-        assert_eq!((nodes.base, nodes.window.len()), (3, 7));
-        for t in [3, 5, 6, 7, 9] {
+        assert_eq!((nodes.base, nodes.window.len()), (5, 5));
+        for t in [5, 6, 7, 9] {
             assert_eq!(nodes[&Ticket(t)].task.kind(), t as u32);
         }
-        assert!(!nodes.contains_key(&Ticket(4)) && !nodes.contains_key(&Ticket(8)));
-        assert!(!nodes.contains_key(&Ticket(2)) && !nodes.contains_key(&Ticket(10)));
+        assert!(!nodes.contains_key(&Ticket(8)) && !nodes.contains_key(&Ticket(4)));
+        assert!(!nodes.contains_key(&Ticket(10)));
         // Removing from the middle leaves a hole; from the front moves the
         // window past every hole behind it.
         assert!(nodes.remove(&Ticket(6)).is_some());
         assert!(!nodes.contains_key(&Ticket(6)) && nodes.remove(&Ticket(6)).is_none());
-        assert_eq!((nodes.base, nodes.window.len()), (3, 7));
-        nodes.remove(&Ticket(3));
+        assert_eq!((nodes.base, nodes.window.len()), (5, 5));
         nodes.remove(&Ticket(5));
+        assert_eq!((nodes.base, nodes.window.len()), (7, 3));
+        // A ticket older than the window (another producer's, taken in a
+        // pass later) is kept beside it.
+        nodes.insert(Ticket(3), node(3));
+        assert_eq!(nodes.get(&Ticket(3)).map(|n| n.task.kind()), Some(3));
         assert_eq!((nodes.base, nodes.window.len()), (7, 3));
         // A freed slab place is reused.
         let slab = nodes.slab.len();
         nodes.insert(Ticket(12), node(12));
         assert_eq!(nodes.slab.len(), slab);
         assert_eq!(nodes.get_mut(&Ticket(12)).map(|n| n.task.kind()), Some(12));
-        nodes.retain(|t, _| t.0 != 7);
+        nodes.retain(|t, _| t.0 != 7 && t.0 != 3);
+        assert!(!nodes.contains_key(&Ticket(3)) && !nodes.contains_key(&Ticket(7)));
         assert_eq!((nodes.base, nodes.window.len()), (9, 4));
         assert!(!nodes.is_empty());
         nodes.retain(|_, _| false);
@@ -3023,18 +3066,27 @@ mod tests {
     }
 
     #[test]
-    fn a_task_that_never_ends_costs_four_bytes_per_later_ticket() {
+    fn a_task_that_never_ends_does_not_hold_the_window_open() {
         let mut nodes = Nodes::default();
-        nodes.insert(Ticket(0), node(0));
-        for t in 1..=10_000 {
+        nodes.insert(Ticket(0), node(7));
+        let later = 100_000;
+        for t in 1..=later {
             nodes.insert(Ticket(t), node(1));
-            nodes.remove(&Ticket(t));
+            if t > 1 {
+                nodes.remove(&Ticket(t - 1));
+            }
         }
-        // The window holds every ticket since the stuck one, the slab only
-        // the nodes alive at once.
-        assert_eq!(nodes.window.len(), 10_001);
-        assert_eq!(nodes.slab.len(), 2);
-        nodes.remove(&Ticket(0));
-        assert!(nodes.is_empty() && nodes.window.is_empty());
+        // The window holds about the tasks alive now, not every ticket
+        // since the one that never ended, which is still found.
+        assert!(
+            nodes.window.len() <= WINDOW_SLACK + 4,
+            "{}",
+            nodes.window.len()
+        );
+        assert!(nodes.slab.len() <= 3);
+        assert_eq!(nodes.get(&Ticket(0)).map(|n| n.task.kind()), Some(7));
+        assert!(nodes.remove(&Ticket(0)).is_some());
+        nodes.remove(&Ticket(later));
+        assert!(nodes.is_empty() && nodes.window.is_empty() && nodes.old.is_empty());
     }
 }
