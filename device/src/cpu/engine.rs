@@ -225,6 +225,17 @@ impl Cta {
 thread_local! {
     /// The simulated thread being run on this host thread, if any.
     static CURRENT: Cell<*const Lane> = const { Cell::new(ptr::null()) };
+    /// CTA barriers opened on this host thread so far: a sign that some
+    /// simulated block makes progress (see [`barriers_opened`]).
+    static BARRIERS_OPENED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many CTA barriers the launches on this host thread have opened.
+/// `nanosleep` gives the host core away only while this stays still: the
+/// engine runs every block of a launch on this one thread, so sleeping it
+/// while another block works stalls that block too.
+pub(crate) fn barriers_opened() -> u64 {
+    BARRIERS_OPENED.with(Cell::get)
 }
 
 /// The simulated thread being run. Device functions that need one (indices,
@@ -775,6 +786,7 @@ impl Scheduler<'_> {
             }
             let epoch = &cta.cta.epoch;
             epoch.set(epoch.get().wrapping_add(1));
+            BARRIERS_OPENED.with(|opened| opened.set(opened.get() + 1));
         }
         Ok(())
     }
@@ -931,5 +943,33 @@ impl Scheduler<'_> {
                 .warp_access(sm, head.task, head.kind, &self.lanes_scratch);
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::{Machine, NoObserver};
+
+    #[test]
+    fn each_opened_barrier_is_counted_on_the_host_thread_that_ran_it() {
+        // `nanosleep` gives the core away only while this count stands
+        // still: it must move once per barrier of every CTA, and only then.
+        let launch = CpuLaunch {
+            grid: [3, 1, 1],
+            block: [64, 1, 1],
+            dynamic_shared_bytes: 0,
+            resident_blocks: 2,
+        };
+        let before = barriers_opened();
+        run(&Machine::new(1), &launch, &mut NoObserver, &|| {
+            crate::thread::sync_threads();
+            crate::thread::sync_threads();
+        })
+        .expect("the launch runs");
+        assert_eq!(barriers_opened() - before, 3 * 2);
+        let quiet = barriers_opened();
+        run(&Machine::new(1), &launch, &mut NoObserver, &|| {}).expect("the launch runs");
+        assert_eq!(barriers_opened(), quiet);
     }
 }
