@@ -3089,4 +3089,42 @@ mod tests {
         nodes.remove(&Ticket(later));
         assert!(nodes.is_empty() && nodes.window.is_empty() && nodes.old.is_empty());
     }
+
+    #[test]
+    fn a_task_older_than_the_window_still_holds_its_dependents() {
+        // One block runs a long task; 10,000 short ones pass it on the
+        // other, so the window moves on and the long one's node goes to
+        // `Nodes::old`. A task pushed after it must still wait for it.
+        let rings = Rings::new(2);
+        let mut d = Dispatch::new(2, 1, true, true);
+        push(&mut d, 0, &[]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        let long = (0..2)
+            .find(|&b| d.rings[b].in_flight() == 1)
+            .expect("placed");
+        let short = 1 - long;
+        for t in 1..=10_000 {
+            push(&mut d, t, &[]);
+            d.dispatch(&rings.slots, &rings.tickets);
+            rings.finish(&d, short, 0);
+            assert_eq!(rings.collect(&mut d), [t]);
+        }
+        assert!(
+            d.nodes.old.contains_key(&0),
+            "the long task left the window"
+        );
+        assert!(d.nodes.window.len() <= WINDOW_SLACK + 2);
+        push(&mut d, 10_001, &[0]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        assert_eq!(
+            rings.held(&d)[long],
+            [0, 10_001],
+            "it rides behind the long task"
+        );
+        rings.finish(&d, long, 0);
+        assert_eq!(rings.collect(&mut d), [0]);
+        rings.finish(&d, long, 0);
+        assert_eq!(rings.collect(&mut d), [10_001]);
+        assert!(d.is_empty() && d.nodes.old.is_empty());
+    }
 }
