@@ -3127,4 +3127,66 @@ mod tests {
         assert_eq!(rings.collect(&mut d), [10_001]);
         assert!(d.is_empty() && d.nodes.old.is_empty());
     }
+
+    /// The host-only replay that docs/BENCHMARKS.md ("The scheduler's
+    /// bookkeeping") quotes: the scheduler's `Dispatch` takes in 20,000
+    /// chained tasks, then 20,000 independent ones in bursts of 256, with
+    /// this test playing 132 blocks that finish whatever is READY. It
+    /// prints the time per task (no timing is asserted) and checks that
+    /// every task came out once, the chain in order:
+    /// `cargo test --release -p clustered-host --lib replay -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement: run it with --ignored --nocapture"]
+    fn replay_of_the_scheduler_on_the_host() {
+        let blocks = 132;
+        let n = 20_000u64;
+        let run = |d: &mut Dispatch, rings: &Rings, out: &mut Vec<u64>| {
+            d.dispatch(&rings.slots, &rings.tickets);
+            for (b, ring) in d.rings.iter().enumerate() {
+                for k in ring.tail..ring.head {
+                    let slot = b * RING_ENTRIES + (k % RING_ENTRIES as u64) as usize;
+                    if rings.slots.state(slot).load(Ordering::Relaxed) == READY {
+                        rings.slots.state(slot).store(FINISHED, Ordering::Release);
+                    }
+                }
+            }
+            out.extend(rings.collect(d));
+        };
+        let rings = Rings::new(blocks);
+        let mut d = Dispatch::new(blocks, DEFAULT_DEPTH, true, true);
+        let start = std::time::Instant::now();
+        for t in 0..n {
+            let after: Vec<u64> = t.checked_sub(1).into_iter().collect();
+            push(&mut d, t, &after);
+        }
+        let intake = start.elapsed();
+        let start = std::time::Instant::now();
+        let mut chain = Vec::new();
+        while chain.len() < n as usize {
+            run(&mut d, &rings, &mut chain);
+        }
+        let through = start.elapsed();
+        assert!(chain.iter().copied().eq(0..n), "the chain in order");
+        let start = std::time::Instant::now();
+        let mut independent = Vec::new();
+        for burst in (n..2 * n).collect::<Vec<_>>().chunks(256) {
+            for &t in burst {
+                push(&mut d, t, &[]);
+            }
+            run(&mut d, &rings, &mut independent);
+        }
+        while independent.len() < n as usize {
+            run(&mut d, &rings, &mut independent);
+        }
+        let all = start.elapsed();
+        independent.sort_unstable();
+        assert!(independent.iter().copied().eq(n..2 * n), "each once");
+        let per = |t: std::time::Duration| t / n as u32;
+        eprintln!(
+            "a chain: {:?} per task to take in, {:?} to run through; independent tasks: {:?} per task",
+            per(intake),
+            per(through),
+            per(all)
+        );
+    }
 }
