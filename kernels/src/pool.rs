@@ -481,7 +481,9 @@ pub unsafe fn claim_queue_demo(queue: *mut Slot, capacity: u32, counter: *mut u3
         if leader {
             let t = fetch_add_u32(counter, 1);
             let slot = queue.add((t % capacity) as usize);
-            let state = core::ptr::addr_of_mut!((*slot).state);
+            // This protocol keeps a slot's state in its spare first word
+            // (the rings keep theirs in lines of their own).
+            let state = core::ptr::addr_of_mut!((*slot).spare);
             let number = core::ptr::addr_of!((*slot).first);
             let mut backoff = 32;
             let seen = loop {
@@ -520,7 +522,7 @@ pub unsafe fn claim_queue_demo(queue: *mut Slot, capacity: u32, counter: *mut u3
             // An empty task: its result is its payload's first word.
             let result = mailbox.read(4) as u64;
             store_relaxed_system_u64(core::ptr::addr_of_mut!((*slot).result), result);
-            store_release_system(core::ptr::addr_of_mut!((*slot).state), FINISHED);
+            store_release_system(core::ptr::addr_of_mut!((*slot).spare), FINISHED);
         }
         // Everyone read the mailbox before thread 0 claims again.
         sync_threads();
