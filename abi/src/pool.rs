@@ -29,23 +29,10 @@
 //! idled from its FINISHED until the host's next READY reached it).
 //! An entry is reused only after the host collected it (back to IDLE), so
 //! at most `RING_ENTRIES` tasks of a block are in flight.
-//! A block reads the states of its whole ring at once (see "State lines"), then
-//! copies the READY entries from the one it serves next on, in a row, and
-//! runs them: two round trips over the bus per batch.
-//!
-//! # State lines (version 8)
-//!
-//! An entry's state is not in its slot but in its ring's state lines after
-//! the start marks ([`states_slot`], [`state_lines`]): `u32` number
-//! `b * RING_ENTRIES + e` for ring `b`, entry `e`, 32 to a 128-byte line.
-//! Each read over the bus is a request whatever its size, and the bus
-//! serves requests, not bytes: a block read its states one slot's line per
-//! entry (64 requests for a ring; 11,000-12,000 cycles a batch on an H200,
-//! as long as the copy of the tasks), where a warp's 32 state loads are
-//! now one or two. The host polls the states of the entries in flight the
-//! same way, a line for 32 of them. A ring's states fill whole lines of
-//! their own. The rules of who writes which state
-//! below are unchanged.
+//! A block reads the states of its ring from the entry it serves next on,
+//! [`FIRST_READ`] at once, then up to twice as far while all it read were
+//! READY (to 32, then 64), then copies the READY tasks in a row and runs them:
+//! two round trips over the bus per batch, one more per doubling.
 //!
 //! Because a block runs its ring in order with a CTA barrier between tasks,
 //! a task put behind another task in the *same* ring sees that task's
@@ -175,8 +162,7 @@
 //!   belongs to the device), so a task in a ring always runs.
 
 /// The version of the pool protocol (the slot layout, the ring and the
-/// states). 8: the states in lines of their own ([`states_slot`]; the
-/// slot's first word is spare); 7: every block marks its start ([`start_lines`]), and the host
+/// states). 7: every block marks its start ([`start_lines`]), and the host
 /// publishes once all did; 6: an entry may wait on a gate and add to a signal counter
 /// ([`Slot::gate`], [`Slot::signal`]), so a dependent runs behind
 /// dependencies on other blocks without the host; 5: an entry runs a share of its task's CTAs ([`Slot::first`],
@@ -184,17 +170,24 @@
 /// (3: 16, read whole); 3: a publisher block stores FINISHED (2: each block did, with
 /// a system-scope release per task); 2: a ring of [`RING_ENTRIES`] slots
 /// per block (1: one slot).
-pub const POOL_ABI_VERSION: u32 = 8;
+pub const POOL_ABI_VERSION: u32 = 7;
 
 /// Entries in each block's ring. A power of two (the device wraps with a
 /// mask). An entry goes back to the host only after its task ran and was
 /// collected, so a chain riding in one ring runs in batches of about a
-/// third of it, each batch two round trips over the bus: more
-/// entries make a chain faster. 64 (version 4): a chained empty task 0.74-0.96 us against
+/// third of it, each batch two or more round trips over the bus: more
+/// entries make a chain faster. A block reads the states of its first
+/// [`FIRST_READ`] entries per batch and doubles the read only while all it
+/// read were READY, so a wide graph (a few tasks per ring) does not pay a
+/// read per entry: reading whole rings of 64 made a k-means graph 1.4x
+/// slower (H200, `pool_workloads`, "Protocol v3, measured"). 64 (version 4): a chained empty task 0.74-0.96 us against
 /// 0.85-1.06 for rings of 32 and 1.07-1.22 for rings of 16 (H100,
 /// `pool_overhead 20000`; docs/BENCHMARKS.md, "Bigger rings, read in
 /// steps").
 pub const RING_ENTRIES: usize = 64;
+
+/// Entries whose states a block reads first in a batch (module doc).
+pub const FIRST_READ: usize = 16;
 
 /// The host owns the slot; no task in it.
 pub const IDLE: u32 = 0;
@@ -220,7 +213,7 @@ pub const STATUS_EMPTY_GRID: u32 = 2;
 pub const PAYLOAD_BYTES: usize = 64;
 /// [`PAYLOAD_BYTES`] in 32-bit words.
 pub const PAYLOAD_WORDS: usize = PAYLOAD_BYTES / 4;
-/// Words of a slot: the header (a spare word, `kind`, `ctas`, `status`,
+/// Words of a slot: the header (`state`, `kind`, `ctas`, `status`,
 /// `result`, the share) and the payload, 32 bytes on.
 pub const SLOT_WORDS: usize = 32;
 /// Where the payload starts, in words.
@@ -256,23 +249,10 @@ pub const fn start_marks_slot(workers: u32) -> usize {
     header_slot(workers) + 1
 }
 
-/// The first slot of the states (module doc, "State lines"): the lines after
-/// the start marks, read as `u32`s, ring `b`'s entry `e` at
-/// `b * RING_ENTRIES + e`.
-pub const fn states_slot(workers: u32) -> usize {
-    start_marks_slot(workers) + start_lines(workers)
-}
-
-/// Slots that hold the states of a pool of `workers` rings: one `u32` per
-/// entry, a ring's in whole 128-byte lines.
-pub const fn state_lines(workers: u32) -> usize {
-    workers as usize * RING_ENTRIES / SLOT_WORDS
-}
-
 /// Slots of a pool of `workers` rings, the memory the host allocates: the
-/// rings, the header, the start marks and the states.
+/// rings, the header and the start marks.
 pub const fn pool_slots(workers: u32) -> usize {
-    states_slot(workers) + state_lines(workers)
+    start_marks_slot(workers) + start_lines(workers)
 }
 
 /// One entry of a resident block's ring. 128 bytes and 128-byte aligned:
@@ -281,9 +261,8 @@ pub const fn pool_slots(workers: u32) -> usize {
 #[repr(C, align(128))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slot {
-    /// Unused: the entry's state ([`IDLE`], [`READY`], ...) is in its
-    /// ring's state lines ([`states_slot`]) since version 8.
-    pub spare: u32,
+    /// [`IDLE`], [`READY`], [`RUNNING`], [`FINISHED`] or [`EXIT`].
+    pub state: u32,
     /// Which task body the kernel runs: `0..kinds` of the pool kernel.
     pub kind: u32,
     /// The task's own grid: CTAs with virtual block indices `0..ctas`, of
@@ -323,7 +302,7 @@ pub struct Slot {
 impl Slot {
     /// An idle slot.
     pub const IDLE: Slot = Slot {
-        spare: 0,
+        state: IDLE,
         kind: 0,
         ctas: 0,
         status: 0,
@@ -386,7 +365,7 @@ pub const fn state_name(state: u32) -> &'static str {
 const _: () = {
     assert!(core::mem::size_of::<Slot>() == 128);
     assert!(core::mem::align_of::<Slot>() == 128);
-    assert!(core::mem::offset_of!(Slot, spare) == 0);
+    assert!(core::mem::offset_of!(Slot, state) == 0);
     assert!(core::mem::offset_of!(Slot, kind) == 4);
     assert!(core::mem::offset_of!(Slot, ctas) == 8);
     assert!(core::mem::offset_of!(Slot, status) == 12);
@@ -399,7 +378,7 @@ const _: () = {
     assert!(core::mem::offset_of!(Slot, signal) == GATE_OFFSET_WORDS * 4 + 8);
     assert!(GATE_OFFSET_WORDS + 3 <= SLOT_WORDS);
     assert!(RING_ENTRIES.is_power_of_two());
-    assert!(RING_ENTRIES.is_multiple_of(SLOT_WORDS));
+    assert!(FIRST_READ <= RING_ENTRIES);
     assert!(core::mem::size_of::<Header>() == core::mem::size_of::<Slot>());
     assert!(core::mem::align_of::<Header>() == core::mem::align_of::<Slot>());
     assert!(core::mem::offset_of!(Header, words) == 0);

@@ -319,20 +319,6 @@ unsafe fn mark_start(slots: *mut Slot, workers: u32) {
     }
 }
 
-/// The states of ring `b`'s entries (`abi::pool`, "State lines").
-///
-/// # Safety
-/// `slots` is the pool's memory of `workers` rings, `b < workers`.
-#[inline(always)]
-unsafe fn ring_states(slots: *mut Slot, workers: u32, b: u32) -> *mut u32 {
-    unsafe {
-        slots
-            .add(states_slot(workers))
-            .cast::<u32>()
-            .add(b as usize * RING_ENTRIES)
-    }
-}
-
 /// Polls gate counter `counter` until it reached `target` (wrapping), with
 /// `nanosleep` back-off: the signalling tasks run on other blocks, and
 /// were all published before this one.
@@ -392,11 +378,11 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 ///
 /// The ring is read in batches, because each read of mapped host memory is
 /// a PCIe round trip (about a microsecond) and a short task is far
-/// shorter: one thread per entry reads the states of the whole ring at
-/// once (two lines: `abi::pool`, "State lines"), the block copies the tasks of
-/// every READY entry in a row from the next one on at once, a warp per
-/// slot's line, and runs them in order. A chain the host queued in one ring
-/// then costs two round trips per
+/// shorter: one thread per entry reads the states of [`FIRST_READ`]
+/// entries at once (and up to twice as far, while all were READY), the
+/// block copies the tasks of every READY entry in a row from the next one
+/// on at once, and runs them in order. A chain the host queued in one ring
+/// then costs two to four round trips per
 /// batch of up to [`RING_ENTRIES`] tasks, not two per task
 /// (`pool_overhead 20000`, H100: a chained empty task 4.8 us before,
 /// 2.4-2.5 us after, with rings of 8). An idle block polls only the
@@ -461,8 +447,6 @@ unsafe fn work(
         let mailbox = crate::shared_array!(clustered_pool_mailbox: [u32; MAILBOX_WORDS]);
         let ring = slots.add(block_idx_x() as usize * RING_ENTRIES);
         let entry = |served: usize, k: usize| ring.add((served + k) & (RING_ENTRIES - 1));
-        let states = ring_states(slots, workers, block_idx_x());
-        let state = |served: usize, k: usize| states.add((served + k) & (RING_ENTRIES - 1));
         let me = thread_linear();
         let threads = block_threads();
         if me == 0 {
@@ -478,21 +462,26 @@ unsafe fn work(
         // What thread 0's idle wait saw at `next` (0: it did not wait).
         let mut waited = 0u32;
         loop {
-            // The states of the whole ring from `next` on, one thread per
+            // The states of entries `from..to` after `next`, one thread per
             // entry, all in flight at once (acquire: each orders the copy
-            // below): two lines, so a warp's loads are one or two requests
-            // over the bus (`abi::pool`, "State lines").
-            let mut k = me;
-            while k < RING_ENTRIES as u32 {
-                let seen = if k == 0 && waited != 0 {
-                    waited
-                } else {
-                    load_acquire_system(state(next, k as usize))
-                };
-                mailbox.write(k, seen);
-                k += threads;
-            }
-            sync_threads();
+            // below).
+            let read_states = |from: u32, to: u32| {
+                let mut k = from + me;
+                while k < to {
+                    let seen = if k == 0 && waited != 0 {
+                        waited
+                    } else {
+                        load_acquire_system(core::ptr::addr_of!((*entry(next, k as usize)).state))
+                    };
+                    mailbox.write(k, seen);
+                    k += threads;
+                }
+                sync_threads();
+            };
+            // The first FIRST_READ states, then up to twice as far while
+            // all read so far were READY (16, 32, 64): a block with a task
+            // or two does not put a read per entry on the bus.
+            read_states(0, FIRST_READ as u32);
             if mailbox.read(0) == EXIT {
                 if me == 0 {
                     // Every task of the ring was collected: nothing left
@@ -502,13 +491,23 @@ unsafe fn work(
                 }
                 return;
             }
-            let mut ready = 0;
-            while ready < RING_ENTRIES as u32 && mailbox.read(ready) == READY {
-                ready += 1;
+            let ready_from = |mut ready: u32, to: u32| {
+                while ready < to && mailbox.read(ready) == READY {
+                    ready += 1;
+                }
+                ready
+            };
+            let mut read = FIRST_READ as u32;
+            let mut ready = ready_from(0, read);
+            while ready == read && read < RING_ENTRIES as u32 {
+                let to = (2 * read).min(RING_ENTRIES as u32);
+                read_states(read, to);
+                ready = ready_from(ready, to);
+                read = to;
             }
             if ready == 0 {
                 if me == 0 {
-                    waited = wait_for_command(state(next, 0));
+                    waited = wait_for_command(core::ptr::addr_of!((*entry(next, 0)).state));
                 }
                 // The others read the rest of the ring after thread 0 saw
                 // `next` ready (and after everyone read the mailbox).
@@ -528,6 +527,7 @@ unsafe fn work(
             sync_threads();
             for k in 0..ready {
                 let slot = entry(next, k as usize);
+                let state = core::ptr::addr_of_mut!((*slot).state);
                 let at = RING_ENTRIES as u32 + k * ENTRY_WORDS as u32;
                 let mut task = Task {
                     kind: mailbox.read(at),
@@ -554,7 +554,7 @@ unsafe fn work(
                 }
                 if me == 0 {
                     // Tells the host's diagnostics that the task started.
-                    store_relaxed_system(state(next, k as usize), RUNNING);
+                    store_relaxed_system(state, RUNNING);
                 }
                 let mut result = 0;
                 let status = if task.kind >= kinds {
@@ -630,10 +630,8 @@ unsafe fn publish(slots: *mut Slot, words: Words) {
                     fence_acq_rel_system();
                     while published != done {
                         let entry = published as usize & (RING_ENTRIES - 1);
-                        store_relaxed_system(
-                            ring_states(slots, words.workers, b).add(entry),
-                            FINISHED,
-                        );
+                        let slot = slots.add(b as usize * RING_ENTRIES + entry);
+                        store_relaxed_system(core::ptr::addr_of_mut!((*slot).state), FINISHED);
                         published = published.wrapping_add(1);
                     }
                     store_relaxed_gpu(words.published(b), published);
@@ -757,7 +755,7 @@ mod tests {
     #[test]
     fn the_copy_takes_each_word_of_a_task_once_and_puts_it_where_the_block_reads_it() {
         let slot = Slot {
-            spare: 99,
+            state: READY,
             kind: 3,
             ctas: 9,
             status: 77,

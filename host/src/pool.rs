@@ -71,9 +71,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use clustered_device::pool::{
-    header_slot, pool_slots, start_lines, start_marks_slot, state_lines, state_name, states_slot,
-    Header, Payload, Slot, Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES, POOL_ABI_VERSION, READY,
-    RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
+    header_slot, pool_slots, start_lines, start_marks_slot, state_name, Header, Payload, Slot,
+    Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES, POOL_ABI_VERSION, READY, RING_ENTRIES, RUNNING,
+    STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 
 use clustered_device::cpu::MAX_RESIDENT_BLOCKS;
@@ -484,21 +484,10 @@ impl Slots {
         self.blocks * RING_ENTRIES
     }
 
-    /// The state of ring entry `slot` (`b * RING_ENTRIES + e`), in the
-    /// state lines after the start marks (`abi::pool`, "State lines").
     fn state(&self, slot: usize) -> &AtomicU32 {
         debug_assert!(slot < self.count());
-        // SAFETY: `u32` number `slot` of the state lines, inside the
-        // allocation of `pool_slots(blocks)` slots, aligned; alive while the
-        // pool's `Shared` is.
-        unsafe {
-            AtomicU32::from_ptr(
-                self.host
-                    .add(states_slot(self.blocks as u32))
-                    .cast::<u32>()
-                    .add(slot),
-            )
-        }
+        // SAFETY: in bounds, aligned, alive while the pool's `Shared` is.
+        unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.host.add(slot)).state)) }
     }
 
     /// Block `b`'s start mark (`abi::pool`, "Starts"), the publisher's at
@@ -2390,7 +2379,7 @@ mod tests {
 
     impl Rings {
         fn new(blocks: usize) -> Rings {
-            let mut memory = vec![Slot::IDLE; pool_slots(blocks as u32)].into_boxed_slice();
+            let mut memory = vec![Slot::IDLE; blocks * RING_ENTRIES].into_boxed_slice();
             let slots = Slots {
                 host: memory.as_mut_ptr(),
                 blocks,

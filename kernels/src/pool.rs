@@ -481,9 +481,7 @@ pub unsafe fn claim_queue_demo(queue: *mut Slot, capacity: u32, counter: *mut u3
         if leader {
             let t = fetch_add_u32(counter, 1);
             let slot = queue.add((t % capacity) as usize);
-            // This protocol keeps a slot's state in its spare first word
-            // (the rings keep theirs in lines of their own).
-            let state = core::ptr::addr_of_mut!((*slot).spare);
+            let state = core::ptr::addr_of_mut!((*slot).state);
             let number = core::ptr::addr_of!((*slot).first);
             let mut backoff = 32;
             let seen = loop {
@@ -522,7 +520,7 @@ pub unsafe fn claim_queue_demo(queue: *mut Slot, capacity: u32, counter: *mut u3
             // An empty task: its result is its payload's first word.
             let result = mailbox.read(4) as u64;
             store_relaxed_system_u64(core::ptr::addr_of_mut!((*slot).result), result);
-            store_release_system(core::ptr::addr_of_mut!((*slot).spare), FINISHED);
+            store_release_system(core::ptr::addr_of_mut!((*slot).state), FINISHED);
         }
         // Everyone read the mailbox before thread 0 claims again.
         sync_threads();

@@ -139,12 +139,11 @@ impl Queue {
         Ok(queue)
     }
 
-    /// Slot `t % capacity`'s state word (its spare first word in this
-    /// protocol), shared with the device.
+    /// Slot `t % capacity`'s state word, shared with the device.
     fn state(&self, t: u64) -> &AtomicU32 {
         let slot = self.slot(t);
         // SAFETY: an aligned u32 inside the allocation, only accessed atomically.
-        unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*slot).spare)) }
+        unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*slot).state)) }
     }
 
     fn slot(&self, t: u64) -> *mut Slot {

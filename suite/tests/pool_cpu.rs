@@ -11,8 +11,8 @@ use clustered_device::cta::Cta;
 use clustered_device::pool::serve;
 use clustered_host::cpu::{launch_entry, run, CpuLaunch, Machine, NoObserver};
 use clustered_host::pool::{
-    header_slot, pool_slots, start_marks_slot, states_slot, Finished, Header, Outcome, PoolConfig,
-    PoolError, Shutdown, Slot, Task, TaskPool, Ticket, DEFAULT_DEPTH, EXIT, FINISHED, IDLE, READY,
+    header_slot, pool_slots, start_marks_slot, Finished, Header, Outcome, PoolConfig, PoolError,
+    Shutdown, Slot, Task, TaskPool, Ticket, DEFAULT_DEPTH, EXIT, FINISHED, IDLE, READY,
     RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 use clustered_host::ClusterOptions;
@@ -314,9 +314,8 @@ fn a_block_walks_its_ring_in_order() {
     };
     let ring = slots.as_ptr() as *mut Slot;
     let entry = |e: usize| ring.wrapping_add(e % RING_ENTRIES);
-    // The ring's states, in the lines after the start marks.
-    let states = slots.as_ptr().wrapping_add(states_slot(1)) as *mut u32;
-    let state = |e: usize| unsafe { AtomicU32::from_ptr(states.wrapping_add(e % RING_ENTRIES)) };
+    let state =
+        |e: usize| unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*entry(e)).state)) };
     let address = ring as usize;
     let engine = thread::spawn(move || {
         let launch = CpuLaunch {
@@ -1489,10 +1488,12 @@ unsafe fn exit_spy(slots: *mut Slot) {
         // The publisher: no ring of its own.
         return;
     }
-    let ring = (slots.wrapping_add(states_slot(SPY_RINGS as u32)) as *mut u32)
-        .wrapping_add(block * RING_ENTRIES);
+    let ring = slots.wrapping_add(block * RING_ENTRIES);
     let states: Vec<u32> = (0..RING_ENTRIES)
-        .map(|e| unsafe { AtomicU32::from_ptr(ring.add(e)).load(Ordering::Acquire) })
+        .map(|e| unsafe {
+            AtomicU32::from_ptr(std::ptr::addr_of_mut!((*ring.add(e)).state))
+                .load(Ordering::Acquire)
+        })
         .collect();
     let exits = states.iter().filter(|&&s| s == EXIT).count();
     let idle = states.iter().filter(|&&s| s == IDLE).count();
