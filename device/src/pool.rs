@@ -70,11 +70,10 @@ const COUNTERS_AT: u32 = BOOK_AT + 3;
 /// the gate counters (two words), read once from the header, then kept
 /// here rather than in registers live across every task body.
 const BOOK_AT: u32 = (RING_ENTRIES + RING_ENTRIES * ENTRY_WORDS) as u32;
-/// Words of the ring each thread loads before it stores any, in two runs
-/// (a run of 16 went to the stack): the loads of one copy are in flight
-/// together (one PCIe round trip, not one each; a ring's worth, 64 slots
-/// of 32 words, in one with 128 threads).
-const LOADS_PER_RUN: usize = 8;
+/// Words of a task each thread loads before it stores any: the loads of
+/// one copy are in flight together (one PCIe round trip, not one each;
+/// a ring's worth, 64 tasks of 23 words, in two with 128 threads).
+const LOADS_IN_FLIGHT: usize = 6;
 
 /// Arguments a task may carry: plain data of at most [`PAYLOAD_BYTES`]
 /// bytes, laid out alike on the host and the GPU.
@@ -653,15 +652,11 @@ unsafe fn publish(slots: *mut Slot, words: Words) {
     }
 }
 
-/// Copies `kind`, `ctas`, the share, the payload and the gate of the next
-/// `ready` entries (`words(k)`: entry `k`'s slot) into the mailbox after the
-/// states. The block's threads walk the entries' slots word by word, 32
-/// positions per slot, and skip the words a task does not need: a warp's
-/// load then reads one slot's line, one request over the bus (a mapping of
-/// only the needed words spread each warp's load over two slots, and the
-/// copy took twice as long: docs/BENCHMARKS.md, "Reading the ring by the
-/// line"). Each thread loads up to `2 * LOADS_PER_RUN` words before it
-/// stores one, so a copy of a ring-full is one round trip with 128 threads.
+/// Copies `kind`, `ctas`, the share, the payload and the gate of the next `ready` entries
+/// (`words(k)`: entry `k`'s slot) into the mailbox after the states, the
+/// block's threads sharing the words: each loads up to
+/// [`LOADS_IN_FLIGHT`] words before it stores one, so a copy of a few
+/// tasks is one round trip.
 #[inline(always)]
 unsafe fn copy_tasks(
     mailbox: crate::shared::Shared<u32>,
@@ -670,71 +665,45 @@ unsafe fn copy_tasks(
     me: u32,
     threads: u32,
 ) {
-    let total = ready * SLOT_WORDS as u32;
-    // Position `p` of the copy: word `p % SLOT_WORDS` of entry `p / SLOT_WORDS`.
-    let load_run = |first: u32| {
-        let mut loaded = [0u32; LOADS_PER_RUN];
-        for (i, value) in loaded.iter_mut().enumerate() {
-            let p = first + i as u32 * threads;
-            if p < total && copied_word(p % SLOT_WORDS as u32).is_some() {
-                // SAFETY: a word of a READY entry of this block's ring
-                // (`p / SLOT_WORDS < ready <= RING_ENTRIES`).
-                *value = unsafe {
-                    load_relaxed_system(
-                        words((p / SLOT_WORDS as u32) as usize)
-                            .add((p % SLOT_WORDS as u32) as usize),
-                    )
-                };
-            }
-        }
-        loaded
+    let total = ready * ENTRY_WORDS as u32;
+    // Word `w` of the copy: entry w / ENTRY_WORDS, its kind, ctas, share,
+    // then payload.
+    let source = |w: u32| {
+        let (k, i) = (
+            (w / ENTRY_WORDS as u32) as usize,
+            (w % ENTRY_WORDS as u32) as usize,
+        );
+        let word = if i < 2 {
+            1 + i
+        } else if i < 4 {
+            FIRST_OFFSET_WORDS + i - 2
+        } else if i < 4 + PAYLOAD_WORDS {
+            PAYLOAD_OFFSET_WORDS + i - 4
+        } else {
+            GATE_OFFSET_WORDS + i - 4 - PAYLOAD_WORDS
+        };
+        // SAFETY: `k < ready <= RING_ENTRIES`, `word < SLOT_WORDS`.
+        unsafe { words(k).add(word) }
     };
-    let store_run = |first: u32, loaded: [u32; LOADS_PER_RUN]| {
-        for (i, value) in loaded.iter().enumerate() {
-            let p = first + i as u32 * threads;
-            if p < total {
-                if let Some(at) = copied_word(p % SLOT_WORDS as u32) {
-                    let k = p / SLOT_WORDS as u32;
-                    // SAFETY: inside the mailbox (`k < RING_ENTRIES`,
-                    // `at < ENTRY_WORDS`); each word has one writer, read
-                    // after the caller's barrier.
-                    unsafe {
-                        mailbox.write(RING_ENTRIES as u32 + k * ENTRY_WORDS as u32 + at, *value)
-                    };
-                }
-            }
-        }
-    };
-    let run = LOADS_PER_RUN as u32 * threads;
     let mut first = me;
     while first < total {
-        // Two runs in flight before either is stored.
-        let (a, b) = (load_run(first), load_run(first + run));
-        store_run(first, a);
-        store_run(first + run, b);
-        first += 2 * run;
-    }
-}
-
-/// Where word `word` of a slot goes in an entry's copy in the mailbox:
-/// `kind`, `ctas`, the share (`first`, `count`), the payload, the gate
-/// (`gate`, `target`, `signal`); `None` for the words a block does not copy
-/// (the state, which it read before, `status`, `result`, the padding).
-#[inline(always)]
-fn copied_word(word: u32) -> Option<u32> {
-    // `kind` and `ctas` are the slot's words 1 and 2.
-    const KIND: u32 = 1;
-    const CTAS: u32 = 2;
-    const FIRST: u32 = FIRST_OFFSET_WORDS as u32;
-    const COUNT: u32 = FIRST + 1;
-    // The payload and the gate's three words are one run.
-    const PAYLOAD: u32 = PAYLOAD_OFFSET_WORDS as u32;
-    const SIGNAL: u32 = GATE_OFFSET_WORDS as u32 + 2;
-    match word {
-        KIND..=CTAS => Some(word - KIND),
-        FIRST..=COUNT => Some(word - FIRST + 2),
-        PAYLOAD..=SIGNAL => Some(word - PAYLOAD + 4),
-        _ => None,
+        let mut loaded = [0u32; LOADS_IN_FLIGHT];
+        for (i, value) in loaded.iter_mut().enumerate() {
+            let w = first + i as u32 * threads;
+            if w < total {
+                // SAFETY: a word of a READY entry of this block's ring.
+                *value = unsafe { load_relaxed_system(source(w)) };
+            }
+        }
+        for (i, value) in loaded.iter().enumerate() {
+            let w = first + i as u32 * threads;
+            if w < total {
+                // SAFETY: inside the mailbox (`w < RING_ENTRIES * ENTRY_WORDS`);
+                // each word has one writer, read after the caller's barrier.
+                unsafe { mailbox.write(RING_ENTRIES as u32 + w, *value) };
+            }
+        }
+        first += LOADS_IN_FLIGHT as u32 * threads;
     }
 }
 
@@ -751,40 +720,6 @@ mod tests {
     }
     // SAFETY: repr(C) plain data.
     unsafe impl Payload for Args {}
-
-    #[test]
-    fn the_copy_takes_each_word_of_a_task_once_and_puts_it_where_the_block_reads_it() {
-        let slot = Slot {
-            state: READY,
-            kind: 3,
-            ctas: 9,
-            status: 77,
-            result: 78,
-            first: 4,
-            count: 5,
-            payload: core::array::from_fn(|i| 100 + i as u32),
-            gate: 6,
-            target: 7,
-            signal: 8,
-            ..Slot::IDLE
-        };
-        // SAFETY: a `Slot` is `SLOT_WORDS` plain words.
-        let words: [u32; SLOT_WORDS] = unsafe { core::mem::transmute(slot) };
-        let mut copy = [None; ENTRY_WORDS];
-        for (word, &value) in words.iter().enumerate() {
-            if let Some(at) = copied_word(word as u32) {
-                assert!(
-                    copy[at as usize].replace(value).is_none(),
-                    "word {at} twice"
-                );
-            }
-        }
-        let copy = copy.map(|w| w.expect("every word of the entry is copied"));
-        // As `work` reads them: kind, ctas, share, payload, gate.
-        assert_eq!(copy[..4], [3, 9, 4, 5]);
-        assert_eq!(copy[4..4 + PAYLOAD_WORDS], slot.payload);
-        assert_eq!(copy[4 + PAYLOAD_WORDS..], [6, 7, 8]);
-    }
 
     #[test]
     fn arguments_round_trip_through_the_payload() {
