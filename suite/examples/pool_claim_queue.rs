@@ -52,7 +52,7 @@ fn main() {
 }
 
 /// The shipped pool's rows; returns its resident block count.
-fn ring_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Duration)) -> u32 {
+fn ring_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, &[Duration])) -> u32 {
     let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
     let config = PoolConfig::new(KINDS)
         .block_threads(THREADS)
@@ -90,11 +90,11 @@ fn ring_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Durat
     run(false);
     report(
         &format!("rings ({blocks} blocks of {RING_ENTRIES}), independent"),
-        run(false),
+        &[run(false)],
     );
     report(
         &format!("rings ({blocks} blocks of {RING_ENTRIES}), a chain"),
-        run(true),
+        &[run(true)],
     );
     match pool.shutdown(Shutdown::Drain) {
         Ok(_) | Err(PoolError::NothingUnfinished) => {}
@@ -190,7 +190,7 @@ fn queue_rows(
     tasks: u32,
     blocks: u32,
     capacity: u32,
-    report: &dyn Fn(&str, Duration),
+    report: &dyn Fn(&str, &[Duration]),
 ) -> Result<(), String> {
     let kernel = module
         .kernel("claim_queue_demo")
@@ -243,8 +243,11 @@ fn queue_rows(
         .map_err(|e| format!("the queue kernel: {e:?}"))?;
     report(
         &format!("claim queue ({capacity} slots), independent"),
-        independent,
+        &[independent],
     );
-    report(&format!("claim queue ({capacity} slots), a chain"), chain);
+    report(
+        &format!("claim queue ({capacity} slots), a chain"),
+        &[chain],
+    );
     Ok(())
 }

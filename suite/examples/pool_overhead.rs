@@ -1,6 +1,11 @@
 //! Per-task overhead of the task pool (issue 15) against one launch per task
 //! and a CUDA graph of the same launches, on GPU 0:
-//! `cargo run --release --example pool_overhead [tasks]`.
+//! `cargo run --release --example pool_overhead [tasks] [runs]`.
+//!
+//! Each row runs `runs` times (default 5) and prints the median and the
+//! range: a row moves from one run to the next by more than most changes
+//! measured with it, and a run of a row costs milliseconds where starting
+//! the pools costs seconds.
 //!
 //! Every task is empty (kind EMPTY, or the `empty_launch` kernel with 16
 //! bytes of arguments), so what is measured is dispatch alone, as the host
@@ -45,19 +50,33 @@ use clustered_suite::host::{Gpu, Module};
 use kernels::pool::{EMPTY, KINDS};
 
 fn main() {
-    let tasks: u32 = std::env::args()
-        .nth(1)
+    let mut arguments = std::env::args().skip(1);
+    let tasks: u32 = arguments
+        .next()
         .and_then(|n| n.parse().ok())
         .unwrap_or(20_000);
+    let runs: usize = arguments
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5)
+        .max(1);
     let Some((gpu, module)) = clustered_suite::gpu_or_skip().expect("the suite's PTX loads") else {
         return;
     };
     let report = clustered_suite::measure::per_task_table(&gpu, tasks);
-    pool_rows(&gpu, &module, tasks, &report);
-    launch_rows(&gpu, &module, tasks, &report);
+    pool_rows(&gpu, &module, tasks, runs, &report);
+    launch_rows(&gpu, &module, tasks, runs, &report);
 }
 
-fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Duration)) {
+/// What a row's runs took, each.
+type Report<'a> = &'a dyn Fn(&str, &[Duration]);
+
+/// `run` called `runs` times.
+fn times(runs: usize, mut run: impl FnMut() -> Duration) -> Vec<Duration> {
+    (0..runs).map(|_| run()).collect()
+}
+
+fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, runs: usize, report: Report) {
     let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
     // (depth, gates): the full rows, version 1's dispatch, the chain alone
     // without gates.
@@ -94,19 +113,17 @@ fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Durat
         };
         for &bytes in bytes {
             for producers in [1u32, 4] {
-                let elapsed = run_independent(&pool, tasks, producers, bytes, 1);
                 report(
                     &format!("pool independent, {producers} producers, {bytes} B{suffix}"),
-                    elapsed,
+                    &times(runs, || run_independent(&pool, tasks, producers, bytes, 1)),
                 );
             }
         }
         if depth > 1 && gates {
             for producers in [1u32, 4] {
-                let elapsed = run_independent(&pool, tasks, producers, 16, BATCH);
                 report(
                     &format!("pool independent, {producers} producers, batches of {BATCH}"),
-                    elapsed,
+                    &times(runs, || run_independent(&pool, tasks, producers, 16, BATCH)),
                 );
             }
         }
@@ -117,7 +134,7 @@ fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Durat
         run_chain(&pool, tasks);
         report(
             &format!("pool chain (each after the previous){suffix}"),
-            run_chain(&pool, tasks),
+            &times(runs, || run_chain(&pool, tasks)),
         );
         match pool.shutdown(Shutdown::Drain) {
             Ok(_) => {}
@@ -198,7 +215,7 @@ fn run_independent(
     start.elapsed()
 }
 
-fn launch_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Duration)) {
+fn launch_rows(gpu: &Gpu, module: &Module, tasks: u32, runs: usize, report: Report) {
     let kernel = module
         .kernel("empty_launch")
         .expect("empty_launch is in the PTX");
@@ -219,10 +236,15 @@ fn launch_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Dur
     };
     launch_all();
     stream.synchronize().expect("sync");
-    let start = Instant::now();
-    launch_all();
-    stream.synchronize().expect("sync");
-    report("launch per task (one stream)", start.elapsed());
+    report(
+        "launch per task (one stream)",
+        &times(runs, || {
+            let start = Instant::now();
+            launch_all();
+            stream.synchronize().expect("sync");
+            start.elapsed()
+        }),
+    );
 
     stream
         .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
@@ -235,8 +257,13 @@ fn launch_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, Dur
     graph.upload().expect("upload");
     graph.launch().expect("graph launch");
     stream.synchronize().expect("sync");
-    let start = Instant::now();
-    graph.launch().expect("graph launch");
-    stream.synchronize().expect("sync");
-    report("CUDA graph of the launches", start.elapsed());
+    report(
+        "CUDA graph of the launches",
+        &times(runs, || {
+            let start = Instant::now();
+            graph.launch().expect("graph launch");
+            stream.synchronize().expect("sync");
+            start.elapsed()
+        }),
+    );
 }

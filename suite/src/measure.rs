@@ -318,20 +318,38 @@ pub fn tune_auto(
 
 /// The per-task table of the pool examples (`pool_overhead`,
 /// `pool_claim_queue`): prints the device line and the header for `tasks`
-/// tasks per row, and returns the function that prints a row (total ms and
-/// ns per task).
-pub fn per_task_table(gpu: &Gpu, tasks: u32) -> impl Fn(&str, std::time::Duration) {
+/// tasks per row, and returns the function that prints a row from its
+/// runs: the median's total ms and ns per task, and the runs' range of ns
+/// per task (rows vary from run to run by more than the changes measured
+/// with them: docs/BENCHMARKS.md, the task pool's sections).
+pub fn per_task_table(gpu: &Gpu, tasks: u32) -> impl Fn(&str, &[std::time::Duration]) {
     let props = gpu.properties();
     println!(
         "device: {} ({} SMs); {tasks} empty tasks per row",
         props.name, props.sm_count
     );
-    println!("{:<52} {:>10} {:>12}", "row", "total ms", "per task ns");
-    move |row: &str, elapsed: std::time::Duration| {
+    println!(
+        "{:<52} {:>4} {:>10} {:>12} {:>17}",
+        "row", "runs", "total ms", "per task ns", "range ns"
+    );
+    move |row: &str, runs: &[std::time::Duration]| {
+        let ns: Vec<f64> = runs
+            .iter()
+            .map(|t| t.as_secs_f64() * 1e9 / f64::from(tasks))
+            .collect();
+        let Some(median) = crate::calibrate::median(&ns) else {
+            println!("{row:<52} no runs");
+            return;
+        };
+        let (low, high) = ns
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(l, h), &v| (l.min(v), h.max(v)));
         println!(
-            "{row:<52} {:>10.3} {:>12.1}",
-            elapsed.as_secs_f64() * 1e3,
-            elapsed.as_secs_f64() * 1e9 / f64::from(tasks)
+            "{row:<52} {:>4} {:>10.3} {:>12.1} {:>17}",
+            ns.len(),
+            median * f64::from(tasks) * 1e-6,
+            median,
+            format!("{low:.0}-{high:.0}")
         );
     }
 }
