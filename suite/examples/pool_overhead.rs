@@ -68,7 +68,7 @@ fn main() {
     launch_rows(&gpu, &module, tasks, runs, &report);
 }
 
-/// What a row's runs took, each.
+/// Prints a row from what each of its runs took (`measure::per_task_table`).
 type Report<'a> = &'a dyn Fn(&str, &[Duration]);
 
 /// `run` called `runs` times.
