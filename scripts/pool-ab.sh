@@ -9,7 +9,8 @@
 #
 # Each commit is built in a worktree of its own (.ab/<rev>) with a target
 # directory of its own (a target directory shared between two trees once
-# mixed their code into one binary), kept for the next call. The binaries
+# mixed their code into one binary), kept for the next call (about 330 MiB
+# each; `git worktree remove --force .ab/<rev>` when done). The binaries
 # are stripped: what `run` carries is limited to 64 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
