@@ -47,6 +47,7 @@ use clustered_suite::host::pool::{
     PoolConfig, PoolError, Shutdown, Task, TaskPool, Ticket, DEFAULT_DEPTH, RING_ENTRIES,
 };
 use clustered_suite::host::{Gpu, Module};
+use clustered_suite::measure::repeat;
 use kernels::pool::{EMPTY, KINDS};
 
 fn main() {
@@ -70,11 +71,6 @@ fn main() {
 
 /// Prints a row from what each of its runs took (`measure::per_task_table`).
 type Report<'a> = &'a dyn Fn(&str, &[Duration]);
-
-/// `run` called `runs` times.
-fn times(runs: usize, mut run: impl FnMut() -> Duration) -> Vec<Duration> {
-    (0..runs).map(|_| run()).collect()
-}
 
 fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, runs: usize, report: Report) {
     let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
@@ -115,7 +111,7 @@ fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, runs: usize, report: Report
             for producers in [1u32, 4] {
                 report(
                     &format!("pool independent, {producers} producers, {bytes} B{suffix}"),
-                    &times(runs, || run_independent(&pool, tasks, producers, bytes, 1)),
+                    &repeat(runs, || run_independent(&pool, tasks, producers, bytes, 1)),
                 );
             }
         }
@@ -123,7 +119,7 @@ fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, runs: usize, report: Report
             for producers in [1u32, 4] {
                 report(
                     &format!("pool independent, {producers} producers, batches of {BATCH}"),
-                    &times(runs, || run_independent(&pool, tasks, producers, 16, BATCH)),
+                    &repeat(runs, || run_independent(&pool, tasks, producers, 16, BATCH)),
                 );
             }
         }
@@ -134,7 +130,7 @@ fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, runs: usize, report: Report
         run_chain(&pool, tasks);
         report(
             &format!("pool chain (each after the previous){suffix}"),
-            &times(runs, || run_chain(&pool, tasks)),
+            &repeat(runs, || run_chain(&pool, tasks)),
         );
         match pool.shutdown(Shutdown::Drain) {
             Ok(_) => {}
@@ -238,7 +234,7 @@ fn launch_rows(gpu: &Gpu, module: &Module, tasks: u32, runs: usize, report: Repo
     stream.synchronize().expect("sync");
     report(
         "launch per task (one stream)",
-        &times(runs, || {
+        &repeat(runs, || {
             let start = Instant::now();
             launch_all();
             stream.synchronize().expect("sync");
@@ -259,7 +255,7 @@ fn launch_rows(gpu: &Gpu, module: &Module, tasks: u32, runs: usize, report: Repo
     stream.synchronize().expect("sync");
     report(
         "CUDA graph of the launches",
-        &times(runs, || {
+        &repeat(runs, || {
             let start = Instant::now();
             graph.launch().expect("graph launch");
             stream.synchronize().expect("sync");

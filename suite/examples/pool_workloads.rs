@@ -258,7 +258,7 @@ impl Table {
 /// Runs `run` once to warm up, then `reps` times; the median time.
 fn median(reps: usize, mut run: impl FnMut() -> Duration) -> Duration {
     run();
-    let mut times: Vec<Duration> = (0..reps).map(|_| run()).collect();
+    let mut times = clustered_suite::measure::repeat(reps, run);
     times.sort();
     times[reps / 2]
 }

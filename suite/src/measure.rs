@@ -316,6 +316,15 @@ pub fn tune_auto(
     }))
 }
 
+/// What each of `runs` calls of `run` took (the pool examples time a row
+/// several times: one run of a row moves by more than what it measures).
+pub fn repeat(
+    runs: usize,
+    mut run: impl FnMut() -> std::time::Duration,
+) -> Vec<std::time::Duration> {
+    (0..runs).map(|_| run()).collect()
+}
+
 /// The per-task table of the pool examples (`pool_overhead`,
 /// `pool_claim_queue`): prints the device line and the header for `tasks`
 /// tasks per row, and returns the function that prints a row from its
