@@ -62,7 +62,9 @@ for round in \$(seq "\$rounds"); do
   done
 done
 for build in ${names[*]}; do
-  echo "== pool_gpu \$build"; ./pool_gpu.\$build 2>&1 | tail -3 || status=1
+  # Its status, not tail's: a failing test fails the script.
+  echo "== pool_gpu \$build"; ./pool_gpu.\$build > pool_gpu.\$build.log 2>&1 || status=1
+  tail -3 pool_gpu.\$build.log
 done
 exit \$status
 RUN
