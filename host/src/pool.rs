@@ -71,9 +71,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use clustered_device::pool::{
-    header_slot, pool_slots, start_lines, start_marks_slot, state_name, Header, Payload, Slot,
-    Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES, POOL_ABI_VERSION, READY, RING_ENTRIES, RUNNING,
-    STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
+    device_words, header_slot, pool_slots, start_lines, start_marks_slot, state_name, Header,
+    Payload, Slot, Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES, POOL_ABI_VERSION, READY,
+    RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 
 use clustered_device::cpu::MAX_RESIDENT_BLOCKS;
@@ -566,12 +566,6 @@ unsafe fn write_header(slots: *mut Slot, rings: u32, words: u64) {
     };
 }
 
-/// Publication words for `rings` rings (`abi::pool`, "Publication") and
-/// the gate counters after them ("Gates").
-fn publication_words(rings: u32) -> usize {
-    3 * rings as usize + gate_counters(rings)
-}
-
 // SAFETY: `Memory` only owns the allocation; see `Slots`.
 unsafe impl Send for Memory {}
 // SAFETY: as above.
@@ -788,7 +782,7 @@ impl TaskPool {
         }
         let blocks = config.plan(resident_per_sm, machine.sm_count())?;
         let raw = Box::into_raw(vec![Slot::IDLE; pool_slots(blocks)].into_boxed_slice());
-        let words = Box::into_raw(vec![0u32; publication_words(blocks)].into_boxed_slice());
+        let words = Box::into_raw(vec![0u32; device_words(blocks)].into_boxed_slice());
         let host = raw.cast::<Slot>();
         // SAFETY: just allocated with the header's slot; no block runs yet.
         unsafe { write_header(host, blocks, words.cast::<u32>() as u64) };
@@ -2323,7 +2317,7 @@ mod gpu {
             let stream = gpu.new_stream().map_err(host_error)?;
             // Zeroed on the kernel's stream, before it.
             let words = stream
-                .alloc_zeros::<u32>(super::publication_words(blocks))
+                .alloc_zeros::<u32>(super::device_words(blocks))
                 .map_err(|e| PoolError::Device(format!("cuMemAlloc(publication words): {e:?}")))?;
             let words_address = words.device_ptr(&stream).0;
             // SAFETY: allocated with the header's slot; no block runs yet.

@@ -11,8 +11,8 @@ use clustered_device::cta::Cta;
 use clustered_device::pool::serve;
 use clustered_host::cpu::{launch_entry, run, CpuLaunch, Machine, NoObserver};
 use clustered_host::pool::{
-    header_slot, pool_slots, start_marks_slot, Finished, Header, Outcome, PoolConfig, PoolError,
-    Shutdown, Slot, Task, TaskPool, Ticket, DEFAULT_DEPTH, EXIT, FINISHED, IDLE, READY,
+    device_words, header_slot, pool_slots, start_marks_slot, Finished, Header, Outcome, PoolConfig,
+    PoolError, Shutdown, Slot, Task, TaskPool, Ticket, DEFAULT_DEPTH, EXIT, FINISHED, IDLE, READY,
     RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 use clustered_host::ClusterOptions;
@@ -303,10 +303,10 @@ fn mixed_kinds_match_the_reference() {
 /// around), and EXIT seen only in the entry the block reads next.
 #[test]
 fn a_block_walks_its_ring_in_order() {
-    // One ring, the header and the start marks after it, and the
-    // publication words; two blocks: the worker and the publisher.
+    // One ring, the header and the start marks after it, and the pool's
+    // device words; two blocks: the worker and the publisher.
     let mut slots: Box<[Slot]> = vec![Slot::IDLE; pool_slots(1)].into_boxed_slice();
-    let words: Box<[AtomicU32]> = (0..3).map(|_| AtomicU32::new(0)).collect();
+    let words: Box<[AtomicU32]> = (0..device_words(1)).map(|_| AtomicU32::new(0)).collect();
     // SAFETY: the last slot has a header's size and alignment.
     unsafe {
         (slots.as_mut_ptr().add(header_slot(1)) as *mut Header)
