@@ -11,7 +11,9 @@
 # directory of its own (a target directory shared between two trees once
 # mixed their code into one binary), kept for the next call (about 330 MiB
 # each; `git worktree remove --force .ab/<rev>` when done). The binaries
-# are stripped: what `run` carries is limited to 64 MiB.
+# are stripped and compressed (about 2.4 MiB each; ab.sh unpacks them):
+# what `run` carries is limited to 64 MiB, and three builds stripped alone
+# came to 61 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: scripts/pool-ab.sh REV..." >&2; exit 2; }
@@ -46,11 +48,13 @@ for line in sys.stdin:
   names+=("$hash")
 done
 strip "$stage"/pool_*
+gzip -9 "$stage"/pool_*
 
 cat > "$stage/ab.sh" <<RUN
 #!/usr/bin/env bash
 # The builds of $(printf '%s ' "${names[@]}")alternated; then each build's pool_gpu.
 cd "\$(dirname "\$0")"
+for packed in pool_*.gz; do [ -e "\$packed" ] && gunzip -f "\$packed"; done
 export CUDA_MODULE_LOADING=EAGER
 rounds=\${1:-2}
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader

@@ -232,21 +232,11 @@ pub const fn gate_counters(workers: u32) -> usize {
     2 * workers as usize * RING_ENTRIES
 }
 
-/// Words of one entry's outcome in device memory ("Outcomes"): `status`,
-/// then `result` (low, high word), and one unused word (16 bytes: one load).
-pub const OUTCOME_WORDS: usize = 4;
-
-/// Outcome words of a pool of `workers` rings ("Outcomes"): [`OUTCOME_WORDS`]
-/// per ring entry, ring by ring, in device memory after the gate counters.
-pub const fn outcome_words(workers: u32) -> usize {
-    OUTCOME_WORDS * workers as usize * RING_ENTRIES
-}
-
 /// The pool's words in device memory, zero at the launch: the publication
-/// words (`done`, `exited`, `published`: "Publication"), the gate counters
-/// ("Gates") and the outcomes ("Outcomes"), in that order.
+/// words (`done`, `exited`, `published`: "Publication"), then the gate
+/// counters ("Gates").
 pub const fn device_words(workers: u32) -> usize {
-    3 * workers as usize + gate_counters(workers) + outcome_words(workers)
+    3 * workers as usize + gate_counters(workers)
 }
 
 /// Slots after the [`Header`] that hold the start marks of a pool of

@@ -59,19 +59,16 @@ const ENTRY_WORDS: usize = 4 + PAYLOAD_WORDS + 3;
 /// Words of the block's mailbox in shared memory: the state each entry of
 /// the ring showed, from the one served next on, then the copied words of
 /// up to [`RING_ENTRIES`] tasks.
-const MAILBOX_WORDS: usize = BOOK_AT as usize + 7;
+const MAILBOX_WORDS: usize = BOOK_AT as usize + 5;
 /// The book's words: the address of the block's `done` word, its count of
-/// finished tasks, the address of the first gate counter, the address of
-/// its ring's first outcome.
+/// finished tasks, the address of the first gate counter.
 const DONE_AT: u32 = BOOK_AT;
 const FINISHED_AT: u32 = BOOK_AT + 2;
 const COUNTERS_AT: u32 = BOOK_AT + 3;
-const OUTCOMES_AT: u32 = BOOK_AT + 5;
 /// Where the block keeps its book in the mailbox: the address of its
-/// `done` word (two words), its count of finished tasks, the address of
-/// the gate counters and of its ring's outcomes (two words each), read
-/// once from the header, then kept here rather than in registers live
-/// across every task body.
+/// `done` word (two words), its count of finished tasks, and the address of
+/// the gate counters (two words), read once from the header, then kept
+/// here rather than in registers live across every task body.
 const BOOK_AT: u32 = (RING_ENTRIES + RING_ENTRIES * ENTRY_WORDS) as u32;
 /// Words of a task each thread loads before it stores any: the loads of
 /// one copy are in flight together (one PCIe round trip, not one each;
@@ -269,15 +266,6 @@ impl Words {
     fn counters(self) -> *mut u32 {
         self.base.wrapping_add(3 * self.workers as usize)
     }
-
-    /// The outcome of worker `b`'s ring entry `entry` (`abi::pool`,
-    /// "Outcomes"): [`OUTCOME_WORDS`] words.
-    #[inline(always)]
-    fn outcome(self, b: u32, entry: usize) -> *mut u32 {
-        self.counters()
-            .wrapping_add(gate_counters(self.workers))
-            .wrapping_add((b as usize * RING_ENTRIES + entry) * OUTCOME_WORDS)
-    }
 }
 
 /// Gate counter `named - 1` (an entry's `gate` or `signal` word), if it
@@ -465,7 +453,6 @@ unsafe fn work(
             let words = Words::of(slots, workers);
             write_book_pointer(mailbox, DONE_AT, words.done(block_idx_x()));
             write_book_pointer(mailbox, COUNTERS_AT, words.counters());
-            write_book_pointer(mailbox, OUTCOMES_AT, words.outcome(block_idx_x(), 0));
             // Tasks this block finished (wrapping).
             mailbox.write(FINISHED_AT, 0);
         }
@@ -589,14 +576,8 @@ unsafe fn work(
                     sync_threads();
                 }
                 if me == 0 {
-                    // The outcome goes to device memory, not to the slot:
-                    // the fence below would wait for a store to the host
-                    // to cross the bus. The publisher copies it.
-                    let outcome = book_pointer(mailbox, OUTCOMES_AT)
-                        .wrapping_add(((next + k as usize) & (RING_ENTRIES - 1)) * OUTCOME_WORDS);
-                    store_relaxed_gpu(outcome, status);
-                    store_relaxed_gpu(outcome.wrapping_add(1), result as u32);
-                    store_relaxed_gpu(outcome.wrapping_add(2), (result >> 32) as u32);
+                    store_relaxed_system(core::ptr::addr_of_mut!((*slot).status), status);
+                    store_relaxed_system_u64(core::ptr::addr_of_mut!((*slot).result), result);
                     // The barrier above ordered every thread's writes of
                     // the task before this release; the publisher's
                     // acquire and system fence pass them on to the host.
@@ -643,23 +624,13 @@ unsafe fn publish(slots: *mut Slot, words: Words) {
                 let mut published = load_relaxed_gpu(words.published(b));
                 if done != published {
                     // With the load above, an acquire of the tasks counted
-                    // (their writes and outcomes).
-                    fence_acq_rel_system();
-                    let slot = |p: u32| {
-                        slots.add(b as usize * RING_ENTRIES + (p as usize & (RING_ENTRIES - 1)))
-                    };
-                    let mut copied = published;
-                    while copied != done {
-                        copied = copy_outcomes(words, b, copied, done, slot);
-                    }
-                    // A release of the outcomes' and the tasks' writes before
-                    // the FINISHED stores, at system scope.
+                    // (their writes, status and result); and a release of
+                    // the FINISHED stores below, at system scope.
                     fence_acq_rel_system();
                     while published != done {
-                        store_relaxed_system(
-                            core::ptr::addr_of_mut!((*slot(published)).state),
-                            FINISHED,
-                        );
+                        let entry = published as usize & (RING_ENTRIES - 1);
+                        let slot = slots.add(b as usize * RING_ENTRIES + entry);
+                        store_relaxed_system(core::ptr::addr_of_mut!((*slot).state), FINISHED);
                         published = published.wrapping_add(1);
                     }
                     store_relaxed_gpu(words.published(b), published);
@@ -679,46 +650,6 @@ unsafe fn publish(slots: *mut Slot, words: Words) {
             }
         }
     }
-}
-
-/// Outcomes the publisher copies per round: their loads in flight together.
-const OUTCOMES_IN_FLIGHT: usize = 4;
-
-/// Copies the outcomes of worker `b`'s tasks `from..done` (counts,
-/// wrapping), up to [`OUTCOMES_IN_FLIGHT`] of them, from device memory
-/// into their slots' `status` and `result` (relaxed: the caller's fence
-/// releases them); returns the count after the last one copied.
-#[inline(always)]
-unsafe fn copy_outcomes(
-    words: Words,
-    b: u32,
-    from: u32,
-    done: u32,
-    slot: impl Fn(u32) -> *mut Slot,
-) -> u32 {
-    let n = done.wrapping_sub(from).min(OUTCOMES_IN_FLIGHT as u32);
-    let mut got = [[0u32; 3]; OUTCOMES_IN_FLIGHT];
-    for (i, outcome) in got.iter_mut().enumerate() {
-        if (i as u32) < n {
-            let at = words.outcome(b, from.wrapping_add(i as u32) as usize & (RING_ENTRIES - 1));
-            for (j, word) in outcome.iter_mut().enumerate() {
-                // SAFETY: an outcome word of the pool's device memory.
-                *word = unsafe { load_relaxed_gpu(at.wrapping_add(j)) };
-            }
-        }
-    }
-    for (i, outcome) in got.iter().enumerate() {
-        if (i as u32) < n {
-            let slot = slot(from.wrapping_add(i as u32));
-            let result = u64::from(outcome[1]) | (u64::from(outcome[2]) << 32);
-            // SAFETY: a slot the host handed to worker `b`, not yet FINISHED.
-            unsafe {
-                store_relaxed_system(core::ptr::addr_of_mut!((*slot).status), outcome[0]);
-                store_relaxed_system_u64(core::ptr::addr_of_mut!((*slot).result), result);
-            }
-        }
-    }
-    from.wrapping_add(n)
 }
 
 /// Copies `kind`, `ctas`, the share, the payload and the gate of the next `ready` entries
