@@ -1,6 +1,8 @@
 //! Per-task overhead of the task pool (issue 15) against one launch per task
 //! and a CUDA graph of the same launches, on GPU 0:
-//! `cargo run --release --example pool_overhead [tasks] [runs]`.
+//! `cargo run --release --example pool_overhead [tasks] [runs] [--blocks=N]`
+//! (`--blocks=N`: N worker blocks in each pool, `PoolConfig::blocks`,
+//! instead of one per SM but one).
 //!
 //! Each row runs `runs` times (default 5) and prints the median and the
 //! range: a row moves from one run to the next by more than most changes
@@ -51,7 +53,15 @@ use clustered_suite::measure::repeat;
 use kernels::pool::{EMPTY, KINDS};
 
 fn main() {
-    let mut arguments = std::env::args().skip(1);
+    let mut arguments: Vec<String> = std::env::args().skip(1).collect();
+    let blocks = match clustered_suite::measure::take_blocks_flag(&mut arguments) {
+        Ok(blocks) => blocks,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let mut arguments = arguments.into_iter();
     let tasks: u32 = arguments
         .next()
         .and_then(|n| n.parse().ok())
@@ -65,23 +75,33 @@ fn main() {
         return;
     };
     let report = clustered_suite::measure::per_task_table(&gpu, tasks);
-    pool_rows(&gpu, &module, tasks, runs, &report);
+    pool_rows(&gpu, &module, tasks, runs, blocks, &report);
     launch_rows(&gpu, &module, tasks, runs, &report);
 }
 
 /// Prints a row from what each of its runs took (`measure::per_task_table`).
 type Report<'a> = &'a dyn Fn(&str, &[Duration]);
 
-fn pool_rows(gpu: &Gpu, module: &Module, tasks: u32, runs: usize, report: Report) {
+fn pool_rows(
+    gpu: &Gpu,
+    module: &Module,
+    tasks: u32,
+    runs: usize,
+    blocks: Option<u32>,
+    report: Report,
+) {
     let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
     // (depth, gates): the full rows, version 1's dispatch, the chain alone
     // without gates.
     for (depth, gates) in [(DEFAULT_DEPTH, true), (1, true), (DEFAULT_DEPTH, false)] {
-        let config = PoolConfig::new(KINDS)
+        let mut config = PoolConfig::new(KINDS)
             .block_threads(128)
             .depth(depth)
             .gates(gates)
             .timeout(Duration::from_secs(30));
+        if let Some(blocks) = blocks {
+            config = config.blocks(blocks);
+        }
         let pool = match TaskPool::gpu(gpu, &kernel, config) {
             Ok(pool) => pool,
             Err(e) => {

@@ -66,10 +66,14 @@ fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let spread = !args.iter().any(|a| a == "--no-spread");
     let gates = !args.iter().any(|a| a == "--no-gates");
-    let blocks: Option<u32> = args
-        .iter()
-        .find_map(|a| a.strip_prefix("--blocks=").and_then(|n| n.parse().ok()));
-    args.retain(|a| a != "--no-spread" && a != "--no-gates" && !a.starts_with("--blocks="));
+    let blocks = match clustered_suite::measure::take_blocks_flag(&mut args) {
+        Ok(blocks) => blocks,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    args.retain(|a| a != "--no-spread" && a != "--no-gates");
     let mut args = args.into_iter();
     let matrices: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(10_000);
     let reps: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(5).max(1);

@@ -325,6 +325,30 @@ pub fn repeat(
     (0..runs).map(|_| run()).collect()
 }
 
+/// Takes the pool examples' `--blocks=N` (worker blocks,
+/// `PoolConfig::blocks`) out of `args`: `Ok(None)` without it, an error
+/// that names the flag when N is not a count above 0.
+pub fn take_blocks_flag(args: &mut Vec<String>) -> Result<Option<u32>, String> {
+    let mut blocks = None;
+    let mut bad = None;
+    args.retain(|a| match a.strip_prefix("--blocks=") {
+        Some(n) => {
+            match n.parse::<u32>() {
+                Ok(n) if n > 0 => blocks = Some(n),
+                _ => bad = Some(a.clone()),
+            }
+            false
+        }
+        None => true,
+    });
+    match bad {
+        Some(a) => Err(format!(
+            "{a}: --blocks=N takes a count of worker blocks above 0"
+        )),
+        None => Ok(blocks),
+    }
+}
+
 /// The per-task table of the pool examples (`pool_overhead`,
 /// `pool_claim_queue`): prints the device line and the header for `tasks`
 /// tasks per row, and returns the function that prints a row from its
@@ -360,5 +384,37 @@ pub fn per_task_table(gpu: &Gpu, tasks: u32) -> impl Fn(&str, &[std::time::Durat
             median,
             format!("{low:.0}-{high:.0}")
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::take_blocks_flag;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn the_blocks_flag_is_taken_out_and_the_rest_kept_in_order() {
+        let mut list = args(&["2000", "--blocks=393", "5"]);
+        assert_eq!(take_blocks_flag(&mut list), Ok(Some(393)));
+        assert_eq!(list, args(&["2000", "5"]));
+        let mut none = args(&["2000"]);
+        assert_eq!(take_blocks_flag(&mut none), Ok(None));
+        assert_eq!(none, args(&["2000"]));
+    }
+
+    #[test]
+    fn a_blocks_flag_without_a_count_is_an_error_that_names_it() {
+        for bad in ["--blocks=", "--blocks=0", "--blocks=many", "--blocks=-3"] {
+            let mut list = args(&[bad, "7"]);
+            let error = take_blocks_flag(&mut list).unwrap_err();
+            assert!(
+                error.starts_with(bad) && error.contains("--blocks=N"),
+                "{error}"
+            );
+            assert_eq!(list, args(&["7"]));
+        }
     }
 }
