@@ -270,11 +270,19 @@ const DEVICE_POLL: Duration = Duration::from_millis(1);
 /// it looks at the device again (a push or a shutdown wakes it at once).
 const IDLE_POLL: Duration = Duration::from_millis(50);
 
+/// How many worker blocks a pool asked for ([`PoolConfig::blocks`],
+/// [`PoolConfig::blocks_per_sm`]).
+#[derive(Clone, Copy, Debug)]
+enum Blocks {
+    Total(u32),
+    PerSm(u32),
+}
+
 /// How to build a pool.
 #[derive(Clone, Debug)]
 pub struct PoolConfig {
     kinds: u32,
-    blocks: Option<u32>,
+    blocks: Option<Blocks>,
     block_threads: u32,
     timeout: Duration,
     spin: Duration,
@@ -366,7 +374,20 @@ impl PoolConfig {
     /// Default: one per SM but one, so that with the publisher every SM
     /// holds one block of the pool.
     pub fn blocks(mut self, blocks: u32) -> Self {
-        self.blocks = Some(blocks);
+        self.blocks = Some(Blocks::Total(blocks));
+        self
+    }
+
+    /// `per_sm` blocks of the pool on every SM, the publisher one of them:
+    /// `per_sm * SMs - 1` worker blocks. Tasks whose CTAs wait on memory
+    /// run faster with more than the default one per SM, and dispatch is
+    /// slower with them (an H200: 10,000 SGEMM64 tasks at 0.30-0.35 us each
+    /// with 3 per SM against 0.70 with 1; empty tasks up to 1.7x slower;
+    /// docs/BENCHMARKS.md, "Blocks per SM"). At
+    /// most the blocks of the pool kernel that the device keeps resident
+    /// per SM, else [`PoolError::TooLarge`].
+    pub fn blocks_per_sm(mut self, per_sm: u32) -> Self {
+        self.blocks = Some(Blocks::PerSm(per_sm));
         self
     }
 
@@ -397,11 +418,16 @@ impl PoolConfig {
             ));
         }
         let resident = resident_per_sm.saturating_mul(sms);
-        let blocks = self
-            .blocks
-            .unwrap_or_else(|| sms.min(resident).saturating_sub(1).max(1));
+        let blocks = match self.blocks {
+            None => sms.min(resident).saturating_sub(1).max(1),
+            Some(Blocks::Total(blocks)) => blocks,
+            // The publisher is one of them.
+            Some(Blocks::PerSm(per_sm)) => per_sm.saturating_mul(sms).saturating_sub(1),
+        };
         if blocks == 0 {
-            return Err(PoolError::Config("a pool of 0 blocks"));
+            return Err(PoolError::Config(
+                "a pool of 0 worker blocks (blocks_per_sm counts the publisher)",
+            ));
         }
         // The rings' blocks and the publisher (`abi::pool`, "Publication").
         let launched = blocks.saturating_add(1);
@@ -2982,6 +3008,33 @@ mod tests {
         assert!(
             refused.to_string().contains("ask for at most 7 blocks"),
             "{refused}"
+        );
+    }
+
+    #[test]
+    fn blocks_per_sm_count_the_publisher_and_stay_within_residency() {
+        // Three per SM on 4 SMs: 12 blocks, the publisher one of them.
+        assert_eq!(PoolConfig::new(1).blocks_per_sm(3).plan(3, 4), Ok(11));
+        assert_eq!(PoolConfig::new(1).blocks_per_sm(1).plan(2, 4), Ok(3));
+        assert_eq!(
+            PoolConfig::new(1).blocks_per_sm(4).plan(3, 4),
+            Err(PoolError::TooLarge {
+                blocks: 16,
+                resident: 12
+            })
+        );
+        assert!(matches!(
+            PoolConfig::new(1).blocks_per_sm(0).plan(3, 4),
+            Err(PoolError::Config(_))
+        ));
+        // The last setting wins.
+        assert_eq!(
+            PoolConfig::new(1).blocks(5).blocks_per_sm(2).plan(3, 4),
+            Ok(7)
+        );
+        assert_eq!(
+            PoolConfig::new(1).blocks_per_sm(2).blocks(5).plan(3, 4),
+            Ok(5)
         );
     }
 
