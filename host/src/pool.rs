@@ -2957,6 +2957,83 @@ mod tests {
         }
     }
 
+    /// What the scheduler's bookkeeping costs per entry without a GPU: the
+    /// host's share of a task (`Dispatch` alone: publishing into the rings,
+    /// collecting, the graph; no locks, no output queue), with this test
+    /// playing a device that finishes entries at once. Two shapes, each
+    /// with gates on and off: independent tasks with up to 8 in flight on
+    /// each of 131 rings (`pool_overhead`'s rows), and `pool_workloads`'
+    /// k-means graph (16 tasks of 32 CTAs, then their join, 500
+    /// iterations), where the device finishes each ring's oldest entry in
+    /// turn. It prints (no timing is asserted) and checks that every task
+    /// came out once:
+    /// `cargo test --release -p clustered-host speed_of_the_scheduler -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement: run it with --ignored --nocapture"]
+    fn speed_of_the_scheduler_s_bookkeeping() {
+        const BLOCKS: usize = 131;
+        const DEPTH: u32 = 8;
+        const TASKS: u64 = 500_000;
+        const ITERATIONS: u64 = 500;
+        for gates in [true, false] {
+            let rings = Rings::new(BLOCKS);
+            let mut d = Dispatch::new(BLOCKS, DEPTH, true, gates);
+            let (mut pushed, mut done) = (0u64, 0u64);
+            let start = Instant::now();
+            while done < TASKS {
+                while pushed < TASKS && pushed - done < BLOCKS as u64 * u64::from(DEPTH) {
+                    push(&mut d, pushed, &[]);
+                    pushed += 1;
+                }
+                d.dispatch(&rings.slots, &rings.tickets);
+                for b in 0..BLOCKS {
+                    for nth in 0..d.rings[b].head - d.rings[b].tail {
+                        rings.finish_nth(&d, b, nth, 0);
+                    }
+                }
+                done += rings.collect(&mut d).len() as u64;
+            }
+            let ns = start.elapsed().as_nanos() as f64 / TASKS as f64;
+            assert_eq!((done, d.in_flight), (TASKS, 0));
+            println!("independent tasks, gates {gates}: {ns:.0} ns a task");
+
+            let rings = Rings::new(BLOCKS);
+            let mut d = Dispatch::new(BLOCKS, DEPTH, true, gates);
+            let mut t = 0u64;
+            let mut join: Vec<u64> = Vec::new();
+            for _ in 0..ITERATIONS {
+                let level: Vec<u64> = (t..t + 16).collect();
+                for &task in &level {
+                    push_ctas(&mut d, task, 32, &join);
+                }
+                t += 16;
+                push(&mut d, t, &level);
+                join = vec![t];
+                t += 1;
+            }
+            let (mut done, mut entries) = (0u64, 0u64);
+            let start = Instant::now();
+            while done < t {
+                d.dispatch(&rings.slots, &rings.tickets);
+                for b in 0..BLOCKS {
+                    if d.rings[b].head > d.rings[b].tail {
+                        rings.finish(&d, b, 0);
+                        entries += 1;
+                    }
+                }
+                done += rings.collect(&mut d).len() as u64;
+            }
+            let elapsed = start.elapsed().as_nanos() as f64;
+            assert_eq!(done, t, "every task of the graph came out once");
+            println!(
+                "k-means graph, gates {gates}: {:.1} us an iteration, {:.0} entries an iteration, {:.0} ns an entry",
+                elapsed / 1e3 / ITERATIONS as f64,
+                entries as f64 / ITERATIONS as f64,
+                elapsed / entries as f64
+            );
+        }
+    }
+
     #[test]
     fn a_dependent_waits_on_the_host_when_its_dependencies_signal_two_counters() {
         let rings = Rings::new(4);
