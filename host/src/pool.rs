@@ -421,13 +421,16 @@ impl PoolConfig {
         let blocks = match self.blocks {
             None => sms.min(resident).saturating_sub(1).max(1),
             Some(Blocks::Total(blocks)) => blocks,
+            Some(Blocks::PerSm(per_sm)) if per_sm.saturating_mul(sms) < 2 => {
+                return Err(PoolError::Config(
+                    "blocks_per_sm leaves no worker beside the publisher: ask for 2 blocks or more in all",
+                ));
+            }
             // The publisher is one of them.
-            Some(Blocks::PerSm(per_sm)) => per_sm.saturating_mul(sms).saturating_sub(1),
+            Some(Blocks::PerSm(per_sm)) => per_sm.saturating_mul(sms) - 1,
         };
         if blocks == 0 {
-            return Err(PoolError::Config(
-                "a pool of 0 worker blocks (blocks_per_sm counts the publisher)",
-            ));
+            return Err(PoolError::Config("a pool of 0 blocks"));
         }
         // The rings' blocks and the publisher (`abi::pool`, "Publication").
         let launched = blocks.saturating_add(1);
@@ -2344,7 +2347,9 @@ mod gpu {
             // Zeroed on the kernel's stream, before it.
             let words = stream
                 .alloc_zeros::<u32>(super::device_words(blocks))
-                .map_err(|e| PoolError::Device(format!("cuMemAlloc(publication words): {e:?}")))?;
+                .map_err(|e| {
+                    PoolError::Device(format!("cuMemAlloc(the pool's device words): {e:?}"))
+                })?;
             let words_address = words.device_ptr(&stream).0;
             // SAFETY: allocated with the header's slot; no block runs yet.
             unsafe { super::write_header(pinned.host, blocks, words_address) };
@@ -3102,8 +3107,14 @@ mod tests {
         );
         assert!(matches!(
             PoolConfig::new(1).blocks_per_sm(0).plan(3, 4),
-            Err(PoolError::Config(_))
+            Err(PoolError::Config(m)) if m.contains("no worker beside the publisher")
         ));
+        // One SM, one block: the publisher alone.
+        assert!(matches!(
+            PoolConfig::new(1).blocks_per_sm(1).plan(3, 1),
+            Err(PoolError::Config(m)) if m.contains("no worker beside the publisher")
+        ));
+        assert_eq!(PoolConfig::new(1).blocks_per_sm(2).plan(3, 1), Ok(1));
         // The last setting wins.
         assert_eq!(
             PoolConfig::new(1).blocks(5).blocks_per_sm(2).plan(3, 4),
