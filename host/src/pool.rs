@@ -421,13 +421,15 @@ impl PoolConfig {
         let blocks = match self.blocks {
             None => sms.min(resident).saturating_sub(1).max(1),
             Some(Blocks::Total(blocks)) => blocks,
-            Some(Blocks::PerSm(per_sm)) if per_sm.saturating_mul(sms) < 2 => {
-                return Err(PoolError::Config(
-                    "blocks_per_sm leaves no worker beside the publisher: ask for 2 blocks or more in all",
-                ));
-            }
             // The publisher is one of them.
-            Some(Blocks::PerSm(per_sm)) => per_sm.saturating_mul(sms) - 1,
+            Some(Blocks::PerSm(per_sm)) => match per_sm.saturating_mul(sms).saturating_sub(1) {
+                0 => {
+                    return Err(PoolError::Config(
+                        "blocks_per_sm leaves no worker beside the publisher: ask for 2 blocks or more in all",
+                    ))
+                }
+                workers => workers,
+            },
         };
         if blocks == 0 {
             return Err(PoolError::Config("a pool of 0 blocks"));

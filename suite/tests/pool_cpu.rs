@@ -1351,8 +1351,9 @@ fn a_publisher_with_fewer_threads_than_rings_publishes_every_task_once() {
 }
 
 /// A pool of three blocks on each of two SMs (`blocks_per_sm`, the
-/// publisher one of them) serves five rings, and runs every task once;
-/// four per SM where the kernel keeps three resident is refused.
+/// publisher one of them) serves five rings, and runs every task once,
+/// under random interleavings with the race detector; four per SM where
+/// the kernel keeps three resident is refused.
 #[test]
 fn a_pool_of_several_blocks_per_sm_serves_them_all() {
     const TASKS: u32 = 60;
@@ -1360,23 +1361,26 @@ fn a_pool_of_several_blocks_per_sm_serves_them_all() {
         .blocks_per_sm(3)
         .block_threads(THREADS)
         .timeout(Duration::from_secs(60));
-    let pool = TaskPool::cpu(Machine::new(2), 3, pool_demo, config.clone()).unwrap();
-    assert_eq!(pool.slots(), 5, "worker blocks");
-    let runs = counters(TASKS as usize);
-    for i in 0..TASKS {
-        pool.push(mark(&runs, i)).unwrap();
-    }
-    let mut results: Vec<u64> = (0..TASKS)
-        .map(|_| match pool.pop_finished().unwrap().outcome {
-            Outcome::Ran { result } => result,
-            other => panic!("{other:?}"),
-        })
-        .collect();
-    results.sort_unstable();
-    assert_eq!(results, (0..u64::from(TASKS)).collect::<Vec<_>>());
-    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
-    for (i, r) in runs.iter().enumerate() {
-        assert_eq!(r.load(Ordering::Relaxed), 1, "task {i}");
+    for seed in [3, 29] {
+        let machine = Machine::new(2).interleave(seed).check_races(true);
+        let pool = TaskPool::cpu(machine, 3, pool_demo, config.clone()).unwrap();
+        assert_eq!(pool.slots(), 5, "worker blocks");
+        let runs = counters(TASKS as usize);
+        for i in 0..TASKS {
+            pool.push(mark(&runs, i)).unwrap();
+        }
+        let mut results: Vec<u64> = (0..TASKS)
+            .map(|_| match pool.pop_finished().unwrap().outcome {
+                Outcome::Ran { result } => result,
+                other => panic!("seed {seed}: {other:?}"),
+            })
+            .collect();
+        results.sort_unstable();
+        assert_eq!(results, (0..u64::from(TASKS)).collect::<Vec<_>>());
+        assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+        for (i, r) in runs.iter().enumerate() {
+            assert_eq!(r.load(Ordering::Relaxed), 1, "seed {seed}: task {i}");
+        }
     }
     let too_many = TaskPool::cpu(Machine::new(2), 3, pool_demo, config.blocks_per_sm(4));
     assert!(
