@@ -27,6 +27,7 @@ use clustered_suite::host::pool::{
     READY, RING_ENTRIES,
 };
 use clustered_suite::host::{Gpu, Module};
+use clustered_suite::measure::RowReport;
 use kernels::pool::{EMPTY, KINDS};
 
 /// Resident blocks of both pools (the ring pool's own choice on an H100
@@ -52,7 +53,7 @@ fn main() {
 }
 
 /// The shipped pool's rows; returns its resident block count.
-fn ring_rows(gpu: &Gpu, module: &Module, tasks: u32, report: &dyn Fn(&str, &[Duration])) -> u32 {
+fn ring_rows(gpu: &Gpu, module: &Module, tasks: u32, report: RowReport) -> u32 {
     let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
     let config = PoolConfig::new(KINDS)
         .block_threads(THREADS)
@@ -190,7 +191,7 @@ fn queue_rows(
     tasks: u32,
     blocks: u32,
     capacity: u32,
-    report: &dyn Fn(&str, &[Duration]),
+    report: RowReport,
 ) -> Result<(), String> {
     let kernel = module
         .kernel("claim_queue_demo")

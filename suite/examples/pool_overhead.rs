@@ -49,7 +49,7 @@ use clustered_suite::host::pool::{
     PoolConfig, PoolError, Shutdown, Task, TaskPool, Ticket, DEFAULT_DEPTH, RING_ENTRIES,
 };
 use clustered_suite::host::{Gpu, Module};
-use clustered_suite::measure::repeat;
+use clustered_suite::measure::{repeat, RowReport};
 use kernels::pool::{EMPTY, KINDS};
 
 fn main() {
@@ -79,16 +79,13 @@ fn main() {
     launch_rows(&gpu, &module, tasks, runs, &report);
 }
 
-/// Prints a row from what each of its runs took (`measure::per_task_table`).
-type Report<'a> = &'a dyn Fn(&str, &[Duration]);
-
 fn pool_rows(
     gpu: &Gpu,
     module: &Module,
     tasks: u32,
     runs: usize,
     blocks: Option<u32>,
-    report: Report,
+    report: RowReport,
 ) {
     let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
     // (depth, gates): the full rows, version 1's dispatch, the chain alone
@@ -231,7 +228,7 @@ fn run_independent(
     start.elapsed()
 }
 
-fn launch_rows(gpu: &Gpu, module: &Module, tasks: u32, runs: usize, report: Report) {
+fn launch_rows(gpu: &Gpu, module: &Module, tasks: u32, runs: usize, report: RowReport) {
     let kernel = module
         .kernel("empty_launch")
         .expect("empty_launch is in the PTX");

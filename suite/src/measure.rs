@@ -349,6 +349,9 @@ pub fn take_blocks_flag(args: &mut Vec<String>) -> Result<Option<u32>, String> {
     }
 }
 
+/// Prints one row of [`per_task_table`] from what each of its runs took.
+pub type RowReport<'a> = &'a dyn Fn(&str, &[std::time::Duration]);
+
 /// The per-task table of the pool examples (`pool_overhead`,
 /// `pool_claim_queue`): prints the device line and the header for `tasks`
 /// tasks per row, and returns the function that prints a row from its
