@@ -386,6 +386,14 @@ impl PoolConfig {
     /// docs/BENCHMARKS.md, "Blocks per SM"). At
     /// most the blocks of the pool kernel that the device keeps resident
     /// per SM, else [`PoolError::TooLarge`].
+    ///
+    /// At that most the pool may leave no room on any SM: every other
+    /// kernel, the memset behind [`Gpu::zeros`](crate::Gpu::zeros)
+    /// included, then waits until the pool shut down (copies do not: the
+    /// copy engines run them). Allocate before such a pool starts, never
+    /// wait for a kernel on the thread that is to shut it down, or ask for
+    /// one block per SM less (`suite/tests/pool_gpu.rs`,
+    /// `a_pool_at_full_occupancy_runs_every_task_once`).
     pub fn blocks_per_sm(mut self, per_sm: u32) -> Self {
         self.blocks = Some(Blocks::PerSm(per_sm));
         self
