@@ -14,6 +14,8 @@
 //!
 //! [`pool`] is the task pool's protocol: the slot that the host and a
 //! resident block share, and who writes which word in which order.
+//!
+//! [`ptx`] names what the host may rewrite in a module's PTX at load.
 #![warn(missing_docs)]
 #![no_std]
 
@@ -22,6 +24,7 @@ use core::fmt;
 pub mod access;
 pub mod bounds;
 pub mod pool;
+pub mod ptx;
 
 pub use bounds::{BoundsError, LaunchBounds, LAUNCH_BOUNDS_PREFIX};
 

@@ -121,7 +121,9 @@
 //! are followed by [`gate_counters`]`(workers)` counters, and an entry may
 //! name one to add to ([`Slot::signal`]) and one to wait on ([`Slot::gate`],
 //! [`Slot::target`]). After the entry's last CTA barrier the worker's
-//! thread 0 runs `fence.acq_rel.gpu`, adds 1 to its signal counter
+//! thread 0 runs a GPU-scope release fence (`fence.release.gpu` where the
+//! driver compiles PTX ISA 8.6, else `fence.acq_rel.gpu`: [`crate::ptx`]),
+//! adds 1 to its signal counter
 //! (`red.relaxed.gpu`) and counts the task in `done[b]` (the one fence
 //! releases both); before the entry's first CTA, thread 0 polls its gate
 //! counter with `ld.acquire.gpu` (and `nanosleep`) until it reached the

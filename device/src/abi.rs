@@ -17,8 +17,8 @@ pub const ABI_VERSION: u32 = 4;
 pub const CONTRACT_MAGIC: u32 = u32::from_le_bytes(*b"CLST");
 
 pub use clustered_abi::{
-    access, Binding, BoundsError, IndexingKind, LaunchBounds, OptionError, Options, ScheduleOption,
-    BASELINE_LINK_PREFIX, CONTRACT_PREFIX, LAUNCH_BOUNDS_PREFIX,
+    access, ptx, Binding, BoundsError, IndexingKind, LaunchBounds, OptionError, Options,
+    ScheduleOption, BASELINE_LINK_PREFIX, CONTRACT_PREFIX, LAUNCH_BOUNDS_PREFIX,
 };
 
 /// The indexing kinds as stored in a contract.

@@ -381,6 +381,29 @@ pub fn fence_acq_rel_gpu() {
     core::sync::atomic::fence(core::sync::atomic::Ordering::AcqRel);
 }
 
+/// A GPU-scope fence of which only the release half is needed: this
+/// thread's later writes become visible at GPU scope only after every
+/// write it made, or saw ordered before it, did. `fence.release.gpu` where
+/// the PTX is ISA 8.6 or newer (`-C target-feature=+ptx86`); before that,
+/// `fence.acq_rel.gpu` with a mark that the host turns into
+/// `fence.release.gpu` where the driver compiles ISA 8.6
+/// ([`crate::abi::ptx`]): the acquire half would invalidate the SM's L1.
+#[inline(always)]
+pub fn fence_release_gpu() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "ptx86"))]
+    // SAFETY: a fence touches no memory.
+    unsafe {
+        asm!("fence.release.gpu;", options(nostack));
+    }
+    #[cfg(all(target_arch = "nvptx64", not(target_feature = "ptx86")))]
+    // SAFETY: a fence touches no memory.
+    unsafe {
+        asm!(clustered_abi::release_fence_gpu!(), options(nostack));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    core::sync::atomic::fence(core::sync::atomic::Ordering::Release);
+}
+
 /// `fence.acq_rel.sys`: this thread's later writes become visible at system
 /// scope only after every write it made, or saw ordered before it (through
 /// an acquire or a barrier), did: a fence then relaxed stores publish as

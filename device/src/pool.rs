@@ -28,7 +28,7 @@
 pub use clustered_abi::pool::*;
 
 use crate::atomic::{
-    add_relaxed_gpu, fence_acq_rel_gpu, fence_acq_rel_system, load_acquire_gpu,
+    add_relaxed_gpu, fence_acq_rel_system, fence_release_gpu, load_acquire_gpu,
     load_acquire_system, load_relaxed_gpu, load_relaxed_system, store_relaxed_gpu,
     store_relaxed_system, store_relaxed_system_u64, store_release_gpu,
 };
@@ -391,8 +391,8 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 /// An entry with a gate (`abi::pool`, "Gates") waits before its first CTA
 /// until thread 0's `ld.acquire.gpu` of the gate counter saw the target,
 /// then the block meets at a barrier; an entry with a signal adds 1 to its
-/// counter after its last CTA's barrier, under the one `fence.acq_rel.gpu`
-/// that also releases the task's `done` count.
+/// counter after its last CTA's barrier, under the one release fence
+/// ([`fence_release_gpu`]) that also releases the task's `done` count.
 ///
 /// Kinds `kinds..` are not run: the entry finishes with
 /// [`STATUS_UNKNOWN_KIND`] (the host refuses them before; this keeps a
@@ -585,7 +585,7 @@ unsafe fn work(
                     let finished = mailbox.read(FINISHED_AT).wrapping_add(1);
                     mailbox.write(FINISHED_AT, finished);
                     // One fence releases both the signal and the count.
-                    fence_acq_rel_gpu();
+                    fence_release_gpu();
                     if let Some(counter) = counter(mailbox, mailbox.read(gate_at + 2)) {
                         add_relaxed_gpu(counter, 1);
                     }

@@ -112,6 +112,37 @@ fn param_bytes(declaration: &str) -> Option<u32> {
     }
 }
 
+/// `ptx` with its marked release fences as `fence.release.gpu` and its
+/// `.version` raised to ISA 8.6 where lower ([`clustered_device::abi::ptx`]), for a
+/// driver of version `driver` (`cuDriverGetVersion`); `None` where nothing
+/// changes: no mark, a driver that does not compile ISA 8.6, or no
+/// `.version` line to raise.
+pub fn ptx_with_release_fences(ptx: &str, driver: i32) -> Option<String> {
+    use clustered_device::abi::ptx::{
+        RELEASE_FENCE_DRIVER, RELEASE_FENCE_GPU, RELEASE_FENCE_GPU_MARKED, RELEASE_FENCE_ISA,
+    };
+    if driver < RELEASE_FENCE_DRIVER || !ptx.contains(RELEASE_FENCE_GPU_MARKED) {
+        return None;
+    }
+    let (line, version) = ptx.lines().find_map(|line| {
+        let (major, minor) = line
+            .trim()
+            .strip_prefix(".version")?
+            .trim()
+            .split_once('.')?;
+        Some((
+            line,
+            (major.parse::<u32>().ok()?, minor.parse::<u32>().ok()?),
+        ))
+    })?;
+    let fenced = ptx.replace(RELEASE_FENCE_GPU_MARKED, RELEASE_FENCE_GPU);
+    if version >= RELEASE_FENCE_ISA {
+        return Some(fenced);
+    }
+    let (major, minor) = RELEASE_FENCE_ISA;
+    Some(fenced.replacen(line, &format!(".version {major}.{minor}"), 1))
+}
+
 /// Loads the PTX again with `cuModuleLoadDataEx` and an error-log buffer, to
 /// get the JIT compiler's message after a failed load.
 fn jit_error_log(ctx: &CudaContext, ptx: &CString) -> String {
@@ -148,6 +179,7 @@ fn jit_error_log(ctx: &CudaContext, ptx: &CString) -> String {
 pub struct ModuleOptions {
     keep_occupancy: bool,
     load_every_function: bool,
+    release_fences: bool,
 }
 
 impl Default for ModuleOptions {
@@ -155,6 +187,7 @@ impl Default for ModuleOptions {
         ModuleOptions {
             keep_occupancy: true,
             load_every_function: true,
+            release_fences: true,
         }
     }
 }
@@ -182,6 +215,20 @@ impl ModuleOptions {
         self.load_every_function = on;
         self
     }
+
+    /// Whether the fences that need only their release half (a task pool
+    /// worker's, after each task) become `fence.release.gpu` where the
+    /// driver compiles PTX ISA 8.6 (CUDA 12.8 or newer; on by default): the
+    /// module is then loaded as ISA 8.6. Built for older drivers, such a
+    /// fence is `fence.acq_rel.gpu`, which also invalidates the SM's L1
+    /// after every task (an H200: the k-means update chained 20 deep took
+    /// 6.0-6.1 us a step with release fences, 9.9-10.4 without;
+    /// docs/BENCHMARKS.md, "A release fence after each task"). Off, the
+    /// PTX loads as built.
+    pub fn release_fences(mut self, on: bool) -> Self {
+        self.release_fences = on;
+        self
+    }
 }
 
 impl Gpu {
@@ -201,6 +248,15 @@ impl Gpu {
 
     /// [`Gpu::load_module`] with options.
     pub fn load_module_with(&self, ptx: &str, options: ModuleOptions) -> Result<Module, Error> {
+        if let Some(nul_at) = ptx.find('\0') {
+            return Err(Error::InvalidPtx { nul_at });
+        }
+        let fenced = if options.release_fences {
+            ptx_with_release_fences(ptx, self.driver_version()?)
+        } else {
+            None
+        };
+        let ptx = fenced.as_deref().unwrap_or(ptx);
         let c_ptx = CString::new(ptx).map_err(|e| Error::InvalidPtx {
             nul_at: e.nul_position(),
         })?;

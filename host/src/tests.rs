@@ -667,3 +667,39 @@ fn agents_with_a_task_each_run_one_queue() {
     };
     assert_eq!(clusters(64, &chosen), 8, "the caller's count stands");
 }
+
+/// A pool worker's fence as the device runtime writes it for PTX before
+/// ISA 8.6, between two other fences that must stay as they are.
+const FENCED: &str = "//\n.version 7.8\n.target sm_90\n.address_size 64\n\
+.visible .entry pool()\n{\n\tfence.acq_rel.sys;\n\
+\t// begin inline asm\n\tfence.acq_rel.gpu; // clustered: release suffices\n\t// end inline asm\n\
+\tfence.acq_rel.gpu;\n\tret;\n}\n";
+
+#[test]
+fn marked_fences_become_release_fences_on_a_driver_that_compiles_them() {
+    use crate::module::ptx_with_release_fences as with_release_fences;
+    let fenced = with_release_fences(FENCED, 12080).expect("a CUDA 12.8 driver");
+    assert!(fenced.contains("\n.version 8.6\n"), "{fenced}");
+    assert!(!fenced.contains("7.8"), "{fenced}");
+    assert_eq!(fenced.matches("fence.release.gpu;").count(), 1, "{fenced}");
+    // The unmarked fences are left as they are, and nothing else moves.
+    assert_eq!(fenced.matches("fence.acq_rel.gpu;").count(), 1, "{fenced}");
+    assert!(fenced.contains("fence.acq_rel.sys;"));
+    assert_eq!(
+        fenced
+            .replace(
+                "fence.release.gpu;",
+                clustered_device::abi::ptx::RELEASE_FENCE_GPU_MARKED
+            )
+            .replace(".version 8.6", ".version 7.8"),
+        FENCED
+    );
+    // Newer PTX keeps its version; older drivers and unmarked PTX load as built.
+    let newer = FENCED.replace(".version 7.8", ".version 8.8");
+    let fenced = with_release_fences(&newer, 13000).expect("a CUDA 13 driver");
+    assert!(fenced.contains("\n.version 8.8\n") && fenced.contains("fence.release.gpu;"));
+    assert_eq!(with_release_fences(FENCED, 12060), None);
+    assert_eq!(with_release_fences(ENTRIES, 13000), None);
+    let versionless = FENCED.replace(".version 7.8\n", "");
+    assert_eq!(with_release_fences(&versionless, 13000), None);
+}

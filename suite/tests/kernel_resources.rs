@@ -532,3 +532,89 @@ fn contract_binding(bytes: &[&str]) -> Option<u32> {
         .collect::<Option<_>>()?;
     Some(u32::from_le_bytes(field.try_into().ok()?))
 }
+
+/// What `Gpu::load_module` does on a driver that compiles PTX ISA 8.6
+/// (`ptx_with_release_fences`): the pool kernels' marked fences become
+/// `fence.release.gpu` and the module assembles at ISA 8.6; each marked
+/// fence loses the L1 invalidation (`CCTL.IVALL`) its acquire half brought,
+/// and nothing else changes: every other entry's SASS is the same, and a
+/// marked entry keeps every other instruction (ptxas may order them
+/// otherwise).
+#[test]
+fn release_fences_drop_only_the_l1_invalidation() {
+    use clustered_suite::host::ptx_with_release_fences;
+    let mark = "fence.acq_rel.gpu; // clustered: release suffices";
+    let Some((ptxas, cuobjdump)) = tools() else {
+        return;
+    };
+    // Marks per entry (a `.func` ends an entry's text, as above).
+    let mut marks: BTreeMap<String, usize> = BTreeMap::new();
+    let mut entry: Option<String> = None;
+    for line in clustered_suite::PTX.lines() {
+        if line.starts_with(".func") || line.contains(" .func ") {
+            entry = None;
+        } else if let Some(rest) = line.split(".entry ").nth(1) {
+            entry = rest.split('(').next().map(|n| n.trim().to_string());
+        } else if line.contains(mark) {
+            let name = entry.clone().expect("a marked fence inside an entry");
+            *marks.entry(name).or_default() += 1;
+        }
+    }
+    assert!(
+        marks.contains_key("pool_demo") && marks.contains_key("pool_generated"),
+        "the pool kernels' fences are not marked: {marks:?}"
+    );
+    let fenced =
+        ptx_with_release_fences(clustered_suite::PTX, 12080).expect("the suite's PTX has marks");
+    assert!(fenced.contains("\n.version 8.6\n") && !fenced.contains(mark));
+    let (before, after) = (
+        assemble(clustered_suite::PTX, &ptxas, &cuobjdump),
+        assemble(&fenced, &ptxas, &cuobjdump),
+    );
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>()
+    );
+    let opcodes = |k: &Resources| -> Vec<String> {
+        k.sass
+            .iter()
+            .filter_map(|(_, text)| {
+                let mut words = text.split_whitespace().skip_while(|w| w.starts_with('@'));
+                words.next().map(str::to_string)
+            })
+            .collect()
+    };
+    for (name, was) in &before {
+        let Some(&n) = marks.get(name) else {
+            assert!(
+                was.sass == after[name].sass,
+                "{name}: no marked fence, yet its SASS changed"
+            );
+            continue;
+        };
+        let (was, is) = (opcodes(was), opcodes(&after[name]));
+        let invalidations = |ops: &[String]| ops.iter().filter(|op| *op == "CCTL.IVALL").count();
+        assert_eq!(
+            invalidations(&was) - invalidations(&is),
+            n,
+            "{name}: {n} marked fence(s), L1 invalidations {} -> {}",
+            invalidations(&was),
+            invalidations(&is)
+        );
+        let rest = |ops: &[String]| {
+            let mut rest: Vec<String> = ops
+                .iter()
+                .filter(|op| *op != "CCTL.IVALL" && *op != "NOP")
+                .cloned()
+                .collect();
+            rest.sort();
+            rest
+        };
+        assert_eq!(rest(&was), rest(&is), "{name}: other instructions changed");
+        println!(
+            "{name}: {n} release fence(s), L1 invalidations {} -> {}",
+            invalidations(&was),
+            invalidations(&is)
+        );
+    }
+}
