@@ -222,7 +222,7 @@ impl ModuleOptions {
     /// module is then loaded as ISA 8.6. Built for older drivers, such a
     /// fence is `fence.acq_rel.gpu`, which also invalidates the SM's L1
     /// after every task (an H200: the k-means update chained 20 deep took
-    /// 6.0-6.1 us a step with release fences, 9.9-10.4 without;
+    /// 6.0-6.1 us a step with release fences, 9.6-10.4 without;
     /// docs/BENCHMARKS.md, "A release fence after each task"). Off, the
     /// PTX loads as built.
     pub fn release_fences(mut self, on: bool) -> Self {
