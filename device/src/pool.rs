@@ -28,7 +28,7 @@
 pub use clustered_abi::pool::*;
 
 use crate::atomic::{
-    add_relaxed_gpu, fence_acq_rel_system, fence_release_gpu, load_acquire_gpu,
+    add_relaxed_gpu, fence_acq_rel_gpu, fence_acq_rel_system, fence_release_gpu, load_acquire_gpu,
     load_acquire_system, load_relaxed_gpu, load_relaxed_system, store_relaxed_gpu,
     store_relaxed_system, store_relaxed_system_u64, store_release_gpu,
 };
@@ -323,11 +323,24 @@ unsafe fn mark_start(slots: *mut Slot, workers: u32) {
 /// were all published before this one.
 #[inline(always)]
 unsafe fn wait_for_gate(counter: *const u32, target: u32) {
-    let mut backoff = MIN_BACKOFF_NS;
+    let reached = |count: u32| (count.wrapping_sub(target) as i32) >= 0;
     // SAFETY: a counter of the pool (the caller's promise).
-    while (unsafe { load_acquire_gpu(counter) }.wrapping_sub(target) as i32) < 0 {
+    if reached(unsafe { load_acquire_gpu(counter) }) {
+        return;
+    }
+    let mut backoff = MIN_BACKOFF_NS;
+    loop {
         nanosleep(backoff);
         backoff = (backoff * 2).min(MAX_PUBLISH_BACKOFF_NS);
+        // Relaxed while it waits: an acquire load invalidates the SM's L1
+        // for every block on the SM (`CCTL.IVALL`), and a block waiting
+        // beside a running one would empty its L1 at each poll. The fence
+        // after the read that saw the target makes it the acquire.
+        // SAFETY: as above.
+        if reached(unsafe { load_relaxed_gpu(counter) }) {
+            fence_acq_rel_gpu();
+            return;
+        }
     }
 }
 
@@ -344,19 +357,30 @@ pub fn resident_block() -> u32 {
 /// idle (an entry already READY costs one read: no sleep).
 #[inline(always)]
 unsafe fn wait_for_command(state: *const u32) -> u32 {
+    let command = |seen: u32| seen == READY || seen == EXIT;
+    // SAFETY: `state` is the slot's state word (the caller's promise).
+    let seen = unsafe { load_acquire_system(state) };
+    if command(seen) {
+        return seen;
+    }
     let mut backoff = MIN_BACKOFF_NS;
     loop {
-        // SAFETY: `state` is the slot's state word (the caller's promise).
-        let seen = unsafe { load_acquire_system(state) };
-        if seen == READY || seen == EXIT {
-            return seen;
-        }
         nanosleep(backoff);
         backoff = if backoff < MAX_BACKOFF_NS / 2 {
             backoff * 2
         } else {
             MAX_BACKOFF_NS
         };
+        // Relaxed while idle, as in `wait_for_gate`: an idle block's polls
+        // would empty the L1 of the blocks running beside it on its SM. By
+        // now its own stores to the host are long done, so the system
+        // fence that makes the read an acquire has little to wait for.
+        // SAFETY: as above.
+        let seen = unsafe { load_relaxed_system(state) };
+        if command(seen) {
+            fence_acq_rel_system();
+            return seen;
+        }
     }
 }
 
