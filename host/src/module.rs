@@ -223,8 +223,9 @@ impl ModuleOptions {
     /// fence is `fence.acq_rel.gpu`, which also invalidates the SM's L1
     /// after every task (an H200: the k-means update chained 20 deep took
     /// 6.0-6.1 us a step with release fences, 9.6-10.4 without;
-    /// docs/BENCHMARKS.md, "A release fence after each task"). Off, the
-    /// PTX loads as built.
+    /// docs/BENCHMARKS.md, "A release fence after each task"). Should
+    /// the JIT refuse the rewritten PTX, the module loads as built; off,
+    /// it always does.
     pub fn release_fences(mut self, on: bool) -> Self {
         self.release_fences = on;
         self
@@ -248,25 +249,35 @@ impl Gpu {
 
     /// [`Gpu::load_module`] with options.
     pub fn load_module_with(&self, ptx: &str, options: ModuleOptions) -> Result<Module, Error> {
-        if let Some(nul_at) = ptx.find('\0') {
-            return Err(Error::InvalidPtx { nul_at });
-        }
+        let c_ptx = CString::new(ptx).map_err(|e| Error::InvalidPtx {
+            nul_at: e.nul_position(),
+        })?;
+        let ctx = self.context().clone();
         let fenced = if options.release_fences {
             ptx_with_release_fences(ptx, self.driver_version()?)
         } else {
             None
         };
-        let ptx = fenced.as_deref().unwrap_or(ptx);
-        let c_ptx = CString::new(ptx).map_err(|e| Error::InvalidPtx {
-            nul_at: e.nul_position(),
-        })?;
-        let ctx = self.context().clone();
-        let module = ctx
-            .load_module(Ptx::from_src(ptx))
-            .map_err(|source| Error::ModuleLoad {
-                source,
-                log: jit_error_log(&ctx, &c_ptx),
-            })?;
+        // The PTX with release fences, else (no marks, an older driver, or
+        // a JIT that refuses it after all) as built: the fences it has are
+        // stronger, never wrong.
+        let fenced = fenced.and_then(|text| {
+            let module = ctx.load_module(Ptx::from_src(text.as_str())).ok()?;
+            Some((module, text))
+        });
+        let (module, ptx) = match fenced {
+            Some((module, text)) => (module, std::borrow::Cow::Owned(text)),
+            None => {
+                let module =
+                    ctx.load_module(Ptx::from_src(ptx))
+                        .map_err(|source| Error::ModuleLoad {
+                            source,
+                            log: jit_error_log(&ctx, &c_ptx),
+                        })?;
+                (module, std::borrow::Cow::Borrowed(ptx))
+            }
+        };
+        let ptx = ptx.as_ref();
         let (module, caps) = if options.keep_occupancy {
             self.keep_occupancy(module, ptx)?
         } else {
