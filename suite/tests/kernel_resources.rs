@@ -186,6 +186,13 @@ fn assemble(text: &str, ptxas: &PathBuf, cuobjdump: &PathBuf) -> BTreeMap<String
     kernels
 }
 
+/// The suite's PTX as built, assembled once for all the tests here (each
+/// assembly of the whole suite takes ptxas 10-20 s).
+fn suite(ptxas: &PathBuf, cuobjdump: &PathBuf) -> &'static BTreeMap<String, Resources> {
+    static SUITE: std::sync::OnceLock<BTreeMap<String, Resources>> = std::sync::OnceLock::new();
+    SUITE.get_or_init(|| assemble(clustered_suite::PTX, ptxas, cuobjdump))
+}
+
 /// ptxas and cuobjdump, or `None` after saying why the test skips (a
 /// failure under CI).
 fn tools() -> Option<(PathBuf, PathBuf)> {
@@ -205,7 +212,7 @@ fn clustered_variants_cost_what_their_baseline_costs() {
     let Some((ptxas, cuobjdump)) = tools() else {
         return;
     };
-    let kernels = assemble(clustered_suite::PTX, &ptxas, &cuobjdump);
+    let kernels = suite(&ptxas, &cuobjdump);
     assert!(
         kernels.len() >= 10,
         "expected the whole suite, got {:?}",
@@ -216,7 +223,7 @@ fn clustered_variants_cost_what_their_baseline_costs() {
         "{:<28} {:>5} {:>6} {:>6} {:>9}  body instructions",
         "kernel", "regs", "spill", "smem", "in flight"
     );
-    for (name, r) in &kernels {
+    for (name, r) in kernels {
         println!(
             "{name:<28} {:>5} {:>6} {:>6} {:>9}  {:?}",
             r.registers,
@@ -257,7 +264,7 @@ fn clustered_variants_cost_what_their_baseline_costs() {
     let mut failures = Vec::new();
     let mut occupancy_costs = Vec::new();
     let mut compared = 0;
-    for (name, variant) in &kernels {
+    for (name, variant) in kernels {
         if !contracts.contains(&name.as_str()) {
             continue;
         }
@@ -414,7 +421,7 @@ fn hand_written_layouts_keep_their_loads_in_flight() {
     let Some((ptxas, cuobjdump)) = tools() else {
         return;
     };
-    let kernels = assemble(clustered_suite::PTX, &ptxas, &cuobjdump);
+    let kernels = suite(&ptxas, &cuobjdump);
     let opcode = |text: &str| -> String {
         let mut words = text.split_whitespace();
         let mut op = words.next().unwrap_or("");
@@ -471,7 +478,7 @@ fn schedules_over_their_kernels_occupancy_fit_it_when_capped() {
     let h100 = clustered_suite::host::RegisterFile::from(
         &clustered_suite::host::DeviceProperties::h100_sxm(),
     );
-    let kernels = assemble(clustered_suite::PTX, &ptxas, &cuobjdump);
+    let kernels = suite(&ptxas, &cuobjdump);
     let links = ptx_baseline_links(clustered_suite::PTX);
     assert!(
         links.len() > 100,
@@ -568,7 +575,7 @@ fn release_fences_drop_only_the_l1_invalidation() {
         ptx_with_release_fences(clustered_suite::PTX, 12080).expect("the suite's PTX has marks");
     assert!(fenced.contains("\n.version 8.6\n") && !fenced.contains(mark));
     let (before, after) = (
-        assemble(clustered_suite::PTX, &ptxas, &cuobjdump),
+        suite(&ptxas, &cuobjdump),
         assemble(&fenced, &ptxas, &cuobjdump),
     );
     assert_eq!(
@@ -584,7 +591,7 @@ fn release_fences_drop_only_the_l1_invalidation() {
             })
             .collect()
     };
-    for (name, was) in &before {
+    for (name, was) in before {
         let Some(&n) = marks.get(name) else {
             assert!(
                 was.sass == after[name].sass,
