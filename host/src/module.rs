@@ -135,12 +135,18 @@ pub fn ptx_with_release_fences(ptx: &str, driver: i32) -> Option<String> {
             (major.parse::<u32>().ok()?, minor.parse::<u32>().ok()?),
         ))
     })?;
-    let fenced = ptx.replace(RELEASE_FENCE_GPU_MARKED, RELEASE_FENCE_GPU);
     if version >= RELEASE_FENCE_ISA {
-        return Some(fenced);
+        return Some(ptx.replace(RELEASE_FENCE_GPU_MARKED, RELEASE_FENCE_GPU));
     }
+    // That line and no other: where it starts in `ptx` (a subslice of it).
+    let at = line.as_ptr() as usize - ptx.as_ptr() as usize;
     let (major, minor) = RELEASE_FENCE_ISA;
-    Some(fenced.replacen(line, &format!(".version {major}.{minor}"), 1))
+    let raised = format!(
+        "{}.version {major}.{minor}{}",
+        &ptx[..at],
+        &ptx[at + line.len()..]
+    );
+    Some(raised.replace(RELEASE_FENCE_GPU_MARKED, RELEASE_FENCE_GPU))
 }
 
 /// Loads the PTX again with `cuModuleLoadDataEx` and an error-log buffer, to
@@ -238,8 +244,10 @@ impl Gpu {
     ///
     /// Schedules made by `#[clustered]` are kept at their kernel's
     /// occupancy where ptxas can do so without spilling
-    /// ([`Module::register_caps`]); [`Gpu::load_module_with`] can turn that
-    /// off.
+    /// ([`Module::register_caps`]), and on a driver of CUDA 12.8 or newer
+    /// the fences that need only their release half become release fences
+    /// ([`ModuleOptions::release_fences`]); [`Gpu::load_module_with`] can
+    /// turn either off.
     ///
     /// On failure, [`Error::ModuleLoad`] carries the driver's error and the
     /// JIT compiler's log.

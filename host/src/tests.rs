@@ -702,4 +702,9 @@ fn marked_fences_become_release_fences_on_a_driver_that_compiles_them() {
     assert_eq!(with_release_fences(ENTRIES, 13000), None);
     let versionless = FENCED.replace(".version 7.8\n", "");
     assert_eq!(with_release_fences(&versionless, 13000), None);
+    // Only the directive is raised, not an earlier mention of its text.
+    let mentioned = format!("// from .version 7.8 PTX\n{FENCED}");
+    let fenced = with_release_fences(&mentioned, 12080).expect("a CUDA 12.8 driver");
+    assert!(fenced.starts_with("// from .version 7.8 PTX\n"), "{fenced}");
+    assert!(fenced.contains("\n.version 8.6\n"), "{fenced}");
 }
