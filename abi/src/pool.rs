@@ -93,10 +93,13 @@
 //! about 0.7 us on an H200 (it waits for earlier writes to reach the
 //! host), once per task on the chain's critical path. It stores `status`
 //! and `result` (relaxed), then the count of tasks it finished into its
-//! word `done[b]` in device memory with `st.release.gpu`, and goes on to
-//! its next task. The publisher polls `done[..]` with `ld.acquire.gpu`,
-//! and for the tasks finished since its last look runs one
-//! `fence.acq_rel.sys`, then stores FINISHED into their entries (relaxed).
+//! word `done[b]` in device memory under a GPU-scope release (a release
+//! fence, then a relaxed store: see "Gates"), and goes on to its next
+//! task. The publisher reads `done[..]` relaxed (an acquire load would
+//! invalidate the L1 of the workers on its SM at every poll), and for the
+//! tasks finished since its last look runs one `fence.acq_rel.sys`, which
+//! makes that read an acquire, then stores FINISHED into their entries
+//! (relaxed).
 //! Release (gpu) -> acquire (gpu) -> fence (sys) -> store -> the host's
 //! acquire is a chain of causality in the PTX memory model, so the host
 //! sees every write of the task, as with the worker's own release. A task
@@ -125,9 +128,11 @@
 //! driver compiles PTX ISA 8.6, else `fence.acq_rel.gpu`: [`crate::ptx`]),
 //! adds 1 to its signal counter
 //! (`red.relaxed.gpu`) and counts the task in `done[b]` (the one fence
-//! releases both); before the entry's first CTA, thread 0 polls its gate
-//! counter with `ld.acquire.gpu` (and `nanosleep`) until it reached the
-//! target, and the block meets at a barrier. Release -> acquire -> barrier
+//! releases both); before the entry's first CTA, thread 0 reads its gate
+//! counter with `ld.acquire.gpu` and, while it has not reached the target,
+//! polls it relaxed with `nanosleep` and runs a GPU-scope fence after the
+//! read that saw it (which makes that read the acquire), and the block
+//! meets at a barrier. Release -> acquire -> barrier
 //! orders every write of the signalling tasks before every read of the
 //! waiting one, as within one ring.
 //!

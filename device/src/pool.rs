@@ -413,7 +413,7 @@ unsafe fn wait_for_command(state: *const u32) -> u32 {
 /// put one read each on the bus, not one per entry.
 ///
 /// An entry with a gate (`abi::pool`, "Gates") waits before its first CTA
-/// until thread 0's `ld.acquire.gpu` of the gate counter saw the target,
+/// until thread 0 saw the gate counter reach the target (an acquire),
 /// then the block meets at a barrier; an entry with a signal adds 1 to its
 /// counter after its last CTA's barrier, under the one release fence
 /// ([`fence_release_gpu`]) that also releases the task's `done` count.

@@ -389,11 +389,13 @@ impl PoolConfig {
     ///
     /// At that most the pool may leave no room on any SM: every other
     /// kernel, the memset behind [`Gpu::zeros`](crate::Gpu::zeros)
-    /// included, then waits until the pool shut down (copies do not: the
-    /// copy engines run them). Allocate before such a pool starts, never
-    /// wait for a kernel on the thread that is to shut it down, or ask for
-    /// one block per SM less (`suite/tests/pool_gpu.rs`,
-    /// `a_pool_at_full_occupancy_runs_every_task_once`).
+    /// included, then waits until the pool shut down (on an H200 the
+    /// memset did; a copy to the device, which the copy engines run, did
+    /// not: `suite/tests/pool_gpu.rs`,
+    /// `a_pool_at_full_occupancy_runs_every_task_once`). Allocate before
+    /// such a pool starts, and never wait for a kernel on the thread that
+    /// is to shut it down; one block per SM less leaves each SM room for a
+    /// block as large as the pool's.
     pub fn blocks_per_sm(mut self, per_sm: u32) -> Self {
         self.blocks = Some(Blocks::PerSm(per_sm));
         self
