@@ -318,30 +318,53 @@ unsafe fn mark_start(slots: *mut Slot, workers: u32) {
     }
 }
 
+/// Reads a word with `acquire` until `done` says so, sleeping between
+/// reads from [`MIN_BACKOFF_NS`] up to `max_backoff_ns`; returns what it
+/// read. The first read is an acquire load (a word already there costs one
+/// read); the later ones are relaxed, and `fence` after the read that saw
+/// it makes that read the acquire: an acquire load invalidates the SM's L1
+/// for every block on it (`CCTL.IVALL`), so a block that polled with them
+/// would empty the L1 of the blocks running beside it at each poll (an
+/// H200, three blocks per SM: docs/BENCHMARKS.md, "A release fence after
+/// each task").
+#[inline(always)]
+fn poll_until(
+    acquire: impl Fn() -> u32,
+    relaxed: impl Fn() -> u32,
+    fence: fn(),
+    done: impl Fn(u32) -> bool,
+    max_backoff_ns: u32,
+) -> u32 {
+    let seen = acquire();
+    if done(seen) {
+        return seen;
+    }
+    let mut backoff = MIN_BACKOFF_NS;
+    loop {
+        nanosleep(backoff);
+        backoff = (backoff * 2).min(max_backoff_ns);
+        let seen = relaxed();
+        if done(seen) {
+            fence();
+            return seen;
+        }
+    }
+}
+
 /// Polls gate counter `counter` until it reached `target` (wrapping), with
 /// `nanosleep` back-off: the signalling tasks run on other blocks, and
 /// were all published before this one.
 #[inline(always)]
 unsafe fn wait_for_gate(counter: *const u32, target: u32) {
-    let reached = |count: u32| (count.wrapping_sub(target) as i32) >= 0;
-    // SAFETY: a counter of the pool (the caller's promise).
-    if reached(unsafe { load_acquire_gpu(counter) }) {
-        return;
-    }
-    let mut backoff = MIN_BACKOFF_NS;
-    loop {
-        nanosleep(backoff);
-        backoff = (backoff * 2).min(MAX_PUBLISH_BACKOFF_NS);
-        // Relaxed while it waits: an acquire load invalidates the SM's L1
-        // for every block on the SM (`CCTL.IVALL`), and a block waiting
-        // beside a running one would empty its L1 at each poll. The fence
-        // after the read that saw the target makes it the acquire.
+    poll_until(
+        // SAFETY: a counter of the pool (the caller's promise).
+        || unsafe { load_acquire_gpu(counter) },
         // SAFETY: as above.
-        if reached(unsafe { load_relaxed_gpu(counter) }) {
-            fence_acq_rel_gpu();
-            return;
-        }
-    }
+        || unsafe { load_relaxed_gpu(counter) },
+        fence_acq_rel_gpu,
+        |count| (count.wrapping_sub(target) as i32) >= 0,
+        MAX_PUBLISH_BACKOFF_NS,
+    );
 }
 
 /// The index of the resident block that runs the task (not the task's
@@ -357,31 +380,15 @@ pub fn resident_block() -> u32 {
 /// idle (an entry already READY costs one read: no sleep).
 #[inline(always)]
 unsafe fn wait_for_command(state: *const u32) -> u32 {
-    let command = |seen: u32| seen == READY || seen == EXIT;
-    // SAFETY: `state` is the slot's state word (the caller's promise).
-    let seen = unsafe { load_acquire_system(state) };
-    if command(seen) {
-        return seen;
-    }
-    let mut backoff = MIN_BACKOFF_NS;
-    loop {
-        nanosleep(backoff);
-        backoff = if backoff < MAX_BACKOFF_NS / 2 {
-            backoff * 2
-        } else {
-            MAX_BACKOFF_NS
-        };
-        // Relaxed while idle, as in `wait_for_gate`: an idle block's polls
-        // would empty the L1 of the blocks running beside it on its SM. By
-        // now its own stores to the host are long done, so the system
-        // fence that makes the read an acquire has little to wait for.
+    poll_until(
+        // SAFETY: `state` is the slot's state word (the caller's promise).
+        || unsafe { load_acquire_system(state) },
         // SAFETY: as above.
-        let seen = unsafe { load_relaxed_system(state) };
-        if command(seen) {
-            fence_acq_rel_system();
-            return seen;
-        }
-    }
+        || unsafe { load_relaxed_system(state) },
+        fence_acq_rel_system,
+        |seen| seen == READY || seen == EXIT,
+        MAX_BACKOFF_NS,
+    )
 }
 
 /// The pool kernel's body: each block first marks its start (`abi::pool`,
