@@ -59,8 +59,8 @@ pub use module::{
     ModuleOptions,
 };
 pub use occupancy::{
-    cap_needed, capped_name, plan_register_caps, ptx_baseline_links, ptx_with_register_caps,
-    register_cap, CapOutcome, PlannedCap, RegisterCap, RegisterFile,
+    cap_needed, capped_name, plan_register_caps, ptx_baseline_links, ptx_entry_texts,
+    ptx_with_register_caps, register_cap, CapOutcome, PlannedCap, RegisterCap, RegisterFile,
 };
 pub use timing::GpuTimer;
 pub use tools::cuda_tool;

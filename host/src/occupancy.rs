@@ -277,12 +277,7 @@ const CAPPED_SUFFIX: &str = "__clustered_capped";
 /// entry's extent cannot be read or a copy's name is taken.
 pub fn ptx_with_register_caps(ptx: &str, caps: &[(&str, u32)]) -> Option<String> {
     let mut copies = String::new();
-    let mut rest = ptx;
-    while let Some(start) = next_entry(rest) {
-        let entry_text = &rest[start..];
-        let end = entry_end(entry_text)?;
-        let entry = &entry_text[..end];
-        let name = entry_name(entry)?;
+    for (name, entry) in ptx_entry_texts(ptx)? {
         if let Some(&(_, cap)) = caps.iter().find(|(n, _)| *n == name) {
             let copy = capped_name(name);
             if ptx.contains(&format!(".entry {copy}(")) {
@@ -298,9 +293,24 @@ pub fn ptx_with_register_caps(ptx: &str, caps: &[(&str, u32)]) -> Option<String>
             copies.push_str(&format!("\n.maxnreg {cap}"));
             copies.push_str(&renamed(&entry[params_end..]));
         }
-        rest = &entry_text[end..];
     }
     Some(format!("{ptx}{copies}"))
+}
+
+/// Each `.entry` definition of `ptx` in order: its name and its text, from
+/// the start of its line through the `}` that closes its body. `None` if an
+/// entry's extent or name cannot be read.
+pub fn ptx_entry_texts(ptx: &str) -> Option<Vec<(&str, &str)>> {
+    let mut entries = Vec::new();
+    let mut rest = ptx;
+    while let Some(start) = next_entry(rest) {
+        let entry_text = &rest[start..];
+        let end = entry_end(entry_text)?;
+        let entry = &entry_text[..end];
+        entries.push((entry_name(entry)?, entry));
+        rest = &entry_text[end..];
+    }
+    Some(entries)
 }
 
 /// Where the next `.entry` definition starts: the start of its line (with

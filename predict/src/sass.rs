@@ -36,6 +36,24 @@ pub fn functions(listing: &str) -> BTreeMap<String, Vec<Instruction>> {
     functions
 }
 
+/// A SASS instruction's opcode and operands, past its guard:
+/// `@P0 LDG.E.128 R4, desc[UR4][R2.64] ;` gives `LDG.E.128` and
+/// `R4, desc[UR4][R2.64] ;`; `NOP;` gives `NOP` and nothing.
+pub fn parts(text: &str) -> (&str, &str) {
+    let text = text.trim();
+    let unguarded = match text.split_once(' ') {
+        Some((guard, rest)) if guard.starts_with('@') => rest.trim_start(),
+        _ => text,
+    };
+    let (opcode, operands) = unguarded.split_once(' ').unwrap_or((unguarded, ""));
+    (opcode.trim_end_matches(';'), operands.trim_start())
+}
+
+/// A SASS instruction's opcode, past its guard ([`parts`]).
+pub fn opcode(text: &str) -> &str {
+    parts(text).0
+}
+
 /// The global loads the hot loop keeps in flight: in the innermost loop
 /// (a backward branch's range holding no other) with the most `LDG`s, the
 /// most loads issued and not yet read, walking its body once in order. 0
@@ -78,12 +96,7 @@ pub fn loads_in_flight(sass: &[Instruction]) -> u32 {
     let mut pending: Vec<u32> = Vec::new();
     let mut most = 0;
     for (_, text) in body(hot) {
-        // Past a guard (`@P0 LDG.E ...`), the opcode is the next word.
-        let unguarded = match text.split_once(' ') {
-            Some((guard, rest)) if guard.starts_with('@') => rest,
-            _ => text.as_str(),
-        };
-        let (opcode, operands) = unguarded.split_once(' ').unwrap_or((unguarded, ""));
+        let (opcode, operands) = parts(text);
         let (written, read) = if opcode.starts_with("LDG") {
             let (dest, address) = operands.split_once(',').unwrap_or((operands, ""));
             (registers(dest).first().copied(), registers(address))
@@ -109,6 +122,17 @@ pub fn loads_in_flight(sass: &[Instruction]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_instruction_splits_past_its_guard() {
+        assert_eq!(
+            parts("@!P1 LDG.E.128 R4, desc[UR4][R2.64] ;"),
+            ("LDG.E.128", "R4, desc[UR4][R2.64] ;")
+        );
+        assert_eq!(parts("  CCTL.IVALL ;"), ("CCTL.IVALL", ";"));
+        assert_eq!(parts("NOP;"), ("NOP", ""));
+        assert_eq!(opcode("@P0 MEMBAR.ALL.GPU ;"), "MEMBAR.ALL.GPU");
+    }
 
     fn sass(lines: &[&str]) -> Vec<Instruction> {
         lines

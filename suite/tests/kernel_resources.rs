@@ -170,12 +170,7 @@ fn assemble(text: &str, ptxas: &PathBuf, cuobjdump: &PathBuf) -> BTreeMap<String
             continue;
         };
         for (_, text) in &instructions {
-            let mut words = text.split_whitespace();
-            let Some(mut op) = words.next() else { continue };
-            if op.starts_with('@') {
-                op = words.next().unwrap_or("");
-            }
-            let op = op.split('.').next().unwrap_or("");
+            let op = base(sass::opcode(text));
             if BODY_OPS.contains(&op) {
                 *kernel.body_ops.entry(op.to_string()).or_default() += 1;
             }
@@ -184,6 +179,11 @@ fn assemble(text: &str, ptxas: &PathBuf, cuobjdump: &PathBuf) -> BTreeMap<String
     }
     let _ = std::fs::remove_dir_all(&dir);
     kernels
+}
+
+/// An opcode without its modifiers: `LDG.E.128` -> `LDG`.
+fn base(opcode: &str) -> &str {
+    opcode.split('.').next().unwrap_or("")
 }
 
 /// The suite's PTX as built, assembled once for all the tests here (each
@@ -422,21 +422,16 @@ fn hand_written_layouts_keep_their_loads_in_flight() {
         return;
     };
     let kernels = suite(&ptxas, &cuobjdump);
-    let opcode = |text: &str| -> String {
-        let mut words = text.split_whitespace();
-        let mut op = words.next().unwrap_or("");
-        if op.starts_with('@') {
-            op = words.next().unwrap_or("");
-        }
-        op.split('.').next().unwrap_or("").to_string()
-    };
+    fn opcode(text: &str) -> &str {
+        base(sass::opcode(text))
+    }
     for name in ["atax_rows_gemv", "conv5x5_tiled", "transpose_tiled"] {
         let kernel = &kernels[name];
         let local: Vec<&String> = kernel
             .sass
             .iter()
             .map(|(_, text)| text)
-            .filter(|text| matches!(opcode(text).as_str(), "LDL" | "STL"))
+            .filter(|text| matches!(opcode(text), "LDL" | "STL"))
             .collect();
         assert!(local.is_empty(), "{name} uses local memory: {local:?}");
         assert_eq!(kernel.spill_bytes, 0, "{name} spills");
@@ -549,27 +544,25 @@ fn contract_binding(bytes: &[&str]) -> Option<u32> {
 /// otherwise).
 #[test]
 fn release_fences_drop_only_the_l1_invalidation() {
-    use clustered_suite::host::ptx_with_release_fences;
-    let mark = "fence.acq_rel.gpu; // clustered: release suffices";
+    use clustered_device::abi::ptx::RELEASE_FENCE_GPU_MARKED as mark;
+    use clustered_suite::host::{ptx_entry_texts, ptx_with_release_fences};
     let Some((ptxas, cuobjdump)) = tools() else {
         return;
     };
-    // Marks per entry (a `.func` ends an entry's text, as above).
-    let mut marks: BTreeMap<String, usize> = BTreeMap::new();
-    let mut entry: Option<String> = None;
-    for line in clustered_suite::PTX.lines() {
-        if line.starts_with(".func") || line.contains(" .func ") {
-            entry = None;
-        } else if let Some(rest) = line.split(".entry ").nth(1) {
-            entry = rest.split('(').next().map(|n| n.trim().to_string());
-        } else if line.contains(mark) {
-            let name = entry.clone().expect("a marked fence inside an entry");
-            *marks.entry(name).or_default() += 1;
-        }
-    }
+    let marks: BTreeMap<&str, usize> = ptx_entry_texts(clustered_suite::PTX)
+        .expect("the suite's entries can be cut out")
+        .into_iter()
+        .map(|(name, text)| (name, text.matches(mark).count()))
+        .filter(|&(_, n)| n > 0)
+        .collect();
     assert!(
         marks.contains_key("pool_demo") && marks.contains_key("pool_generated"),
         "the pool kernels' fences are not marked: {marks:?}"
+    );
+    assert_eq!(
+        marks.values().sum::<usize>(),
+        clustered_suite::PTX.matches(mark).count(),
+        "a marked fence outside every entry"
     );
     let fenced =
         ptx_with_release_fences(clustered_suite::PTX, 12080).expect("the suite's PTX has marks");
@@ -582,17 +575,22 @@ fn release_fences_drop_only_the_l1_invalidation() {
         before.keys().collect::<Vec<_>>(),
         after.keys().collect::<Vec<_>>()
     );
-    let opcodes = |k: &Resources| -> Vec<String> {
-        k.sass
+    fn opcodes(k: &Resources) -> Vec<&str> {
+        k.sass.iter().map(|(_, text)| sass::opcode(text)).collect()
+    }
+    // What a marked entry keeps: its instructions but the invalidations
+    // and the padding, in any order (ptxas may reorder them).
+    fn rest<'a>(ops: &[&'a str]) -> Vec<&'a str> {
+        let mut rest: Vec<&str> = ops
             .iter()
-            .filter_map(|(_, text)| {
-                let mut words = text.split_whitespace().skip_while(|w| w.starts_with('@'));
-                words.next().map(str::to_string)
-            })
-            .collect()
-    };
+            .copied()
+            .filter(|&op| op != "CCTL.IVALL" && op != "NOP")
+            .collect();
+        rest.sort_unstable();
+        rest
+    }
     for (name, was) in before {
-        let Some(&n) = marks.get(name) else {
+        let Some(&n) = marks.get(name.as_str()) else {
             assert!(
                 was.sass == after[name].sass,
                 "{name}: no marked fence, yet its SASS changed"
@@ -600,7 +598,7 @@ fn release_fences_drop_only_the_l1_invalidation() {
             continue;
         };
         let (was, is) = (opcodes(was), opcodes(&after[name]));
-        let invalidations = |ops: &[String]| ops.iter().filter(|op| *op == "CCTL.IVALL").count();
+        let invalidations = |ops: &[&str]| ops.iter().filter(|&&op| op == "CCTL.IVALL").count();
         assert_eq!(
             invalidations(&was) - invalidations(&is),
             n,
@@ -608,15 +606,6 @@ fn release_fences_drop_only_the_l1_invalidation() {
             invalidations(&was),
             invalidations(&is)
         );
-        let rest = |ops: &[String]| {
-            let mut rest: Vec<String> = ops
-                .iter()
-                .filter(|op| *op != "CCTL.IVALL" && *op != "NOP")
-                .cloned()
-                .collect();
-            rest.sort();
-            rest
-        };
         assert_eq!(rest(&was), rest(&is), "{name}: other instructions changed");
         println!(
             "{name}: {n} release fence(s), L1 invalidations {} -> {}",
