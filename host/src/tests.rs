@@ -670,15 +670,22 @@ fn agents_with_a_task_each_run_one_queue() {
 
 /// A pool worker's fence as the device runtime writes it for PTX before
 /// ISA 8.6, between two other fences that must stay as they are.
-const FENCED: &str = "//\n.version 7.8\n.target sm_90\n.address_size 64\n\
-.visible .entry pool()\n{\n\tfence.acq_rel.sys;\n\
-\t// begin inline asm\n\tfence.acq_rel.gpu; // clustered: release suffices\n\t// end inline asm\n\
-\tfence.acq_rel.gpu;\n\tret;\n}\n";
+fn fenced_ptx() -> String {
+    let mark = clustered_device::abi::ptx::RELEASE_FENCE_GPU_MARKED;
+    format!(
+        "//\n.version 7.8\n.target sm_90\n.address_size 64\n\
+         .visible .entry pool()\n{{\n\tfence.acq_rel.sys;\n\
+         \t// begin inline asm\n\t{mark}\n\t// end inline asm\n\
+         \tfence.acq_rel.gpu;\n\tret;\n}}\n"
+    )
+}
 
 #[test]
 fn marked_fences_become_release_fences_on_a_driver_that_compiles_them() {
     use crate::module::ptx_with_release_fences as with_release_fences;
-    let fenced = with_release_fences(FENCED, 12080).expect("a CUDA 12.8 driver");
+    let built = fenced_ptx();
+    let built = built.as_str();
+    let fenced = with_release_fences(built, 12080).expect("a CUDA 12.8 driver");
     assert!(fenced.contains("\n.version 8.6\n"), "{fenced}");
     assert!(!fenced.contains("7.8"), "{fenced}");
     assert_eq!(fenced.matches("fence.release.gpu;").count(), 1, "{fenced}");
@@ -692,18 +699,18 @@ fn marked_fences_become_release_fences_on_a_driver_that_compiles_them() {
                 clustered_device::abi::ptx::RELEASE_FENCE_GPU_MARKED
             )
             .replace(".version 8.6", ".version 7.8"),
-        FENCED
+        built
     );
     // Newer PTX keeps its version; older drivers and unmarked PTX load as built.
-    let newer = FENCED.replace(".version 7.8", ".version 8.8");
+    let newer = built.replace(".version 7.8", ".version 8.8");
     let fenced = with_release_fences(&newer, 13000).expect("a CUDA 13 driver");
     assert!(fenced.contains("\n.version 8.8\n") && fenced.contains("fence.release.gpu;"));
-    assert_eq!(with_release_fences(FENCED, 12060), None);
+    assert_eq!(with_release_fences(built, 12060), None);
     assert_eq!(with_release_fences(ENTRIES, 13000), None);
-    let versionless = FENCED.replace(".version 7.8\n", "");
+    let versionless = built.replace(".version 7.8\n", "");
     assert_eq!(with_release_fences(&versionless, 13000), None);
     // Only the directive is raised, not an earlier mention of its text.
-    let mentioned = format!("// from .version 7.8 PTX\n{FENCED}");
+    let mentioned = format!("// from .version 7.8 PTX\n{built}");
     let fenced = with_release_fences(&mentioned, 12080).expect("a CUDA 12.8 driver");
     assert!(fenced.starts_with("// from .version 7.8 PTX\n"), "{fenced}");
     assert!(fenced.contains("\n.version 8.6\n"), "{fenced}");

@@ -380,8 +380,11 @@ fn a_pool_at_full_occupancy_runs_every_task_once() {
         return;
     };
     let kernel = module.kernel("pool_demo").unwrap();
-    let config = PoolConfig::new(KINDS).timeout(Duration::from_secs(30));
-    let per_sm = kernel.occupancy(128, 0).unwrap();
+    let threads = 128;
+    let config = PoolConfig::new(KINDS)
+        .block_threads(threads)
+        .timeout(Duration::from_secs(30));
+    let per_sm = kernel.occupancy(threads, 0).unwrap();
     let sms = gpu.properties().sm_count;
     let marks = 4000u32;
     let runs = gpu.zeros::<u32>(marks as usize).unwrap();
