@@ -16,7 +16,9 @@
 //! the host, on a driver that compiles ISA 8.6 ([`RELEASE_FENCE_DRIVER`]),
 //! replaces each mark with [`RELEASE_FENCE_GPU`] and raises the module's
 //! `.version` to [`RELEASE_FENCE_ISA`]. (The whole suite's SASS is the same
-//! at 7.8 and 8.6 but for these fences: `ptxas -arch=sm_90`, CUDA 13.)
+//! at 7.8 and 8.6 but for these fences: `ptxas -arch=sm_90`, CUDA 13, in
+//! `suite/tests/kernel_resources.rs`,
+//! `release_fences_drop_only_the_l1_invalidation`.)
 
 /// The PTX of a GPU-scope fence of which only the release half is needed,
 /// for PTX without `fence.release` (before ISA 8.6): `fence.acq_rel.gpu`
@@ -39,5 +41,7 @@ pub const RELEASE_FENCE_GPU: &str = "fence.release.gpu;";
 pub const RELEASE_FENCE_ISA: (u32, u32) = (8, 6);
 
 /// The first driver (`cuDriverGetVersion`) that compiles PTX ISA 8.6:
-/// CUDA 12.8's (r570; PTX ISA 8.7).
+/// CUDA 12.8's (r570), the first release with an ISA past 8.5 (8.7; 8.6
+/// came with none), as NVIDIA CCCL's table of ISA versions by CUDA
+/// release has it (`__cccl_ptx_isa`).
 pub const RELEASE_FENCE_DRIVER: i32 = 12080;
