@@ -54,19 +54,31 @@ fn inline_ptx_assembles_for_sm_90() {
         );
         return;
     };
+    // And as a CUDA 12.8 driver loads it with a marked release fence.
+    let fenced = clustered_host::ptx_with_release_fences(&with_marked_fence(), 12080)
+        .expect("a marked fence to rewrite");
     let path = std::env::temp_dir().join(format!("clustered_host_{}.ptx", std::process::id()));
-    std::fs::write(&path, WRITE_INDEX_PTX).unwrap();
-    let out = std::process::Command::new(&ptxas)
-        .args(["-arch=sm_90", "-o", "/dev/null"])
-        .arg(&path)
-        .output()
-        .unwrap();
+    for text in [WRITE_INDEX_PTX, fenced.as_str()] {
+        std::fs::write(&path, text).unwrap();
+        let out = std::process::Command::new(&ptxas)
+            .args(["-arch=sm_90", "-o", "/dev/null"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}\n{text}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let _ = std::fs::remove_file(&path);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+}
+
+/// [`WRITE_INDEX_PTX`] with a release fence marked as the device runtime
+/// marks it (`clustered_device::abi::ptx`) before its `ret`.
+fn with_marked_fence() -> String {
+    let mark = clustered_device::abi::ptx::RELEASE_FENCE_GPU_MARKED;
+    WRITE_INDEX_PTX.replace("DONE:\n    ret;", &format!("DONE:\n    {mark}\n    ret;"))
 }
 
 #[test]
@@ -229,4 +241,47 @@ fn occupancy_and_timing() {
     }
     timer.stop().unwrap();
     assert!(timer.elapsed_ms().unwrap() > 0.0);
+}
+
+/// A kernel with a marked release fence (`clustered_device::abi::ptx`)
+/// loads as PTX ISA 8.6 with `fence.release.gpu` where the driver compiles
+/// it (the function reports PTX version 86), as built (78) with
+/// `ModuleOptions::release_fences(false)` or on an older driver, and runs
+/// either way.
+#[test]
+fn marked_fences_load_as_release_fences_where_the_driver_compiles_them() {
+    use clustered_device::abi::ptx::{RELEASE_FENCE_DRIVER, RELEASE_FENCE_GPU_MARKED};
+    use clustered_host::ModuleOptions;
+    let Some(gpu) = gpu() else { return };
+    let ptx = with_marked_fence();
+    assert!(ptx.contains(RELEASE_FENCE_GPU_MARKED));
+    let driver = gpu.driver_version().unwrap();
+    let fenced = if driver >= RELEASE_FENCE_DRIVER {
+        86
+    } else {
+        78
+    };
+    let n = 1000u32;
+    for (options, want) in [
+        (ModuleOptions::default(), fenced),
+        (ModuleOptions::default().release_fences(false), 78),
+    ] {
+        let module = gpu.load_module_with(&ptx, options).unwrap();
+        let kernel = module.kernel("write_index").unwrap();
+        assert_eq!(
+            kernel.attributes().ptx_version,
+            want,
+            "driver {driver}, {options:?}"
+        );
+        let mut out = gpu.zeros::<u32>(n as usize).unwrap();
+        // SAFETY: `write_index` takes a u32 buffer of `n` and `n`.
+        unsafe {
+            gpu.launch(&kernel, LaunchConfig::linear(u64::from(n), 256))
+                .arg(&mut out)
+                .arg(&n)
+                .run()
+                .unwrap();
+        }
+        assert_eq!(gpu.dtoh(&out).unwrap(), (0..n).collect::<Vec<_>>());
+    }
 }
