@@ -94,16 +94,7 @@ fn launch_writes_thread_indices() {
     assert_eq!(attrs.static_shared_bytes, 0);
 
     let n = 1000u32;
-    let mut out = gpu.zeros::<u32>(n as usize).unwrap();
-    unsafe {
-        gpu.launch(&kernel, LaunchConfig::linear(u64::from(n), 256))
-            .arg(&mut out)
-            .arg(&n)
-            .run()
-            .unwrap();
-    }
-    let host = gpu.dtoh(&out).unwrap();
-    assert_eq!(host, (0..n).collect::<Vec<_>>());
+    assert_eq!(write_indices(&gpu, &kernel, n), (0..n).collect::<Vec<_>>());
 
     // Too few arguments for the PTX's `.param` list: refused, nothing runs,
     // and the context still works.
@@ -273,15 +264,20 @@ fn marked_fences_load_as_release_fences_where_the_driver_compiles_them() {
             want,
             "driver {driver}, {options:?}"
         );
-        let mut out = gpu.zeros::<u32>(n as usize).unwrap();
-        // SAFETY: `write_index` takes a u32 buffer of `n` and `n`.
-        unsafe {
-            gpu.launch(&kernel, LaunchConfig::linear(u64::from(n), 256))
-                .arg(&mut out)
-                .arg(&n)
-                .run()
-                .unwrap();
-        }
-        assert_eq!(gpu.dtoh(&out).unwrap(), (0..n).collect::<Vec<_>>());
+        assert_eq!(write_indices(&gpu, &kernel, n), (0..n).collect::<Vec<_>>());
     }
+}
+
+/// What `write_index` writes for `n` threads in blocks of 256.
+fn write_indices(gpu: &Gpu, kernel: &clustered_host::Kernel, n: u32) -> Vec<u32> {
+    let mut out = gpu.zeros::<u32>(n as usize).unwrap();
+    // SAFETY: `write_index` takes a u32 buffer of `n` and `n`.
+    unsafe {
+        gpu.launch(kernel, LaunchConfig::linear(u64::from(n), 256))
+            .arg(&mut out)
+            .arg(&n)
+            .run()
+            .unwrap();
+    }
+    gpu.dtoh(&out).unwrap()
 }
