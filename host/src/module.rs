@@ -29,6 +29,9 @@ pub struct Module {
     pub(crate) cache: Arc<std::sync::Mutex<crate::typed::Cache>>,
     /// FNV-1a of the PTX text: tuned launches re-tune when it changes.
     ptx_hash: u64,
+    /// Whether the module was loaded with its marked fences as release
+    /// fences ([`ModuleOptions::release_fences`]).
+    release_fences: bool,
 }
 
 /// The PTX identifier `text` starts with (letters, digits, `_`, `$`;
@@ -273,6 +276,7 @@ impl Gpu {
             let module = ctx.load_module(Ptx::from_src(text.as_str())).ok()?;
             Some((module, text))
         });
+        let release_fences = fenced.is_some();
         let (module, ptx) = match fenced {
             Some((module, text)) => (module, std::borrow::Cow::Owned(text)),
             None => {
@@ -315,6 +319,7 @@ impl Gpu {
             params: Arc::new(ptx_entry_params(ptx)),
             cache: Default::default(),
             ptx_hash,
+            release_fences,
         })
     }
 
@@ -485,6 +490,15 @@ impl Module {
             params: params.map(Arc::from),
             occupancy: Default::default(),
         })
+    }
+
+    /// Whether the module runs its marked fences as `fence.release.gpu`
+    /// (loaded as PTX ISA 8.6: [`ModuleOptions::release_fences`] on, a
+    /// driver of CUDA 12.8 or newer, PTX with marks, and the JIT took it);
+    /// else it runs as built. The kernels' attributes cannot tell:
+    /// [`KernelAttributes::ptx_version`] is the virtual architecture.
+    pub fn release_fences(&self) -> bool {
+        self.release_fences
     }
 
     /// The schedules whose registers would have fit fewer warps per SM

@@ -16,7 +16,7 @@ fn kernel() -> KernelAttributes {
         registers_per_thread: 64,
         local_bytes_per_thread: 0,
         const_bytes: 0,
-        ptx_version: 78,
+        ptx_version: 90,
         binary_version: 90,
     }
 }
