@@ -591,6 +591,58 @@ pub unsafe fn atom_chase(next: *mut u32, start: u32, steps: u32, out: *mut u64) 
     *out = end - begin;
 }
 
+/// What [`fence_chain`](fn@fence_chain) runs after each round's stores:
+/// nothing (the baseline its fences are measured against).
+pub const FENCE_NONE: u32 = 0;
+/// `fence.release.gpu` where the module is loaded at PTX ISA 8.6
+/// (`clustered_device::atomic::fence_release_gpu`), as a pool worker
+/// releases each task.
+pub const FENCE_RELEASE_GPU: u32 = 1;
+/// `fence.acq_rel.gpu`: a release with the acquire half (`CCTL.IVALL`).
+pub const FENCE_ACQ_REL_GPU: u32 = 2;
+/// `fence.acq_rel.sys`: as a pool's publisher runs it before FINISHED.
+pub const FENCE_ACQ_REL_SYS: u32 = 3;
+
+/// A fence as a pool task's publication runs it: per round every thread
+/// of one block stores a word into `scratch` (relaxed, as a task's
+/// results), the block meets at a barrier, thread 0 runs the fence that
+/// `fence` names ([`FENCE_NONE`] for none) and stores the round into
+/// `scratch[block_dim]`, and the block meets again, so the next round
+/// waits for thread 0 as a worker's next task does. Thread 0 writes
+/// `out[0]` = the cycles of `rounds` rounds and `out[1]` = the rounds.
+///
+/// # Safety
+/// `scratch` holds `block_dim + 1` words, `out` 2.
+#[kernel]
+pub unsafe fn fence_chain(fence: u32, rounds: u32, scratch: *mut u32, out: *mut u64) {
+    use clustered_device::atomic::{fence_acq_rel_gpu, fence_acq_rel_system, fence_release_gpu};
+    use clustered_device::thread::sync_threads;
+    let t = index_1d();
+    let flag = scratch.add(block_dim_x() as usize);
+    let begin = clock64();
+    let mut count = 0u64;
+    for round in 0..rounds {
+        core::ptr::write_volatile(scratch.add(t as usize), round ^ t);
+        sync_threads();
+        if t == 0 {
+            match fence {
+                FENCE_RELEASE_GPU => fence_release_gpu(),
+                FENCE_ACQ_REL_GPU => fence_acq_rel_gpu(),
+                FENCE_ACQ_REL_SYS => fence_acq_rel_system(),
+                _ => {}
+            }
+            core::ptr::write_volatile(flag, round);
+        }
+        sync_threads();
+        count += 1;
+    }
+    let end = clock64();
+    if t == 0 {
+        *out = end - begin;
+        *out.add(1) = count;
+    }
+}
+
 /// Barriers: every thread of one block runs `iters x 8` `bar.sync` with
 /// nothing between them; thread 0 writes `out[0]` = the cycles and
 /// `out[1]` = the barriers it counted. The cost of one barrier of the

@@ -18,10 +18,11 @@ use clustered_host::{ClusterOptions, CudaSlice, Gpu, LaunchConfig, Module};
 use clustered_predict::device::{ClassFigures, DeviceError};
 use clustered_predict::DeviceModel;
 use kernels::calibrate::{
-    atom_chase, barrier_chain, fp32_chain, fp32_throughput, int_chain, int_throughput,
+    atom_chase, barrier_chain, fence_chain, fp32_chain, fp32_throughput, int_chain, int_throughput,
     l1_scattered_loads, pointer_chase, pointer_chase_l2, read_sum, scattered_stores,
     scattered_value, scattered_word, sfu_chain, sfu_throughput, shared_base, shared_chase,
-    shared_throughput, shared_word, xor_add8, CHAIN_PER_ITERATION, FP32_CHAIN_PER_ITERATION,
+    shared_throughput, shared_word, xor_add8, CHAIN_PER_ITERATION, FENCE_ACQ_REL_GPU,
+    FENCE_ACQ_REL_SYS, FENCE_NONE, FENCE_RELEASE_GPU, FP32_CHAIN_PER_ITERATION,
     FP32_THROUGHPUT_PER_ITERATION, INT_CHAIN_PER_ITERATION, INT_THROUGHPUT_PER_ITERATION,
     SCATTER_LOADS_PER_ITERATION, SCATTER_WORDS, SFU_THROUGHPUT_PER_ITERATION, SHARED_WORDS,
     STAMP_WORDS, THROUGHPUT_CHAINS,
@@ -535,11 +536,13 @@ pub enum Field {
     AtomLatency,
     /// `classes.bar.latency`.
     BarLatency,
+    /// `classes.fence.latency`.
+    FenceLatency,
 }
 
 impl Field {
     /// Every field, in the table's order.
-    pub const ALL: [Field; 17] = [
+    pub const ALL: [Field; 18] = [
         Field::ClockGhz,
         Field::LatencyL1,
         Field::LatencyL2,
@@ -550,6 +553,7 @@ impl Field {
         Field::SharedLatency,
         Field::AtomLatency,
         Field::BarLatency,
+        Field::FenceLatency,
         Field::Fp32Rate,
         Field::SfuRate,
         Field::SharedRate,
@@ -579,6 +583,7 @@ impl Field {
             Field::SharedRate => "classes.ld.shared.rate",
             Field::AtomLatency => "classes.atom.latency",
             Field::BarLatency => "classes.bar.latency",
+            Field::FenceLatency => "classes.fence.latency",
         }
     }
 
@@ -594,7 +599,8 @@ impl Field {
             | Field::SfuLatency
             | Field::SharedLatency
             | Field::AtomLatency
-            | Field::BarLatency => "cycles",
+            | Field::BarLatency
+            | Field::FenceLatency => "cycles",
             Field::DramGbps | Field::L2Gbps => "GB/s",
             Field::Fp32Rate | Field::SfuRate | Field::SharedRate => "warp instr / clock / SM",
             Field::L1LinesPerClock => "lines / clock / SM",
@@ -614,7 +620,8 @@ impl Field {
             | Field::SfuLatency
             | Field::SharedLatency
             | Field::AtomLatency
-            | Field::BarLatency => "latencies",
+            | Field::BarLatency
+            | Field::FenceLatency => "latencies",
             Field::DramGbps | Field::L2Gbps | Field::L2PartialSectors => "bandwidth",
             Field::Fp32Rate | Field::SfuRate | Field::SharedRate => "rates",
             Field::L1LinesPerClock => "l1",
@@ -641,6 +648,7 @@ impl Field {
             Field::SharedRate => class(model, "ld.shared").rate,
             Field::AtomLatency => class(model, "atom").latency,
             Field::BarLatency => class(model, "bar").latency,
+            Field::FenceLatency => class(model, "fence").latency,
         }
     }
 
@@ -664,6 +672,7 @@ impl Field {
             Field::SharedRate => class_mut(model, "ld.shared").rate = value,
             Field::AtomLatency => class_mut(model, "atom").latency = value,
             Field::BarLatency => class_mut(model, "bar").latency = value,
+            Field::FenceLatency => class_mut(model, "fence").latency = value,
         }
     }
 }
@@ -822,7 +831,8 @@ pub fn sanity(calibration: &Calibration, base: &DeviceModel) -> Vec<String> {
         }
     }
     // A pipeline's dependent latency is a few to a few tens of cycles; an
-    // atomic's is an L2 round trip; a barrier's, tens of cycles.
+    // atomic's is an L2 round trip, a fence's one or two; a barrier's, tens
+    // of cycles.
     for (field, range) in [
         (Field::Fp32Latency, 1.0..=64.0),
         (Field::IntLatency, 1.0..=64.0),
@@ -830,6 +840,7 @@ pub fn sanity(calibration: &Calibration, base: &DeviceModel) -> Vec<String> {
         (Field::SharedLatency, 1.0..=64.0),
         (Field::AtomLatency, 50.0..=5000.0),
         (Field::BarLatency, 1.0..=1000.0),
+        (Field::FenceLatency, 50.0..=5000.0),
     ] {
         if let Some(latency) = value(field) {
             if !range.contains(&latency) {
@@ -1115,9 +1126,24 @@ pub fn measure(
         Field::BarLatency,
         &format!(
             "one block of {BLOCK} threads, 8192 bar.sync back to back, %clock64 over them: a \
-             barrier with every warp present (fences, also in this class, are not measured)"
+             barrier with every warp present"
         ),
     );
+    let (fences, fence_extras) = match fence_costs(gpu, module, runs) {
+        Ok((fences, extras)) => (Ok(fences), extras),
+        Err(e) => (Err(e), Vec::new()),
+    };
+    record(
+        &mut calibration,
+        fences,
+        Field::FenceLatency,
+        &format!(
+            "one block of {FENCE_BLOCK} threads (a pool worker's), 1024 rounds of: every thread \
+             stores a word, bar.sync, thread 0 runs fence.acq_rel.gpu and stores a flag, \
+             bar.sync; %clock64 over them, less the same rounds without the fence"
+        ),
+    );
+    calibration.extras.extend(fence_extras);
     let blocks_per_sm = (props.max_threads_per_sm / BLOCK).max(1);
     // Printed, not written: ptxas spreads PTX's integer class over pipes
     // (IMAD on the FMA pipe; ISETP, LEA, SHF, LOP3 on the ALU pipe) in
@@ -2023,6 +2049,79 @@ fn bar_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, Cali
     Ok(samples)
 }
 
+/// Threads of [`fence_chain`]'s block: a pool worker's.
+const FENCE_BLOCK: u32 = 128;
+
+/// What a fence adds to a round of [`fence_chain`] (a pool task's
+/// publication), in cycles: each run's `fence.acq_rel.gpu` rounds less the
+/// median of the rounds without a fence (the class's figure), and, printed
+/// beside it, the round itself and the release-only and system-scope
+/// fences.
+fn fence_costs(
+    gpu: &Gpu,
+    module: &Module,
+    runs: usize,
+) -> Result<(Vec<f64>, Vec<Extra>), CalibrateError> {
+    let rounds = 1024u32;
+    let mut scratch = gpu.zeros::<u32>(FENCE_BLOCK as usize + 1)?;
+    let mut out = gpu.zeros::<u64>(2)?;
+    let mut per_round = |fence: u32| -> Result<Vec<f64>, CalibrateError> {
+        let mut samples = Vec::new();
+        for run in 0..=runs {
+            // SAFETY: scratch holds FENCE_BLOCK + 1 words, out 2.
+            unsafe {
+                gpu.launch_entry(
+                    module,
+                    fence_chain::KERNEL,
+                    LaunchConfig::new([1, 1, 1], [FENCE_BLOCK, 1, 1]),
+                    &ClusterOptions::default(),
+                    (fence, rounds, &mut scratch, &mut out),
+                )?;
+            }
+            let result = gpu.dtoh(&out)?;
+            if result[1] != u64::from(rounds) {
+                return Err(CalibrateError::WrongResult(format!(
+                    "fence_chain ran {} rounds, not {rounds}",
+                    result[1]
+                )));
+            }
+            if run > 0 {
+                samples.extend(per_step(result[0], u64::from(rounds)));
+            }
+        }
+        Ok(samples)
+    };
+    let bare = median(&per_round(FENCE_NONE)?)
+        .ok_or_else(|| CalibrateError::WrongResult("fence_chain: no rounds timed".into()))?;
+    let added = |samples: Vec<f64>| samples.into_iter().map(|s| s - bare).collect::<Vec<_>>();
+    let class = added(per_round(FENCE_ACQ_REL_GPU)?);
+    let mut extras = vec![Extra {
+        name: "round without a fence".to_string(),
+        value: bare,
+        unit: "cycles".to_string(),
+        note: format!(
+            "fence_chain: {FENCE_BLOCK} threads store a word each, bar.sync, thread 0 stores a \
+             flag, bar.sync; what classes.fence.latency and the fences below add to"
+        ),
+    }];
+    for (fence, name) in [
+        (FENCE_RELEASE_GPU, "fence.release.gpu"),
+        (FENCE_ACQ_REL_SYS, "fence.acq_rel.sys"),
+    ] {
+        if let Some(value) = median(&added(per_round(fence)?)) {
+            extras.push(Extra {
+                name: name.to_string(),
+                value,
+                unit: "cycles".to_string(),
+                note: "added to fence_chain's round, as classes.fence.latency; not written \
+                       (release.gpu: acq_rel.gpu's mark where the driver has no ISA 8.6)"
+                    .to_string(),
+            });
+        }
+    }
+    Ok((class, extras))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2361,6 +2460,7 @@ mod tests {
                 m(Field::SharedLatency, 29.0),
                 m(Field::AtomLatency, 385.0),
                 m(Field::BarLatency, 28.0),
+                m(Field::FenceLatency, 580.0),
                 m(Field::SfuRate, 0.5),
                 m(Field::SharedRate, 1.0),
             ],
@@ -2371,6 +2471,7 @@ mod tests {
             measurements: vec![
                 m(Field::AtomLatency, 20.0),
                 m(Field::BarLatency, 3000.0),
+                m(Field::FenceLatency, 20.0),
                 m(Field::SharedLatency, 90.0),
                 m(Field::SfuRate, 5.0),
             ],
@@ -2380,6 +2481,7 @@ mod tests {
         for key in [
             "classes.atom.latency: 20.00 cycles is outside 50 to 5000",
             "classes.bar.latency: 3000.00 cycles is outside 1 to 1000",
+            "classes.fence.latency: 20.00 cycles is outside 50 to 5000",
             "classes.ld.shared.latency: 90.00 cycles is outside 1 to 64",
             "classes.sfu.rate: 5.00 warp instructions per clock is above",
         ] {
