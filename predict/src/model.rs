@@ -242,7 +242,7 @@ fn walk(
 /// schedules independent loads ahead of the arithmetic that uses them, so
 /// the loads of an unrolled body are in flight together (memory-level
 /// parallelism) and the block pays one load latency, not one per load.
-/// Barriers are fences: nothing after one starts before it.
+/// Barriers and fences: nothing after one starts before it.
 fn block_latency(block: &crate::ptx::Block, device: &DeviceModel, load_latency: f64) -> f64 {
     let mut ready: HashMap<&str, f64> = HashMap::new();
     let (mut slot, mut fence, mut end) = (0.0f64, 0.0f64, 0.0f64);
@@ -268,8 +268,9 @@ fn block_latency(block: &crate::ptx::Block, device: &DeviceModel, load_latency: 
             Class::LoadGlobal => load_latency,
             class => device.class(class).latency,
         };
-        if i.class == Class::Barrier {
-            // Everything before the barrier completes, then it releases.
+        if matches!(i.class, Class::Barrier | Class::Fence) {
+            // Everything before the barrier (or the fence: the warp's
+            // earlier memory operations) completes, then it releases.
             start = start.max(end);
             fence = start + latency;
         }

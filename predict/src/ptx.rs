@@ -40,8 +40,12 @@ pub enum Class {
     Param,
     /// Atomics and reductions on global or shared memory.
     Atomic,
-    /// Barriers (`bar.sync`, `barrier`) and fences.
+    /// Barriers (`bar.sync`, `barrier`).
     Barrier,
+    /// Memory fences (`fence`, `membar`): the warp waits until its earlier
+    /// writes are performed at the fence's scope, an L2 round trip or two
+    /// at GPU scope, where a barrier takes tens of cycles.
+    Fence,
     /// Branches, calls, returns, exits.
     Branch,
     /// Warp shuffles and votes.
@@ -54,7 +58,7 @@ pub enum Class {
 
 impl Class {
     /// Every class, in display order.
-    pub const ALL: [Class; 18] = [
+    pub const ALL: [Class; 19] = [
         Class::Fp32,
         Class::Fp64,
         Class::Int,
@@ -69,6 +73,7 @@ impl Class {
         Class::Param,
         Class::Atomic,
         Class::Barrier,
+        Class::Fence,
         Class::Branch,
         Class::Warp,
         Class::Prefetch,
@@ -97,6 +102,7 @@ impl Class {
             Class::Param => "param",
             Class::Atomic => "atom",
             Class::Barrier => "bar",
+            Class::Fence => "fence",
             Class::Branch => "branch",
             Class::Warp => "warp",
             Class::Prefetch => "prefetch",
@@ -138,7 +144,8 @@ impl Class {
                 }
             }
             "atom" | "red" => Class::Atomic,
-            "bar" | "barrier" | "membar" | "fence" => Class::Barrier,
+            "bar" | "barrier" => Class::Barrier,
+            "membar" | "fence" => Class::Fence,
             "bra" | "brx" | "call" | "ret" | "exit" => Class::Branch,
             "shfl" | "vote" | "match" | "activemask" => Class::Warp,
             "prefetch" | "prefetchu" | "cp" => Class::Prefetch,
@@ -568,6 +575,9 @@ $L__BB0_1:                  // =>This Inner Loop Header
             ("setp.lt.u32", Class::Int),
             ("cvt.rn.f32.s32", Class::Convert),
             ("bar.sync", Class::Barrier),
+            ("barrier.sync.aligned", Class::Barrier),
+            ("fence.acq_rel.gpu", Class::Fence),
+            ("membar.gl", Class::Fence),
             ("prefetch.global.L2", Class::Prefetch),
             ("call.uni", Class::Branch),
         ] {
