@@ -2104,18 +2104,26 @@ fn fence_costs(
              flag, bar.sync; what classes.fence.latency and the fences below add to"
         ),
     }];
-    for (fence, name) in [
-        (FENCE_RELEASE_GPU, "fence.release.gpu"),
-        (FENCE_ACQ_REL_SYS, "fence.acq_rel.sys"),
+    for (fence, name, note) in [
+        (
+            FENCE_RELEASE_GPU,
+            "fence.release.gpu",
+            "a pool worker's after each task (acq_rel.gpu where the driver has no ISA 8.6)",
+        ),
+        (
+            FENCE_ACQ_REL_SYS,
+            "fence.acq_rel.sys",
+            "a pool publisher's before FINISHED",
+        ),
     ] {
         if let Some(value) = median(&added(per_round(fence)?)) {
             extras.push(Extra {
                 name: name.to_string(),
                 value,
                 unit: "cycles".to_string(),
-                note: "added to fence_chain's round, as classes.fence.latency; not written \
-                       (release.gpu: acq_rel.gpu's mark where the driver has no ISA 8.6)"
-                    .to_string(),
+                note: format!(
+                    "added to fence_chain's round, as the class's figure: {note}; not written"
+                ),
             });
         }
     }
