@@ -2018,12 +2018,40 @@ fn atom_latency(
     Ok(samples)
 }
 
-/// Cycles per `bar.sync` of one block of [`BLOCK`] threads, back to back.
-fn bar_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, CalibrateError> {
+/// Cycles per step of a one-block kernel that writes `out[0]` = its
+/// cycles and `out[1]` = the steps it counted, which must be `steps`:
+/// `launch` runs it once per run, after one run untimed (the module's
+/// first launch, cold caches).
+fn counted_steps(
+    gpu: &Gpu,
+    kernel: &str,
+    steps: u64,
+    runs: usize,
+    mut launch: impl FnMut(&mut CudaSlice<u64>) -> Result<(), clustered_host::Error>,
+) -> Result<Vec<f64>, CalibrateError> {
     let mut out = gpu.zeros::<u64>(2)?;
-    let iters = 1024u32;
     let mut samples = Vec::new();
     for run in 0..=runs {
+        launch(&mut out)?;
+        let result = gpu.dtoh(&out)?;
+        if result[1] != steps {
+            return Err(CalibrateError::WrongResult(format!(
+                "{kernel} counted {} steps, not {steps}",
+                result[1]
+            )));
+        }
+        if run > 0 {
+            samples.extend(per_step(result[0], steps));
+        }
+    }
+    Ok(samples)
+}
+
+/// Cycles per `bar.sync` of one block of [`BLOCK`] threads, back to back.
+fn bar_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, CalibrateError> {
+    let iters = 1024u32;
+    let barriers = u64::from(iters) * u64::from(CHAIN_PER_ITERATION);
+    counted_steps(gpu, "barrier_chain", barriers, runs, |out| {
         // SAFETY: out holds 2 words.
         unsafe {
             gpu.launch_entry(
@@ -2031,22 +2059,10 @@ fn bar_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, Cali
                 barrier_chain::KERNEL,
                 LaunchConfig::new([1, 1, 1], [BLOCK, 1, 1]),
                 &ClusterOptions::default(),
-                (iters, &mut out),
-            )?;
+                (iters, out),
+            )
         }
-        let result = gpu.dtoh(&out)?;
-        let barriers = u64::from(iters) * u64::from(CHAIN_PER_ITERATION);
-        if result[1] != barriers {
-            return Err(CalibrateError::WrongResult(format!(
-                "barrier_chain counted {} barriers, not {barriers}",
-                result[1]
-            )));
-        }
-        if run > 0 {
-            samples.extend(per_step(result[0], barriers));
-        }
-    }
-    Ok(samples)
+    })
 }
 
 /// Threads of [`fence_chain`]'s block: a pool worker's.
@@ -2064,10 +2080,8 @@ fn fence_costs(
 ) -> Result<(Vec<f64>, Vec<Extra>), CalibrateError> {
     let rounds = 1024u32;
     let mut scratch = gpu.zeros::<u32>(FENCE_BLOCK as usize + 1)?;
-    let mut out = gpu.zeros::<u64>(2)?;
-    let mut per_round = |fence: u32| -> Result<Vec<f64>, CalibrateError> {
-        let mut samples = Vec::new();
-        for run in 0..=runs {
+    let mut per_round = |fence: u32| {
+        counted_steps(gpu, "fence_chain", u64::from(rounds), runs, |out| {
             // SAFETY: scratch holds FENCE_BLOCK + 1 words, out 2.
             unsafe {
                 gpu.launch_entry(
@@ -2075,21 +2089,10 @@ fn fence_costs(
                     fence_chain::KERNEL,
                     LaunchConfig::new([1, 1, 1], [FENCE_BLOCK, 1, 1]),
                     &ClusterOptions::default(),
-                    (fence, rounds, &mut scratch, &mut out),
-                )?;
+                    (fence, rounds, &mut scratch, out),
+                )
             }
-            let result = gpu.dtoh(&out)?;
-            if result[1] != u64::from(rounds) {
-                return Err(CalibrateError::WrongResult(format!(
-                    "fence_chain ran {} rounds, not {rounds}",
-                    result[1]
-                )));
-            }
-            if run > 0 {
-                samples.extend(per_step(result[0], u64::from(rounds)));
-            }
-        }
-        Ok(samples)
+        })
     };
     let bare = median(&per_round(FENCE_NONE)?)
         .ok_or_else(|| CalibrateError::WrongResult("fence_chain: no rounds timed".into()))?;
