@@ -78,6 +78,64 @@ pub fn ordered_pairs(points: &[(f64, f64)], apart: f64) -> Option<(f64, usize)> 
     (total > 0).then_some((agreeing, total))
 }
 
+/// [`ordered_pairs`] across two groups of one kernel's schedules: over
+/// every pair of a point of `first` and a point of `second` measured more
+/// than the fraction `apart` of the smaller apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Between {
+    /// Such pairs.
+    pub pairs: usize,
+    /// Of them, those where `first`'s point was measured slower.
+    pub first_slower: usize,
+    /// Of them, those where it was predicted slower (a predicted tie counts
+    /// half).
+    pub first_predicted_slower: f64,
+    /// Of them, those the prediction orders as measured (a tie counts half).
+    pub ordered: f64,
+}
+
+impl Between {
+    /// Every pair of `(predicted, measured)` points `first` x `second`.
+    pub fn of(first: &[(f64, f64)], second: &[(f64, f64)], apart: f64) -> Between {
+        let mut between = Between::default();
+        for a in first {
+            for b in second {
+                let slower = a.1 > b.1;
+                let (low, high) = if slower { (b.1, a.1) } else { (a.1, b.1) };
+                if high <= low * (1.0 + apart) {
+                    continue;
+                }
+                let predicted = if a.0 == b.0 {
+                    0.5
+                } else if a.0 > b.0 {
+                    1.0
+                } else {
+                    0.0
+                };
+                between.pairs += 1;
+                between.first_slower += usize::from(slower);
+                between.first_predicted_slower += predicted;
+                between.ordered += if slower { predicted } else { 1.0 - predicted };
+            }
+        }
+        between
+    }
+}
+
+/// Both counts summed (over kernels).
+impl std::ops::Add for Between {
+    type Output = Between;
+
+    fn add(self, other: Between) -> Between {
+        Between {
+            pairs: self.pairs + other.pairs,
+            first_slower: self.first_slower + other.first_slower,
+            first_predicted_slower: self.first_predicted_slower + other.first_predicted_slower,
+            ordered: self.ordered + other.ordered,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +168,32 @@ mod tests {
         assert_eq!(ordered_pairs(&points, 0.02), Some((2.5, 5)));
         // Nothing apart: no verdict.
         assert_eq!(ordered_pairs(&[(1.0, 1.0), (2.0, 1.01)], 0.02), None);
+    }
+
+    #[test]
+    fn pairs_between_two_groups() {
+        // First: measured 2.0 (predicted 1.0) and 1.005 (predicted 3.0);
+        // second: measured 1.0 (predicted 1.0). The pair 1.005 / 1.0 is
+        // within 2%; 2.0 against 1.0 is the first slower, predicted a tie.
+        let first = [(1.0, 2.0), (3.0, 1.005)];
+        let second = [(1.0, 1.0)];
+        let b = Between::of(&first, &second, 0.02);
+        assert_eq!(
+            b,
+            Between {
+                pairs: 1,
+                first_slower: 1,
+                first_predicted_slower: 0.5,
+                ordered: 0.5
+            }
+        );
+        // Predicted faster where it was measured faster: ordered right.
+        let b = Between::of(&[(1.0, 1.0)], &[(2.0, 3.0)], 0.02);
+        assert_eq!((b.pairs, b.first_slower, b.ordered), (1, 0, 1.0));
+        assert_eq!((b + b).pairs, 2);
+        // ordered_pairs over both groups also counts the pair within
+        // `first` (2.0 against 1.005, predicted the other way round).
+        let all: Vec<(f64, f64)> = first.iter().chain(&second).copied().collect();
+        assert_eq!(ordered_pairs(&all, 0.02), Some((0.5, 2)));
     }
 }

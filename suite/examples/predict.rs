@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use clustered_predict::bench::{records, Record, H100_2026_11_25, H100_BENCH};
-use clustered_predict::stats::{mape, ordered_pairs, spearman};
+use clustered_predict::stats::{mape, ordered_pairs, spearman, Between};
 use clustered_predict::{ptxas, DeviceModel, Module, Prediction};
 use clustered_suite::host::cuda_tool;
 use clustered_suite::predict::{
@@ -406,6 +406,44 @@ fn print_validation(rows: &[Row], bench: &[Record], measured: impl Fn(&Row) -> O
             median(&rho).map_or("-".to_string(), |m| format!("{m:.2}")),
             APART * 100.0,
             100.0 * right / apart.max(1) as f64
+        );
+    }
+    // Where the orders go wrong: a claiming loop (fewer CTAs launched than
+    // the kernel's grid: agents, persistent, grid-stride) against a launch
+    // of the whole grid, per kernel.
+    let between = kernels
+        .iter()
+        .map(|k| {
+            let of = |r: &&Row| r.kernel == *k;
+            let grid = rows
+                .iter()
+                .filter(of)
+                .filter_map(|r| r.prediction.as_ref().ok())
+                .map(|p| p.launched_blocks)
+                .max()
+                .unwrap_or(0);
+            let claiming = |r: &Row| {
+                r.prediction
+                    .as_ref()
+                    .is_ok_and(|p| p.launched_blocks < grid)
+            };
+            let loops = pairs(rows.iter().filter(of).filter(|r| claiming(r)), &measured);
+            let launches = pairs(rows.iter().filter(of).filter(|r| !claiming(r)), &measured);
+            Between::of(&loops, &launches, APART)
+        })
+        .fold(Between::default(), |sum, b| sum + b);
+    if between.pairs > 0 {
+        let share = |x: f64| 100.0 * x / between.pairs as f64;
+        println!(
+            "claiming loops against launches of the whole grid: {} pairs more than {:.0}% apart; the loop measured slower in {} ({:.0}%), predicted slower in {} ({:.0}%); ordered right {} ({:.0}%)",
+            between.pairs,
+            APART * 100.0,
+            between.first_slower,
+            share(between.first_slower as f64),
+            between.first_predicted_slower,
+            share(between.first_predicted_slower),
+            between.ordered,
+            share(between.ordered)
         );
     }
 }
