@@ -602,10 +602,13 @@ pub const FENCE_RELEASE_GPU: u32 = 1;
 pub const FENCE_ACQ_REL_GPU: u32 = 2;
 /// `fence.acq_rel.sys`: as a pool's publisher runs it before FINISHED.
 pub const FENCE_ACQ_REL_SYS: u32 = 3;
+/// Or'ed into [`fence_chain`]'s `fence`: the threads store nothing before
+/// the barrier, so the fence has no write of the round to wait for.
+pub const FENCE_WITHOUT_STORES: u32 = 0x100;
 
 /// A fence as a pool task's publication runs it: per round every thread
 /// of one block stores a word into `scratch` (relaxed, as a task's
-/// results), the block meets at a barrier, thread 0 runs the fence that
+/// results; not with [`FENCE_WITHOUT_STORES`]), the block meets at a barrier, thread 0 runs the fence that
 /// `fence` names ([`FENCE_NONE`] for none) and stores the round into
 /// `scratch[block_dim]`, and the block meets again, so the next round
 /// waits for thread 0 as a worker's next task does. Thread 0 writes
@@ -622,10 +625,12 @@ pub unsafe fn fence_chain(fence: u32, rounds: u32, scratch: *mut u32, out: *mut 
     let begin = clock64();
     let mut count = 0u64;
     for round in 0..rounds {
-        core::ptr::write_volatile(scratch.add(t as usize), round ^ t);
+        if fence & FENCE_WITHOUT_STORES == 0 {
+            core::ptr::write_volatile(scratch.add(t as usize), round ^ t);
+        }
         sync_threads();
         if t == 0 {
-            match fence {
+            match fence & !FENCE_WITHOUT_STORES {
                 FENCE_RELEASE_GPU => fence_release_gpu(),
                 FENCE_ACQ_REL_GPU => fence_acq_rel_gpu(),
                 FENCE_ACQ_REL_SYS => fence_acq_rel_system(),

@@ -22,10 +22,10 @@ use kernels::calibrate::{
     l1_scattered_loads, pointer_chase, pointer_chase_l2, read_sum, scattered_stores,
     scattered_value, scattered_word, sfu_chain, sfu_throughput, shared_base, shared_chase,
     shared_throughput, shared_word, xor_add8, CHAIN_PER_ITERATION, FENCE_ACQ_REL_GPU,
-    FENCE_ACQ_REL_SYS, FENCE_NONE, FENCE_RELEASE_GPU, FP32_CHAIN_PER_ITERATION,
-    FP32_THROUGHPUT_PER_ITERATION, INT_CHAIN_PER_ITERATION, INT_THROUGHPUT_PER_ITERATION,
-    SCATTER_LOADS_PER_ITERATION, SCATTER_WORDS, SFU_THROUGHPUT_PER_ITERATION, SHARED_WORDS,
-    STAMP_WORDS, THROUGHPUT_CHAINS,
+    FENCE_ACQ_REL_SYS, FENCE_NONE, FENCE_RELEASE_GPU, FENCE_WITHOUT_STORES,
+    FP32_CHAIN_PER_ITERATION, FP32_THROUGHPUT_PER_ITERATION, INT_CHAIN_PER_ITERATION,
+    INT_THROUGHPUT_PER_ITERATION, SCATTER_LOADS_PER_ITERATION, SCATTER_WORDS,
+    SFU_THROUGHPUT_PER_ITERATION, SHARED_WORDS, STAMP_WORDS, THROUGHPUT_CHAINS,
 };
 
 /// Why calibration stopped.
@@ -2094,8 +2094,11 @@ fn fence_costs(
             }
         })
     };
-    let bare = median(&per_round(FENCE_NONE)?)
-        .ok_or_else(|| CalibrateError::WrongResult("fence_chain: no rounds timed".into()))?;
+    let mut bare = |fence: u32| {
+        median(&per_round(fence)?)
+            .ok_or_else(|| CalibrateError::WrongResult("fence_chain: no rounds timed".into()))
+    };
+    let (bare, storeless) = (bare(FENCE_NONE)?, bare(FENCE_NONE | FENCE_WITHOUT_STORES)?);
     let added = |samples: Vec<f64>| samples.into_iter().map(|s| s - bare).collect::<Vec<_>>();
     let class = added(per_round(FENCE_ACQ_REL_GPU)?);
     let mut extras = vec![Extra {
@@ -2129,6 +2132,17 @@ fn fence_costs(
                 ),
             });
         }
+    }
+    if let Some(with) = median(&per_round(FENCE_ACQ_REL_GPU | FENCE_WITHOUT_STORES)?) {
+        extras.push(Extra {
+            name: "fence.acq_rel.gpu, no stores".to_string(),
+            value: with - storeless,
+            unit: "cycles".to_string(),
+            note: format!(
+                "added to a round whose threads store nothing ({storeless:.0} cycles without \
+                 the fence): the fence with no write of the round to wait for; not written"
+            ),
+        });
     }
     Ok((class, extras))
 }
