@@ -608,11 +608,12 @@ pub const FENCE_WITHOUT_STORES: u32 = 0x100;
 
 /// A fence as a pool task's publication runs it: per round every thread
 /// of one block stores a word into `scratch` (relaxed, as a task's
-/// results; not with [`FENCE_WITHOUT_STORES`]), the block meets at a barrier, thread 0 runs the fence that
-/// `fence` names ([`FENCE_NONE`] for none) and stores the round into
-/// `scratch[block_dim]`, and the block meets again, so the next round
-/// waits for thread 0 as a worker's next task does. Thread 0 writes
-/// `out[0]` = the cycles of `rounds` rounds and `out[1]` = the rounds.
+/// results; not with [`FENCE_WITHOUT_STORES`]), the block meets at a
+/// barrier, thread 0 runs the fence that `fence` names ([`FENCE_NONE`]
+/// for none) and stores the round into `scratch[block_dim]`, and the
+/// block meets again, so the next round waits for thread 0 as a worker's
+/// next task does. Thread 0 writes `out[0]` = the cycles of `rounds`
+/// rounds and `out[1]` = the rounds.
 ///
 /// # Safety
 /// `scratch` holds `block_dim + 1` words, `out` 2.
