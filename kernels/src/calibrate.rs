@@ -602,8 +602,9 @@ pub const FENCE_RELEASE_GPU: u32 = 1;
 pub const FENCE_ACQ_REL_GPU: u32 = 2;
 /// `fence.acq_rel.sys`: as a pool's publisher runs it before FINISHED.
 pub const FENCE_ACQ_REL_SYS: u32 = 3;
-/// Or'ed into [`fence_chain`]'s `fence`: the threads store nothing before
-/// the barrier, so the fence has no write of the round to wait for.
+/// Or'ed into [`fence_chain`](fn@fence_chain)'s `fence`: the threads
+/// store nothing before the barrier, so the fence has no write of the
+/// round to wait for.
 pub const FENCE_WITHOUT_STORES: u32 = 0x100;
 
 /// A fence as a pool task's publication runs it: per round every thread

@@ -2065,14 +2065,14 @@ fn bar_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, Cali
     })
 }
 
-/// Threads of [`fence_chain`]'s block: a pool worker's.
+/// Threads of [`fence_chain`](fn@fence_chain)'s block: a pool worker's.
 const FENCE_BLOCK: u32 = 128;
 
-/// What a fence adds to a round of [`fence_chain`] (a pool task's
-/// publication), in cycles: each run's `fence.acq_rel.gpu` rounds less the
-/// median of the rounds without a fence (the class's figure), and, printed
-/// beside it, the round itself and the release-only and system-scope
-/// fences.
+/// What a fence adds to a round of [`fence_chain`](fn@fence_chain) (a
+/// pool task's publication), in cycles: each run's `fence.acq_rel.gpu`
+/// rounds less the median of the rounds without a fence (the class's
+/// figure), and, printed beside it, the round itself, the release-only and
+/// system-scope fences, and the fence in rounds without stores.
 fn fence_costs(
     gpu: &Gpu,
     module: &Module,
