@@ -234,7 +234,7 @@ impl ModuleOptions {
     /// 6.0-6.1 us a step with release fences, 9.6-10.4 without;
     /// docs/BENCHMARKS.md, "A release fence after each task"). Should
     /// the JIT refuse the rewritten PTX, the module loads as built; off,
-    /// it always does.
+    /// it always does. [`Module::release_fences`] says which was loaded.
     pub fn release_fences(mut self, on: bool) -> Self {
         self.release_fences = on;
         self
