@@ -63,19 +63,50 @@ pub fn ordered_pairs(points: &[(f64, f64)], apart: f64) -> Option<(f64, usize)> 
     let mut total = 0;
     for (i, a) in points.iter().enumerate() {
         for b in &points[i + 1..] {
-            let (low, high) = if a.1 <= b.1 { (a, b) } else { (b, a) };
-            if high.1 <= low.1 * (1.0 + apart) {
-                continue;
-            }
-            total += 1;
-            if low.0 < high.0 {
-                agreeing += 1.0;
-            } else if low.0 == high.0 {
-                agreeing += 0.5;
+            if let Some(pair) = Decided::of(*a, *b, apart) {
+                total += 1;
+                agreeing += pair.ordered();
             }
         }
     }
     (total > 0).then_some((agreeing, total))
+}
+
+/// A pair of `(predicted, measured)` points `a`, `b` that the measurement
+/// decides (the one definition of "apart" and of how a tie counts).
+struct Decided {
+    /// `a` was measured slower.
+    a_slower: bool,
+    /// `a` was predicted slower: 1, 0, or 0.5 for a predicted tie.
+    a_predicted_slower: f64,
+}
+
+impl Decided {
+    /// `None` when the measured values differ by no more than the fraction
+    /// `apart` of the smaller.
+    fn of(a: (f64, f64), b: (f64, f64), apart: f64) -> Option<Decided> {
+        let a_slower = a.1 > b.1;
+        let (low, high) = if a_slower { (b.1, a.1) } else { (a.1, b.1) };
+        (high > low * (1.0 + apart)).then_some(Decided {
+            a_slower,
+            a_predicted_slower: if a.0 == b.0 {
+                0.5
+            } else if a.0 > b.0 {
+                1.0
+            } else {
+                0.0
+            },
+        })
+    }
+
+    /// 1 if the prediction orders the pair as measured, 0.5 for a tie.
+    fn ordered(&self) -> f64 {
+        if self.a_slower {
+            self.a_predicted_slower
+        } else {
+            1.0 - self.a_predicted_slower
+        }
+    }
 }
 
 /// [`ordered_pairs`] across two groups of one kernel's schedules: over
@@ -98,24 +129,14 @@ impl Between {
     /// Every pair of `(predicted, measured)` points `first` x `second`.
     pub fn of(first: &[(f64, f64)], second: &[(f64, f64)], apart: f64) -> Between {
         let mut between = Between::default();
-        for a in first {
-            for b in second {
-                let slower = a.1 > b.1;
-                let (low, high) = if slower { (b.1, a.1) } else { (a.1, b.1) };
-                if high <= low * (1.0 + apart) {
-                    continue;
+        for &a in first {
+            for &b in second {
+                if let Some(pair) = Decided::of(a, b, apart) {
+                    between.pairs += 1;
+                    between.first_slower += usize::from(pair.a_slower);
+                    between.first_predicted_slower += pair.a_predicted_slower;
+                    between.ordered += pair.ordered();
                 }
-                let predicted = if a.0 == b.0 {
-                    0.5
-                } else if a.0 > b.0 {
-                    1.0
-                } else {
-                    0.0
-                };
-                between.pairs += 1;
-                between.first_slower += usize::from(slower);
-                between.first_predicted_slower += predicted;
-                between.ordered += if slower { predicted } else { 1.0 - predicted };
             }
         }
         between
