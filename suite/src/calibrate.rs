@@ -2110,11 +2110,17 @@ fn fence_costs(
              flag, bar.sync; what classes.fence.latency and the fences below add to"
         ),
     }];
+    // The marked fence is a release fence only where the loader rewrote it.
+    let release = if module.release_fences() {
+        "fence.release.gpu"
+    } else {
+        "fence.acq_rel.gpu, marked release (loaded as built)"
+    };
     for (fence, name, note) in [
         (
             FENCE_RELEASE_GPU,
-            "fence.release.gpu",
-            "a pool worker's after each task (acq_rel.gpu where the driver has no ISA 8.6)",
+            release,
+            "a pool worker's after each task",
         ),
         (
             FENCE_ACQ_REL_SYS,
