@@ -109,6 +109,9 @@ pub struct Prediction {
     pub margin: f64,
     /// CTAs launched.
     pub launched_blocks: u64,
+    /// The launch's CTAs loop over tasks (agents, persistent, grid-stride:
+    /// [`LaunchContext::persistent`](crate::LaunchContext::persistent)).
+    pub persistent: bool,
     /// Resident CTAs and warps per SM.
     pub blocks_per_sm: u32,
     pub warps_per_sm: u32,
@@ -455,6 +458,7 @@ pub fn predict(
             f64::INFINITY
         },
         launched_blocks: blocks,
+        persistent: launch.persistent,
         blocks_per_sm: per_sm,
         warps_per_sm: per_sm * warps_per_block,
         occupancy_limit: limit,

@@ -408,34 +408,23 @@ fn print_validation(rows: &[Row], bench: &[Record], measured: impl Fn(&Row) -> O
             100.0 * right / apart.max(1) as f64
         );
     }
-    // Where the orders go wrong: a claiming loop (fewer CTAs launched than
-    // the kernel's grid: agents, persistent, grid-stride) against a launch
-    // of the whole grid, per kernel.
+    // Where the orders go wrong: a schedule whose CTAs loop over tasks
+    // (agents, persistent, grid-stride) against one launching the kernel's
+    // grid, per kernel.
     let between = kernels
         .iter()
         .map(|k| {
-            let of = |r: &&Row| r.kernel == *k;
-            let grid = rows
-                .iter()
-                .filter(of)
-                .filter_map(|r| r.prediction.as_ref().ok())
-                .map(|p| p.launched_blocks)
-                .max()
-                .unwrap_or(0);
-            let claiming = |r: &Row| {
-                r.prediction
-                    .as_ref()
-                    .is_ok_and(|p| p.launched_blocks < grid)
-            };
-            let loops = pairs(rows.iter().filter(of).filter(|r| claiming(r)), &measured);
-            let launches = pairs(rows.iter().filter(of).filter(|r| !claiming(r)), &measured);
+            let looping = |r: &Row| r.prediction.as_ref().is_ok_and(|p| p.persistent);
+            let of_kernel = rows.iter().filter(|r| r.kernel == *k);
+            let loops = pairs(of_kernel.clone().filter(|r| looping(r)), &measured);
+            let launches = pairs(of_kernel.filter(|r| !looping(r)), &measured);
             Between::of(&loops, &launches, APART)
         })
         .fold(Between::default(), |sum, b| sum + b);
     if between.pairs > 0 {
         let share = |x: f64| 100.0 * x / between.pairs as f64;
         println!(
-            "claiming loops against launches of the whole grid: {} pairs more than {:.0}% apart; the loop measured slower in {} ({:.0}%), predicted slower in {} ({:.0}%); ordered right {} ({:.0}%)",
+            "task loops (agents, persistent, grid-stride) against launches of the grid: {} pairs more than {:.0}% apart; the loop measured slower in {} ({:.0}%), predicted slower in {} ({:.0}%); ordered right {} ({:.0}%)",
             between.pairs,
             APART * 100.0,
             between.first_slower,

@@ -343,7 +343,8 @@ pub fn planned_launch(
         launch.tasks_per_claim =
             launch.tasks_per_block / tail_runs(ctas(shape.grid), launch.grid[0]);
     }
-    launch.persistent = contract.binding >= 2; // Agents, Persistent, Stride (abi::Binding)
+    launch.persistent =
+        clustered_host::Binding::from_u32(contract.binding).is_some_and(|b| b.is_persistent());
     Ok(launch)
 }
 
