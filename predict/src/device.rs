@@ -61,6 +61,12 @@ pub struct DeviceModel {
     pub launch_overhead_us: f64,
     /// Fraction of the second-largest bound added to the largest.
     pub overlap: f64,
+    /// Fraction added to the time of a launch whose CTAs loop over tasks
+    /// (agents, persistent, grid-stride): what such a loop costs beyond
+    /// the model's terms (docs/PREDICTION.md, "Loops the model cannot
+    /// tell from their launch"). Fitted on the training kernels, not
+    /// measured.
+    pub task_loop_overhead: f64,
 }
 
 /// Why a device file could not be used.
@@ -151,6 +157,12 @@ impl DeviceModel {
         if !(0.0..=1.0).contains(&model.overlap) {
             return Err(DeviceError::OutOfRange("overlap".into(), "between 0 and 1"));
         }
+        if !(0.0..=1.0).contains(&model.task_loop_overhead) {
+            return Err(DeviceError::OutOfRange(
+                "task_loop_overhead".into(),
+                "between 0 and 1",
+            ));
+        }
         Ok(model)
     }
 
@@ -210,6 +222,10 @@ mod tests {
         let err = DeviceModel::from_json(&model.to_json()).unwrap_err();
         assert!(err.to_string().contains("`overlap`"), "{err}");
         model.overlap = 0.2;
+        model.task_loop_overhead = -0.01;
+        let err = DeviceModel::from_json(&model.to_json()).unwrap_err();
+        assert!(err.to_string().contains("`task_loop_overhead`"), "{err}");
+        model.task_loop_overhead = 0.0;
         model.classes.get_mut("fp32").unwrap().latency = f64::NAN;
         // NaN is written as null, which serde refuses: either way it fails.
         assert!(DeviceModel::from_json(&model.to_json()).is_err());

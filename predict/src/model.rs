@@ -9,8 +9,9 @@
 //! - **dram** and **l2**: bytes moved at the device's achievable bandwidth;
 //! - **l1**: the sectors the warps' global loads look up, at the L1's rate.
 //!
-//! Time = the largest bound + `overlap` x the second largest + the launch
-//! overhead (memory and compute overlap, but not perfectly).
+//! Time = the largest bound + `overlap` x the second largest (memory and
+//! compute overlap, but not perfectly), by `1 + task_loop_overhead` where
+//! the launch's CTAs loop over tasks, + the launch overhead.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -112,6 +113,9 @@ pub struct Prediction {
     /// The launch's CTAs loop over tasks (agents, persistent, grid-stride:
     /// [`LaunchContext::persistent`](crate::LaunchContext::persistent)).
     pub persistent: bool,
+    /// Of `ms`, what the device's `task_loop_overhead` added (0 unless
+    /// `persistent`).
+    pub task_loop_ms: f64,
     /// Resident CTAs and warps per SM.
     pub blocks_per_sm: u32,
     pub warps_per_sm: u32,
@@ -442,7 +446,13 @@ pub fn predict(
     bounds.sort_by(|a, b| b.0.total_cmp(&a.0));
     let (largest, bound) = bounds[0];
     let second = bounds[1].0;
-    let ms = largest + device.overlap * second + device.launch_overhead_us / 1000.0;
+    let bounded = largest + device.overlap * second;
+    let task_loop_ms = if launch.persistent {
+        bounded * device.task_loop_overhead
+    } else {
+        0.0
+    };
+    let ms = bounded + task_loop_ms + device.launch_overhead_us / 1000.0;
     Ok(Prediction {
         entry: query.entry.to_string(),
         ms,
@@ -459,6 +469,7 @@ pub fn predict(
         },
         launched_blocks: blocks,
         persistent: launch.persistent,
+        task_loop_ms,
         blocks_per_sm: per_sm,
         warps_per_sm: per_sm * warps_per_block,
         occupancy_limit: limit,
@@ -565,6 +576,37 @@ mod tests {
         assert_eq!(local(Some(16), 0).0, 4.0);
         assert_eq!(local(Some(0), 8).0, 4.0);
         assert_eq!(local(None, 0).0, 4.0);
+    }
+
+    /// A launch whose CTAs loop over tasks costs the device's
+    /// `task_loop_overhead` more than the same launch otherwise; the launch
+    /// overhead is not scaled, and a file without it adds nothing.
+    #[test]
+    fn a_task_loop_pays_the_device_s_loop_overhead() {
+        let module = Module::parse(INTERLEAVED).unwrap();
+        let mut device = DeviceModel::h100_sxm();
+        device.task_loop_overhead = 0.1;
+        let time = |persistent: bool, device: &DeviceModel| {
+            let query = Query {
+                entry: "k",
+                launch: LaunchContext {
+                    persistent,
+                    ..blocks_of_256(132 * 8)
+                },
+                dynamic_shared_bytes: 0,
+                resources: None,
+                traffic: Traffic::compulsory(1 << 30),
+            };
+            let p = predict(&module, &query, device).unwrap();
+            (p.ms - device.launch_overhead_us / 1000.0, p.task_loop_ms)
+        };
+        let (launch, none) = time(false, &device);
+        let (looping, added) = time(true, &device);
+        assert_eq!(none, 0.0);
+        assert!((added - 0.1 * launch).abs() < 1e-12, "{added} {launch}");
+        assert!((looping - 1.1 * launch).abs() < 1e-12, "{looping} {launch}");
+        device.task_loop_overhead = 0.0;
+        assert_eq!(time(true, &device), (launch, 0.0));
     }
 
     #[test]

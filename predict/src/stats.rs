@@ -123,7 +123,16 @@ pub struct Between {
     pub first_predicted_slower: f64,
     /// Of them, those the prediction orders as measured (a tie counts half).
     pub ordered: f64,
+    /// Of them, those predicted within the fraction [`NEAR`] of each other:
+    /// orders the model cannot tell.
+    pub near: usize,
+    /// Of those, the pairs where `first`'s point was measured slower.
+    pub near_first_slower: usize,
 }
+
+/// Predictions closer than this fraction of the smaller are as good as a
+/// tie: the model's terms do not tell them apart.
+pub const NEAR: f64 = 0.005;
 
 impl Between {
     /// Every pair of `(predicted, measured)` points `first` x `second`.
@@ -136,6 +145,11 @@ impl Between {
                     between.first_slower += usize::from(pair.a_slower);
                     between.first_predicted_slower += pair.a_predicted_slower;
                     between.ordered += pair.ordered();
+                    let (low, high) = (a.0.min(b.0), a.0.max(b.0));
+                    if high <= low * (1.0 + NEAR) {
+                        between.near += 1;
+                        between.near_first_slower += usize::from(pair.a_slower);
+                    }
                 }
             }
         }
@@ -153,6 +167,8 @@ impl std::ops::Add for Between {
             first_slower: self.first_slower + other.first_slower,
             first_predicted_slower: self.first_predicted_slower + other.first_predicted_slower,
             ordered: self.ordered + other.ordered,
+            near: self.near + other.near,
+            near_first_slower: self.near_first_slower + other.near_first_slower,
         }
     }
 }
@@ -205,9 +221,14 @@ mod tests {
                 pairs: 1,
                 first_slower: 1,
                 first_predicted_slower: 0.5,
-                ordered: 0.5
+                ordered: 0.5,
+                near: 1,
+                near_first_slower: 1,
             }
         );
+        // Predicted 0.4% apart: near; 0.6% apart: told apart.
+        let near = |predicted: f64| Between::of(&[(predicted, 2.0)], &[(1.0, 1.0)], 0.02).near;
+        assert_eq!((near(1.004), near(1.006)), (1, 0));
         // Predicted faster where it was measured faster: ordered right.
         let b = Between::of(&[(1.0, 1.0)], &[(2.0, 3.0)], 0.02);
         assert_eq!((b.pairs, b.first_slower, b.ordered), (1, 0, 1.0));

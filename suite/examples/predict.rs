@@ -4,18 +4,21 @@
 //! ```text
 //! cargo run --release --example predict -- KERNEL[,KERNEL...]   # breakdown per schedule
 //! cargo run --release --example predict -- --all --sim          # every kernel, traffic from the simulator
-//!     [--device predict/devices/h100-sxm.json] [--bench FILE] [--fit]
+//!     [--device predict/devices/h100-sxm.json] [--bench FILE] [--fit] [--fit-task-loop]
 //!     [--skips FILE [--margin 0.25]] [--no-register-cap]
 //! ```
 //!
-//! Per schedule: the launch the host plans, registers and resident CTAs,
+//! Per schedule: the launch the host plans (its grid, and whether its CTAs
+//! loop over tasks or run one each), registers and resident CTAs,
 //! warp instructions, each bound (issue, latency, DRAM, L2, L1) in ms, the
 //! prediction, which bound it is and by how much, and the measured median
 //! where the bench has one. With `--all`: MAPE over every record, Spearman's
 //! rank correlation per kernel and how many of its schedule pairs measured
 //! more than 2% apart the prediction orders right, for training and
 //! held-out kernels apart.
-//! `--fit` searches the overlap fraction on the training kernels only.
+//! `--fit` searches the overlap fraction on the training kernels only,
+//! `--fit-task-loop` the task loops' overhead (with the file's overlap,
+//! or `--fit`'s).
 //! `--skips FILE` writes, per kernel, the entries of its automatic family
 //! predicted slower than its baseline by more than `--margin` (a fraction):
 //! `bench --skip FILE` tunes the automatic choice without them.
@@ -29,7 +32,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use clustered_predict::bench::{records, Record, H100_2026_11_25, H100_BENCH};
-use clustered_predict::stats::{mape, ordered_pairs, spearman, Between};
+use clustered_predict::stats::{mape, ordered_pairs, spearman, Between, NEAR};
 use clustered_predict::{ptxas, DeviceModel, Module, Prediction};
 use clustered_suite::host::cuda_tool;
 use clustered_suite::predict::{
@@ -37,7 +40,7 @@ use clustered_suite::predict::{
 };
 use clustered_suite::suite::{self, Size};
 
-/// Kernels kept out of any fitting (`--fit`), reported apart: five suite
+/// Kernels kept out of any fitting (`--fit`, `--fit-task-loop`), reported apart: five suite
 /// kernels, and the eight ports (Rodinia, Parboil, SHOC), which no
 /// measurement of the model's making included (their first bench run is
 /// `predict/data/h100-2026-11-25-all.json`).
@@ -95,7 +98,7 @@ fn main() -> ExitCode {
 
 fn run() -> Result<(), String> {
     let mut only = None;
-    let (mut sim, mut fit) = (false, false);
+    let (mut sim, mut fit, mut fit_task_loop) = (false, false, false);
     let mut device_path = None;
     let mut bench_path = None;
     let mut skips_path = None;
@@ -107,6 +110,7 @@ fn run() -> Result<(), String> {
             "--all" => only = None,
             "--sim" => sim = true,
             "--fit" => fit = true,
+            "--fit-task-loop" => fit_task_loop = true,
             "--no-register-cap" => register_caps = false,
             "--device" => device_path = Some(args.next().ok_or("--device needs a file")?),
             "--bench" => bench_path = Some(args.next().ok_or("--bench needs a file")?),
@@ -119,7 +123,7 @@ fn run() -> Result<(), String> {
                     .ok_or("--margin needs a fraction, 0 or more (0.25: 25% slower)")?
             }
             other if !other.starts_with("--") => only = Some(other.to_string()),
-            other => return Err(format!("unknown argument `{other}`; usage: predict [KERNEL[,KERNEL...] | --all] [--sim] [--fit] [--device FILE] [--bench FILE] [--skips FILE [--margin FRACTION]] [--no-register-cap]")),
+            other => return Err(format!("unknown argument `{other}`; usage: predict [KERNEL[,KERNEL...] | --all] [--sim] [--fit] [--fit-task-loop] [--device FILE] [--bench FILE] [--skips FILE [--margin FRACTION]] [--no-register-cap]")),
         }
     }
     let mut device = match &device_path {
@@ -169,13 +173,14 @@ fn run() -> Result<(), String> {
         }
     };
     println!(
-        "device model: {} ({} SMs, {} GHz, DRAM {} GB/s, L2 {} GB/s, overlap {}); measurements: {bench_device}; traffic: {}",
+        "device model: {} ({} SMs, {} GHz, DRAM {} GB/s, L2 {} GB/s, overlap {}, task loops +{}); measurements: {bench_device}; traffic: {}",
         device.name,
         device.sm_count,
         device.clock_ghz,
         device.dram_gbps,
         device.l2_gbps,
         device.overlap,
+        device.task_loop_overhead,
         if sim { "simulated (an 8-SM slice of the device's cache profile, ratios to compulsory bytes)" } else { "compulsory bytes (--sim for the simulator's)" }
     );
 
@@ -212,7 +217,10 @@ fn run() -> Result<(), String> {
         }
     }
     if fit {
-        fit_overlap(&mut device, &mut rows);
+        fit_figure(&mut device, &mut rows, Figure::Overlap);
+    }
+    if fit_task_loop {
+        fit_figure(&mut device, &mut rows, Figure::TaskLoop);
     }
     if let Some(path) = &skips_path {
         let text = skips(&rows, &device.name, margin);
@@ -279,10 +287,11 @@ fn measured(bench: &[Record], kernel: &str, label: &str) -> Option<f64> {
 
 fn print_breakdown(rows: &[Row]) {
     println!(
-        "\n{:<18} {:<34} {:>10} {:>4} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7}",
+        "\n{:<18} {:<34} {:>10} {:>5} {:>4} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7}",
         "kernel",
         "schedule",
         "grid",
+        "ctas",
         "regs",
         "occ",
         "issue",
@@ -302,10 +311,11 @@ fn print_breakdown(rows: &[Row]) {
                     format!("{:+.0}%", 100.0 * (p.ms - m) / m)
                 });
                 println!(
-                    "{:<18} {:<34} {:>10} {:>4} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>9} {:>7}",
+                    "{:<18} {:<34} {:>10} {:>5} {:>4} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>9} {:>7}",
                     r.kernel,
                     r.label,
                     p.launched_blocks,
+                    if p.persistent { "loop" } else { "one" },
                     p.registers,
                     format!("{}w", p.warps_per_sm),
                     p.issue_ms,
@@ -411,16 +421,33 @@ fn print_validation(rows: &[Row], bench: &[Record], measured: impl Fn(&Row) -> O
     // Where the orders go wrong: a schedule whose CTAs loop over tasks
     // (agents, persistent, grid-stride) against one launching the kernel's
     // grid, per kernel.
-    let between = kernels
-        .iter()
-        .map(|k| {
-            let looping = |r: &Row| r.prediction.as_ref().is_ok_and(|p| p.persistent);
-            let of_kernel = rows.iter().filter(|r| r.kernel == *k);
-            let loops = pairs(of_kernel.clone().filter(|r| looping(r)), &measured);
-            let launches = pairs(of_kernel.filter(|r| !looping(r)), &measured);
-            Between::of(&loops, &launches, APART)
-        })
-        .fold(Between::default(), |sum, b| sum + b);
+    // Twice: as predicted, and without the task loops' overhead (the
+    // evidence for that figure: the pairs the other terms cannot tell).
+    let between = |without_task_loop: bool| {
+        kernels
+            .iter()
+            .map(|k| {
+                let looping = |r: &Row| r.prediction.as_ref().is_ok_and(|p| p.persistent);
+                let of_kernel = rows.iter().filter(|r| r.kernel == *k);
+                let points = |rows: &mut dyn Iterator<Item = &Row>| -> Vec<(f64, f64)> {
+                    rows.filter_map(|r| {
+                        let p = r.prediction.as_ref().ok()?;
+                        let ms = if without_task_loop {
+                            p.ms - p.task_loop_ms
+                        } else {
+                            p.ms
+                        };
+                        Some((ms, measured(r)?))
+                    })
+                    .collect()
+                };
+                let loops = points(&mut of_kernel.clone().filter(|r| looping(r)));
+                let launches = points(&mut of_kernel.filter(|r| !looping(r)));
+                Between::of(&loops, &launches, APART)
+            })
+            .fold(Between::default(), |sum, b| sum + b)
+    };
+    let (untold, between) = (between(true), between(false));
     if between.pairs > 0 {
         let share = |x: f64| 100.0 * x / between.pairs as f64;
         println!(
@@ -433,6 +460,12 @@ fn print_validation(rows: &[Row], bench: &[Record], measured: impl Fn(&Row) -> O
             share(between.first_predicted_slower),
             between.ordered,
             share(between.ordered)
+        );
+        println!(
+            "  of them predicted within {:.1}% of each other without the task loops' overhead: {}, the loop measured slower in {}",
+            100.0 * NEAR,
+            untold.near,
+            untold.near_first_slower
         );
     }
 }
@@ -448,43 +481,72 @@ fn median(values: &[f64]) -> Option<f64> {
     v.get(v.len() / 2).copied()
 }
 
-/// The overlap fraction that minimises the training kernels' MAPE, applied
-/// to every row (the held-out kernels never inform it).
-fn fit_overlap(device: &mut DeviceModel, rows: &mut [Row]) {
-    let old = device.overlap;
-    let mut best = (f64::INFINITY, old);
-    for step in 0..=20 {
-        let overlap = f64::from(step) * 0.05;
-        let p: Vec<(f64, f64)> = rows
-            .iter()
-            .filter(|r| !HELD_OUT.contains(&r.kernel))
-            .filter_map(|r| {
-                Some((
-                    refit(r.prediction.as_ref().ok()?, old, overlap),
-                    r.measured?,
-                ))
-            })
-            .collect();
-        let m = mape(&p).unwrap_or(f64::INFINITY);
-        if m < best.0 {
-            best = (m, overlap);
-        }
-    }
-    println!(
-        "fit: overlap {:.2} minimises the training kernels' MAPE ({:.1}%); put it in the device file to keep it",
-        best.1, best.0
-    );
-    device.overlap = best.1;
-    for r in rows.iter_mut() {
-        if let Ok(p) = &mut r.prediction {
-            p.ms = refit(p, old, best.1);
-        }
-    }
+/// A device figure that `--fit` or `--fit-task-loop` searches.
+#[derive(Clone, Copy)]
+enum Figure {
+    /// `overlap`: 0, 0.05, .. 1.
+    Overlap,
+    /// `task_loop_overhead`: 0, 0.005, .. 0.15.
+    TaskLoop,
 }
 
-/// A prediction's time under another overlap fraction.
-fn refit(p: &Prediction, old: f64, new: f64) -> f64 {
+/// The value of `figure` that minimises the training kernels' MAPE (the
+/// first of its steps that does), the device's other figures as they are,
+/// applied to every row (the held-out kernels never inform it).
+fn fit_figure(device: &mut DeviceModel, rows: &mut [Row], figure: Figure) {
+    let (overlap, task_loop) = (device.overlap, device.task_loop_overhead);
+    let with = |value: f64| match figure {
+        Figure::Overlap => (value, task_loop),
+        Figure::TaskLoop => (overlap, value),
+    };
+    let candidates: Vec<f64> = match figure {
+        Figure::Overlap => (0..=20).map(|step| f64::from(step) * 0.05).collect(),
+        Figure::TaskLoop => (0..=30).map(|step| f64::from(step) * 0.005).collect(),
+    };
+    let (m, value) = candidates
+        .into_iter()
+        .map(|value| {
+            let (overlap, task_loop) = with(value);
+            let p: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| !HELD_OUT.contains(&r.kernel))
+                .filter_map(|r| {
+                    let p = r.prediction.as_ref().ok()?;
+                    Some((refit(p, device, overlap, task_loop), r.measured?))
+                })
+                .collect();
+            (mape(&p).unwrap_or(f64::INFINITY), value)
+        })
+        .fold((f64::INFINITY, 0.0), |best, this| {
+            if this.0 < best.0 {
+                this
+            } else {
+                best
+            }
+        });
+    let (overlap, task_loop) = with(value);
+    println!(
+        "fit: {} {value} minimises the training kernels' MAPE ({m:.1}%); put it in the device file to keep it",
+        match figure {
+            Figure::Overlap => "overlap",
+            Figure::TaskLoop => "task_loop_overhead",
+        }
+    );
+    for r in rows.iter_mut() {
+        if let Ok(p) = &mut r.prediction {
+            p.ms = refit(p, device, overlap, task_loop);
+            p.task_loop_ms = p.ms - refit(p, device, overlap, 0.0);
+        }
+    }
+    device.overlap = overlap;
+    device.task_loop_overhead = task_loop;
+}
+
+/// A prediction's time under other overlap and task-loop figures.
+fn refit(p: &Prediction, device: &DeviceModel, overlap: f64, task_loop: f64) -> f64 {
     let mut b = [p.issue_ms, p.latency_ms, p.dram_ms, p.l2_ms, p.l1_ms];
     b.sort_by(|x, y| y.total_cmp(x));
-    p.ms + (new - old) * b[1]
+    let bounded = b[0] + overlap * b[1];
+    let task_loop = if p.persistent { task_loop } else { 0.0 };
+    bounded * (1.0 + task_loop) + device.launch_overhead_us / 1000.0
 }
