@@ -351,7 +351,17 @@ fn pairs<'a>(
     rows: impl Iterator<Item = &'a Row>,
     measured: impl Fn(&Row) -> Option<f64>,
 ) -> Vec<(f64, f64)> {
-    rows.filter_map(|r| Some((r.prediction.as_ref().ok()?.ms, measured(r)?)))
+    pairs_of(rows, |p| p.ms, measured)
+}
+
+/// `(predicted, measured)` of each row with both, the prediction's time
+/// as `predicted` takes it.
+fn pairs_of<'a>(
+    rows: impl Iterator<Item = &'a Row>,
+    predicted: impl Fn(&Prediction) -> f64,
+    measured: impl Fn(&Row) -> Option<f64>,
+) -> Vec<(f64, f64)> {
+    rows.filter_map(|r| Some((predicted(r.prediction.as_ref().ok()?), measured(r)?)))
         .collect()
 }
 
@@ -429,20 +439,19 @@ fn print_validation(rows: &[Row], bench: &[Record], measured: impl Fn(&Row) -> O
             .map(|k| {
                 let looping = |r: &Row| r.prediction.as_ref().is_ok_and(|p| p.persistent);
                 let of_kernel = rows.iter().filter(|r| r.kernel == *k);
-                let points = |rows: &mut dyn Iterator<Item = &Row>| -> Vec<(f64, f64)> {
-                    rows.filter_map(|r| {
-                        let p = r.prediction.as_ref().ok()?;
-                        let ms = if without_task_loop {
-                            p.ms - p.task_loop_ms
-                        } else {
-                            p.ms
-                        };
-                        Some((ms, measured(r)?))
-                    })
-                    .collect()
+                let predicted = |p: &Prediction| {
+                    if without_task_loop {
+                        p.ms - p.task_loop_ms
+                    } else {
+                        p.ms
+                    }
                 };
-                let loops = points(&mut of_kernel.clone().filter(|r| looping(r)));
-                let launches = points(&mut of_kernel.filter(|r| !looping(r)));
+                let loops = pairs_of(
+                    of_kernel.clone().filter(|r| looping(r)),
+                    predicted,
+                    &measured,
+                );
+                let launches = pairs_of(of_kernel.filter(|r| !looping(r)), predicted, &measured);
                 Between::of(&loops, &launches, APART)
             })
             .fold(Between::default(), |sum, b| sum + b)
