@@ -54,10 +54,13 @@ pub fn opcode(text: &str) -> &str {
     parts(text).0
 }
 
-/// The global loads the hot loop keeps in flight: in the innermost loop
-/// (a backward branch's range holding no other) with the most `LDG`s, the
-/// most loads issued and not yet read, walking its body once in order. 0
-/// without a loop.
+/// The global loads the hot loop keeps in flight: in the loop (a backward
+/// branch's range) whose own instructions (those of no loop nested in it)
+/// hold the most `LDG`s, the most loads issued and not yet read, walking
+/// those instructions once in order. 0 without a loop. Own instructions,
+/// not the innermost loop: an agent's task loop holds its body's loads and,
+/// nested in it, the claim's spin on a ticket (conv5x5's agents: 25 loads
+/// against the spin's one).
 ///
 /// What the schedule of a body costs when its instructions stay the same:
 /// the agents' copy of naive SGEMM has the baseline's loads and FMAs, but
@@ -74,17 +77,24 @@ pub fn loads_in_flight(sass: &[Instruction]) -> u32 {
         .filter_map(|(at, text)| Some((branch_target(text)?, *at)))
         .filter(|(target, at)| target < at)
         .collect();
-    let innermost = loops.iter().filter(|&&(start, end)| {
-        !loops
+    // The instructions of loop `(start, end)` that no loop nested in it
+    // holds.
+    let own = |(start, end): (u32, u32)| {
+        let nested: Vec<(u32, u32)> = loops
             .iter()
-            .any(|&(s, e)| (s, e) != (start, end) && start <= s && e <= end)
-    });
-    let body = |(start, end): (u32, u32)| {
-        sass.iter()
-            .filter(move |(at, _)| (start..=end).contains(at))
+            .copied()
+            .filter(|&(s, e)| (s, e) != (start, end) && start <= s && e <= end)
+            .collect();
+        sass.iter().filter(move |(at, _)| {
+            (start..=end).contains(at) && !nested.iter().any(|&(s, e)| (s..=e).contains(at))
+        })
     };
-    let loads = |range| body(range).filter(|(_, t)| t.contains("LDG")).count();
-    let Some(&hot) = innermost.max_by_key(|&&range| loads(range)) else {
+    let loads = |range| own(range).filter(|(_, t)| t.contains("LDG")).count();
+    // The most loads; of loops with as many, the shortest (the innermost).
+    let Some(&hot) = loops
+        .iter()
+        .max_by_key(|&&(start, end)| (loads((start, end)), std::cmp::Reverse(end - start)))
+    else {
         return 0;
     };
     // Registers by number: `R14`, and a wide load's `R14` covers R14..R17.
@@ -95,7 +105,7 @@ pub fn loads_in_flight(sass: &[Instruction]) -> u32 {
     };
     let mut pending: Vec<u32> = Vec::new();
     let mut most = 0;
-    for (_, text) in body(hot) {
+    for (_, text) in own(hot) {
         let (opcode, operands) = parts(text);
         let (written, read) = if opcode.starts_with("LDG") {
             let (dest, address) = operands.split_once(',').unwrap_or((operands, ""));
@@ -169,6 +179,19 @@ mod tests {
         let mut nested = batched.clone();
         nested.insert(6, (0x58, "@P1 BRA 0x0".to_string()));
         assert_eq!(loads_in_flight(&nested), 3);
+        // A task loop around its body's loads and a spin on a ticket (one
+        // strong load, read at once): the task loop is the hot one.
+        let claimed = sass(&[
+            "LDG.E.STRONG.GPU R9, desc[UR4][R8.64]",
+            "ISETP.NE.AND P2, PT, R9, RZ, PT",
+            "@P2 BRA 0x0",
+            "LDG.E R4, desc[UR4][R2.64]",
+            "LDG.E R5, desc[UR4][R2.64+0x4]",
+            "FADD R1, R4, R5",
+            "@P0 BRA 0x0",
+            "EXIT",
+        ]);
+        assert_eq!(loads_in_flight(&claimed), 2);
         // No loop: 0.
         assert_eq!(
             loads_in_flight(&sass(&["LDG.E R4, desc[UR4][R2.64]", "EXIT"])),
