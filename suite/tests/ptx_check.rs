@@ -128,3 +128,132 @@ fn a_quad_copy_moves_sixteen_bytes_per_access() {
         "{body:#?}"
     );
 }
+
+/// The stores and reductions at GPU scope that a pool kernel's blocks make
+/// to tell another block something (a task's `done` count, a gate's
+/// signal, the publisher's own count) that are not preceded, on some path
+/// of the entry's control flow since its last barrier, by a fence: each as
+/// (its block's label, the instruction). A task's writes reach another
+/// block only through such a fence (`abi::pool`, "Publication", "Gates");
+/// without it the publisher may report a task before its writes are
+/// visible, which no run of `pool_gpu` showed (docs/BENCHMARKS.md, "The
+/// fence in place").
+fn unfenced_publications(ptx: &str, entry: &str) -> (usize, Vec<(String, String)>) {
+    use clustered_predict::ptx::{Instruction, Module};
+    let module = Module::parse(ptx).expect("the suite's PTX parses");
+    let function = module.function(entry).expect("the entry is in the PTX");
+    let blocks = &function.blocks;
+    let target = |label: &str| function.block_of_label(label);
+    // Successors: a branch's target (an indirect one's table, which the
+    // parser keeps as the statement before it), and the next block unless
+    // the block ends in an unguarded branch, `ret` or `exit`.
+    let successors: Vec<Vec<usize>> = (0..blocks.len())
+        .map(|i| {
+            let Some(last) = blocks[i].instructions.last() else {
+                return vec![i + 1];
+            };
+            let mut next: Vec<usize> = match last.op() {
+                "bra" => last.branch_target().and_then(target).into_iter().collect(),
+                "brx" => blocks[i]
+                    .instructions
+                    .iter()
+                    .filter(|s| s.opcode.starts_with("$L_brx"))
+                    .flat_map(|s| s.operands.iter())
+                    .flat_map(|o| o.split_whitespace())
+                    .filter_map(target)
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let ends = matches!(last.op(), "bra" | "brx" | "ret" | "exit") && last.guard.is_none();
+            if !ends {
+                next.push(i + 1);
+            }
+            next.retain(|&s| s < blocks.len());
+            assert!(
+                last.op() != "brx" || next.len() > 1,
+                "{entry}: an indirect branch's targets were not found"
+            );
+            next
+        })
+        .collect();
+    let publishes =
+        |s: &Instruction| matches!(s.op(), "st" | "red") && s.has("relaxed") && s.has("gpu");
+    // Whether a fence came after the last barrier on every path to a
+    // block's start (must-analysis: false at the entry, true until shown
+    // otherwise elsewhere).
+    let mut fenced_in = vec![true; blocks.len()];
+    fenced_in[0] = false;
+    let walk = |i: usize, fenced: bool, out: &mut Vec<(String, String)>| {
+        let mut fenced = fenced;
+        for s in &blocks[i].instructions {
+            match s.op() {
+                "fence" | "membar" => fenced = true,
+                "bar" | "barrier" => fenced = false,
+                _ if publishes(s) && !fenced => out.push((
+                    blocks[i].label.clone().unwrap_or_default(),
+                    format!("{} {}", s.opcode, s.operands.join(", ")),
+                )),
+                _ => {}
+            }
+        }
+        fenced
+    };
+    loop {
+        let mut changed = false;
+        for i in 0..blocks.len() {
+            let out = walk(i, fenced_in[i], &mut Vec::new());
+            for &s in &successors[i] {
+                if fenced_in[s] && !out {
+                    fenced_in[s] = false;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut unfenced = Vec::new();
+    for (i, &fenced) in fenced_in.iter().enumerate() {
+        walk(i, fenced, &mut unfenced);
+    }
+    let checked = blocks
+        .iter()
+        .flat_map(|b| &b.instructions)
+        .filter(|s| publishes(s))
+        .count();
+    (checked, unfenced)
+}
+
+/// Every pool kernel publishes a task, signals a gate and counts what it
+/// published only after a fence (on every path, since the last barrier);
+/// with the worker's fence taken out of `pool_demo`'s PTX, the check names
+/// the stores it no longer covers.
+#[test]
+fn pool_kernels_publish_only_behind_a_fence() {
+    for entry in ["pool_demo", "pool_generated"] {
+        let (checked, unfenced) = unfenced_publications(clustered_suite::PTX, entry);
+        println!("{entry}: {checked} publications, each behind a fence");
+        assert!(checked >= 3, "{entry}: only {checked} publications found");
+        assert_eq!(unfenced, vec![], "{entry}: publications without a fence");
+    }
+    let marked = clustered_device::abi::ptx::RELEASE_FENCE_GPU_MARKED;
+    let without = edit_entry(clustered_suite::PTX, "pool_demo", |l| {
+        if l.contains(marked) {
+            String::new()
+        } else {
+            l.to_string()
+        }
+    });
+    let (_, unfenced) = unfenced_publications(&without, "pool_demo");
+    println!("pool_demo without its release fence: {unfenced:?}");
+    assert!(
+        unfenced
+            .iter()
+            .any(|(_, s)| s.starts_with("st.relaxed.gpu"))
+            && unfenced
+                .iter()
+                .any(|(_, s)| s.starts_with("red.relaxed.gpu")),
+        "the worker's count and signal, unfenced, were not named: {unfenced:?}"
+    );
+}
