@@ -446,13 +446,11 @@ pub fn predict(
     bounds.sort_by(|a, b| b.0.total_cmp(&a.0));
     let (largest, bound) = bounds[0];
     let second = bounds[1].0;
-    let bounded = largest + device.overlap * second;
-    let task_loop_ms = if launch.persistent {
-        bounded * device.task_loop_overhead
-    } else {
-        0.0
-    };
-    let ms = bounded + task_loop_ms + device.launch_overhead_us / 1000.0;
+    let (ms, task_loop_ms) = timed(
+        [issue_ms, latency_ms, dram_ms, l2_ms, l1_ms],
+        launch.persistent,
+        device,
+    );
     Ok(Prediction {
         entry: query.entry.to_string(),
         ms,
@@ -479,6 +477,44 @@ pub fn predict(
         registers: resources.registers,
         assumptions,
     })
+}
+
+/// The time of a launch whose bounds (ms, any order) are `bounds` on
+/// `device` (module doc), and the part of it that the task loops' overhead
+/// is: the one place the bounds become a time.
+fn timed(mut bounds: [f64; 5], persistent: bool, device: &DeviceModel) -> (f64, f64) {
+    bounds.sort_by(|a, b| b.total_cmp(a));
+    let bounded = bounds[0] + device.overlap * bounds[1];
+    let task_loop_ms = if persistent {
+        bounded * device.task_loop_overhead
+    } else {
+        0.0
+    };
+    (
+        bounded + task_loop_ms + device.launch_overhead_us / 1000.0,
+        task_loop_ms,
+    )
+}
+
+impl Prediction {
+    /// Its time and its task loops' part ([`Prediction::ms`],
+    /// [`Prediction::task_loop_ms`]) on a device with `device`'s figures
+    /// for combining the bounds (`overlap`, `task_loop_overhead`, the launch
+    /// overhead): what a fit of those figures tries, without predicting
+    /// again.
+    pub fn timed_on(&self, device: &DeviceModel) -> (f64, f64) {
+        timed(
+            [
+                self.issue_ms,
+                self.latency_ms,
+                self.dram_ms,
+                self.l2_ms,
+                self.l1_ms,
+            ],
+            self.persistent,
+            device,
+        )
+    }
 }
 
 #[cfg(test)]
@@ -607,6 +643,37 @@ mod tests {
         assert!((looping - 1.1 * launch).abs() < 1e-12, "{looping} {launch}");
         device.task_loop_overhead = 0.0;
         assert_eq!(time(true, &device), (launch, 0.0));
+    }
+
+    /// A prediction timed again on its own device's figures is itself; on
+    /// other figures, what predicting with them gives.
+    #[test]
+    fn a_prediction_times_again_as_predicting_would() {
+        let module = Module::parse(INTERLEAVED).unwrap();
+        let device = DeviceModel::h100_sxm();
+        let predicted = |device: &DeviceModel| {
+            let query = Query {
+                entry: "k",
+                launch: LaunchContext {
+                    persistent: true,
+                    ..blocks_of_256(132 * 8)
+                },
+                dynamic_shared_bytes: 0,
+                resources: None,
+                traffic: Traffic::compulsory(1 << 30),
+            };
+            predict(&module, &query, device).unwrap()
+        };
+        let p = predicted(&device);
+        assert_eq!(p.timed_on(&device), (p.ms, p.task_loop_ms));
+        let other = DeviceModel {
+            overlap: 0.6,
+            task_loop_overhead: 0.05,
+            ..device.clone()
+        };
+        let q = predicted(&other);
+        assert_eq!(p.timed_on(&other), (q.ms, q.task_loop_ms));
+        assert!(q.ms > p.ms && q.task_loop_ms > p.task_loop_ms);
     }
 
     #[test]

@@ -501,61 +501,56 @@ enum Figure {
 
 /// The value of `figure` that minimises the training kernels' MAPE (the
 /// first of its steps that does), the device's other figures as they are,
-/// applied to every row (the held-out kernels never inform it).
+/// applied to every row (the held-out kernels never inform it); prints
+/// each step's MAPE.
 fn fit_figure(device: &mut DeviceModel, rows: &mut [Row], figure: Figure) {
-    let (overlap, task_loop) = (device.overlap, device.task_loop_overhead);
-    let with = |value: f64| match figure {
-        Figure::Overlap => (value, task_loop),
-        Figure::TaskLoop => (overlap, value),
+    let (name, steps): (&str, Vec<f64>) = match figure {
+        Figure::Overlap => ("overlap", (0..=20).map(|s| f64::from(s) * 0.05).collect()),
+        Figure::TaskLoop => (
+            "task_loop_overhead",
+            (0..=30).map(|s| f64::from(s) * 0.005).collect(),
+        ),
     };
-    let candidates: Vec<f64> = match figure {
-        Figure::Overlap => (0..=20).map(|step| f64::from(step) * 0.05).collect(),
-        Figure::TaskLoop => (0..=30).map(|step| f64::from(step) * 0.005).collect(),
+    let with = |value: f64| {
+        let mut tried = device.clone();
+        match figure {
+            Figure::Overlap => tried.overlap = value,
+            Figure::TaskLoop => tried.task_loop_overhead = value,
+        }
+        tried
     };
-    let (m, value) = candidates
+    let tried: Vec<(f64, f64)> = steps
         .into_iter()
         .map(|value| {
-            let (overlap, task_loop) = with(value);
+            let tried = with(value);
             let p: Vec<(f64, f64)> = rows
                 .iter()
                 .filter(|r| !HELD_OUT.contains(&r.kernel))
-                .filter_map(|r| {
-                    let p = r.prediction.as_ref().ok()?;
-                    Some((refit(p, device, overlap, task_loop), r.measured?))
-                })
+                .filter_map(|r| Some((r.prediction.as_ref().ok()?.timed_on(&tried).0, r.measured?)))
                 .collect();
-            (mape(&p).unwrap_or(f64::INFINITY), value)
+            (value, mape(&p).unwrap_or(f64::INFINITY))
         })
-        .fold((f64::INFINITY, 0.0), |best, this| {
-            if this.0 < best.0 {
+        .collect();
+    let (value, m) = tried
+        .iter()
+        .copied()
+        .fold((0.0, f64::INFINITY), |best, this| {
+            if this.1 < best.1 {
                 this
             } else {
                 best
             }
         });
-    let (overlap, task_loop) = with(value);
+    let steps: Vec<String> = tried.iter().map(|(v, m)| format!("{v}: {m:.2}%")).collect();
     println!(
-        "fit: {} {value} minimises the training kernels' MAPE ({m:.1}%); put it in the device file to keep it",
-        match figure {
-            Figure::Overlap => "overlap",
-            Figure::TaskLoop => "task_loop_overhead",
-        }
+        "fit: the training kernels' MAPE by {name}: {}",
+        steps.join(", ")
     );
+    println!("fit: {name} {value} minimises it ({m:.2}%); put it in the device file to keep it");
+    *device = with(value);
     for r in rows.iter_mut() {
         if let Ok(p) = &mut r.prediction {
-            p.ms = refit(p, device, overlap, task_loop);
-            p.task_loop_ms = p.ms - refit(p, device, overlap, 0.0);
+            (p.ms, p.task_loop_ms) = p.timed_on(device);
         }
     }
-    device.overlap = overlap;
-    device.task_loop_overhead = task_loop;
-}
-
-/// A prediction's time under other overlap and task-loop figures.
-fn refit(p: &Prediction, device: &DeviceModel, overlap: f64, task_loop: f64) -> f64 {
-    let mut b = [p.issue_ms, p.latency_ms, p.dram_ms, p.l2_ms, p.l1_ms];
-    b.sort_by(|x, y| y.total_cmp(x));
-    let bounded = b[0] + overlap * b[1];
-    let task_loop = if p.persistent { task_loop } else { 0.0 };
-    bounded * (1.0 + task_loop) + device.launch_overhead_us / 1000.0
 }
