@@ -72,6 +72,12 @@ pub fn ordered_pairs(points: &[(f64, f64)], apart: f64) -> Option<(f64, usize)> 
     (total > 0).then_some((agreeing, total))
 }
 
+/// Whether `x` and `y` differ by no more than the fraction `fraction` of the
+/// smaller.
+fn within(x: f64, y: f64, fraction: f64) -> bool {
+    x.max(y) <= x.min(y) * (1.0 + fraction)
+}
+
 /// A pair of `(predicted, measured)` points `a`, `b` that the measurement
 /// decides (the one definition of "apart" and of how a tie counts).
 struct Decided {
@@ -86,8 +92,7 @@ impl Decided {
     /// `apart` of the smaller.
     fn of(a: (f64, f64), b: (f64, f64), apart: f64) -> Option<Decided> {
         let a_slower = a.1 > b.1;
-        let (low, high) = if a_slower { (b.1, a.1) } else { (a.1, b.1) };
-        (high > low * (1.0 + apart)).then_some(Decided {
+        (!within(a.1, b.1, apart)).then_some(Decided {
             a_slower,
             a_predicted_slower: if a.0 == b.0 {
                 0.5
@@ -145,8 +150,7 @@ impl Between {
                     between.first_slower += usize::from(pair.a_slower);
                     between.first_predicted_slower += pair.a_predicted_slower;
                     between.ordered += pair.ordered();
-                    let (low, high) = (a.0.min(b.0), a.0.max(b.0));
-                    if high <= low * (1.0 + NEAR) {
+                    if within(a.0, b.0, NEAR) {
                         between.near += 1;
                         between.near_first_slower += usize::from(pair.a_slower);
                     }
