@@ -499,3 +499,47 @@ fn the_barrier_chain_counts_every_barrier_of_every_thread() {
     .unwrap();
     assert_eq!(out[1], 5 * u64::from(CHAIN_PER_ITERATION));
 }
+
+/// `fence_chain` in every mode counts its rounds, leaves each thread's last
+/// store (none without stores) and thread 0's flag of the last round: the
+/// rounds the GPU times are the ones intended, whatever the fence.
+#[test]
+fn the_fence_chain_runs_every_round_in_every_mode() {
+    let machine = Machine::new(1);
+    let (threads, rounds) = (128u32, 7u32);
+    for fence in [
+        FENCE_NONE,
+        FENCE_RELEASE_GPU,
+        FENCE_ACQ_REL_GPU,
+        FENCE_ACQ_REL_SYS,
+    ] {
+        for stores in [true, false] {
+            let mode = if stores {
+                fence
+            } else {
+                fence | FENCE_WITHOUT_STORES
+            };
+            let mut scratch = vec![u32::MAX; threads as usize + 1];
+            let mut out = [0u64; 2];
+            // SAFETY: scratch holds threads + 1 words, out 2.
+            unsafe {
+                launch_entry(
+                    fence_chain::KERNEL,
+                    &machine,
+                    launch(1, threads),
+                    &ClusterOptions::default(),
+                    &mut NoObserver,
+                    (mode, rounds, &mut scratch, &mut out),
+                )
+            }
+            .unwrap();
+            assert_eq!(out[1], u64::from(rounds), "mode {mode:#x}");
+            let last = rounds - 1;
+            for t in 0..threads {
+                let want = if stores { last ^ t } else { u32::MAX };
+                assert_eq!(scratch[t as usize], want, "mode {mode:#x}, thread {t}");
+            }
+            assert_eq!(scratch[threads as usize], last, "mode {mode:#x}: the flag");
+        }
+    }
+}
