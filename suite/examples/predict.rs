@@ -5,7 +5,7 @@
 //! cargo run --release --example predict -- KERNEL[,KERNEL...]   # breakdown per schedule
 //! cargo run --release --example predict -- --all --sim          # every kernel, traffic from the simulator
 //!     [--device predict/devices/h100-sxm.json] [--bench FILE] [--fit] [--fit-task-loop]
-//!     [--skips FILE [--margin 0.25]] [--no-register-cap]
+//!     [--skips FILE [--margin 0.25]] [--rerun FILE] [--no-register-cap]
 //! ```
 //!
 //! Per schedule: the launch the host plans (its grid, and whether its CTAs
@@ -22,6 +22,10 @@
 //! `--skips FILE` writes, per kernel, the entries of its automatic family
 //! predicted slower than its baseline by more than `--margin` (a fraction):
 //! `bench --skip FILE` tunes the automatic choice without them.
+//! `--rerun FILE` orders `--bench`'s schedules by a second measured run
+//! instead of by the model, kernel by kernel beside the model on the same
+//! schedules: how far a run's own orders repeat, the most a prediction of
+//! them can reach.
 //! Registers are those the loader runs (`Gpu::load_module` keeps schedules
 //! at their kernel's occupancy); `--no-register-cap` takes ptxas's own, as
 //! the bench runs recorded before those caps ran.
@@ -82,6 +86,8 @@ struct Row {
     entry: &'static str,
     prediction: Result<Prediction, String>,
     measured: Option<f64>,
+    /// In the `--rerun` file.
+    rerun: Option<f64>,
     /// In the newer 7-kernel run (`bench::H100_2026_11_25`).
     newer: Option<f64>,
 }
@@ -102,6 +108,7 @@ fn run() -> Result<(), String> {
     let mut device_path = None;
     let mut bench_path = None;
     let mut skips_path = None;
+    let mut rerun_path = None;
     let mut margin = 0.25;
     let mut register_caps = true;
     let mut args = std::env::args().skip(1);
@@ -115,6 +122,7 @@ fn run() -> Result<(), String> {
             "--device" => device_path = Some(args.next().ok_or("--device needs a file")?),
             "--bench" => bench_path = Some(args.next().ok_or("--bench needs a file")?),
             "--skips" => skips_path = Some(args.next().ok_or("--skips needs a file")?),
+            "--rerun" => rerun_path = Some(args.next().ok_or("--rerun needs a bench file")?),
             "--margin" => {
                 margin = args
                     .next()
@@ -123,7 +131,7 @@ fn run() -> Result<(), String> {
                     .ok_or("--margin needs a fraction, 0 or more (0.25: 25% slower)")?
             }
             other if !other.starts_with("--") => only = Some(other.to_string()),
-            other => return Err(format!("unknown argument `{other}`; usage: predict [KERNEL[,KERNEL...] | --all] [--sim] [--fit] [--fit-task-loop] [--device FILE] [--bench FILE] [--skips FILE [--margin FRACTION]] [--no-register-cap]")),
+            other => return Err(format!("unknown argument `{other}`; usage: predict [KERNEL[,KERNEL...] | --all] [--sim] [--fit] [--fit-task-loop] [--device FILE] [--bench FILE] [--skips FILE [--margin FRACTION]] [--rerun FILE] [--no-register-cap]")),
         }
     }
     let mut device = match &device_path {
@@ -138,6 +146,13 @@ fn run() -> Result<(), String> {
         None => H100_BENCH.to_string(),
     };
     let (bench_device, bench) = records(&bench_text).map_err(|e| format!("bench file: {e}"))?;
+    let rerun = match &rerun_path {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+            Some(records(&text).map_err(|e| format!("{path}: {e}"))?)
+        }
+        None => None,
+    };
     let mut newer_bench = Vec::new();
     for text in H100_2026_11_25 {
         newer_bench.extend(records(text).map_err(|e| format!("newer bench: {e}"))?.1);
@@ -212,6 +227,7 @@ fn run() -> Result<(), String> {
                 entry,
                 prediction,
                 measured: measured_here,
+                rerun: rerun.as_ref().and_then(|(_, r)| measured(r, name, label)),
                 newer: measured(&newer_bench, name, label),
             });
         }
@@ -230,6 +246,9 @@ fn run() -> Result<(), String> {
     print_breakdown(&rows);
     if only.is_none() || rows.iter().filter(|r| r.measured.is_some()).count() > 3 {
         print_validation(&rows, &bench, |r| r.measured);
+    }
+    if let Some((rerun_device, _)) = &rerun {
+        print_rerun(&rows, &bench_device, rerun_device);
     }
     // The shipped newer run was measured on an H100: compared only with
     // predictions for one.
@@ -477,6 +496,71 @@ fn print_validation(rows: &[Row], bench: &[Record], measured: impl Fn(&Row) -> O
             untold.near_first_slower
         );
     }
+}
+
+/// `--rerun`: per kernel, over the schedules measured in both runs, how
+/// the second run orders the first's (its Spearman and ordered pairs)
+/// beside how the model does on the same schedules.
+fn print_rerun(rows: &[Row], first: &str, second: &str) {
+    println!("\nthe same schedules measured again (--rerun; {second}) against the model, each against --bench ({first})");
+    println!(
+        "{:<18} {:>9} {:>8} {:>14} {:>14} {:>14} {:>14}",
+        "kernel",
+        "schedules",
+        "drift",
+        "rerun spearman",
+        "model spearman",
+        "rerun ordered",
+        "model ordered"
+    );
+    let mut kernels: Vec<&str> = rows.iter().map(|r| r.kernel).collect();
+    kernels.dedup();
+    let (mut rho_rerun, mut rho_model) = (Vec::new(), Vec::new());
+    let (mut right_rerun, mut right_model, mut apart) = (0.0, 0.0, 0);
+    let show = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+    for k in kernels {
+        let both: Vec<&Row> = rows
+            .iter()
+            .filter(|r| {
+                r.kernel == k && r.measured.is_some() && r.rerun.is_some() && r.prediction.is_ok()
+            })
+            .collect();
+        if both.len() < 2 {
+            continue;
+        }
+        // The second run in the place of a prediction of the first.
+        let rerun: Vec<(f64, f64)> = both
+            .iter()
+            .filter_map(|r| Some((r.rerun?, r.measured?)))
+            .collect();
+        let model = pairs(both.iter().copied(), |r| r.measured);
+        let (s_rerun, s_model) = (spearman(&rerun), spearman(&model));
+        rho_rerun.extend(s_rerun);
+        rho_model.extend(s_model);
+        let ordered = |p: &[(f64, f64)]| ordered_pairs(p, APART);
+        if let (Some((r, n)), Some((m, _))) = (ordered(&rerun), ordered(&model)) {
+            (right_rerun, right_model, apart) = (right_rerun + r, right_model + m, apart + n);
+        }
+        println!(
+            "{:<18} {:>9} {:>7.1}% {:>14} {:>14} {:>14} {:>14}",
+            k,
+            both.len(),
+            mape(&rerun).unwrap_or(f64::NAN),
+            show(s_rerun),
+            show(s_model),
+            ordered(&rerun).map_or("-".to_string(), |(r, n)| format!("{r}/{n}")),
+            ordered(&model).map_or("-".to_string(), |(r, n)| format!("{r}/{n}")),
+        );
+    }
+    let share = |right: f64| 100.0 * right / apart.max(1) as f64;
+    println!(
+        "median per-kernel spearman: rerun {}, model {}; pairs more than {:.0}% apart in --bench ordered right: rerun {right_rerun} of {apart} ({:.0}%), model {right_model} ({:.0}%)",
+        show(median(&rho_rerun)),
+        show(median(&rho_model)),
+        APART * 100.0,
+        share(right_rerun),
+        share(right_model)
+    );
 }
 
 /// Measured times closer than this fraction are an order that a rerun may
