@@ -7,8 +7,10 @@
 use clustered_suite::calibrate::{
     chase, chase_cycle, rate_per_sm, read_sum_expected, sm_spans, Chain, ChaseLayout,
 };
-use clustered_suite::host::cpu::{launch_entry, CpuLaunch, Machine, NoObserver};
-use clustered_suite::host::ClusterOptions;
+use clustered_suite::host::cpu::{
+    launch_entry, CpuLaunch, CpuLaunchError, CpuRun, Host, Machine, NoObserver,
+};
+use clustered_suite::host::{ClusterOptions, Entry, KernelFn};
 use kernels::calibrate::*;
 
 fn launch(grid: u32, block: u32) -> CpuLaunch {
@@ -17,6 +19,31 @@ fn launch(grid: u32, block: u32) -> CpuLaunch {
         block: [block, 1, 1],
         dynamic_shared_bytes: 0,
         resident_blocks: 4,
+    }
+}
+
+/// A calibration kernel's launch as the GPU's calibration makes it: no
+/// cluster options, nothing observed.
+///
+/// # Safety
+/// As [`launch_entry`]'s: the arguments are the buffers the kernel reads
+/// and writes, as long as it indexes them.
+unsafe fn run<K: KernelFn>(
+    entry: Entry<K>,
+    machine: &Machine,
+    at: CpuLaunch,
+    args: K::Args<'_, Host>,
+) -> Result<CpuRun, CpuLaunchError> {
+    // SAFETY: the caller's.
+    unsafe {
+        launch_entry(
+            entry,
+            machine,
+            at,
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            args,
+        )
     }
 }
 
@@ -43,21 +70,17 @@ fn the_pointer_chases_end_where_the_hosts_walk_ends() {
         // start is one, and out holds 2 words.
         let run = unsafe {
             if past_l1 {
-                launch_entry(
+                run(
                     pointer_chase_l2::KERNEL,
                     &machine,
                     launch(1, 1),
-                    &ClusterOptions::default(),
-                    &mut NoObserver,
                     (&next, start, warm, steps, &mut out),
                 )
             } else {
-                launch_entry(
+                run(
                     pointer_chase::KERNEL,
                     &machine,
                     launch(1, 1),
-                    &ClusterOptions::default(),
-                    &mut NoObserver,
                     (&next, start, warm, steps, &mut out),
                 )
             }
@@ -80,12 +103,10 @@ fn a_chase_outside_its_array_stops_the_run() {
     let mut out = [0u64; 2];
     // SAFETY: the CPU backend checks every traced load against the buffer.
     let run = unsafe {
-        launch_entry(
+        run(
             pointer_chase::KERNEL,
             &Machine::new(1),
             launch(1, 1),
-            &ClusterOptions::default(),
-            &mut NoObserver,
             (&next[..], 0, 0, 3, &mut out[..]),
         )
     };
@@ -99,12 +120,10 @@ fn the_chains_compute_the_hosts_values() {
     let (mut out, mut cycles) = (vec![0f32; 32], vec![0u64; 32]);
     // SAFETY: 32 threads, both buffers hold 32 elements.
     unsafe {
-        launch_entry(
+        run(
             fp32_chain::KERNEL,
             &machine,
             launch(1, 32),
-            &ClusterOptions::default(),
-            &mut NoObserver,
             (iters, a, b, &mut out, &mut cycles),
         )
     }
@@ -121,12 +140,10 @@ fn the_chains_compute_the_hosts_values() {
     let (mut out, mut cycles) = (vec![0u32; 32], vec![0u64; 32]);
     // SAFETY: as above.
     unsafe {
-        launch_entry(
+        run(
             int_chain::KERNEL,
             &machine,
             launch(1, 32),
-            &ClusterOptions::default(),
-            &mut NoObserver,
             (iters, ia, ib, &mut out, &mut cycles),
         )
     }
@@ -151,12 +168,10 @@ fn the_throughput_kernel_computes_and_stamps_every_warp() {
     let mut stamps = vec![u64::MAX; threads / 32 * STAMP_WORDS];
     // SAFETY: out holds one element per thread, stamps 3 per warp.
     unsafe {
-        launch_entry(
+        run(
             fp32_throughput::KERNEL,
             &machine,
             launch(blocks, block),
-            &ClusterOptions::default(),
-            &mut NoObserver,
             (iters, a, b, &mut out, &mut stamps),
         )
     }
@@ -218,12 +233,10 @@ fn the_bandwidth_kernel_reads_every_element_once_per_pass() {
         let mut sums = vec![0u32; threads];
         // SAFETY: data holds n elements, sums one per thread.
         unsafe {
-            launch_entry(
+            run(
                 read_sum::KERNEL,
                 &machine,
                 launch(grid, 32),
-                &ClusterOptions::default(),
-                &mut NoObserver,
                 (&data, data.len() as u32, passes, &mut sums),
             )
         }
@@ -252,12 +265,10 @@ fn the_scattered_loads_sum_what_the_host_sums_and_span_the_lines_said() {
         // SAFETY: data holds SCATTER_WORDS elements, sums one per thread,
         // stamps 3 per warp; blocks of 64 threads.
         unsafe {
-            launch_entry(
+            run(
                 l1_scattered_loads::KERNEL,
                 &machine,
                 launch(blocks, block),
-                &ClusterOptions::default(),
-                &mut NoObserver,
                 (&data, stride, iters, &mut sums, &mut stamps),
             )
         }
@@ -289,12 +300,10 @@ fn the_scattered_stores_write_every_word_a_sector_in_part_per_lane() {
     let mut data = vec![0u32; rows as usize * 32];
     // SAFETY: data holds rows x 32 elements, rows is a power of two.
     unsafe {
-        launch_entry(
+        run(
             scattered_stores::KERNEL,
             &machine,
             launch(2, 32),
-            &ClusterOptions::default(),
-            &mut NoObserver,
             (&mut data, rows, passes),
         )
     }
@@ -328,12 +337,10 @@ fn the_other_classes_kernels_compute_the_hosts_values() {
     let (mut out, mut cycles) = (vec![0f32; 32], vec![0u64; 32]);
     // SAFETY: 32 threads, both buffers hold 32 elements.
     unsafe {
-        launch_entry(
+        run(
             sfu_chain::KERNEL,
             &machine,
             launch(1, 32),
-            &ClusterOptions::default(),
-            &mut NoObserver,
             (iters, &mut out, &mut cycles),
         )
     }
@@ -356,12 +363,10 @@ fn the_other_classes_kernels_compute_the_hosts_values() {
     let mut stamps = vec![u64::MAX; threads / 32 * STAMP_WORDS];
     // SAFETY: one element per thread, 3 stamps per warp.
     unsafe {
-        launch_entry(
+        run(
             sfu_throughput::KERNEL,
             &machine,
             launch(blocks, block),
-            &ClusterOptions::default(),
-            &mut NoObserver,
             (iters, &mut sums, &mut stamps),
         )
     }
@@ -380,12 +385,10 @@ fn the_other_classes_kernels_compute_the_hosts_values() {
     let mut stamps = vec![u64::MAX; threads / 32 * STAMP_WORDS];
     // SAFETY: as above.
     unsafe {
-        launch_entry(
+        run(
             int_throughput::KERNEL,
             &machine,
             launch(blocks, block),
-            &ClusterOptions::default(),
-            &mut NoObserver,
             (iters, a, b, &mut out, &mut stamps),
         )
     }
@@ -405,12 +408,10 @@ fn the_other_classes_kernels_compute_the_hosts_values() {
     let shared_iters = 20u32;
     // SAFETY: as above; blocks of a multiple of 32 threads.
     unsafe {
-        launch_entry(
+        run(
             shared_throughput::KERNEL,
             &machine,
             launch(blocks, block),
-            &ClusterOptions::default(),
-            &mut NoObserver,
             (shared_iters, &mut out, &mut stamps),
         )
     }
@@ -439,12 +440,10 @@ fn the_shared_and_atomic_chases_end_where_the_hosts_walk_ends() {
         // SAFETY: next holds SHARED_WORDS indices below SHARED_WORDS, out 2
         // words; the block's 64 threads share the copy.
         unsafe {
-            launch_entry(
+            run(
                 shared_chase::KERNEL,
                 &machine,
                 launch(1, 64),
-                &ClusterOptions::default(),
-                &mut NoObserver,
                 (&next, start, steps, &mut out),
             )
         }
@@ -467,12 +466,10 @@ fn the_shared_and_atomic_chases_end_where_the_hosts_walk_ends() {
     // SAFETY: every index of the chain is a slot below its length, out
     // holds 2 words.
     unsafe {
-        launch_entry(
+        run(
             atom_chase::KERNEL,
             &machine,
             launch(1, 1),
-            &ClusterOptions::default(),
-            &mut NoObserver,
             (&mut chain, start, 300u32, &mut out),
         )
     }
@@ -487,12 +484,10 @@ fn the_barrier_chain_counts_every_barrier_of_every_thread() {
     let mut out = [0u64; 2];
     // SAFETY: out holds 2 words.
     unsafe {
-        launch_entry(
+        run(
             barrier_chain::KERNEL,
             &machine,
             launch(1, 96),
-            &ClusterOptions::default(),
-            &mut NoObserver,
             (5u32, &mut out),
         )
     }
@@ -523,12 +518,10 @@ fn the_fence_chain_runs_every_round_in_every_mode() {
             let mut out = [0u64; 2];
             // SAFETY: scratch holds threads + 1 words, out 2.
             unsafe {
-                launch_entry(
+                run(
                     fence_chain::KERNEL,
                     &machine,
                     launch(1, threads),
-                    &ClusterOptions::default(),
-                    &mut NoObserver,
                     (mode, rounds, &mut scratch, &mut out),
                 )
             }
