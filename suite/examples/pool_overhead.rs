@@ -31,6 +31,10 @@
 //! - `pool chain ..., no gates`: the chain on a pool with
 //!   `PoolConfig::gates(false)`: no entry signals a counter, what a chain
 //!   pays for gates it never waits on.
+//! - `..., pool_empty`: the 16-byte rows and the chain on a pool of
+//!   `kernels::pool::pool_empty`, whose only body is the empty task's,
+//!   where `pool_demo` carries nine (96 registers): what the worker's loop
+//!   costs with nothing beside it, as a graph of empty launches has none.
 //! - `launch per task`: N launches of `empty_launch` on one stream, then a
 //!   synchronisation (the stream orders them: a chain too).
 //! - `graph`: the same N launches captured once into a CUDA graph, then
@@ -87,10 +91,19 @@ fn pool_rows(
     blocks: Option<u32>,
     report: RowReport,
 ) {
-    let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
-    // (depth, gates): the full rows, version 1's dispatch, the chain alone
-    // without gates.
-    for (depth, gates) in [(DEFAULT_DEPTH, true), (1, true), (DEFAULT_DEPTH, false)] {
+    let demo = module.kernel("pool_demo").expect("pool_demo is in the PTX");
+    let empty = module
+        .kernel("pool_empty")
+        .expect("pool_empty is in the PTX");
+    // (kernel, depth, gates): the full rows, version 1's dispatch, the chain
+    // alone without gates; then a kernel with no body but the empty one.
+    for (kernel, depth, gates) in [
+        (&demo, DEFAULT_DEPTH, true),
+        (&demo, 1, true),
+        (&demo, DEFAULT_DEPTH, false),
+        (&empty, DEFAULT_DEPTH, true),
+    ] {
+        let only_empty = std::ptr::eq(kernel, &empty);
         let mut config = PoolConfig::new(KINDS)
             .block_threads(128)
             .depth(depth)
@@ -99,7 +112,7 @@ fn pool_rows(
         if let Some(blocks) = blocks {
             config = config.blocks(blocks);
         }
-        let pool = match TaskPool::gpu(gpu, &kernel, config) {
+        let pool = match TaskPool::gpu(gpu, kernel, config) {
             Ok(pool) => pool,
             Err(e) => {
                 println!("the pool did not start: {e}");
@@ -110,18 +123,19 @@ fn pool_rows(
             "pool: {} resident blocks, rings of {RING_ENTRIES}, up to {depth} task(s) in flight per block",
             pool.slots()
         );
-        let suffix = match (depth, gates) {
-            (1, _) => ", depth 1",
-            (_, false) => ", no gates",
+        let suffix = match (only_empty, depth, gates) {
+            (true, ..) => ", pool_empty",
+            (_, 1, _) => ", depth 1",
+            (_, _, false) => ", no gates",
             _ => "",
         };
         // Warm up: every block takes a few tasks.
         run_independent(&pool, pool.slots() * 4, 1, 16, 1);
         // The full set of rows at full depth; the 16-byte ones at depth 1;
         // only the chain without gates.
-        let bytes: &[usize] = match (depth, gates) {
-            (1, _) => &[16],
-            (_, false) => &[],
+        let bytes: &[usize] = match (only_empty, depth, gates) {
+            (true, ..) | (_, 1, _) => &[16],
+            (_, _, false) => &[],
             _ => &[16, 32, 64],
         };
         for &bytes in bytes {
@@ -132,7 +146,7 @@ fn pool_rows(
                 );
             }
         }
-        if depth > 1 && gates {
+        if depth > 1 && gates && !only_empty {
             for producers in [1u32, 4] {
                 report(
                     &format!("pool independent, {producers} producers, batches of {BATCH}"),

@@ -1,7 +1,8 @@
 //! The task pool (issue 15) on the CPU backend: the demo pool kernel
 //! (`kernels::pool::pool_demo`), unchanged, and the pool that `task_pool!`
 //! writes from ordinary kernels (`kernels::pool::pool_generated`), served by
-//! `TaskPool`'s scheduler thread. No GPU needed.
+//! `TaskPool`'s scheduler thread, and the benchmark's pool of empty tasks
+//! (`kernels::pool::pool_empty`). No GPU needed.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread;
@@ -20,10 +21,10 @@ use clustered_suite::reference;
 use kernels::early_exit::{ragged_sum, ragged_sum_args};
 use kernels::pool::pool_generated;
 use kernels::pool::{
-    kmeans_assign_launch, kmeans_update_launch, pool_demo, sgemm64_batched, sgemm64_launch,
-    KmeansAssign, KmeansUpdate, Mark, Order, Record, Saxpy, Sgemm64, Step, Wait, EMPTY, KINDS,
-    KMEANS_ASSIGN, KMEANS_SUB, KMEANS_UPDATE, MARK, ORDER, RECORD, SAXPY, SGEMM64, SGEMM64_CTAS,
-    STEP, WAIT,
+    kmeans_assign_launch, kmeans_update_launch, pool_demo, pool_empty, sgemm64_batched,
+    sgemm64_launch, KmeansAssign, KmeansUpdate, Mark, Order, Record, Saxpy, Sgemm64, Step, Wait,
+    EMPTY, KINDS, KMEANS_ASSIGN, KMEANS_SUB, KMEANS_UPDATE, MARK, ORDER, RECORD, SAXPY, SGEMM64,
+    SGEMM64_CTAS, STEP, WAIT,
 };
 use kernels::vector::{accumulate, accumulate_args, vector_add, vector_add_args};
 
@@ -134,6 +135,47 @@ fn every_task_runs_exactly_once_when_four_threads_push() {
     for (i, count) in runs.iter().enumerate() {
         assert_eq!(count.load(Ordering::Relaxed), 1, "task {i} ran that often");
     }
+    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
+}
+
+/// `pool_empty`, the benchmark's pool with no body but the empty task's,
+/// runs a chain (each task after the previous: they ride in one ring) and
+/// independent tasks between its links, each once, each returning its
+/// payload's first word.
+#[test]
+fn the_empty_pool_runs_a_chain_and_independent_tasks_once_each() {
+    let config = PoolConfig::new(KINDS)
+        .blocks(4)
+        .block_threads(THREADS)
+        .timeout(Duration::from_secs(60));
+    let pool = TaskPool::cpu(Machine::new(2), 3, pool_empty, config).unwrap();
+    let mut pushed = Vec::new();
+    let mut link: Option<Ticket> = None;
+    for i in 0..60u32 {
+        let task = Task::new(EMPTY, 1, [1000 + i, 0, 0, 0]);
+        let ticket = if i % 3 == 0 {
+            let after: Vec<Ticket> = link.into_iter().collect();
+            let ticket = pool.push_after(task, &after).unwrap();
+            link = Some(ticket);
+            ticket
+        } else {
+            pool.push(task).unwrap()
+        };
+        pushed.push((ticket, u64::from(1000 + i)));
+    }
+    let mut popped: Vec<(Ticket, Outcome)> = (0..pushed.len())
+        .map(|_| {
+            let done = pool.pop_finished().unwrap();
+            (done.ticket, done.outcome)
+        })
+        .collect();
+    assert_eq!(pool.try_pop_finished(), None, "no task comes out twice");
+    popped.sort_by_key(|(ticket, _)| *ticket);
+    let want: Vec<(Ticket, Outcome)> = pushed
+        .into_iter()
+        .map(|(ticket, result)| (ticket, Outcome::Ran { result }))
+        .collect();
+    assert_eq!(popped, want);
     assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
 }
 

@@ -231,7 +231,7 @@ fn unfenced_publications(ptx: &str, entry: &str) -> (usize, Vec<(String, String)
 /// the stores it no longer covers.
 #[test]
 fn pool_kernels_publish_only_behind_a_fence() {
-    for entry in ["pool_demo", "pool_generated"] {
+    for entry in ["pool_demo", "pool_generated", "pool_empty"] {
         let (checked, unfenced) = unfenced_publications(clustered_suite::PTX, entry);
         println!("{entry}: {checked} publications, each behind a fence");
         assert!(checked >= 3, "{entry}: only {checked} publications found");
