@@ -25,7 +25,7 @@
 //! `--rerun FILE` orders `--bench`'s schedules by a second measured run
 //! instead of by the model, kernel by kernel beside the model on the same
 //! schedules: how far a run's own orders repeat, the most a prediction of
-//! them can reach.
+//! them can reach (`drift`: the second run's MAPE against the first).
 //! Registers are those the loader runs (`Gpu::load_module` keeps schedules
 //! at their kernel's occupancy); `--no-register-cap` takes ptxas's own, as
 //! the bench runs recorded before those caps ran.
