@@ -13,33 +13,32 @@ use clustered_suite::host::cpu::{
 use clustered_suite::host::{ClusterOptions, Entry, KernelFn};
 use kernels::calibrate::*;
 
-fn launch(grid: u32, block: u32) -> CpuLaunch {
-    CpuLaunch {
-        grid: [grid, 1, 1],
-        block: [block, 1, 1],
-        dynamic_shared_bytes: 0,
-        resident_blocks: 4,
-    }
-}
-
-/// A calibration kernel's launch as the GPU's calibration makes it: no
-/// cluster options, nothing observed.
+/// Runs a calibration kernel as the GPU's calibration launches it: `grid`
+/// blocks of `block` threads (x only), no cluster options, nothing
+/// observed.
 ///
 /// # Safety
 /// As [`launch_entry`]'s: the arguments are the buffers the kernel reads
 /// and writes, as long as it indexes them.
-unsafe fn run<K: KernelFn>(
+unsafe fn run_kernel<K: KernelFn>(
     entry: Entry<K>,
     machine: &Machine,
-    at: CpuLaunch,
+    grid: u32,
+    block: u32,
     args: K::Args<'_, Host>,
 ) -> Result<CpuRun, CpuLaunchError> {
+    let launch = CpuLaunch {
+        grid: [grid, 1, 1],
+        block: [block, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 4,
+    };
     // SAFETY: the caller's.
     unsafe {
         launch_entry(
             entry,
             machine,
-            at,
+            launch,
             &ClusterOptions::default(),
             &mut NoObserver,
             args,
@@ -70,17 +69,19 @@ fn the_pointer_chases_end_where_the_hosts_walk_ends() {
         // start is one, and out holds 2 words.
         let run = unsafe {
             if past_l1 {
-                run(
+                run_kernel(
                     pointer_chase_l2::KERNEL,
                     &machine,
-                    launch(1, 1),
+                    1,
+                    1,
                     (&next, start, warm, steps, &mut out),
                 )
             } else {
-                run(
+                run_kernel(
                     pointer_chase::KERNEL,
                     &machine,
-                    launch(1, 1),
+                    1,
+                    1,
                     (&next, start, warm, steps, &mut out),
                 )
             }
@@ -103,10 +104,11 @@ fn a_chase_outside_its_array_stops_the_run() {
     let mut out = [0u64; 2];
     // SAFETY: the CPU backend checks every traced load against the buffer.
     let run = unsafe {
-        run(
+        run_kernel(
             pointer_chase::KERNEL,
             &Machine::new(1),
-            launch(1, 1),
+            1,
+            1,
             (&next[..], 0, 0, 3, &mut out[..]),
         )
     };
@@ -120,10 +122,11 @@ fn the_chains_compute_the_hosts_values() {
     let (mut out, mut cycles) = (vec![0f32; 32], vec![0u64; 32]);
     // SAFETY: 32 threads, both buffers hold 32 elements.
     unsafe {
-        run(
+        run_kernel(
             fp32_chain::KERNEL,
             &machine,
-            launch(1, 32),
+            1,
+            32,
             (iters, a, b, &mut out, &mut cycles),
         )
     }
@@ -140,10 +143,11 @@ fn the_chains_compute_the_hosts_values() {
     let (mut out, mut cycles) = (vec![0u32; 32], vec![0u64; 32]);
     // SAFETY: as above.
     unsafe {
-        run(
+        run_kernel(
             int_chain::KERNEL,
             &machine,
-            launch(1, 32),
+            1,
+            32,
             (iters, ia, ib, &mut out, &mut cycles),
         )
     }
@@ -168,10 +172,11 @@ fn the_throughput_kernel_computes_and_stamps_every_warp() {
     let mut stamps = vec![u64::MAX; threads / 32 * STAMP_WORDS];
     // SAFETY: out holds one element per thread, stamps 3 per warp.
     unsafe {
-        run(
+        run_kernel(
             fp32_throughput::KERNEL,
             &machine,
-            launch(blocks, block),
+            blocks,
+            block,
             (iters, a, b, &mut out, &mut stamps),
         )
     }
@@ -233,10 +238,11 @@ fn the_bandwidth_kernel_reads_every_element_once_per_pass() {
         let mut sums = vec![0u32; threads];
         // SAFETY: data holds n elements, sums one per thread.
         unsafe {
-            run(
+            run_kernel(
                 read_sum::KERNEL,
                 &machine,
-                launch(grid, 32),
+                grid,
+                32,
                 (&data, data.len() as u32, passes, &mut sums),
             )
         }
@@ -265,10 +271,11 @@ fn the_scattered_loads_sum_what_the_host_sums_and_span_the_lines_said() {
         // SAFETY: data holds SCATTER_WORDS elements, sums one per thread,
         // stamps 3 per warp; blocks of 64 threads.
         unsafe {
-            run(
+            run_kernel(
                 l1_scattered_loads::KERNEL,
                 &machine,
-                launch(blocks, block),
+                blocks,
+                block,
                 (&data, stride, iters, &mut sums, &mut stamps),
             )
         }
@@ -300,10 +307,11 @@ fn the_scattered_stores_write_every_word_a_sector_in_part_per_lane() {
     let mut data = vec![0u32; rows as usize * 32];
     // SAFETY: data holds rows x 32 elements, rows is a power of two.
     unsafe {
-        run(
+        run_kernel(
             scattered_stores::KERNEL,
             &machine,
-            launch(2, 32),
+            2,
+            32,
             (&mut data, rows, passes),
         )
     }
@@ -337,10 +345,11 @@ fn the_other_classes_kernels_compute_the_hosts_values() {
     let (mut out, mut cycles) = (vec![0f32; 32], vec![0u64; 32]);
     // SAFETY: 32 threads, both buffers hold 32 elements.
     unsafe {
-        run(
+        run_kernel(
             sfu_chain::KERNEL,
             &machine,
-            launch(1, 32),
+            1,
+            32,
             (iters, &mut out, &mut cycles),
         )
     }
@@ -363,10 +372,11 @@ fn the_other_classes_kernels_compute_the_hosts_values() {
     let mut stamps = vec![u64::MAX; threads / 32 * STAMP_WORDS];
     // SAFETY: one element per thread, 3 stamps per warp.
     unsafe {
-        run(
+        run_kernel(
             sfu_throughput::KERNEL,
             &machine,
-            launch(blocks, block),
+            blocks,
+            block,
             (iters, &mut sums, &mut stamps),
         )
     }
@@ -385,10 +395,11 @@ fn the_other_classes_kernels_compute_the_hosts_values() {
     let mut stamps = vec![u64::MAX; threads / 32 * STAMP_WORDS];
     // SAFETY: as above.
     unsafe {
-        run(
+        run_kernel(
             int_throughput::KERNEL,
             &machine,
-            launch(blocks, block),
+            blocks,
+            block,
             (iters, a, b, &mut out, &mut stamps),
         )
     }
@@ -408,10 +419,11 @@ fn the_other_classes_kernels_compute_the_hosts_values() {
     let shared_iters = 20u32;
     // SAFETY: as above; blocks of a multiple of 32 threads.
     unsafe {
-        run(
+        run_kernel(
             shared_throughput::KERNEL,
             &machine,
-            launch(blocks, block),
+            blocks,
+            block,
             (shared_iters, &mut out, &mut stamps),
         )
     }
@@ -440,10 +452,11 @@ fn the_shared_and_atomic_chases_end_where_the_hosts_walk_ends() {
         // SAFETY: next holds SHARED_WORDS indices below SHARED_WORDS, out 2
         // words; the block's 64 threads share the copy.
         unsafe {
-            run(
+            run_kernel(
                 shared_chase::KERNEL,
                 &machine,
-                launch(1, 64),
+                1,
+                64,
                 (&next, start, steps, &mut out),
             )
         }
@@ -466,10 +479,11 @@ fn the_shared_and_atomic_chases_end_where_the_hosts_walk_ends() {
     // SAFETY: every index of the chain is a slot below its length, out
     // holds 2 words.
     unsafe {
-        run(
+        run_kernel(
             atom_chase::KERNEL,
             &machine,
-            launch(1, 1),
+            1,
+            1,
             (&mut chain, start, 300u32, &mut out),
         )
     }
@@ -483,15 +497,7 @@ fn the_barrier_chain_counts_every_barrier_of_every_thread() {
     let machine = Machine::new(1);
     let mut out = [0u64; 2];
     // SAFETY: out holds 2 words.
-    unsafe {
-        run(
-            barrier_chain::KERNEL,
-            &machine,
-            launch(1, 96),
-            (5u32, &mut out),
-        )
-    }
-    .unwrap();
+    unsafe { run_kernel(barrier_chain::KERNEL, &machine, 1, 96, (5u32, &mut out)) }.unwrap();
     assert_eq!(out[1], 5 * u64::from(CHAIN_PER_ITERATION));
 }
 
@@ -518,10 +524,11 @@ fn the_fence_chain_runs_every_round_in_every_mode() {
             let mut out = [0u64; 2];
             // SAFETY: scratch holds threads + 1 words, out 2.
             unsafe {
-                run(
+                run_kernel(
                     fence_chain::KERNEL,
                     &machine,
-                    launch(1, threads),
+                    1,
+                    threads,
                     (mode, rounds, &mut scratch, &mut out),
                 )
             }
