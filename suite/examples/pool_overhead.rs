@@ -91,19 +91,55 @@ fn pool_rows(
     blocks: Option<u32>,
     report: RowReport,
 ) {
-    let demo = module.kernel("pool_demo").expect("pool_demo is in the PTX");
-    let empty = module
-        .kernel("pool_empty")
-        .expect("pool_empty is in the PTX");
-    // (kernel, depth, gates): the full rows, version 1's dispatch, the chain
-    // alone without gates; then a kernel with no body but the empty one.
-    for (kernel, depth, gates) in [
-        (&demo, DEFAULT_DEPTH, true),
-        (&demo, 1, true),
-        (&demo, DEFAULT_DEPTH, false),
-        (&empty, DEFAULT_DEPTH, true),
-    ] {
-        let only_empty = std::ptr::eq(kernel, &empty);
+    // Each pool and the rows it runs: the full rows, version 1's dispatch,
+    // the chain alone without gates; then a kernel with no body but the
+    // empty one.
+    let pools = [
+        Rows {
+            kernel: "pool_demo",
+            depth: DEFAULT_DEPTH,
+            gates: true,
+            suffix: "",
+            bytes: &[16, 32, 64],
+            batches: true,
+        },
+        Rows {
+            kernel: "pool_demo",
+            depth: 1,
+            gates: true,
+            suffix: ", depth 1",
+            bytes: &[16],
+            batches: false,
+        },
+        Rows {
+            kernel: "pool_demo",
+            depth: DEFAULT_DEPTH,
+            gates: false,
+            suffix: ", no gates",
+            bytes: &[],
+            batches: false,
+        },
+        Rows {
+            kernel: "pool_empty",
+            depth: DEFAULT_DEPTH,
+            gates: true,
+            suffix: ", pool_empty",
+            bytes: &[16],
+            batches: false,
+        },
+    ];
+    for Rows {
+        kernel,
+        depth,
+        gates,
+        suffix,
+        bytes,
+        batches,
+    } in pools
+    {
+        let kernel = module
+            .kernel(kernel)
+            .unwrap_or_else(|e| panic!("{kernel}: {e}"));
         let mut config = PoolConfig::new(KINDS)
             .block_threads(128)
             .depth(depth)
@@ -112,7 +148,7 @@ fn pool_rows(
         if let Some(blocks) = blocks {
             config = config.blocks(blocks);
         }
-        let pool = match TaskPool::gpu(gpu, kernel, config) {
+        let pool = match TaskPool::gpu(gpu, &kernel, config) {
             Ok(pool) => pool,
             Err(e) => {
                 println!("the pool did not start: {e}");
@@ -123,21 +159,8 @@ fn pool_rows(
             "pool: {} resident blocks, rings of {RING_ENTRIES}, up to {depth} task(s) in flight per block",
             pool.slots()
         );
-        let suffix = match (only_empty, depth, gates) {
-            (true, ..) => ", pool_empty",
-            (_, 1, _) => ", depth 1",
-            (_, _, false) => ", no gates",
-            _ => "",
-        };
         // Warm up: every block takes a few tasks.
         run_independent(&pool, pool.slots() * 4, 1, 16, 1);
-        // The full set of rows at full depth; the 16-byte ones at depth 1;
-        // only the chain without gates.
-        let bytes: &[usize] = match (only_empty, depth, gates) {
-            (true, ..) | (_, 1, _) => &[16],
-            (_, _, false) => &[],
-            _ => &[16, 32, 64],
-        };
         for &bytes in bytes {
             for producers in [1u32, 4] {
                 report(
@@ -146,7 +169,7 @@ fn pool_rows(
                 );
             }
         }
-        if depth > 1 && gates && !only_empty {
+        if batches {
             for producers in [1u32, 4] {
                 report(
                     &format!("pool independent, {producers} producers, batches of {BATCH}"),
@@ -168,6 +191,20 @@ fn pool_rows(
             Err(e) => println!("shutdown: {e}"),
         }
     }
+}
+
+/// One pool of `pool_rows` and what it measures.
+struct Rows {
+    /// The pool kernel in the suite's PTX.
+    kernel: &'static str,
+    depth: u32,
+    gates: bool,
+    /// After each row's name.
+    suffix: &'static str,
+    /// Payload sizes of the independent rows (1 and 4 producers each).
+    bytes: &'static [usize],
+    /// The rows of batches of [`BATCH`].
+    batches: bool,
 }
 
 /// Pushes a chain of `tasks` empty tasks, each after the previous, and
