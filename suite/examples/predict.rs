@@ -535,8 +535,11 @@ fn print_rerun(rows: &[Row], first: &str, second: &str) {
             .collect();
         let model = pairs(both.iter().copied(), |r| r.measured);
         let (s_rerun, s_model) = (spearman(&rerun), spearman(&model));
-        rho_rerun.extend(s_rerun);
-        rho_model.extend(s_model);
+        // Both medians over the same kernels.
+        if let (Some(a), Some(b)) = (s_rerun, s_model) {
+            rho_rerun.push(a);
+            rho_model.push(b);
+        }
         let ordered = |p: &[(f64, f64)]| ordered_pairs(p, APART);
         if let (Some((r, n)), Some((m, _))) = (ordered(&rerun), ordered(&model)) {
             (right_rerun, right_model, apart) = (right_rerun + r, right_model + m, apart + n);
