@@ -453,7 +453,10 @@ pub unsafe fn pool_demo(slots: *mut Slot) {
 /// with no body beside it (`pool_demo` holds nine, 96 registers and about
 /// 1900 SASS instructions), for `pool_overhead`'s rows that ask what a
 /// task costs the loop alone, as a CUDA graph of [`empty_launch`] does.
-/// A task's result is its payload's first word.
+/// A task's result is its payload's first word, so the worker reads one
+/// payload word where `pool_demo`'s reads all 16 for its bodies: on an
+/// H200 most of what a chained task costs less here (docs/BENCHMARKS.md,
+/// "A pool of empty tasks alone").
 ///
 /// # Safety
 /// As [`pool_demo`](fn@pool_demo).

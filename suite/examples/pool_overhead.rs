@@ -34,7 +34,8 @@
 //! - `..., pool_empty`: the 16-byte rows and the chain on a pool of
 //!   `kernels::pool::pool_empty`, whose only body is the empty task's,
 //!   where `pool_demo` carries nine (96 registers): what the worker's loop
-//!   costs with nothing beside it, as a graph of empty launches has none.
+//!   costs with nothing beside it, as a graph of empty launches has none
+//!   (its tasks read one payload word, `pool_demo`'s worker all 16).
 //! - `launch per task`: N launches of `empty_launch` on one stream, then a
 //!   synchronisation (the stream orders them: a chain too).
 //! - `graph`: the same N launches captured once into a CUDA graph, then
