@@ -141,42 +141,50 @@ fn every_task_runs_exactly_once_when_four_threads_push() {
 /// `pool_empty`, the benchmark's pool with no body but the empty task's,
 /// runs a chain (each task after the previous: they ride in one ring) and
 /// independent tasks between its links, each once, each returning its
-/// payload's first word.
+/// payload's first word; also under shuffled thread orders with the race
+/// detector on.
 #[test]
 fn the_empty_pool_runs_a_chain_and_independent_tasks_once_each() {
-    let config = PoolConfig::new(KINDS)
-        .blocks(4)
-        .block_threads(THREADS)
-        .timeout(Duration::from_secs(60));
-    let pool = TaskPool::cpu(Machine::new(2), 3, pool_empty, config).unwrap();
-    let mut pushed = Vec::new();
-    let mut link: Option<Ticket> = None;
-    for i in 0..60u32 {
-        let task = Task::new(EMPTY, 1, [1000 + i, 0, 0, 0]);
-        let ticket = if i % 3 == 0 {
-            let after: Vec<Ticket> = link.into_iter().collect();
-            let ticket = pool.push_after(task, &after).unwrap();
-            link = Some(ticket);
-            ticket
-        } else {
-            pool.push(task).unwrap()
-        };
-        pushed.push((ticket, u64::from(1000 + i)));
+    // In order, then under shuffled thread orders with the race detector on.
+    for machine in [
+        Machine::new(2),
+        Machine::new(2).interleave(5).check_races(true),
+        Machine::new(2).interleave(17).check_races(true),
+    ] {
+        let config = PoolConfig::new(KINDS)
+            .blocks(4)
+            .block_threads(THREADS)
+            .timeout(Duration::from_secs(60));
+        let pool = TaskPool::cpu(machine, 3, pool_empty, config).unwrap();
+        let mut pushed = Vec::new();
+        let mut link: Option<Ticket> = None;
+        for i in 0..60u32 {
+            let task = Task::new(EMPTY, 1, [1000 + i, 0, 0, 0]);
+            let ticket = if i % 3 == 0 {
+                let after: Vec<Ticket> = link.into_iter().collect();
+                let ticket = pool.push_after(task, &after).unwrap();
+                link = Some(ticket);
+                ticket
+            } else {
+                pool.push(task).unwrap()
+            };
+            pushed.push((ticket, u64::from(1000 + i)));
+        }
+        let mut popped: Vec<(Ticket, Outcome)> = (0..pushed.len())
+            .map(|_| {
+                let done = pool.pop_finished().unwrap();
+                (done.ticket, done.outcome)
+            })
+            .collect();
+        assert_eq!(pool.try_pop_finished(), None, "no task comes out twice");
+        popped.sort_by_key(|(ticket, _)| *ticket);
+        let want: Vec<(Ticket, Outcome)> = pushed
+            .into_iter()
+            .map(|(ticket, result)| (ticket, Outcome::Ran { result }))
+            .collect();
+        assert_eq!(popped, want);
+        assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
     }
-    let mut popped: Vec<(Ticket, Outcome)> = (0..pushed.len())
-        .map(|_| {
-            let done = pool.pop_finished().unwrap();
-            (done.ticket, done.outcome)
-        })
-        .collect();
-    assert_eq!(pool.try_pop_finished(), None, "no task comes out twice");
-    popped.sort_by_key(|(ticket, _)| *ticket);
-    let want: Vec<(Ticket, Outcome)> = pushed
-        .into_iter()
-        .map(|(ticket, result)| (ticket, Outcome::Ran { result }))
-        .collect();
-    assert_eq!(popped, want);
-    assert_eq!(pool.shutdown(Shutdown::Drain), Ok(Vec::new()));
 }
 
 /// Batches: four threads push batches with `push_many` (one lock per batch,
