@@ -26,6 +26,8 @@ pub struct LaunchContext {
     pub grid: [u32; 3],
     /// Block (threads) as launched.
     pub block: [u32; 3],
+    /// Blocks per thread block cluster as launched (`[1, 1, 1]`: none).
+    pub cluster: [u32; 3],
     /// Parameter values by parameter index.
     pub params: Vec<ParamValue>,
     /// Original tasks (CTAs of the kernel as written) per launched CTA: 1 for
@@ -118,7 +120,18 @@ pub struct FlowAnalysis {
     pub executions: Vec<f64>,
 }
 
-const SPECIAL: &[&str] = &["%tid", "%ntid", "%ctaid", "%nctaid"];
+/// The special registers the launch decides (none of the names is a prefix
+/// of another: matched with `starts_with`, `.x` and the like after them).
+const SPECIAL: &[&str] = &[
+    "%tid",
+    "%ntid",
+    "%ctaid",
+    "%nctaid",
+    "%cluster_nctarank",
+    "%cluster_ctarank",
+    "%cluster_nctaid",
+    "%cluster_ctaid",
+];
 
 struct Cfg {
     successors: Vec<Vec<usize>>,
@@ -384,12 +397,19 @@ impl Evaluator<'_> {
                 _ => 0,
             };
             let (grid, block_dim) = (self.context.grid[axis], self.context.block[axis]);
+            let cluster = self.context.cluster[axis];
+            let cluster_blocks: u32 = self.context.cluster.iter().product();
             return match *special {
                 "%ntid" => Some(block_dim.into()),
                 "%nctaid" => Some(grid.into()),
+                "%cluster_nctaid" => Some(cluster.into()),
+                "%cluster_nctarank" => Some(cluster_blocks.into()),
                 _ if self.uniform => None,
-                // The representative thread: the middle of the grid.
+                // The representative thread: the middle of the grid (and
+                // of its cluster).
                 "%ctaid" => Some((grid / 2).into()),
+                "%cluster_ctaid" => Some((cluster / 2).into()),
+                "%cluster_ctarank" => Some((cluster_blocks / 2).into()),
                 _ => Some((block_dim / 2).into()),
             };
         }
@@ -1015,6 +1035,7 @@ mod tests {
         LaunchContext {
             grid: [64, 1, 1],
             block: [256, 1, 1],
+            cluster: [1, 1, 1],
             params: params
                 .into_iter()
                 .map(|p| p.map_or(ParamValue::Unknown, ParamValue::Scalar))
@@ -1054,6 +1075,44 @@ $L__BB0_1:
         // Unknown parameter: assumed, and said so.
         let flow = analyse(k, &context(vec![None]));
         assert!(matches!(flow.loops[0].trips, Trips::Assumed { .. }));
+    }
+
+    /// A loop over the blocks of the thread block cluster (a DSMEM kernel
+    /// storing into each), behind a branch on the cluster's size.
+    const OVER_THE_CLUSTER: &str = r#"
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	mov.u32 	%r1, %cluster_nctaid.x;
+	mov.u32 	%r9, %cluster_nctarank;
+	setp.eq.b32 	%p2, %r9, 1;
+	@%p2 bra 	$L__BB0_3;
+	mov.b32 	%r2, 0;
+$L__BB0_1:
+	st.shared::cluster.f32 [%r3], %f1;
+	add.s32 	%r2, %r2, 1;
+	setp.lt.u32 	%p1, %r2, %r1;
+	@%p1 bra 	$L__BB0_1;
+$L__BB0_3:
+	ret;
+}
+"#;
+
+    #[test]
+    fn the_cluster_s_size_is_a_launch_dimension() {
+        let module = Module::parse(OVER_THE_CLUSTER).unwrap();
+        let k = module.function("k").unwrap();
+        let in_clusters = |cluster| LaunchContext {
+            cluster,
+            ..context(vec![None])
+        };
+        let flow = analyse(k, &in_clusters([4, 2, 1]));
+        assert_eq!(flow.loops[0].trips, Trips::Known(4));
+        assert_eq!(flow.executions, [1.0, 1.0, 4.0, 1.0]);
+        // A cluster of one: the branch on its rank count skips the loop.
+        let flow = analyse(k, &in_clusters([1, 1, 1]));
+        assert_eq!(flow.executions, [1.0, 0.0, 0.0, 1.0]);
     }
 
     /// LLVM's rotated, unrolled form: a counter counting down to zero.

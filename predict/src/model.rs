@@ -527,6 +527,7 @@ mod tests {
         LaunchContext {
             grid: [ctas, 1, 1],
             block: [256, 1, 1],
+            cluster: [1, 1, 1],
             params: Vec::new(),
             tasks_per_block: 1.0,
             tasks_per_claim: 1.0,

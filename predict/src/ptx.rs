@@ -115,12 +115,18 @@ impl Class {
         let mut parts = opcode.split('.');
         let op = parts.next().unwrap_or("");
         let has = |suffix: &str| opcode.split('.').any(|p| p == suffix);
+        // `shared::cta` and `shared::cluster` (another block's shared
+        // memory in the cluster, DSMEM) are shared memory too; a remote
+        // access's longer latency is not modelled.
+        let shared = opcode
+            .split('.')
+            .any(|p| p == "shared" || p.starts_with("shared::"));
         let float = |width: &str| opcode.ends_with(width) || has(width);
         match op {
             "ld" | "ldu" => {
                 if has("global") {
                     Class::LoadGlobal
-                } else if has("shared") {
+                } else if shared {
                     Class::LoadShared
                 } else if has("local") {
                     Class::Local
@@ -133,7 +139,7 @@ impl Class {
                 }
             }
             "st" => {
-                if has("shared") {
+                if shared {
                     Class::StoreShared
                 } else if has("local") {
                     Class::Local
@@ -144,6 +150,11 @@ impl Class {
                 }
             }
             "atom" | "red" => Class::Atomic,
+            // A cluster barrier's arrive releases (unless `.relaxed`):
+            // ptxas lowers it to `MEMBAR.ALL.GPU` before the arrival
+            // (`clustered_device::cluster::cluster_sync`), so it costs a
+            // GPU-scope fence; the wait is a barrier.
+            "barrier" if has("cluster") && has("arrive") && !has("relaxed") => Class::Fence,
             "bar" | "barrier" => Class::Barrier,
             "membar" | "fence" => Class::Fence,
             "bra" | "brx" | "call" | "ret" | "exit" => Class::Branch,
@@ -565,6 +576,8 @@ $L__BB0_1:                  // =>This Inner Loop Header
             ("ld.shared.u32", Class::LoadShared),
             ("ld.param.b64", Class::Param),
             ("st.shared.f32", Class::StoreShared),
+            ("st.shared::cluster.f32", Class::StoreShared),
+            ("ld.shared::cta.u32", Class::LoadShared),
             ("atom.relaxed.gpu.global.inc.u32", Class::Atomic),
             ("div.rn.f32", Class::Expanded),
             ("div.approx.ftz.f32", Class::Sfu),
@@ -576,6 +589,10 @@ $L__BB0_1:                  // =>This Inner Loop Header
             ("cvt.rn.f32.s32", Class::Convert),
             ("bar.sync", Class::Barrier),
             ("barrier.sync.aligned", Class::Barrier),
+            ("barrier.cluster.arrive", Class::Fence),
+            ("barrier.cluster.arrive.release.aligned", Class::Fence),
+            ("barrier.cluster.arrive.relaxed", Class::Barrier),
+            ("barrier.cluster.wait", Class::Barrier),
             ("fence.acq_rel.gpu", Class::Fence),
             ("membar.gl", Class::Fence),
             ("prefetch.global.L2", Class::Prefetch),

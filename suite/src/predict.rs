@@ -282,6 +282,7 @@ pub fn planned_launch(
     let mut launch = LaunchContext {
         grid: shape.grid,
         block: shape.block,
+        cluster: variant.options.cluster_dims(),
         params,
         tasks_per_block: 1.0,
         tasks_per_claim: 1.0,

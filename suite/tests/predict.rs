@@ -246,3 +246,61 @@ fn registers_are_the_loaders() {
         Some(own["atax_columns"])
     );
 }
+
+/// Thread block clusters are launch dimensions: each DSMEM schedule's
+/// planned launch carries its clusters, the kernel's loops over the
+/// cluster's blocks are counted from them, and a larger cluster costs more
+/// (its stores into other blocks and its cluster barrier's fence; the bench
+/// measured 1x1 < 2x1 < 4x2 on both GPUs, docs/PREDICTION.md).
+#[test]
+fn thread_block_clusters_are_launch_dimensions() {
+    use clustered_suite::predict::planned_launch;
+    use clustered_suite::suite::select;
+    let module = Module::parse(clustered_suite::PTX).unwrap();
+    let device = DeviceModel::h100_sxm();
+    let (_, build) = select(Some("sgemm_tiled")).unwrap()[0];
+    let workload = build(Size::Benchmark);
+    let variant = |label: &str| workload.variants.iter().find(|v| v.label == label).unwrap();
+    for (label, cluster) in [
+        ("baseline", [1, 1, 1]),
+        ("DSMEM cluster 4x2", [4, 2, 1]),
+        ("raster G=8 cluster 8", [8, 1, 1]),
+    ] {
+        let launch = planned_launch(&workload, variant(label), &device, None).unwrap();
+        assert_eq!(launch.cluster, cluster, "{label}");
+    }
+    let predicted: BTreeMap<_, _> = predict_workload(
+        &module,
+        &workload,
+        None,
+        &device,
+        &LoadedResources::uncapped(BTreeMap::new()),
+        &BTreeMap::new(),
+    )
+    .into_iter()
+    .map(|(label, _, p)| (label, p.unwrap()))
+    .collect();
+    let dsmem = |side: &str| &predicted[format!("DSMEM cluster {side}").as_str()];
+    for side in ["1x1", "2x1", "4x2"] {
+        assert!(
+            dsmem(side)
+                .loops
+                .iter()
+                .all(|l| matches!(l.trips, Trips::Known(_))),
+            "{side}: {:?}",
+            dsmem(side).loops
+        );
+    }
+    assert!(
+        dsmem("1x1").ms < dsmem("2x1").ms,
+        "{} {}",
+        dsmem("1x1").ms,
+        dsmem("2x1").ms
+    );
+    assert!(
+        dsmem("2x1").ms < dsmem("4x2").ms,
+        "{} {}",
+        dsmem("2x1").ms,
+        dsmem("4x2").ms
+    );
+}

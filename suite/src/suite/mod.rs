@@ -346,6 +346,10 @@ pub struct VariantOptions {
     pub raster_group: Option<RasterGroup>,
     /// [`ClusterOptions::block_cluster`].
     pub block_cluster: Option<u32>,
+    /// A plain kernel launched in thread block clusters of `[x, y, z]`
+    /// blocks ([`clustered_host::LaunchConfig::with_block_cluster`]; the CPU
+    /// backend runs every block as a cluster of one).
+    pub plain_cluster: Option<[u32; 3]>,
 }
 
 impl VariantOptions {
@@ -353,22 +357,39 @@ impl VariantOptions {
     pub const NONE: VariantOptions = VariantOptions {
         raster_group: None,
         block_cluster: None,
+        plain_cluster: None,
     };
 
     /// A raster's band chosen at launch.
     pub const fn band(group: RasterGroup) -> VariantOptions {
         VariantOptions {
             raster_group: Some(group),
-            block_cluster: None,
+            ..Self::NONE
         }
     }
 
     /// Thread block clusters of `width` blocks along x.
     pub const fn block_cluster(width: u32) -> VariantOptions {
         VariantOptions {
-            raster_group: None,
             block_cluster: Some(width),
+            ..Self::NONE
         }
+    }
+
+    /// A plain kernel in thread block clusters of `cluster` blocks.
+    pub const fn plain_cluster(cluster: [u32; 3]) -> VariantOptions {
+        VariantOptions {
+            plain_cluster: Some(cluster),
+            ..Self::NONE
+        }
+    }
+
+    /// The blocks of each thread block cluster the launch asks for
+    /// (`[1, 1, 1]`: none): a schedule's width along x, or a plain
+    /// kernel's clusters.
+    pub fn cluster_dims(&self) -> [u32; 3] {
+        self.plain_cluster
+            .unwrap_or([self.block_cluster.unwrap_or(1), 1, 1])
     }
 
     /// `base` with these options set over it.
@@ -665,13 +686,14 @@ macro_rules! block_cluster_variant {
         $crate::suite::Variant {
             label: $label,
             kernel: $module::$kernel::KERNEL.name(),
-            options: $crate::suite::VariantOptions::NONE,
+            options: $crate::suite::VariantOptions::plain_cluster($cluster),
             cpu: $crate::suite::CpuEntry::Plain(|args| {
                 $crate::suite::call_kernel!($module::$kernel, args, $args)
             }),
             gpu: |target, buffers, args| {
+                let options = $crate::suite::VariantOptions::plain_cluster($cluster);
                 let target = $crate::suite::GpuTarget {
-                    original: target.original.with_block_cluster($cluster),
+                    original: target.original.with_block_cluster(options.cluster_dims()),
                     ..*target
                 };
                 $crate::suite::launch_gpu!($module::$kernel::KERNEL, target, buffers, args, $args)
