@@ -607,6 +607,41 @@ pub const FENCE_ACQ_REL_SYS: u32 = 3;
 /// round to wait for.
 pub const FENCE_WITHOUT_STORES: u32 = 0x100;
 
+/// Cluster barriers: every thread of every block runs `iters x 8`
+/// `cluster_sync()` (`barrier.cluster.arrive` and `.wait` in a cluster of
+/// more than one block: a GPU-scope fence, then the wait for every block of
+/// the cluster; `bar.sync` in a cluster of one) with nothing between them;
+/// each block's first thread writes `out[2 * block]` = the cycles and
+/// `out[2 * block + 1]` = the barriers it counted. What a DSMEM kernel's
+/// step pays for its cluster.
+///
+/// # Safety
+/// `out` holds 2 words per block.
+#[kernel]
+pub unsafe fn cluster_barrier_chain(iters: u32, out: *mut u64) {
+    use clustered_device::cluster::cluster_sync;
+    use clustered_device::thread::{block_idx_x, thread_idx_x};
+    let begin = clock64();
+    let mut count = 0u64;
+    for _ in 0..iters {
+        cluster_sync();
+        cluster_sync();
+        cluster_sync();
+        cluster_sync();
+        cluster_sync();
+        cluster_sync();
+        cluster_sync();
+        cluster_sync();
+        count += u64::from(CHAIN_PER_ITERATION);
+    }
+    let end = clock64();
+    if thread_idx_x() == 0 {
+        let at = 2 * block_idx_x() as usize;
+        *out.add(at) = end - begin;
+        *out.add(at + 1) = count;
+    }
+}
+
 /// A fence as a pool task's publication runs it: per round every thread
 /// of one block stores a word into `scratch` (relaxed, as a task's
 /// results; not with [`FENCE_WITHOUT_STORES`]), the block meets at a

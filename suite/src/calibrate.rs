@@ -18,10 +18,10 @@ use clustered_host::{ClusterOptions, CudaSlice, Gpu, LaunchConfig, Module};
 use clustered_predict::device::{ClassFigures, DeviceError};
 use clustered_predict::DeviceModel;
 use kernels::calibrate::{
-    atom_chase, barrier_chain, fence_chain, fp32_chain, fp32_throughput, int_chain, int_throughput,
-    l1_scattered_loads, pointer_chase, pointer_chase_l2, read_sum, scattered_stores,
-    scattered_value, scattered_word, sfu_chain, sfu_throughput, shared_base, shared_chase,
-    shared_throughput, shared_word, xor_add8, CHAIN_PER_ITERATION, FENCE_ACQ_REL_GPU,
+    atom_chase, barrier_chain, cluster_barrier_chain, fence_chain, fp32_chain, fp32_throughput,
+    int_chain, int_throughput, l1_scattered_loads, pointer_chase, pointer_chase_l2, read_sum,
+    scattered_stores, scattered_value, scattered_word, sfu_chain, sfu_throughput, shared_base,
+    shared_chase, shared_throughput, shared_word, xor_add8, CHAIN_PER_ITERATION, FENCE_ACQ_REL_GPU,
     FENCE_ACQ_REL_SYS, FENCE_NONE, FENCE_RELEASE_GPU, FENCE_WITHOUT_STORES,
     FP32_CHAIN_PER_ITERATION, FP32_THROUGHPUT_PER_ITERATION, INT_CHAIN_PER_ITERATION,
     INT_THROUGHPUT_PER_ITERATION, SCATTER_LOADS_PER_ITERATION, SCATTER_WORDS,
@@ -1144,6 +1144,15 @@ pub fn measure(
         ),
     );
     calibration.extras.extend(fence_extras);
+    // Printed, not written: the model costs a cluster barrier as its
+    // arrive's fence and a barrier (docs/PREDICTION.md, "Thread block
+    // clusters as launch dimensions"); these say what a round takes.
+    match cluster_barrier_costs(gpu, module, runs, props.sm_count) {
+        Ok(extras) => calibration.extras.extend(extras),
+        Err(e) => calibration
+            .warnings
+            .push(format!("cluster barriers: not measured: {e}")),
+    }
     let blocks_per_sm = (props.max_threads_per_sm / BLOCK).max(1);
     // Printed, not written: ptxas spreads PTX's integer class over pipes
     // (IMAD on the FMA pipe; ISETP, LEA, SHF, LOP3 on the ALU pipe) in
@@ -2063,6 +2072,72 @@ fn bar_latency(gpu: &Gpu, module: &Module, runs: usize) -> Result<Vec<f64>, Cali
             )
         }
     })
+}
+
+/// Threads of [`cluster_barrier_chain`](fn@cluster_barrier_chain)'s
+/// blocks: the DSMEM SGEMM's (32 x 32), two to an SM.
+const CLUSTER_BLOCK: u32 = 1024;
+
+/// Cycles per `cluster_sync()` round of
+/// [`cluster_barrier_chain`](fn@cluster_barrier_chain), median over every
+/// block and run, in clusters of 2, 4 and 8 blocks along x: one cluster
+/// alone, and clusters on every SM (two blocks of [`CLUSTER_BLOCK`]
+/// threads each, as the DSMEM SGEMM runs).
+fn cluster_barrier_costs(
+    gpu: &Gpu,
+    module: &Module,
+    runs: usize,
+    sms: u32,
+) -> Result<Vec<Extra>, CalibrateError> {
+    let iters = 256u32;
+    let steps = u64::from(iters) * u64::from(CHAIN_PER_ITERATION);
+    let mut extras = Vec::new();
+    for size in [2u32, 4, 8] {
+        for (blocks, place) in [
+            (size, "one cluster alone"),
+            (2 * sms / size * size, "every SM"),
+        ] {
+            let mut out = gpu.zeros::<u64>(2 * blocks as usize)?;
+            let mut samples = Vec::new();
+            for run in 0..=runs {
+                // SAFETY: out holds 2 words per block.
+                unsafe {
+                    gpu.launch_entry(
+                        module,
+                        cluster_barrier_chain::KERNEL,
+                        LaunchConfig::new([blocks, 1, 1], [CLUSTER_BLOCK, 1, 1])
+                            .with_block_cluster([size, 1, 1]),
+                        &ClusterOptions::default(),
+                        (iters, &mut out),
+                    )?;
+                }
+                let result = gpu.dtoh(&out)?;
+                for block in result.chunks(2) {
+                    if block[1] != steps {
+                        return Err(CalibrateError::WrongResult(format!(
+                            "cluster_barrier_chain counted {} barriers, not {steps}",
+                            block[1]
+                        )));
+                    }
+                    if run > 0 {
+                        samples.extend(per_step(block[0], steps));
+                    }
+                }
+            }
+            if let Some(value) = median(&samples) {
+                extras.push(Extra {
+                    name: format!("cluster barrier, clusters of {size}, {place}"),
+                    value,
+                    unit: "cycles".to_string(),
+                    note: format!(
+                        "{blocks} blocks of {CLUSTER_BLOCK} threads, {steps} cluster_sync() back \
+                         to back (arrive with its fence, then wait); not written"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(extras)
 }
 
 /// Threads of [`fence_chain`](fn@fence_chain)'s block: a pool worker's.

@@ -501,6 +501,28 @@ fn the_barrier_chain_counts_every_barrier_of_every_thread() {
     assert_eq!(out[1], 5 * u64::from(CHAIN_PER_ITERATION));
 }
 
+/// `cluster_barrier_chain`: every block counts its own barriers into its
+/// own two words (the GPU's median is over every block).
+#[test]
+fn the_cluster_barrier_chain_counts_every_block_s_barriers() {
+    let machine = Machine::new(2);
+    let mut out = [0u64; 6];
+    // SAFETY: out holds 2 words per block.
+    unsafe {
+        run_kernel(
+            cluster_barrier_chain::KERNEL,
+            &machine,
+            3,
+            64,
+            (5u32, &mut out),
+        )
+    }
+    .unwrap();
+    for block in out.chunks(2) {
+        assert_eq!(block[1], 5 * u64::from(CHAIN_PER_ITERATION), "{out:?}");
+    }
+}
+
 /// `fence_chain` in every mode counts its rounds, leaves each thread's last
 /// store (none without stores) and thread 0's flag of the last round: the
 /// rounds the GPU times are the ones intended, whatever the fence.
