@@ -621,23 +621,12 @@ pub const FENCE_WITHOUT_STORES: u32 = 0x100;
 pub unsafe fn cluster_barrier_chain(iters: u32, out: *mut u64) {
     use clustered_device::cluster::cluster_sync;
     use clustered_device::thread::{block_idx_x, thread_idx_x};
-    let begin = clock64();
-    let mut count = 0u64;
-    for _ in 0..iters {
+    let (cycles, count) = barriers_back_to_back(iters, || {
         cluster_sync();
-        cluster_sync();
-        cluster_sync();
-        cluster_sync();
-        cluster_sync();
-        cluster_sync();
-        cluster_sync();
-        cluster_sync();
-        count += u64::from(CHAIN_PER_ITERATION);
-    }
-    let end = clock64();
+    });
     if thread_idx_x() == 0 {
         let at = 2 * block_idx_x() as usize;
-        *out.add(at) = end - begin;
+        *out.add(at) = cycles;
         *out.add(at + 1) = count;
     }
 }
@@ -695,22 +684,29 @@ pub unsafe fn fence_chain(fence: u32, rounds: u32, scratch: *mut u32, out: *mut 
 #[kernel]
 pub unsafe fn barrier_chain(iters: u32, out: *mut u64) {
     use clustered_device::thread::sync_threads;
+    let (cycles, count) = barriers_back_to_back(iters, sync_threads);
+    if index_1d() == 0 {
+        *out = cycles;
+        *out.add(1) = count;
+    }
+}
+
+/// `iters x` [`CHAIN_PER_ITERATION`] `barrier`s with nothing between
+/// them: the cycles they took and the barriers counted.
+#[inline(always)]
+fn barriers_back_to_back(iters: u32, barrier: impl Fn()) -> (u64, u64) {
     let begin = clock64();
     let mut count = 0u64;
     for _ in 0..iters {
-        sync_threads();
-        sync_threads();
-        sync_threads();
-        sync_threads();
-        sync_threads();
-        sync_threads();
-        sync_threads();
-        sync_threads();
+        barrier();
+        barrier();
+        barrier();
+        barrier();
+        barrier();
+        barrier();
+        barrier();
+        barrier();
         count += u64::from(CHAIN_PER_ITERATION);
     }
-    let end = clock64();
-    if index_1d() == 0 {
-        *out = end - begin;
-        *out.add(1) = count;
-    }
+    (clock64() - begin, count)
 }
