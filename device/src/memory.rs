@@ -6,6 +6,8 @@
 //!   path; the data must not be written during the kernel.
 //! - [`prefetch_l1`], [`prefetch_l2`]: bring a line closer without waiting.
 //! - [`F32x4`]: four floats that move as one 16-byte access.
+//! - [`unstepped`]: a loop's offset that LLVM does not split into a
+//!   pointer per address.
 
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
@@ -214,6 +216,30 @@ prefetch! {
     /// # Safety
     /// `address` must be a global-memory address (it need not be valid).
     prefetch_l2 => "L2", PrefetchL2;
+}
+
+/// `offset`, which the compiler can no longer relate to the values it was
+/// computed from (an empty `mov.b64` through a register on the GPU; the
+/// identity on the CPU backend). A loop that steps an offset and reads at
+/// fixed distances from `base.add(offset)` (`.add(row)`, `.sub(1)`, ...)
+/// otherwise gets one induction pointer per distance from LLVM's strength
+/// reduction, each a 64-bit register pair live across the loop; with the
+/// offset passed through here each iteration, the distances are added to
+/// one pointer where they are used, as nvcc does. An offset, not a
+/// pointer: the base keeps its global address space (`ld.global`).
+#[inline(always)]
+pub fn unstepped(offset: usize) -> usize {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let mut x = offset as u64;
+        // SAFETY: a register move; no memory is touched.
+        unsafe {
+            asm!("mov.b64 {x}, {x};", x = inout(reg64) x, options(pure, nomem, nostack, preserves_flags))
+        };
+        x as usize
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    offset
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! One sweep of a 7-point Jacobi stencil on a 3D grid.
 
 use clustered_device::clustered;
-use clustered_device::memory::F32x4;
+use clustered_device::memory::{unstepped, F32x4};
 use clustered_device::thread::{block_dim_z, block_idx_z, index_2d, thread_idx_z};
 
 /// `output = c1 * (z+ + z- + y+ + y- + x+ + x-) - c0 * centre` at every
@@ -130,7 +130,18 @@ pub unsafe fn jacobi7_3d_march(
         // plane): all are loaded, and the edge only selects the value. A
         // branch around the loads kept LLVM's loop from issuing them
         // together (nvcc predicates them): 10% slower than the twin.
+        // The walk steps one offset, hidden from LLVM each step
+        // (`unstepped`): stepping the pointers, its strength reduction kept
+        // a pointer per neighbour live across the loop, and ptxas, at 32
+        // registers, issued a step's x-neighbour loads only after its first
+        // load returned (H200: 1.04x the twin's time, now 1.00x; the
+        // grid-stride loop 0.75x the kernel's, now 1.00x: docs/BENCHMARKS.md,
+        // "The walk's pointers, stepped by one offset"). The other walks
+        // did not gain from it (same section).
+        let mut walked = 0usize;
         while z < walk_end {
+            let step = unstepped(walked);
+            let (from, to) = (from.add(step), to.add(step));
             let above = *from.add(plane);
             let y_up = *from.add(row);
             let y_down = *from.sub(row);
@@ -140,8 +151,9 @@ pub unsafe fn jacobi7_3d_march(
             *to = if edge { centre } else { value };
             below = centre;
             centre = above;
-            (from, to, z) = (from.add(plane), to.add(plane), z + 1);
+            (walked, z) = (walked + plane, z + 1);
         }
+        to = to.add(walked);
         if z < z_end {
             *to = centre;
         }

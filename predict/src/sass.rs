@@ -68,6 +68,30 @@ pub fn opcode(text: &str) -> &str {
 /// after issuing it (4 in flight against the baseline's 12; 0.19x of its
 /// time on an H100).
 pub fn loads_in_flight(sass: &[Instruction]) -> u32 {
+    walk_loads(sass).most
+}
+
+/// The fewest loads the hot loop (as for [`loads_in_flight`]) has issued
+/// and not yet read when it first reads one of them, over its rounds (a
+/// round: loads issued, then the first read of one): how many of a step's
+/// loads wait together in its worst round. 0 without a loop or loads.
+///
+/// What a loop's count of loads in flight does not show: the float
+/// Jacobi 7 walk's unrolled loop kept 5 in flight in one step and issued
+/// the other step's x-neighbours only after reading its first load (3 then
+/// 2; docs/BENCHMARKS.md, "The walk's pointers, stepped by one offset").
+pub fn fewest_loads_together(sass: &[Instruction]) -> u32 {
+    walk_loads(sass).rounds.into_iter().min().unwrap_or(0)
+}
+
+/// The hot loop's loads walked once in order: the most pending at once,
+/// and the pending count at each round's first read.
+struct LoadWalk {
+    most: u32,
+    rounds: Vec<u32>,
+}
+
+fn walk_loads(sass: &[Instruction]) -> LoadWalk {
     let branch_target = |text: &str| -> Option<u32> {
         let target = text.split("BRA ").nth(1)?.split([' ', ';']).next()?;
         u32::from_str_radix(target.trim_start_matches("0x"), 16).ok()
@@ -95,7 +119,10 @@ pub fn loads_in_flight(sass: &[Instruction]) -> u32 {
         .iter()
         .max_by_key(|&&(start, end)| (loads((start, end)), std::cmp::Reverse(end - start)))
     else {
-        return 0;
+        return LoadWalk {
+            most: 0,
+            rounds: Vec::new(),
+        };
     };
     // Registers by number: `R14`, and a wide load's `R14` covers R14..R17.
     let registers = |text: &str| -> Vec<u32> {
@@ -104,7 +131,12 @@ pub fn loads_in_flight(sass: &[Instruction]) -> u32 {
             .collect()
     };
     let mut pending: Vec<u32> = Vec::new();
-    let mut most = 0;
+    let mut walk = LoadWalk {
+        most: 0,
+        rounds: Vec::new(),
+    };
+    // Loads issued since the last round ended.
+    let mut issued = 0;
     for (_, text) in own(hot) {
         let (opcode, operands) = parts(text);
         let (written, read) = if opcode.starts_with("LDG") {
@@ -113,6 +145,10 @@ pub fn loads_in_flight(sass: &[Instruction]) -> u32 {
         } else {
             (None, registers(operands))
         };
+        if issued > 0 && pending.iter().any(|r| read.contains(r)) {
+            walk.rounds.push(pending.len() as u32);
+            issued = 0;
+        }
         pending.retain(|r| !read.contains(r));
         if let Some(first) = written {
             let width = if opcode.contains(".128") {
@@ -123,10 +159,11 @@ pub fn loads_in_flight(sass: &[Instruction]) -> u32 {
                 1
             };
             pending.extend(first..first + width);
-            most = most.max(pending.len() as u32);
+            walk.most = walk.most.max(pending.len() as u32);
+            issued += 1;
         }
     }
-    most
+    walk
 }
 
 #[cfg(test)]
@@ -197,6 +234,47 @@ mod tests {
             loads_in_flight(&sass(&["LDG.E R4, desc[UR4][R2.64]", "EXIT"])),
             0
         );
+    }
+
+    /// Two steps of a walk, unrolled: the first reads its first load before
+    /// issuing the rest (3, then 2), the second issues all five first.
+    #[test]
+    fn counts_the_fewest_loads_a_round_issues_together() {
+        let split = sass(&[
+            "LDG.E R10, desc[UR4][R2.64]",
+            "LDG.E R11, desc[UR4][R4.64]",
+            "LDG.E R12, desc[UR4][R6.64]",
+            "FADD R1, R10, R0",
+            "LDG.E R13, desc[UR4][R8.64+0x4]",
+            "LDG.E R14, desc[UR4][R8.64+-0x4]",
+            "FADD R1, R11, R1",
+            "FADD R1, R12, R1",
+            "FADD R1, R13, R1",
+            "FADD R1, R14, R1",
+            "LDG.E R10, desc[UR4][R2.64]",
+            "LDG.E R11, desc[UR4][R4.64]",
+            "LDG.E R12, desc[UR4][R6.64]",
+            "LDG.E R13, desc[UR4][R8.64+0x4]",
+            "LDG.E R14, desc[UR4][R8.64+-0x4]",
+            "FADD R1, R10, R1",
+            "FADD R1, R11, R1",
+            "FADD R1, R12, R1",
+            "FADD R1, R13, R1",
+            "FADD R1, R14, R1",
+            "@P0 BRA 0x0",
+            "EXIT",
+        ]);
+        assert_eq!(loads_in_flight(&split), 5);
+        // Rounds of 3, then 4 (R11, R12 still pending and two more), then 5.
+        assert_eq!(fewest_loads_together(&split), 3);
+        let together: Vec<Instruction> = split
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != 3)
+            .map(|(_, x)| x.clone())
+            .collect();
+        assert_eq!(fewest_loads_together(&together), 5);
+        assert_eq!(fewest_loads_together(&sass(&["EXIT"])), 0);
     }
 
     #[test]

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use clustered_predict::sass::{self, loads_in_flight};
+use clustered_predict::sass::{self, fewest_loads_together, loads_in_flight};
 use clustered_suite::host::cuda_tool;
 use std::path::PathBuf;
 use std::process::Command;
@@ -414,8 +414,11 @@ fn launch_bounds_reach_ptxas() {
 /// memory (the convolution's tile loads batched into an array once kept
 /// addresses on the stack and ran 3.2 ms against 0.94), the transpose's
 /// four loads issued before its first shared store (a load-then-store loop
-/// kept one in flight: 1.23x its nvcc twin's time), and the GEMV's round of
-/// eight loads in flight.
+/// kept one in flight: 1.23x its nvcc twin's time), the GEMV's round of
+/// eight loads in flight, and the float Jacobi 7 walk's five neighbours of
+/// each step issued before it reads one (with a pointer per neighbour
+/// stepped across the loop, 3 and then 2: 1.04x its twin's time on an
+/// H200, docs/BENCHMARKS.md "The walk's pointers, stepped by one offset").
 #[test]
 fn hand_written_layouts_keep_their_loads_in_flight() {
     let Some((ptxas, cuobjdump)) = tools() else {
@@ -446,7 +449,8 @@ fn hand_written_layouts_keep_their_loads_in_flight() {
         .filter(|(_, text)| opcode(text) == "LDG")
         .count();
     let gemv = loads_in_flight(&kernels["atax_rows_gemv"].sass);
-    println!("transpose_tiled: {loads_first} loads before its first shared store; atax_rows_gemv: {gemv} loads in flight");
+    let walk = fewest_loads_together(&kernels["jacobi7_3d_march"].sass);
+    println!("transpose_tiled: {loads_first} loads before its first shared store; atax_rows_gemv: {gemv} loads in flight; jacobi7_3d_march: {walk} loads issued together at the fewest");
     assert!(
         loads_first >= 4,
         "transpose_tiled issues {loads_first} loads before its first shared store, not 4"
@@ -454,6 +458,10 @@ fn hand_written_layouts_keep_their_loads_in_flight() {
     assert!(
         gemv >= 8,
         "atax_rows_gemv keeps {gemv} loads in flight, not 8"
+    );
+    assert!(
+        walk >= 5,
+        "jacobi7_3d_march reads a load of a step before issuing the rest ({walk} together, not its 5 neighbours): its pointers are stepped apart again?"
     );
 }
 
