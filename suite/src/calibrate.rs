@@ -2036,21 +2036,35 @@ fn counted_steps(
     kernel: &str,
     steps: u64,
     runs: usize,
+    launch: impl FnMut(&mut CudaSlice<u64>) -> Result<(), clustered_host::Error>,
+) -> Result<Vec<f64>, CalibrateError> {
+    counted_steps_per_block(gpu, kernel, 1, steps, runs, launch)
+}
+
+/// [`counted_steps`] of a kernel of `blocks` blocks, each writing its two
+/// words at `out[2 * block]`: every block's cycles per step.
+fn counted_steps_per_block(
+    gpu: &Gpu,
+    kernel: &str,
+    blocks: usize,
+    steps: u64,
+    runs: usize,
     mut launch: impl FnMut(&mut CudaSlice<u64>) -> Result<(), clustered_host::Error>,
 ) -> Result<Vec<f64>, CalibrateError> {
-    let mut out = gpu.zeros::<u64>(2)?;
+    let mut out = gpu.zeros::<u64>(2 * blocks)?;
     let mut samples = Vec::new();
     for run in 0..=runs {
         launch(&mut out)?;
-        let result = gpu.dtoh(&out)?;
-        if result[1] != steps {
-            return Err(CalibrateError::WrongResult(format!(
-                "{kernel} counted {} steps, not {steps}",
-                result[1]
-            )));
-        }
-        if run > 0 {
-            samples.extend(per_step(result[0], steps));
+        for block in gpu.dtoh(&out)?.chunks(2) {
+            if block[1] != steps {
+                return Err(CalibrateError::WrongResult(format!(
+                    "{kernel} counted {} steps, not {steps}",
+                    block[1]
+                )));
+            }
+            if run > 0 {
+                samples.extend(per_step(block[0], steps));
+            }
         }
     }
     Ok(samples)
@@ -2097,33 +2111,26 @@ fn cluster_barrier_costs(
             (size, "one cluster alone"),
             (2 * sms / size * size, "every SM"),
         ] {
-            let mut out = gpu.zeros::<u64>(2 * blocks as usize)?;
-            let mut samples = Vec::new();
-            for run in 0..=runs {
-                // SAFETY: out holds 2 words per block.
-                unsafe {
-                    gpu.launch_entry(
-                        module,
-                        cluster_barrier_chain::KERNEL,
-                        LaunchConfig::new([blocks, 1, 1], [CLUSTER_BLOCK, 1, 1])
-                            .with_block_cluster([size, 1, 1]),
-                        &ClusterOptions::default(),
-                        (iters, &mut out),
-                    )?;
-                }
-                let result = gpu.dtoh(&out)?;
-                for block in result.chunks(2) {
-                    if block[1] != steps {
-                        return Err(CalibrateError::WrongResult(format!(
-                            "cluster_barrier_chain counted {} barriers, not {steps}",
-                            block[1]
-                        )));
+            let samples = counted_steps_per_block(
+                gpu,
+                "cluster_barrier_chain",
+                blocks as usize,
+                steps,
+                runs,
+                |out| {
+                    // SAFETY: out holds 2 words per block.
+                    unsafe {
+                        gpu.launch_entry(
+                            module,
+                            cluster_barrier_chain::KERNEL,
+                            LaunchConfig::new([blocks, 1, 1], [CLUSTER_BLOCK, 1, 1])
+                                .with_block_cluster([size, 1, 1]),
+                            &ClusterOptions::default(),
+                            (iters, out),
+                        )
                     }
-                    if run > 0 {
-                        samples.extend(per_step(block[0], steps));
-                    }
-                }
-            }
+                },
+            )?;
             if let Some(value) = median(&samples) {
                 extras.push(Extra {
                     name: format!("cluster barrier, clusters of {size}, {place}"),
