@@ -74,6 +74,16 @@ pub struct ClusterOptions {
     pub raster_group: Option<RasterGroup>,
 }
 
+impl ClusterOptions {
+    /// The blocks of each thread block cluster a launch with these options
+    /// asks for ([`LaunchConfig::block_cluster`]): `block_cluster` blocks
+    /// along x, `[1, 1, 1]` without it. (A width of 0 is refused when the
+    /// launch is planned.)
+    pub fn block_cluster_dims(&self) -> [u32; 3] {
+        [self.block_cluster.unwrap_or(1), 1, 1]
+    }
+}
+
 /// How many CTAs a raster's band holds ([`ClusterOptions::raster_group`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RasterGroup {
@@ -563,8 +573,8 @@ pub(crate) fn layout<E: From<ClusterError>>(
     let indexing = indexing.unwrap_or(Indexing::RowMajor);
     let mut parameter =
         ClusterLaunch::new(indexing, grid, clusters).map_err(ClusterError::Mapping)?;
-    let width = options.block_cluster.unwrap_or(1);
-    let block_cluster = [width, 1, 1];
+    let block_cluster = options.block_cluster_dims();
+    let width = block_cluster[0];
     if width == 0 || (!binding.is_persistent() && !grid[0].is_multiple_of(width)) {
         return Err(ClusterError::BlockClusterWidth {
             width,

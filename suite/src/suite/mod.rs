@@ -385,11 +385,11 @@ impl VariantOptions {
     }
 
     /// The blocks of each thread block cluster the launch asks for
-    /// (`[1, 1, 1]`: none): a schedule's width along x, or a plain
-    /// kernel's clusters.
+    /// (`[1, 1, 1]`: none): a plain kernel's clusters, or what the host
+    /// makes of a schedule's options ([`ClusterOptions::block_cluster_dims`]).
     pub fn cluster_dims(&self) -> [u32; 3] {
         self.plain_cluster
-            .unwrap_or([self.block_cluster.unwrap_or(1), 1, 1])
+            .unwrap_or_else(|| self.over(&ClusterOptions::default()).block_cluster_dims())
     }
 
     /// `base` with these options set over it.
