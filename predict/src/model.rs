@@ -394,32 +394,33 @@ pub fn predict(
     // Latency: each warp's critical path, hidden by the resident warps,
     // but no faster than the SM's loads in flight allow (Little's law: the
     // bytes that leave L1 on the busiest SM, each for the L2/DRAM latency,
-    // over the bytes one SM keeps in flight). With every SM busy that is
-    // the DRAM bound again, so it only counts where some SMs are idle.
-    // The bytes in flight are the kernel's own where the SASS shows them
-    // (its resident warps x the loads its hot loop issues before reading
-    // one x the bytes a warp load takes past L1: ptxas's registers decide
-    // them, which the PTX does not show; ATAX's column pass, 64 blocks,
-    // went 2.27x faster with 64 loads in flight instead of 17); else the
-    // device's figure (DRAM bandwidth x latency / SMs).
+    // over the bytes one SM keeps in flight). The bytes in flight are the
+    // kernel's own where the SASS shows them (its resident warps x the
+    // loads its hot loop issues before reading one x the bytes a warp load
+    // takes past L1: ptxas's registers decide them, which the PTX does not
+    // show; ATAX's column pass, 64 blocks, went 2.27x faster with 64 loads
+    // in flight instead of 17), and bind at any occupancy: a loop that
+    // keeps few loads in flight is slower than its launch with every SM
+    // busy too (docs/PREDICTION.md, "Loads in flight with every SM busy").
+    // Else the device's figure (DRAM bandwidth x latency / SMs), which only
+    // counts where some SMs are idle: with every SM busy it is the DRAM
+    // bound again.
     let path_cycles = warps_per_sm_total * walked.latency_cycles / resident_warps;
-    let latency_cycles = if blocks < sms {
-        let beyond_l1 =
-            t.l2_hit_rate * device.latency_l2 + (1.0 - t.l2_hit_rate) * device.latency_dram;
-        let bytes_per_sm = t.l2_bytes * blocks_per_sm_total / blocks as f64;
-        let warp_loads =
-            walked.per_warp[Class::LoadGlobal.index()] * blocks as f64 * f64::from(warps_per_block);
-        let in_flight_bytes = match resources.loads_in_flight {
-            Some(loads) if loads > 0 && warp_loads > 0.0 => {
-                resident_warps * f64::from(loads) * t.l2_bytes / warp_loads
-            }
-            _ => device.load_bytes_in_flight_per_sm,
-        };
-        let in_flight_cycles = bytes_per_sm * beyond_l1 / in_flight_bytes.max(1.0);
-        path_cycles.max(in_flight_cycles)
-    } else {
-        path_cycles
+    let beyond_l1 = t.l2_hit_rate * device.latency_l2 + (1.0 - t.l2_hit_rate) * device.latency_dram;
+    let bytes_per_sm = t.l2_bytes * blocks_per_sm_total / blocks as f64;
+    let warp_loads =
+        walked.per_warp[Class::LoadGlobal.index()] * blocks as f64 * f64::from(warps_per_block);
+    let sass_in_flight = match resources.loads_in_flight {
+        Some(loads) if loads > 0 && warp_loads > 0.0 => {
+            Some(resident_warps * f64::from(loads) * t.l2_bytes / warp_loads)
+        }
+        _ => None,
     };
+    let in_flight_cycles = |bytes: f64| bytes_per_sm * beyond_l1 / bytes.max(1.0);
+    let in_flight = sass_in_flight.or((blocks < sms).then_some(device.load_bytes_in_flight_per_sm));
+    let latency_cycles = in_flight.map_or(path_cycles, |bytes| {
+        path_cycles.max(in_flight_cycles(bytes))
+    });
     let cycle_ms = 1.0 / (device.clock_ghz * 1e6);
     let issue_ms = issue_cycles * cycle_ms;
     let latency_ms = latency_cycles * cycle_ms;
@@ -744,6 +745,39 @@ mod tests {
             (few - expected).abs() < 1e-9 * expected,
             "{few} vs {expected}"
         );
+    }
+
+    #[test]
+    fn every_sm_busy_is_bound_by_the_kernels_own_loads_in_flight() {
+        let module = Module::parse(INTERLEAVED).unwrap();
+        let device = DeviceModel::h100_sxm();
+        // 16384 CTAs moving 64 MB: every SM busy, 8 blocks of 8 warps
+        // resident, 64 bytes past L1 per warp load.
+        let query = |loads_in_flight: Option<u32>| Query {
+            entry: "k",
+            launch: blocks_of_256(16384),
+            dynamic_shared_bytes: 0,
+            resources: Some(Resources {
+                registers: 32,
+                loads_in_flight,
+                ..Resources::default()
+            }),
+            traffic: Traffic::compulsory(1 << 26),
+        };
+        let predicted = |loads| predict(&module, &query(loads), &device).unwrap();
+        // Without the SASS, the critical path alone: the device's figure
+        // (DRAM's bandwidth-latency product) says nothing the DRAM bound
+        // does not while every SM is busy.
+        let path_only = predicted(None).latency_ms;
+        // 64 warps with one load each in flight, 4 KB an SM: a bound above
+        // DRAM's and the path's; two loads each halve it.
+        let one = predicted(Some(1));
+        assert_eq!(one.bound, Bound::Latency, "{one:?}");
+        assert!(one.latency_ms > one.dram_ms && one.latency_ms > 2.0 * path_only);
+        let two = predicted(Some(2)).latency_ms;
+        assert!((one.latency_ms / two - 2.0).abs() < 1e-9, "{one:?} {two}");
+        // Enough in flight: the path again.
+        assert_eq!(predicted(Some(1 << 20)).latency_ms, path_only);
     }
 
     #[test]
