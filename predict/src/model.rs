@@ -424,7 +424,24 @@ pub fn predict(
     let cycle_ms = 1.0 / (device.clock_ghz * 1e6);
     let issue_ms = issue_cycles * cycle_ms;
     let latency_ms = latency_cycles * cycle_ms;
-    let dram_ms = t.dram_bytes / (device.dram_gbps * 1e6);
+    // DRAM: its bytes at its bandwidth; where the SASS shows the kernel's
+    // bytes in flight, also each DRAM byte waiting its latency behind them
+    // (the same Little's law as above, DRAM's part alone), the two combined
+    // as the length of a vector (`hypot`): near the bandwidth time while
+    // the loads in flight cover it, near the wait where they do not, and
+    // between them, above both, where the two are alike (a queue's
+    // `latency / in flight + 1 / bandwidth` in the limit; the plain sum
+    // and the cube norm were tried: docs/PREDICTION.md, "DRAM behind few
+    // loads in flight").
+    let streaming_ms = t.dram_bytes / (device.dram_gbps * 1e6);
+    let dram_ms = match sass_in_flight {
+        Some(bytes) => {
+            let dram_per_sm = t.dram_bytes * blocks_per_sm_total / blocks as f64;
+            let waiting_ms = dram_per_sm * device.latency_dram / bytes.max(1.0) * cycle_ms;
+            streaming_ms.hypot(waiting_ms)
+        }
+        None => streaming_ms,
+    };
     // L2: whole sectors at its bandwidth, sectors stored in part (merged
     // into what the sector holds) at their own, lower rate.
     let partial = t.l2_partial_store_sectors.min(t.l2_bytes / 32.0);
@@ -772,12 +789,21 @@ mod tests {
         // 64 warps with one load each in flight, 4 KB an SM: a bound above
         // DRAM's and the path's; two loads each halve it.
         let one = predicted(Some(1));
-        assert_eq!(one.bound, Bound::Latency, "{one:?}");
-        assert!(one.latency_ms > one.dram_ms && one.latency_ms > 2.0 * path_only);
+        let streaming = predicted(None).dram_ms;
+        assert!(one.latency_ms > streaming && one.latency_ms > 2.0 * path_only);
         let two = predicted(Some(2)).latency_ms;
         assert!((one.latency_ms / two - 2.0).abs() < 1e-9, "{one:?} {two}");
         // Enough in flight: the path again.
         assert_eq!(predicted(Some(1 << 20)).latency_ms, path_only);
+
+        // DRAM's bound: the bandwidth time without the SASS; with it, that
+        // and each byte's wait behind the loads in flight (here every byte
+        // past L1 is DRAM's, so the wait is the latency bound) as a vector.
+        let hypot = |p: &Prediction| streaming.hypot(p.latency_ms);
+        assert!((one.dram_ms - hypot(&one)).abs() < 1e-12, "{one:?}");
+        assert_eq!(one.bound, Bound::Dram);
+        let many = predicted(Some(1 << 20));
+        assert!(many.dram_ms > streaming && many.dram_ms < 1.001 * streaming);
     }
 
     #[test]
