@@ -407,7 +407,11 @@ pub fn predict(
     // bound again.
     let path_cycles = warps_per_sm_total * walked.latency_cycles / resident_warps;
     let beyond_l1 = t.l2_hit_rate * device.latency_l2 + (1.0 - t.l2_hit_rate) * device.latency_dram;
-    let bytes_per_sm = t.l2_bytes * blocks_per_sm_total / blocks as f64;
+    // Little's law on the busiest SM: its share of `bytes`, each waiting
+    // `latency` cycles behind `in_flight` bytes.
+    let waiting_cycles = |bytes: f64, latency: f64, in_flight: f64| {
+        bytes * blocks_per_sm_total / blocks as f64 * latency / in_flight.max(1.0)
+    };
     let warp_loads =
         walked.per_warp[Class::LoadGlobal.index()] * blocks as f64 * f64::from(warps_per_block);
     let sass_in_flight = match resources.loads_in_flight {
@@ -416,10 +420,9 @@ pub fn predict(
         }
         _ => None,
     };
-    let in_flight_cycles = |bytes: f64| bytes_per_sm * beyond_l1 / bytes.max(1.0);
     let in_flight = sass_in_flight.or((blocks < sms).then_some(device.load_bytes_in_flight_per_sm));
     let latency_cycles = in_flight.map_or(path_cycles, |bytes| {
-        path_cycles.max(in_flight_cycles(bytes))
+        path_cycles.max(waiting_cycles(t.l2_bytes, beyond_l1, bytes))
     });
     let cycle_ms = 1.0 / (device.clock_ghz * 1e6);
     let issue_ms = issue_cycles * cycle_ms;
@@ -434,14 +437,9 @@ pub fn predict(
     // and the cube norm were tried: docs/PREDICTION.md, "DRAM behind few
     // loads in flight").
     let streaming_ms = t.dram_bytes / (device.dram_gbps * 1e6);
-    let dram_ms = match sass_in_flight {
-        Some(bytes) => {
-            let dram_per_sm = t.dram_bytes * blocks_per_sm_total / blocks as f64;
-            let waiting_ms = dram_per_sm * device.latency_dram / bytes.max(1.0) * cycle_ms;
-            streaming_ms.hypot(waiting_ms)
-        }
-        None => streaming_ms,
-    };
+    let dram_ms = sass_in_flight.map_or(streaming_ms, |bytes| {
+        streaming_ms.hypot(waiting_cycles(t.dram_bytes, device.latency_dram, bytes) * cycle_ms)
+    });
     // L2: whole sectors at its bandwidth, sectors stored in part (merged
     // into what the sector holds) at their own, lower rate.
     let partial = t.l2_partial_store_sectors.min(t.l2_bytes / 32.0);
@@ -785,11 +783,11 @@ mod tests {
         // Without the SASS, the critical path alone: the device's figure
         // (DRAM's bandwidth-latency product) says nothing the DRAM bound
         // does not while every SM is busy.
-        let path_only = predicted(None).latency_ms;
+        let unknown = predicted(None);
+        let (path_only, streaming) = (unknown.latency_ms, unknown.dram_ms);
         // 64 warps with one load each in flight, 4 KB an SM: a bound above
         // DRAM's and the path's; two loads each halve it.
         let one = predicted(Some(1));
-        let streaming = predicted(None).dram_ms;
         assert!(one.latency_ms > streaming && one.latency_ms > 2.0 * path_only);
         let two = predicted(Some(2)).latency_ms;
         assert!((one.latency_ms / two - 2.0).abs() < 1e-9, "{one:?} {two}");

@@ -86,6 +86,7 @@ pub fn fewest_loads_together(sass: &[Instruction]) -> u32 {
 
 /// The hot loop's loads walked once in order: the most pending at once,
 /// and the pending count at each round's first read.
+#[derive(Default)]
 struct LoadWalk {
     most: u32,
     rounds: Vec<u32>,
@@ -119,10 +120,7 @@ fn walk_loads(sass: &[Instruction]) -> LoadWalk {
         .iter()
         .max_by_key(|&&(start, end)| (loads((start, end)), std::cmp::Reverse(end - start)))
     else {
-        return LoadWalk {
-            most: 0,
-            rounds: Vec::new(),
-        };
+        return LoadWalk::default();
     };
     // Registers by number: `R14`, and a wide load's `R14` covers R14..R17.
     let registers = |text: &str| -> Vec<u32> {
@@ -131,10 +129,7 @@ fn walk_loads(sass: &[Instruction]) -> LoadWalk {
             .collect()
     };
     let mut pending: Vec<u32> = Vec::new();
-    let mut walk = LoadWalk {
-        most: 0,
-        rounds: Vec::new(),
-    };
+    let mut walk = LoadWalk::default();
     // Loads issued since the last round ended.
     let mut issued = 0;
     for (_, text) in own(hot) {
