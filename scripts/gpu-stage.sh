@@ -31,7 +31,7 @@ for line in sys.stdin:
             and m["target"]["name"] not in ("ui", "typed_ui", "clustered_macros", "clustered_builder", "template")):
         shutil.copy(m["executable"], sys.argv[1] + "/tests/" + m["target"]["name"] + "." + m["target"]["kind"][0])
 ' "$stage"
-cp "$(ls -t target/release/build/clustered-suite-*/out/kernels.ptx | head -1)" "$stage/kernels.ptx"
+cp "$(scripts/suite-ptx.sh release)" "$stage/kernels.ptx"
 
 cat > "$stage/run-all.sh" <<'RUN'
 #!/usr/bin/env bash

@@ -5,8 +5,7 @@
 # the PyPI package nvidia-cuda-nvcc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ptx=$(ls -t target/*/build/clustered-suite-*/out/kernels.ptx 2>/dev/null | head -1)
-[ -n "$ptx" ] || { echo "no kernels.ptx: run cargo build first" >&2; exit 1; }
+ptx=$(scripts/suite-ptx.sh)
 ptxas=${PTXAS:-$(command -v ptxas || python3 -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin', 'ptxas'))")}
 echo "ptxas -arch=sm_90 -v $ptx"
 "$ptxas" -arch=sm_90 -v "$ptx" -o /dev/null 2>&1 | awk '

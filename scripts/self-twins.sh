@@ -19,11 +19,7 @@ if [ $# -lt 2 ]; then
 fi
 out=$1
 shift
-ptx=$(ls -t target/release/build/clustered-suite-*/out/kernels.ptx 2>/dev/null | head -1 || true)
-if [ -z "$ptx" ]; then
-    echo "no suite PTX: run \`cargo build --release -p clustered-suite\` first" >&2
-    exit 1
-fi
+ptx=$(scripts/suite-ptx.sh release)
 names=()
 for kernel in "$@"; do
     # Entry names only: the name goes into a sed pattern.
