@@ -49,17 +49,21 @@ special_register! {
 }
 
 /// The global x index of this thread: `block_idx_x * block_dim_x + thread_idx_x`.
+///
+/// The product is written size first: LLVM then reads `%ntid` before
+/// `%ctaid`, and ptxas gives the size the uniform load (`ULDC`) and the block
+/// index a plain `S2R`, the prologue nvcc's `blockIdx.x * blockDim.x` gets.
 #[inline(always)]
 pub fn index_1d() -> u32 {
-    block_idx_x() * block_dim_x() + thread_idx_x()
+    block_dim_x() * block_idx_x() + thread_idx_x()
 }
 
-/// The global (x, y) index of this thread.
+/// The global (x, y) index of this thread (size first, as in [`index_1d`]).
 #[inline(always)]
 pub fn index_2d() -> (u32, u32) {
     (
-        block_idx_x() * block_dim_x() + thread_idx_x(),
-        block_idx_y() * block_dim_y() + thread_idx_y(),
+        block_dim_x() * block_idx_x() + thread_idx_x(),
+        block_dim_y() * block_idx_y() + thread_idx_y(),
     )
 }
 
