@@ -710,3 +710,22 @@ fn barriers_back_to_back(iters: u32, barrier: impl Fn()) -> (u64, u64) {
     }
     (clock64() - begin, count)
 }
+
+/// Block turnover: every warp waits until `spin` cycles of `%clock64` have
+/// passed since it started, then thread 0 of block `b` writes `done[b] =
+/// b + 1`. Launched with many more blocks than the SMs keep resident, the
+/// time per block per resident slot less `spin` is what starting and
+/// retiring a block costs: the dispatch a launch pays per block and a loop
+/// over tasks does not.
+///
+/// # Safety
+/// `done` holds one word per launched block.
+#[kernel]
+pub unsafe fn block_turnover(spin: u32, done: *mut u32) {
+    let begin = clock64();
+    while clock64().wrapping_sub(begin) < u64::from(spin) {}
+    if clustered_device::thread::thread_idx_x() == 0 {
+        let block = clustered_device::thread::block_idx_x();
+        *done.add(block as usize) = block + 1;
+    }
+}

@@ -18,14 +18,14 @@ use clustered_host::{ClusterOptions, CudaSlice, Gpu, LaunchConfig, Module};
 use clustered_predict::device::{ClassFigures, DeviceError};
 use clustered_predict::DeviceModel;
 use kernels::calibrate::{
-    atom_chase, barrier_chain, cluster_barrier_chain, fence_chain, fp32_chain, fp32_throughput,
-    int_chain, int_throughput, l1_scattered_loads, pointer_chase, pointer_chase_l2, read_sum,
-    scattered_stores, scattered_value, scattered_word, sfu_chain, sfu_throughput, shared_base,
-    shared_chase, shared_throughput, shared_word, xor_add8, CHAIN_PER_ITERATION, FENCE_ACQ_REL_GPU,
-    FENCE_ACQ_REL_SYS, FENCE_NONE, FENCE_RELEASE_GPU, FENCE_WITHOUT_STORES,
-    FP32_CHAIN_PER_ITERATION, FP32_THROUGHPUT_PER_ITERATION, INT_CHAIN_PER_ITERATION,
-    INT_THROUGHPUT_PER_ITERATION, SCATTER_LOADS_PER_ITERATION, SCATTER_WORDS,
-    SFU_THROUGHPUT_PER_ITERATION, SHARED_WORDS, STAMP_WORDS, THROUGHPUT_CHAINS,
+    atom_chase, barrier_chain, block_turnover, cluster_barrier_chain, fence_chain, fp32_chain,
+    fp32_throughput, int_chain, int_throughput, l1_scattered_loads, pointer_chase,
+    pointer_chase_l2, read_sum, scattered_stores, scattered_value, scattered_word, sfu_chain,
+    sfu_throughput, shared_base, shared_chase, shared_throughput, shared_word, xor_add8,
+    CHAIN_PER_ITERATION, FENCE_ACQ_REL_GPU, FENCE_ACQ_REL_SYS, FENCE_NONE, FENCE_RELEASE_GPU,
+    FENCE_WITHOUT_STORES, FP32_CHAIN_PER_ITERATION, FP32_THROUGHPUT_PER_ITERATION,
+    INT_CHAIN_PER_ITERATION, INT_THROUGHPUT_PER_ITERATION, SCATTER_LOADS_PER_ITERATION,
+    SCATTER_WORDS, SFU_THROUGHPUT_PER_ITERATION, SHARED_WORDS, STAMP_WORDS, THROUGHPUT_CHAINS,
 };
 
 /// Why calibration stopped.
@@ -1316,6 +1316,19 @@ pub fn measure(
          times: bytes read + written over event time",
     );
 
+    // Printed, not written: what a launch pays per block that a loop over
+    // tasks does not (docs/PREDICTION.md, "Block turnover").
+    log("block turnover");
+    let clock = calibration
+        .get(Field::ClockGhz)
+        .map_or(calibration.boost_ghz, |m| m.value);
+    match block_turnover_costs(gpu, module, runs, clock) {
+        Ok(extras) => calibration.extras.extend(extras),
+        Err(e) => calibration
+            .warnings
+            .push(format!("block turnover: not measured: {e}")),
+    }
+
     if let (Some(bw), Some(lat), Some(clock)) = (
         calibration.get(Field::DramGbps).map(|m| m.value),
         calibration.get(Field::LatencyDram).map(|m| m.value),
@@ -2233,6 +2246,94 @@ fn fence_costs(
         });
     }
     Ok((class, extras))
+}
+
+/// Threads per block of `block_turnover`: the suite's usual block.
+const TURNOVER_BLOCK: u32 = 256;
+/// Cycles each of `block_turnover`'s warps waits in the second measurement:
+/// about a short kernel's block (Jacobi 5's at its DRAM share).
+const TURNOVER_WORK: u32 = 2000;
+
+/// Per block and resident slot, what starting and retiring a block takes
+/// beyond its own work: `block_turnover` on every SM full of 256-thread
+/// blocks, 16 and 128 rounds of them (the difference cancels the launch and
+/// the first and last rounds), the blocks empty and then waiting
+/// [`TURNOVER_WORK`] cycles; every block's mark is checked.
+fn block_turnover_costs(
+    gpu: &Gpu,
+    module: &Module,
+    runs: usize,
+    clock_ghz: f64,
+) -> Result<Vec<Extra>, CalibrateError> {
+    let props = gpu.properties();
+    let slots = props.sm_count * (props.max_threads_per_sm / TURNOVER_BLOCK).max(1);
+    let (short, long) = (16u32, 128u32);
+    let mut done = gpu.zeros::<u32>((slots * long) as usize)?;
+    let launch = |rounds: u32, spin: u32, done: &mut CudaSlice<u32>| {
+        let config = LaunchConfig::new([slots * rounds, 1, 1], [TURNOVER_BLOCK, 1, 1]);
+        // SAFETY: done holds a word for each of slots * long >= the launch's blocks.
+        gpu.time_ms(|| unsafe {
+            gpu.launch_entry(
+                module,
+                block_turnover::KERNEL,
+                config,
+                &ClusterOptions::default(),
+                (spin, &mut *done),
+            )
+        })
+        .map(f64::from)
+        .map_err(CalibrateError::from)
+    };
+    launch(long, TURNOVER_WORK, &mut done)?;
+    let marks = gpu.dtoh(&done)?;
+    if let Some(block) = (0..slots * long).find(|&b| marks[b as usize] != b + 1) {
+        return Err(CalibrateError::WrongResult(format!(
+            "block_turnover: block {block} left no mark"
+        )));
+    }
+    let mut per_round = |spin: u32| -> Result<Vec<f64>, CalibrateError> {
+        let mut samples = Vec::new();
+        for _ in 0..runs {
+            let t1 = launch(short, spin, &mut done)?;
+            let t2 = launch(long, spin, &mut done)?;
+            // ms per round of every slot's block, in ns.
+            samples.extend(slope(t1, f64::from(short), t2, f64::from(long)).map(|ms| ms * 1e6));
+        }
+        Ok(samples)
+    };
+    let empty = median(&per_round(0)?)
+        .ok_or_else(|| CalibrateError::WrongResult("block_turnover: no rounds timed".into()))?;
+    let busy = median(&per_round(TURNOVER_WORK)?)
+        .ok_or_else(|| CalibrateError::WrongResult("block_turnover: no rounds timed".into()))?;
+    let work_ns = f64::from(TURNOVER_WORK) / clock_ghz;
+    let per_slot = format!(
+        "{} blocks of {TURNOVER_BLOCK} threads resident ({} per SM), 16 and 128 rounds of \
+         them, difference over event time",
+        slots,
+        slots / props.sm_count.max(1)
+    );
+    Ok(vec![
+        Extra {
+            name: "block turnover, empty blocks".to_string(),
+            value: empty,
+            unit: "ns".to_string(),
+            note: format!(
+                "per block and resident slot ({:.0} cycles at {clock_ghz:.3} GHz): \
+                 {per_slot}; not written",
+                empty * clock_ghz
+            ),
+        },
+        Extra {
+            name: format!("block turnover beyond {TURNOVER_WORK} cycles of work"),
+            value: busy - work_ns,
+            unit: "ns".to_string(),
+            note: format!(
+                "per block and resident slot ({:.0} cycles): each warp waits {TURNOVER_WORK} \
+                 cycles of %clock64 ({work_ns:.0} ns), {per_slot}; not written",
+                (busy - work_ns) * clock_ghz
+            ),
+        },
+    ])
 }
 
 #[cfg(test)]

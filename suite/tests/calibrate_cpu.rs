@@ -565,3 +565,16 @@ fn the_fence_chain_runs_every_round_in_every_mode() {
         }
     }
 }
+
+/// `block_turnover`: every block leaves its mark (`b + 1` at `b`), whether
+/// its warps wait or not, so the GPU's rounds run the blocks intended.
+#[test]
+fn block_turnover_marks_every_block() {
+    let machine = Machine::new(2);
+    for spin in [0u32, 50] {
+        let mut done = [0u32; 5];
+        // SAFETY: done holds a word per block.
+        unsafe { run_kernel(block_turnover::KERNEL, &machine, 5, 64, (spin, &mut done)) }.unwrap();
+        assert_eq!(done, [1, 2, 3, 4, 5], "spin {spin}");
+    }
+}
