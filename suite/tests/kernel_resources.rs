@@ -409,6 +409,35 @@ fn launch_bounds_reach_ptxas() {
     );
 }
 
+/// `thread::index_1d`/`index_2d` read the block size before the block
+/// index, so ptxas reads the index per thread (`S2R`) and the size through
+/// the uniform constant path (`ULDC`), as nvcc's `blockIdx.x * blockDim.x`
+/// gets; the other order (`S2UR` of the index) made Jacobi 5 and 7 2.2% and
+/// 1.3% slower than their nvcc twins on an H200 (docs/BENCHMARKS.md, "The
+/// prologue's order").
+#[test]
+fn the_index_getters_get_nvccs_prologue() {
+    let Some((ptxas, cuobjdump)) = tools() else {
+        return;
+    };
+    let kernels = suite(&ptxas, &cuobjdump);
+    for name in ["jacobi5", "jacobi7_3d"] {
+        let sass: Vec<&str> = kernels[name].sass.iter().map(|(_, t)| t.as_str()).collect();
+        for axis in ["SR_CTAID.X", "SR_CTAID.Y"] {
+            let reads: Vec<&&str> = sass.iter().filter(|t| t.contains(axis)).collect();
+            assert!(
+                !reads.is_empty() && reads.iter().all(|t| sass::opcode(t) == "S2R"),
+                "{name} reads {axis} as {reads:?}, not with S2R: is the block index read before the block size again?"
+            );
+        }
+        assert!(
+            sass.iter()
+                .any(|t| sass::opcode(t) == "ULDC" && t.contains("c[0x0][0x0]")),
+            "{name} does not load the block size (c[0x0][0x0]) through ULDC"
+        );
+    }
+}
+
 /// The hand-written layouts beside the paper's kernels keep in their SASS
 /// what makes them fast (docs/BENCHMARKS.md, session 14, H100): no local
 /// memory (the convolution's tile loads batched into an array once kept
