@@ -14,7 +14,7 @@ use clustered_device::kernel;
 use clustered_device::math::fma;
 use clustered_device::memory::load_bypass_l1;
 use clustered_device::sm::{clock64, lane_id, sm_id};
-use clustered_device::thread::{block_dim_x, grid_dim_x, index_1d};
+use clustered_device::thread::{block_dim_x, block_idx_x, grid_dim_x, index_1d, thread_idx_x};
 
 /// Dependent FMAs per iteration of [`fp32_chain`](fn@fp32_chain)'s loop.
 pub const FP32_CHAIN_PER_ITERATION: u32 = 32;
@@ -724,8 +724,8 @@ fn barriers_back_to_back(iters: u32, barrier: impl Fn()) -> (u64, u64) {
 pub unsafe fn block_turnover(spin: u32, done: *mut u32) {
     let begin = clock64();
     while clock64().wrapping_sub(begin) < u64::from(spin) {}
-    if clustered_device::thread::thread_idx_x() == 0 {
-        let block = clustered_device::thread::block_idx_x();
+    if thread_idx_x() == 0 {
+        let block = block_idx_x();
         *done.add(block as usize) = block + 1;
     }
 }

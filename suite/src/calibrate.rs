@@ -2258,15 +2258,22 @@ const TURNOVER_WORK: u32 = 2000;
 /// beyond its own work: `block_turnover` on every SM full of 256-thread
 /// blocks, 16 and 128 rounds of them (the difference cancels the launch and
 /// the first and last rounds), the blocks empty and then waiting
-/// [`TURNOVER_WORK`] cycles; every block's mark is checked.
+/// [`TURNOVER_WORK`] cycles (`clock_ghz`, which must be known, turns them
+/// into ns); every block's mark is checked.
 fn block_turnover_costs(
     gpu: &Gpu,
     module: &Module,
     runs: usize,
     clock_ghz: f64,
 ) -> Result<Vec<Extra>, CalibrateError> {
+    if clock_ghz.is_nan() || clock_ghz <= 0.0 {
+        return Err(CalibrateError::WrongResult(
+            "block_turnover: no clock to count its waiting in".into(),
+        ));
+    }
     let props = gpu.properties();
-    let slots = props.sm_count * (props.max_threads_per_sm / TURNOVER_BLOCK).max(1);
+    let per_sm = (props.max_threads_per_sm / TURNOVER_BLOCK).max(1);
+    let slots = props.sm_count * per_sm;
     let (short, long) = (16u32, 128u32);
     let mut done = gpu.zeros::<u32>((slots * long) as usize)?;
     let launch = |rounds: u32, spin: u32, done: &mut CudaSlice<u32>| {
@@ -2291,26 +2298,22 @@ fn block_turnover_costs(
             "block_turnover: block {block} left no mark"
         )));
     }
-    let mut per_round = |spin: u32| -> Result<Vec<f64>, CalibrateError> {
+    // The median over the runs of ns per round of every slot's block.
+    let mut per_round = |spin: u32| -> Result<f64, CalibrateError> {
         let mut samples = Vec::new();
         for _ in 0..runs {
             let t1 = launch(short, spin, &mut done)?;
             let t2 = launch(long, spin, &mut done)?;
-            // ms per round of every slot's block, in ns.
             samples.extend(slope(t1, f64::from(short), t2, f64::from(long)).map(|ms| ms * 1e6));
         }
-        Ok(samples)
+        median(&samples)
+            .ok_or_else(|| CalibrateError::WrongResult("block_turnover: no rounds timed".into()))
     };
-    let empty = median(&per_round(0)?)
-        .ok_or_else(|| CalibrateError::WrongResult("block_turnover: no rounds timed".into()))?;
-    let busy = median(&per_round(TURNOVER_WORK)?)
-        .ok_or_else(|| CalibrateError::WrongResult("block_turnover: no rounds timed".into()))?;
-    let work_ns = f64::from(TURNOVER_WORK) / clock_ghz;
+    let empty = per_round(0)?;
+    let beyond = per_round(TURNOVER_WORK)? - f64::from(TURNOVER_WORK) / clock_ghz;
     let per_slot = format!(
-        "{} blocks of {TURNOVER_BLOCK} threads resident ({} per SM), 16 and 128 rounds of \
-         them, difference over event time",
-        slots,
-        slots / props.sm_count.max(1)
+        "{slots} blocks of {TURNOVER_BLOCK} threads resident ({per_sm} per SM), 16 and 128 \
+         rounds of them, difference over event time"
     );
     Ok(vec![
         Extra {
@@ -2325,12 +2328,12 @@ fn block_turnover_costs(
         },
         Extra {
             name: format!("block turnover beyond {TURNOVER_WORK} cycles of work"),
-            value: busy - work_ns,
+            value: beyond,
             unit: "ns".to_string(),
             note: format!(
                 "per block and resident slot ({:.0} cycles): each warp waits {TURNOVER_WORK} \
-                 cycles of %clock64 ({work_ns:.0} ns), {per_slot}; not written",
-                (busy - work_ns) * clock_ghz
+                 cycles of %clock64, {per_slot}; not written",
+                beyond * clock_ghz
             ),
         },
     ])
