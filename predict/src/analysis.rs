@@ -705,9 +705,13 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
         // uncounted loop directly in it) runs the chunk's tasks, and the
         // claim code around it (atomics, the scheduler's barriers, the
         // steal loops) runs once per claim, not once per task.
-        let chunk = context.tasks_per_claim.clamp(1.0, tasks);
+        // Under one task a claim on average where a claimed tail's runs
+        // outnumber its tasks (the strided rounds, the claims, the last
+        // claim that finds none): its run loop is still the chunk loop, and
+        // left uncounted it would take the data-bounded loops' count.
+        let chunk = context.tasks_per_claim.min(tasks);
         let outer = loops[i].blocks.clone();
-        let chunk_loop = (chunk > 1.0)
+        let chunk_loop = (chunk != 1.0)
             .then(|| {
                 loops
                     .iter()
@@ -1360,9 +1364,29 @@ $L__BB0_36:
         launch.tasks_per_claim = 1.0;
         let flow = analyse(k, &launch);
         assert_eq!(flow.executions[claim], 64.0);
+        // A claimed tail with one task a block in three runs (its strided
+        // round, a claim, the empty claim): the claim code runs three
+        // times, the body once, and the run loop keeps the launch's count
+        // where a data-bounded loop takes the measured one.
+        launch.tasks_per_block = 1.0;
+        launch.tasks_per_claim = 1.0 / 3.0;
+        launch.persistent = true;
+        launch.unknown_trips = Some(5.0);
+        let flow = analyse(k, &launch);
+        assert!(
+            (flow.executions[claim] - 3.0).abs() < 1e-9,
+            "{:?}",
+            flow.executions
+        );
+        assert!(
+            (flow.executions[body] - 1.0).abs() < 1e-9,
+            "{:?}",
+            flow.executions
+        );
+        launch.unknown_trips = None;
+        launch.tasks_per_claim = 1.0;
         // Fewer tasks than CTAs: still the task loop (said so), run once.
         launch.tasks_per_block = 0.5;
-        launch.persistent = true;
         let flow = analyse(k, &launch);
         let task = flow.loops.iter().find(|l| l.header == claim).unwrap();
         assert!(
