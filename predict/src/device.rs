@@ -59,6 +59,10 @@ pub struct DeviceModel {
     /// store) that the L2 takes per nanosecond, the whole GPU.
     pub l2_partial_sectors_per_ns: f64,
     pub launch_overhead_us: f64,
+    /// Nanoseconds an SM takes to start and retire one block, as a stream
+    /// of empty blocks measures it: the fastest an SM goes through a
+    /// launch's blocks, however little each does (0: not modelled).
+    pub block_launch_ns: f64,
     /// Fraction of the second-largest bound added to the largest.
     pub overlap: f64,
     /// Fraction added to the time of a launch whose CTAs loop over tasks
@@ -141,6 +145,7 @@ impl DeviceModel {
             (model.latency_l2, "latency_l2".to_string()),
             (model.latency_dram, "latency_dram".to_string()),
             (model.launch_overhead_us, "launch_overhead_us".to_string()),
+            (model.block_launch_ns, "block_launch_ns".to_string()),
         ]
         .into_iter()
         .chain(model.classes.iter().flat_map(|(name, f)| {

@@ -4,8 +4,9 @@
 //!
 //! Runs the microbenchmarks of `kernels::calibrate` (pointer chases for the
 //! L1, L2 and DRAM latencies; dependent FP32 and integer chains; FP32
-//! throughput and the clock under load; L2 and DRAM bandwidth; and, printed
-//! only, the other fences, cluster barriers and block turnover), prints per
+//! throughput and the clock under load; L2 and DRAM bandwidth; the SMs'
+//! rate of starting empty blocks; and, printed only, the other fences,
+//! cluster barriers and the turnover of blocks that work), prints per
 //! figure the measured value beside the base file's, warns about figures
 //! that look wrong, and writes the base device file (the shipped H100 SXM
 //! model, or `--base`) with the measured figures and their provenance to

@@ -10,7 +10,7 @@
 //!
 //! Per schedule: the launch the host plans (its grid, and whether its CTAs
 //! loop over tasks or run one each), registers and resident CTAs,
-//! warp instructions, each bound (issue, latency, DRAM, L2, L1) in ms, the
+//! warp instructions, each bound (issue, latency, DRAM, L2, L1, blocks) in ms, the
 //! prediction, which bound it is and by how much, and the measured median
 //! where the bench has one. With `--all`: MAPE over every record, Spearman's
 //! rank correlation per kernel and how many of its schedule pairs measured
@@ -306,7 +306,7 @@ fn measured(bench: &[Record], kernel: &str, label: &str) -> Option<f64> {
 
 fn print_breakdown(rows: &[Row]) {
     println!(
-        "\n{:<18} {:<34} {:>10} {:>5} {:>4} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7}",
+        "\n{:<18} {:<34} {:>10} {:>5} {:>4} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7}",
         "kernel",
         "schedule",
         "grid",
@@ -318,6 +318,7 @@ fn print_breakdown(rows: &[Row]) {
         "dram",
         "l2",
         "l1",
+        "blocks",
         "predicted",
         "bound",
         "measured",
@@ -330,7 +331,7 @@ fn print_breakdown(rows: &[Row]) {
                     format!("{:+.0}%", 100.0 * (p.ms - m) / m)
                 });
                 println!(
-                    "{:<18} {:<34} {:>10} {:>5} {:>4} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>9} {:>7}",
+                    "{:<18} {:<34} {:>10} {:>5} {:>4} {:>5} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>9} {:>7}",
                     r.kernel,
                     r.label,
                     p.launched_blocks,
@@ -342,6 +343,7 @@ fn print_breakdown(rows: &[Row]) {
                     p.dram_ms,
                     p.l2_ms,
                     p.l1_ms,
+                    p.blocks_ms,
                     p.ms,
                     format!("{} x{:.1}", p.bound, p.margin.min(99.9)),
                     r.measured

@@ -538,11 +538,13 @@ pub enum Field {
     BarLatency,
     /// `classes.fence.latency`.
     FenceLatency,
+    /// `block_launch_ns`.
+    BlockLaunchNs,
 }
 
 impl Field {
     /// Every field, in the table's order.
-    pub const ALL: [Field; 18] = [
+    pub const ALL: [Field; 19] = [
         Field::ClockGhz,
         Field::LatencyL1,
         Field::LatencyL2,
@@ -561,6 +563,7 @@ impl Field {
         Field::L2Gbps,
         Field::L2PartialSectors,
         Field::DramGbps,
+        Field::BlockLaunchNs,
     ];
 
     /// Its path in the device file, and its provenance key.
@@ -584,6 +587,7 @@ impl Field {
             Field::AtomLatency => "classes.atom.latency",
             Field::BarLatency => "classes.bar.latency",
             Field::FenceLatency => "classes.fence.latency",
+            Field::BlockLaunchNs => "block_launch_ns",
         }
     }
 
@@ -605,6 +609,7 @@ impl Field {
             Field::Fp32Rate | Field::SfuRate | Field::SharedRate => "warp instr / clock / SM",
             Field::L1LinesPerClock => "lines / clock / SM",
             Field::L2PartialSectors => "sectors / ns",
+            Field::BlockLaunchNs => "ns / block / SM",
         }
     }
 
@@ -625,6 +630,7 @@ impl Field {
             Field::DramGbps | Field::L2Gbps | Field::L2PartialSectors => "bandwidth",
             Field::Fp32Rate | Field::SfuRate | Field::SharedRate => "rates",
             Field::L1LinesPerClock => "l1",
+            Field::BlockLaunchNs => "launch",
         }
     }
 
@@ -649,6 +655,7 @@ impl Field {
             Field::AtomLatency => class(model, "atom").latency,
             Field::BarLatency => class(model, "bar").latency,
             Field::FenceLatency => class(model, "fence").latency,
+            Field::BlockLaunchNs => model.block_launch_ns,
         }
     }
 
@@ -673,6 +680,7 @@ impl Field {
             Field::AtomLatency => class_mut(model, "atom").latency = value,
             Field::BarLatency => class_mut(model, "bar").latency = value,
             Field::FenceLatency => class_mut(model, "fence").latency = value,
+            Field::BlockLaunchNs => model.block_launch_ns = value,
         }
     }
 }
@@ -1316,18 +1324,29 @@ pub fn measure(
          times: bytes read + written over event time",
     );
 
-    // Printed, not written: what a launch pays per block that a loop over
-    // tasks does not (docs/PREDICTION.md, "Block turnover").
+    // What a launch pays per block that a loop over tasks does not
+    // (docs/PREDICTION.md, "Block turnover"): the empty blocks' rate is
+    // written (the predictor's `blocks` bound), the rest printed.
     log("block turnover");
     let clock = calibration
         .get(Field::ClockGhz)
         .map_or(calibration.boost_ghz, |m| m.value);
-    match block_turnover_costs(gpu, module, runs, clock) {
-        Ok(extras) => calibration.extras.extend(extras),
-        Err(e) => calibration
-            .warnings
-            .push(format!("block turnover: not measured: {e}")),
-    }
+    let turnover = block_turnover_costs(gpu, module, runs, clock);
+    let (samples, extras) = match turnover {
+        Ok((samples, extras)) => (Ok(samples), extras),
+        Err(e) => (Err(e), Vec::new()),
+    };
+    calibration.extras.extend(extras);
+    record(
+        &mut calibration,
+        samples,
+        Field::BlockLaunchNs,
+        &format!(
+            "kernels::calibrate::block_turnover, every SM full of empty {TURNOVER_BLOCK}-thread \
+             blocks, 16 and 128 rounds of them, difference over event time, per run: ns per \
+             block and resident slot over the slots an SM holds"
+        ),
+    );
 
     if let (Some(bw), Some(lat), Some(clock)) = (
         calibration.get(Field::DramGbps).map(|m| m.value),
@@ -2259,13 +2278,15 @@ const TURNOVER_WORK: u32 = 2000;
 /// blocks, 16 and 128 rounds of them (the difference cancels the launch and
 /// the first and last rounds), the blocks empty and then waiting
 /// [`TURNOVER_WORK`] cycles (`clock_ghz`, which must be known, turns them
-/// into ns); every block's mark is checked.
+/// into ns); every block's mark is checked. Returns each run's empty
+/// blocks in ns per block per SM (the slot's time over an SM's slots), and
+/// the medians per slot to print.
 fn block_turnover_costs(
     gpu: &Gpu,
     module: &Module,
     runs: usize,
     clock_ghz: f64,
-) -> Result<Vec<Extra>, CalibrateError> {
+) -> Result<(Vec<f64>, Vec<Extra>), CalibrateError> {
     if clock_ghz.is_nan() || clock_ghz <= 0.0 {
         return Err(CalibrateError::WrongResult(
             "block_turnover: no clock to count its waiting in".into(),
@@ -2298,31 +2319,33 @@ fn block_turnover_costs(
             "block_turnover: block {block} left no mark"
         )));
     }
-    // The median over the runs of ns per round of every slot's block.
-    let mut per_round = |spin: u32| -> Result<f64, CalibrateError> {
+    // Each run's ns per round of every slot's block, and their median.
+    let mut per_round = |spin: u32| -> Result<(Vec<f64>, f64), CalibrateError> {
         let mut samples = Vec::new();
         for _ in 0..runs {
             let t1 = launch(short, spin, &mut done)?;
             let t2 = launch(long, spin, &mut done)?;
             samples.extend(slope(t1, f64::from(short), t2, f64::from(long)).map(|ms| ms * 1e6));
         }
-        median(&samples)
-            .ok_or_else(|| CalibrateError::WrongResult("block_turnover: no rounds timed".into()))
+        let middle = median(&samples)
+            .ok_or_else(|| CalibrateError::WrongResult("block_turnover: no rounds timed".into()))?;
+        Ok((samples, middle))
     };
-    let empty = per_round(0)?;
-    let beyond = per_round(TURNOVER_WORK)? - f64::from(TURNOVER_WORK) / clock_ghz;
+    let (empty_runs, empty) = per_round(0)?;
+    let beyond = per_round(TURNOVER_WORK)?.1 - f64::from(TURNOVER_WORK) / clock_ghz;
+    let per_block_per_sm = empty_runs.iter().map(|ns| ns / f64::from(per_sm)).collect();
     let per_slot = format!(
         "{slots} blocks of {TURNOVER_BLOCK} threads resident ({per_sm} per SM), 16 and 128 \
          rounds of them, difference over event time"
     );
-    Ok(vec![
+    let extras = vec![
         Extra {
             name: "block turnover, empty blocks".to_string(),
             value: empty,
             unit: "ns".to_string(),
             note: format!(
                 "per block and resident slot ({:.0} cycles at {clock_ghz:.3} GHz): \
-                 {per_slot}; not written",
+                 {per_slot}; written over the {per_sm} slots of an SM as block_launch_ns",
                 empty * clock_ghz
             ),
         },
@@ -2336,7 +2359,8 @@ fn block_turnover_costs(
                 beyond * clock_ghz
             ),
         },
-    ])
+    ];
+    Ok((per_block_per_sm, extras))
 }
 
 #[cfg(test)]
