@@ -701,17 +701,16 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
     ) {
         // With fewer tasks than CTAs, the busiest CTA runs one.
         let tasks = context.tasks_per_block.max(1.0);
-        // Claims of several tasks: the chunk loop inside the task loop (an
-        // uncounted loop directly in it) runs the chunk's tasks, and the
-        // claim code around it (atomics, the scheduler's barriers, the
-        // steal loops) runs once per claim, not once per task.
-        // Under one task a claim on average where a claimed tail's runs
-        // outnumber its tasks (the strided rounds, the claims, the last
-        // claim that finds none): its run loop is still the chunk loop, and
-        // left uncounted it would take the data-bounded loops' count.
+        // Claims of other than one task: the chunk loop inside the task
+        // loop (an uncounted loop directly in it) runs the claim's tasks, and
+        // the claim code around it (atomics, the scheduler's barriers, the
+        // steal loops) runs once per claim, not once per task. Found
+        // whatever the launch leaves a claim (a chunk of 8 where a block has
+        // one task, a claimed tail's runs that outnumber its tasks): left
+        // uncounted it would take the data-bounded loops' count.
         let chunk = context.tasks_per_claim.min(tasks);
         let outer = loops[i].blocks.clone();
-        let chunk_loop = (chunk != 1.0)
+        let chunk_loop = (context.tasks_per_claim != 1.0)
             .then(|| {
                 loops
                     .iter()
@@ -1378,6 +1377,15 @@ $L__BB0_36:
             "{:?}",
             flow.executions
         );
+        assert!(
+            (flow.executions[body] - 1.0).abs() < 1e-9,
+            "{:?}",
+            flow.executions
+        );
+        // Chunks of 8 where a block has one task (the simulated size): one
+        // claim, one task, and the chunk loop still the launch's to count.
+        launch.tasks_per_claim = 8.0;
+        let flow = analyse(k, &launch);
         assert!(
             (flow.executions[body] - 1.0).abs() < 1e-9,
             "{:?}",
