@@ -1,8 +1,8 @@
 //! One sweep of a 7-point Jacobi stencil on a 3D grid.
 
-use clustered_device::clustered;
 use clustered_device::memory::{unstepped, F32x4};
 use clustered_device::thread::{block_dim_z, block_idx_z, index_2d, thread_idx_z};
+use clustered_device::{clustered, launch_bounds};
 
 /// `output = c1 * (z+ + z- + y+ + y- + x+ + x-) - c0 * centre` at every
 /// interior point of a `nx x ny x nz` grid stored x-fastest
@@ -186,6 +186,15 @@ fn keep_if(edge: bool, keep: f32, value: f32) -> f32 {
 /// Launch: block `32 x 8 x 1`, grid `(ceil(nx / 128), ceil(ny / 8),
 /// ceil(nz / planes))`, `planes >= 1`; `nx` a multiple of 4 and both
 /// buffers 16-byte aligned (device allocations are).
+///
+/// Launch bounds of four such blocks an SM, the occupancy its registers
+/// give it anyway: told the block's size, ptxas spends the registers up to
+/// that occupancy's 64 on issuing a step's ten loads before it reads one
+/// (62 registers); not told, it stopped at 56 and issued two of them after
+/// the first returned, 1.03x its nvcc twin's time on an H200, 0.98-0.99x
+/// with the bounds (docs/BENCHMARKS.md, "Launch bounds at the occupancy a
+/// kernel has").
+#[launch_bounds(max_threads = 256, min_blocks_per_sm = 4)]
 #[clustered(auto)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn jacobi7_3d_march4(

@@ -479,7 +479,8 @@ fn hand_written_layouts_keep_their_loads_in_flight() {
         .count();
     let gemv = loads_in_flight(&kernels["atax_rows_gemv"].sass);
     let walk = fewest_loads_together(&kernels["jacobi7_3d_march"].sass);
-    println!("transpose_tiled: {loads_first} loads before its first shared store; atax_rows_gemv: {gemv} loads in flight; jacobi7_3d_march: {walk} loads issued together at the fewest");
+    let quads = fewest_loads_together(&kernels["jacobi7_3d_march4"].sass);
+    println!("transpose_tiled: {loads_first} loads before its first shared store; atax_rows_gemv: {gemv} loads in flight; jacobi7_3d_march: {walk} loads issued together at the fewest; jacobi7_3d_march4: {quads}");
     assert!(
         loads_first >= 4,
         "transpose_tiled issues {loads_first} loads before its first shared store, not 4"
@@ -491,6 +492,10 @@ fn hand_written_layouts_keep_their_loads_in_flight() {
     assert!(
         walk >= 5,
         "jacobi7_3d_march reads a load of a step before issuing the rest ({walk} together, not its 5 neighbours): its pointers are stepped apart again?"
+    );
+    assert!(
+        quads >= 10,
+        "jacobi7_3d_march4 reads a load of a step before issuing the rest ({quads} together, not its two planes' 10): did it lose its launch bounds?"
     );
 }
 
