@@ -749,8 +749,8 @@ __device__ __forceinline__ float4 jacobi7_quad(float4 b, float4 c, float4 a, flo
     return v;
 }
 
-// Launch bounds as the Rust kernel's (four blocks of 256 an SM): 54
-// registers, 0.277-0.279 ms on an H200 against 0.282-0.288 at ptxas's own
+// Launch bounds as the Rust kernel's (four blocks of 256 an SM): 64
+// registers, 0.277-0.280 ms on an H200 against 0.282-0.288 at ptxas's own
 // 48 and five blocks (docs/BENCHMARKS.md, "Launch bounds at the occupancy
 // a kernel has").
 extern "C" __global__ void __launch_bounds__(256, 4) jacobi7_3d_march4_twin(const float *input,
