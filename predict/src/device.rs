@@ -61,7 +61,9 @@ pub struct DeviceModel {
     pub launch_overhead_us: f64,
     /// Nanoseconds an SM takes to start and retire one block, as a stream
     /// of empty blocks measures it: the fastest an SM goes through a
-    /// launch's blocks, however little each does (0: not modelled).
+    /// launch's blocks, however little each does (0: not modelled, what a
+    /// device file written before the figure existed reads as).
+    #[serde(default)]
     pub block_launch_ns: f64,
     /// Fraction of the second-largest bound added to the largest.
     pub overlap: f64,
@@ -234,6 +236,19 @@ mod tests {
         model.classes.get_mut("fp32").unwrap().latency = f64::NAN;
         // NaN is written as null, which serde refuses: either way it fails.
         assert!(DeviceModel::from_json(&model.to_json()).is_err());
+    }
+
+    #[test]
+    fn a_file_from_before_block_starts_loads_without_them() {
+        let mut json: serde_json::Value =
+            serde_json::from_str(&DeviceModel::h100_sxm().to_json()).unwrap();
+        json.as_object_mut().unwrap().remove("block_launch_ns");
+        let model = DeviceModel::from_json(&json.to_string()).unwrap();
+        assert_eq!(model.block_launch_ns, 0.0);
+        // Any other figure missing is still an error that names it.
+        json.as_object_mut().unwrap().remove("overlap");
+        let err = DeviceModel::from_json(&json.to_string()).unwrap_err();
+        assert!(err.to_string().contains("overlap"), "{err}");
     }
 
     #[test]
