@@ -35,6 +35,7 @@ pub mod shared;
 pub mod sm;
 pub mod thread;
 pub mod trace;
+pub mod unroll;
 
 pub use clustered_macros::{clustered, kernel, launch_bounds, task_pool};
 

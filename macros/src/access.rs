@@ -784,6 +784,11 @@ impl Evaluator {
             _ => None,
         }
         .unwrap_or_default();
+        // `unroll::<N>(count, |k| body)` (`clustered_device::unroll`) runs
+        // `body` for `k` in `0..count`: read as that `for` loop.
+        if let Some(for_loop) = unroll_as_for(&name, call) {
+            return self.expr(&for_loop);
+        }
         let args: Vec<Value> = call.args.iter().map(|a| self.expr(a)).collect();
         let int = |v: &Value| match v {
             Value::Int(p) => Some(p.clone()),
@@ -1691,6 +1696,28 @@ impl std::fmt::Display for Poly {
     }
 }
 
+/// `for k in 0..count body` for a call `unroll::<N>(count, |k| body)` of
+/// the device runtime's `unroll`, which runs its closure so; `None` for any
+/// other call.
+fn unroll_as_for(name: &str, call: &syn::ExprCall) -> Option<Expr> {
+    let [count, Expr::Closure(closure)] = call.args.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    if name != "unroll" || closure.inputs.len() != 1 {
+        return None;
+    }
+    let counter = match &closure.inputs[0] {
+        syn::Pat::Type(typed) => (*typed.pat).clone(),
+        other => other.clone(),
+    };
+    let body = &closure.body;
+    let body: Block = match &**body {
+        Expr::Block(block) => block.block.clone(),
+        other => syn::parse_quote_spanned!(other.span()=> { #other; }),
+    };
+    Some(syn::parse_quote_spanned!(call.span()=> for #counter in 0..#count #body))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1901,6 +1928,31 @@ mod tests {
         );
         assert_eq!(analysis.block_axes, [true, true, false]);
         assert_eq!(analysis.accesses[0].loops, ["k"]);
+        assert_eq!(analysis.loops[0].trips.as_ref().unwrap().to_string(), "n");
+    }
+
+    #[test]
+    fn a_loop_run_by_unroll_is_read_as_a_for_loop() {
+        let (analysis, forms) = forms(
+            "unsafe fn sgemm(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
+                let row = block_idx_y() * TILE + thread_idx_y();
+                let col = block_idx_x() * TILE + thread_idx_x();
+                let mut sum = 0.0f32;
+                unroll::<8>(n, |k| {
+                    sum += *a.add(at(row, n, k)) * *b.add((k * n + col) as usize);
+                });
+                *c.add(at(row, n, col)) = sum;
+            }",
+        );
+        assert_eq!(
+            forms,
+            [
+                "load a [by*n*TILE + ty*n + k]",
+                "load b [bx*TILE + tx + n*k]",
+                "store c [bx*TILE + by*n*TILE + tx + ty*n]",
+            ]
+        );
+        assert!(analysis.unseen.is_empty());
         assert_eq!(analysis.loops[0].trips.as_ref().unwrap().to_string(), "n");
     }
 

@@ -897,6 +897,27 @@ fn exit_trips(
                         return UNKNOWN;
                     }
                 }
+                // `mov v, w` with `w = v + step` in the loop: the step,
+                // through a move LLVM does not look into (the device
+                // runtime's `unroll` counts its runs so, to keep LLVM from
+                // unrolling them again). `v` changes at the move.
+                let mut moved_at = None;
+                if def.op() == "mov" && def.guard.is_none() {
+                    let stepped = def
+                        .operands
+                        .get(1)
+                        .filter(|r| r.starts_with('%'))
+                        .map(|r| in_loop_defs(r));
+                    let Some([(sb2, si2)]) = stepped.as_deref() else {
+                        return UNKNOWN;
+                    };
+                    moved_at = Some((db, di));
+                    (db, di) = (*sb2, *si2);
+                    def = &function.blocks[db].instructions[di];
+                    if def.operands.get(1) != Some(operand) {
+                        return UNKNOWN;
+                    }
+                }
                 if !matches!(def.op(), "add" | "sub") || def.guard.is_some() {
                     return UNKNOWN;
                 }
@@ -945,7 +966,8 @@ fn exit_trips(
                 };
                 // Compared after the step when the step comes first on the
                 // way to the compare.
-                let after = (db == sb && di < si) || (db != sb && dominates(eval.idom, db, sb));
+                let (vb, vi) = moved_at.unwrap_or((db, di));
+                let after = (vb == sb && vi < si) || (vb != sb && dominates(eval.idom, vb, sb));
                 induction = Some((side, init, step, after));
             }
             _ => return UNKNOWN,
@@ -1190,6 +1212,37 @@ $L__BB0_7:
 	ret;
 }
 "#;
+
+    /// `clustered_device::unroll`'s loop of whole runs (naive SGEMM's k
+    /// loop, 8 steps a run): the step through a move in inline `asm`, which
+    /// LLVM does not look into, compared with the steps of whole runs.
+    const MOVED: &str = r#"
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	ld.param.b32 	%r6, [k_param_0];
+	and.b32 	%r3, %r6, -8;
+	mov.b32 	%r66, 0;
+$L__BB0_2:
+	fma.rn.f32 %f2, %f1, %f1, %f2;
+	add.s32 	%r37, %r66, 8;
+	// begin inline asm
+	mov.u32 %r66, %r37;
+	// end inline asm
+	setp.lt.u32 	%p2, %r66, %r3;
+	@%p2 bra 	$L__BB0_2;
+	ret;
+}
+"#;
+
+    #[test]
+    fn trip_count_through_a_move() {
+        let module = Module::parse(MOVED).unwrap();
+        let flow = analyse(module.function("k").unwrap(), &context(vec![Some(8195)]));
+        // 8195 & -8 = 8192: 1024 runs of 8.
+        assert_eq!(flow.loops[0].trips, Trips::Known(1024));
+    }
 
     #[test]
     fn trip_count_through_a_copy() {
