@@ -1933,27 +1933,27 @@ mod tests {
 
     #[test]
     fn a_loop_run_by_unroll_is_read_as_a_for_loop() {
-        let (analysis, forms) = forms(
-            "unsafe fn sgemm(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
-                let row = block_idx_y() * TILE + thread_idx_y();
-                let col = block_idx_x() * TILE + thread_idx_x();
-                let mut sum = 0.0f32;
-                unroll::<8>(n, |k| {
-                    sum += *a.add(at(row, n, k)) * *b.add((k * n + col) as usize);
-                });
-                *c.add(at(row, n, col)) = sum;
-            }",
-        );
-        assert_eq!(
-            forms,
-            [
-                "load a [by*n*TILE + ty*n + k]",
-                "load b [bx*TILE + tx + n*k]",
-                "store c [bx*TILE + by*n*TILE + tx + ty*n]",
-            ]
-        );
-        assert!(analysis.unseen.is_empty());
-        assert_eq!(analysis.loops[0].trips.as_ref().unwrap().to_string(), "n");
+        let sgemm = |k_loop: &str| {
+            format!(
+                "unsafe fn sgemm(a: *const f32, b: *const f32, c: *mut f32, n: u32) {{
+                    let row = block_idx_y() * TILE + thread_idx_y();
+                    let col = block_idx_x() * TILE + thread_idx_x();
+                    let mut sum = 0.0f32;
+                    {k_loop}
+                    *c.add(at(row, n, col)) = sum;
+                }}"
+            )
+        };
+        let step = "sum += *a.add(at(row, n, k)) * *b.add((k * n + col) as usize);";
+        let (for_loop, for_forms) = forms(&sgemm(&format!("for k in 0..n {{ {step} }}")));
+        let (unrolled, unrolled_forms) =
+            forms(&sgemm(&format!("unroll::<8>(n, |k| {{ {step} }});")));
+        assert_eq!(unrolled_forms, for_forms);
+        assert!(unrolled.unseen.is_empty());
+        let trips = |a: &Analysis| a.loops[0].trips.as_ref().map(ToString::to_string);
+        assert_eq!(trips(&unrolled), trips(&for_loop));
+        assert_eq!(trips(&unrolled).as_deref(), Some("n"));
+        assert_eq!(unrolled.accesses[0].loops, ["k"]);
     }
 
     #[test]
