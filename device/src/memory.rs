@@ -218,28 +218,67 @@ prefetch! {
     prefetch_l2 => "L2", PrefetchL2;
 }
 
-/// `offset`, which the compiler can no longer relate to the values it was
-/// computed from (an empty `mov.b64` through a register on the GPU; the
+/// `value`, which the compiler can no longer relate to the values it was
+/// computed from (an empty `mov` through a register on the GPU; the
 /// identity on the CPU backend). A loop that steps an offset and reads at
 /// fixed distances from `base.add(offset)` (`.add(row)`, `.sub(1)`, ...)
 /// otherwise gets one induction pointer per distance from LLVM's strength
 /// reduction, each a 64-bit register pair live across the loop; with the
 /// offset passed through here each iteration, the distances are added to
 /// one pointer where they are used, as nvcc does. An offset, not a
-/// pointer: the base keeps its global address space (`ld.global`).
+/// pointer: the base keeps its global address space (`ld.global`). A loop
+/// counter passed through here is one LLVM cannot count, so does not
+/// unroll ([`crate::unroll`]).
 #[inline(always)]
-pub fn unstepped(offset: usize) -> usize {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let mut x = offset as u64;
-        // SAFETY: a register move; no memory is touched.
-        unsafe {
-            asm!("mov.b64 {x}, {x};", x = inout(reg64) x, options(pure, nomem, nostack, preserves_flags))
-        };
-        x as usize
+pub fn unstepped<T: Unstepped>(value: T) -> T {
+    value.through_a_move()
+}
+
+/// The integers [`unstepped`] takes: `u32` and `usize`.
+pub trait Unstepped: Copy + unstepped::Sealed {
+    #[doc(hidden)]
+    fn through_a_move(self) -> Self;
+}
+
+mod unstepped {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for usize {}
+}
+
+impl Unstepped for u32 {
+    #[inline(always)]
+    fn through_a_move(self) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let moved: u32;
+            // SAFETY: a register move; no memory is touched.
+            unsafe {
+                asm!("mov.b32 {moved}, {value};", moved = out(reg32) moved, value = in(reg32) self,
+                     options(pure, nomem, nostack, preserves_flags))
+            };
+            moved
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        self
     }
-    #[cfg(not(target_arch = "nvptx64"))]
-    offset
+}
+
+impl Unstepped for usize {
+    #[inline(always)]
+    fn through_a_move(self) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let mut x = self as u64;
+            // SAFETY: a register move; no memory is touched.
+            unsafe {
+                asm!("mov.b64 {x}, {x};", x = inout(reg64) x, options(pure, nomem, nostack, preserves_flags))
+            };
+            x as usize
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        self
+    }
 }
 
 #[cfg(test)]

@@ -39,33 +39,13 @@ pub fn unroll<const N: u32>(count: u32, mut body: impl FnMut(u32)) {
         }
         // Through a move LLVM cannot see into: its trip count unknown, LLVM
         // leaves the loop as it is written.
-        k = uncounted(k + N);
+        k = crate::memory::unstepped(k + N);
     }
-    // At most N - 1 steps: LLVM unrolls them with a test each, as nvcc does.
+    // At most N - 1 steps, one at a time (LLVM leaves it a loop of one
+    // step, as nvcc leaves its remainder: naive SGEMM's PTX, both builds).
     for step in 0..count % N {
         body(full + step);
     }
-}
-
-/// `value`, through a register move that LLVM does not look into.
-#[inline(always)]
-fn uncounted(value: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let moved: u32;
-        // SAFETY: a register move.
-        unsafe {
-            core::arch::asm!(
-                "mov.u32 {moved}, {value};",
-                moved = out(reg32) moved,
-                value = in(reg32) value,
-                options(pure, nomem, nostack, preserves_flags),
-            );
-        }
-        moved
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    value
 }
 
 #[cfg(test)]

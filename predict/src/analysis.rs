@@ -1228,7 +1228,7 @@ $L__BB0_2:
 	fma.rn.f32 %f2, %f1, %f1, %f2;
 	add.s32 	%r37, %r66, 8;
 	// begin inline asm
-	mov.u32 %r66, %r37;
+	mov.b32 %r66, %r37;
 	// end inline asm
 	setp.lt.u32 	%p2, %r66, %r3;
 	@%p2 bra 	$L__BB0_2;
