@@ -1698,12 +1698,18 @@ impl std::fmt::Display for Poly {
 
 /// `for k in 0..count body` for a call `unroll::<N>(count, |k| body)` of
 /// the device runtime's `unroll`, which runs its closure so; `None` for any
-/// other call.
+/// other call, and for a body that `return`s (from the closure: the next
+/// `k`, not the kernel's end, as it would be in the `for` loop).
 fn unroll_as_for(name: &str, call: &syn::ExprCall) -> Option<Expr> {
+    if name != "unroll" {
+        return None;
+    }
     let [count, Expr::Closure(closure)] = call.args.iter().collect::<Vec<_>>()[..] else {
         return None;
     };
-    if name != "unroll" || closure.inputs.len() != 1 {
+    if closure.inputs.len() != 1
+        || crate::clustered::analyse::returns_in(&Stmt::Expr((*closure.body).clone(), None))
+    {
         return None;
     }
     let counter = match &closure.inputs[0] {
@@ -1954,6 +1960,25 @@ mod tests {
         assert_eq!(trips(&unrolled), trips(&for_loop));
         assert_eq!(trips(&unrolled).as_deref(), Some("n"));
         assert_eq!(unrolled.accesses[0].loops, ["k"]);
+    }
+
+    #[test]
+    fn an_unroll_body_that_returns_is_not_read_as_a_for_loop() {
+        // `return` in the closure goes on to the next k; in a `for` loop it
+        // would end the kernel: the call stays code the analysis does not read.
+        let (analysis, forms) = forms(
+            "unsafe fn k(a: *const f32, c: *mut f32, n: u32) {
+                let mut sum = 0.0f32;
+                unroll::<4>(n, |k| {
+                    if k == 3 { return; }
+                    sum += *a.add(k as usize);
+                });
+                *c = sum;
+            }",
+        );
+        assert_eq!(forms, ["store c [0]"]);
+        assert_eq!(analysis.unseen.len(), 1);
+        assert_eq!(analysis.unseen[0].pointers, ["a"]);
     }
 
     #[test]
