@@ -69,7 +69,8 @@ pub unsafe fn sgemm_naive(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     let mut sum = 0.0f32;
     // 8 steps a run, as nvcc's `#pragma unroll` would give it: ptxas keeps
     // 16 loads in flight where LLVM's own unrolling (16 deep) left it 12;
-    // 6.8% faster at n = 8192 on an H200, the same at 4096 (`unroll`).
+    // 6.8% faster at n = 8192 on an H200, 0.5% slower at 4096
+    // (docs/BENCHMARKS.md, "Naive SGEMM's k loop, 8 steps a run").
     unroll::<8>(n, |_| {
         sum = fma(*a_k, *b_k, sum);
         a_k = a_k.add(1);

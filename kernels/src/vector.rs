@@ -5,6 +5,7 @@ use clustered_device::cta::Cta;
 use clustered_device::memory::{prefetch_l2, F32x4};
 use clustered_device::shared::dynamic_shared_memory;
 use clustered_device::thread::{block_dim_x, block_idx_x, index_1d, sync_threads, thread_idx_x};
+use clustered_device::unroll::unroll;
 
 /// `c[i] = a[i] + b[i]` for `i < n`, one element per thread.
 ///
@@ -101,5 +102,24 @@ pub unsafe fn reverse_in_blocks(input: *const f32, output: *mut f32, n: u32) {
     let from = block_idx_x() * width + (width - 1 - t);
     if i < n && from < n {
         *output.add(i as usize) = staging.read(width - 1 - t);
+    }
+}
+
+/// `sums[i]`: row `i` of `input` (`len` floats a row) added in order,
+/// through [`unroll::<4>`](clustered_device::unroll::unroll), so that every
+/// schedule runs the depth helper's runs of 4 and, when `len % 4 != 0`, its
+/// remainder (`suite/tests/cpu_backend.rs`).
+#[clustered(name = row_sums_redirect, binding = redirect, indexing = column_major)]
+#[clustered(name = row_sums_agents, binding = agents, chunk = 3)]
+#[clustered(name = row_sums_persistent, binding = persistent, indexing = column_major, chunk = 2)]
+#[clustered(name = row_sums_stride, binding = stride)]
+#[clustered(name = row_sums_stride_tail, binding = stride, tail = claims)]
+pub unsafe fn row_sums(input: *const f32, sums: *mut f32, rows: u32, len: u32) {
+    let i = index_1d();
+    if i < rows {
+        let row = input.add(i as usize * len as usize);
+        let mut sum = 0.0f32;
+        unroll::<4>(len, |k| sum += *row.add(k as usize));
+        *sums.add(i as usize) = sum;
     }
 }

@@ -542,6 +542,51 @@ fn tasks_sharing_memory_stay_separate_in_persistent_loops() {
 }
 
 #[test]
+fn unroll_runs_every_step_once_in_every_schedule() {
+    use kernels::vector::*;
+    // 40 rows on 5 CTAs of 8 threads; lengths with no remainder, a
+    // remainder only, and both, each row's sum in order (the same bits).
+    let (rows, block) = (40u32, 8u32);
+    let original = launch([rows / block, 1, 1], block, 2);
+    let machines = [
+        Machine::new(2),
+        Machine::new(3).interleave(5),
+        Machine::new(5)
+            .with_dispatch(Dispatch::Random(9))
+            .interleave(11),
+    ];
+    for len in [0u32, 3, 4, 13] {
+        let input: Vec<f32> = (0..rows * len)
+            .map(|i| (i % 7) as f32 * 0.25 + 1.0)
+            .collect();
+        let expected: Vec<f32> = (0..rows as usize)
+            .map(|r| {
+                let row = &input[r * len as usize..(r + 1) * len as usize];
+                row.iter().fold(0.0f32, |sum, &x| sum + x)
+            })
+            .collect();
+        for entry in std::iter::once(row_sums::KERNEL).chain(row_sums::SCHEDULES.iter().copied()) {
+            for machine in &machines {
+                let mut sums = vec![f32::NAN; rows as usize];
+                // SAFETY: `rows * len` inputs and `rows` sums; the kernel guards i < rows.
+                unsafe {
+                    launch_entry(
+                        entry,
+                        machine,
+                        original,
+                        &ClusterOptions::default(),
+                        &mut NoObserver,
+                        (&input[..], &mut sums[..], rows, len),
+                    )
+                }
+                .unwrap();
+                assert_eq!(sums, expected, "{} with len {len}", entry.name());
+            }
+        }
+    }
+}
+
+#[test]
 fn a_grid_stride_loop_refuses_to_be_throttled() {
     let launch = CpuLaunch {
         grid: [20, 1, 1],
