@@ -93,6 +93,22 @@ pub enum BuildError {
         /// The PTX file.
         ptx: PathBuf,
     },
+    /// The PTX declares a `constant_table!` name twice: tables are found by
+    /// name, so each needs its own.
+    DuplicateConstant {
+        /// The name declared twice.
+        symbol: String,
+        /// The PTX file.
+        ptx: PathBuf,
+    },
+    /// The module's constant tables together are larger than the 64 KiB of
+    /// constant memory a module has: the driver would refuse to load it.
+    ConstantMemory {
+        /// Bytes of every `.const` table together.
+        bytes: u64,
+        /// The PTX file.
+        ptx: PathBuf,
+    },
     /// A kernel's launch bounds (`#[launch_bounds]`) could not be written
     /// into its PTX entry.
     LaunchBounds(String),
@@ -162,6 +178,21 @@ impl fmt::Display for BuildError {
                  arrays repeats them, within one call or when a `#[clustered]` kernel copies \
                  its body into each schedule. Call `shared_array!` in the kernel's body itself \
                  (or in a helper function), and give each `shared_array!` its own name",
+                ptx.display()
+            ),
+            BuildError::DuplicateConstant { symbol, ptx } => write!(
+                f,
+                "the PTX ({}) declares the constant table `{symbol}` twice: its name is its \
+                 symbol in the module, the name the host writes it by, so two \
+                 `constant_table!`s in the kernels crate (in any modules) need two names",
+                ptx.display()
+            ),
+            BuildError::ConstantMemory { bytes, ptx } => write!(
+                f,
+                "the PTX ({}) declares {bytes} bytes of constant tables, more than the \
+                 {CONSTANT_MEMORY_BYTES} a module may have: keep the large ones in global memory \
+                 (a buffer argument) and the tables that every thread of a warp reads at once \
+                 in `constant_table!`",
                 ptx.display()
             ),
             BuildError::LaunchBounds(why) => write!(
@@ -320,8 +351,20 @@ impl Builder {
             ptx: ptx.clone(),
             error,
         })?;
-        if let Some(symbol) = duplicate_shared(&text) {
+        let symbols = module_symbols(&text);
+        if let Some(symbol) = first_repeat(&symbols, ".shared") {
             return Err(BuildError::DuplicateShared { symbol, ptx });
+        }
+        if let Some(symbol) = first_repeat(&symbols, ".const") {
+            return Err(BuildError::DuplicateConstant { symbol, ptx });
+        }
+        let bytes = symbols
+            .iter()
+            .filter(|s| s.space == ".const")
+            .map(|s| s.bytes)
+            .sum::<u64>();
+        if bytes > CONSTANT_MEMORY_BYTES {
+            return Err(BuildError::ConstantMemory { bytes, ptx });
         }
         let problems = ptx_check::check(&text);
         if !problems.is_empty() {
@@ -457,13 +500,39 @@ fn package_name(manifest: &Path) -> Option<String> {
     None
 }
 
-/// The first `.shared` symbol that `ptx` defines twice at module scope
-/// (outside every function body; `.extern` declarations do not count).
+/// Bytes of constant memory a module may declare (every GPU since Fermi).
+const CONSTANT_MEMORY_BYTES: u64 = 64 * 1024;
+
+/// A module-scope definition of a `.shared` or `.const` symbol.
+#[derive(Debug, PartialEq, Eq)]
+struct ModuleSymbol {
+    /// `.shared` or `.const`.
+    space: &'static str,
+    name: String,
+    /// Its array length times the element's bytes (`.b8 name[4096]`: 4096;
+    /// `.u32 name`: 4); 0 where the PTX gives no length (`name[]`).
+    bytes: u64,
+}
+
+/// The first name that `symbols` defines twice in `space`.
 ///
 /// Module scope is one namespace: ptxas refuses two definitions of a name.
-/// `shared_array!` names its symbols uniquely; this catches what it cannot.
-fn duplicate_shared(ptx: &str) -> Option<String> {
+/// `shared_array!` names its symbols uniquely, and a `constant_table!`'s
+/// name is the user's; this catches what neither can.
+fn first_repeat(symbols: &[ModuleSymbol], space: &str) -> Option<String> {
     let mut seen = std::collections::HashSet::new();
+    symbols
+        .iter()
+        .filter(|s| s.space == space)
+        .find(|s| !seen.insert(s.name.as_str()))
+        .map(|s| s.name.clone())
+}
+
+/// The `.shared` and `.const` symbols that `ptx` defines at module scope
+/// (outside every function body; `.extern` declarations do not count), in
+/// order.
+fn module_symbols(ptx: &str) -> Vec<ModuleSymbol> {
+    let mut symbols = Vec::new();
     let mut depth = 0usize;
     let mut in_comment = false;
     for line in ptx.lines() {
@@ -506,28 +575,42 @@ fn duplicate_shared(ptx: &str) -> Option<String> {
         }
         for statement in code.split(';') {
             let words: Vec<&str> = statement.split_whitespace().collect();
-            let defines_shared =
-                depth == 0 && words.contains(&".shared") && !words.contains(&".extern");
-            if defines_shared {
+            let space = [".shared", ".const"]
+                .into_iter()
+                .find(|space| words.contains(space));
+            if let (0, Some(space), false) = (depth, space, words.contains(&".extern")) {
                 // `.shared .align 16 .b8 name[4096]` / `.shared .u32 name = 0`:
                 // the first word after the directives that is not one.
-                let name = words
+                let declared = words
                     .iter()
                     .take_while(|w| **w != "=")
-                    .filter(|w| !w.starts_with('.') && w.parse::<u64>().is_err())
-                    .map(|w| w.split('[').next().unwrap_or(w))
-                    .next();
-                if let Some(name) = name {
-                    if !seen.insert(name.to_string()) {
-                        return Some(name.to_string());
-                    }
+                    .find(|w| !w.starts_with('.') && w.parse::<u64>().is_err());
+                if let Some(declared) = declared {
+                    let (name, length) = match declared.split_once('[') {
+                        Some((name, length)) => (
+                            name,
+                            length.trim_end_matches(']').parse::<u64>().unwrap_or(0),
+                        ),
+                        None => (*declared, 1),
+                    };
+                    let element = words
+                        .iter()
+                        .filter_map(|w| w.strip_prefix('.'))
+                        .filter_map(|w| w.get(1..)?.parse::<u64>().ok())
+                        .next()
+                        .map_or(0, |bits| bits / 8);
+                    symbols.push(ModuleSymbol {
+                        space,
+                        name: name.to_string(),
+                        bytes: length * element,
+                    });
                 }
             }
             depth += statement.matches('{').count();
             depth = depth.saturating_sub(statement.matches('}').count());
         }
     }
-    None
+    symbols
 }
 
 /// The prerequisites of a Makefile-style dep-info file (`target: a b\ c`).
@@ -590,6 +673,7 @@ mod tests {
 \tret;
 }
 ";
+        let duplicate_shared = |ptx: &str| first_repeat(&module_symbols(ptx), ".shared");
         assert_eq!(duplicate_shared(ptx), None, "function scopes are their own");
         let twice = format!("{ptx}.shared .align 16 .b8 tile_b_23_9_42[4096];\n");
         assert_eq!(duplicate_shared(&twice), Some("tile_b_23_9_42".into()));
@@ -605,6 +689,53 @@ mod tests {
         assert!(message.contains("`tile_b_23_9_42` twice"), "{message}");
         assert!(
             message.contains("give each `shared_array!` its own name"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn constant_tables_are_named_once_and_fit_in_64_kib() {
+        let ptx = "\
+.visible .const .align 16 .b8 TAPS[100];
+.visible .const .align 16 .b8 OFFSETS[65436];
+.shared .align 16 .b8 TAPS[16]; // another space's symbol: ptxas's business
+.visible .entry k()
+{
+\t.const .align 4 .b8 inner[4];
+\tret;
+}
+";
+        let symbols = module_symbols(ptx);
+        assert_eq!(first_repeat(&symbols, ".const"), None);
+        let constant: u64 = symbols
+            .iter()
+            .filter(|s| s.space == ".const")
+            .map(|s| s.bytes)
+            .sum();
+        assert_eq!(
+            constant, CONSTANT_MEMORY_BYTES,
+            "two tables, the function's not counted"
+        );
+        let more = module_symbols(&format!("{ptx}.const .u32 ONE_MORE;\n"));
+        assert_eq!(more.last().map(|s| s.bytes), Some(4));
+        let twice = module_symbols(&format!("{ptx}.visible .const .align 16 .b8 TAPS[100];\n"));
+        assert_eq!(first_repeat(&twice, ".const"), Some("TAPS".into()));
+        let message = BuildError::ConstantMemory {
+            bytes: 65540,
+            ptx: "/k.ptx".into(),
+        }
+        .to_string();
+        assert!(
+            message.contains("65540 bytes") && message.contains("65536"),
+            "{message}"
+        );
+        let message = BuildError::DuplicateConstant {
+            symbol: "TAPS".into(),
+            ptx: "/k.ptx".into(),
+        }
+        .to_string();
+        assert!(
+            message.contains("`TAPS` twice") && message.contains("need two names"),
             "{message}"
         );
     }

@@ -19,6 +19,7 @@
 pub mod abi;
 pub mod atomic;
 pub mod cluster;
+pub mod constant;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cpu;
 pub mod cta;

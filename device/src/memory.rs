@@ -99,12 +99,17 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Types that a single cache-hinted PTX load can read.
+/// Types that a single cache-hinted PTX load can read (and that a
+/// [`Constant`](crate::constant::Constant) table holds).
 pub trait HintedLoad: Copy + sealed::Sealed {
     #[doc(hidden)]
     unsafe fn load_cg(address: *const Self) -> Self;
     #[doc(hidden)]
     unsafe fn load_nc(address: *const Self) -> Self;
+    /// `ld.const` at an address in the `.const` state space.
+    #[doc(hidden)]
+    #[cfg(target_arch = "nvptx64")]
+    unsafe fn load_const(address: u64) -> Self;
 }
 
 macro_rules! hinted_load {
@@ -150,6 +155,15 @@ macro_rules! hinted_load {
                     trace(TraceKind::Load, address);
                     *address
                 }
+            }}
+            #[inline(always)]
+            #[cfg(target_arch = "nvptx64")]
+            unsafe fn load_const(address: u64) -> Self { unsafe {
+                let value: $t;
+                asm!(concat!("ld.const.", $ptx, " {value}, [{address}];"),
+                     value = out($class) value, address = in(reg64) address,
+                     options(pure, nomem, nostack, preserves_flags));
+                value
             }}
         }
     )*};

@@ -24,6 +24,11 @@ pub use clustered_device::cpu::{
     ThreadAt,
 };
 
+/// Fills a constant table (`constant_table!`) for the CPU launches this
+/// host thread makes from now on, as `Gpu::write_constant` fills a
+/// module's on a GPU.
+pub use clustered_device::constant::cpu::{write as write_constant, LengthMismatch};
+
 use std::fmt;
 
 use clustered_device::abi::{ClusterLaunch, KernelContract};

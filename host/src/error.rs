@@ -79,6 +79,25 @@ pub enum Error {
         /// What was being sized.
         what: &'static str,
     },
+    /// The module has no constant table of this name
+    /// ([`Gpu::write_constant`](crate::Gpu::write_constant)).
+    ConstantNotFound {
+        /// The table's name.
+        name: &'static str,
+    },
+    /// The values given for a constant table, or the module's table, do not
+    /// have the table's size; nothing was written.
+    ConstantSize {
+        /// The table's name.
+        name: &'static str,
+        /// Bytes of the table as the kernels crate declares it.
+        expected: usize,
+        /// Bytes given (`module: false`) or declared in the module's PTX
+        /// (`module: true`).
+        found: usize,
+        /// Whether `found` is the module's table (its PTX is another build's).
+        module: bool,
+    },
     /// The tuner could not decide or use its cache file; with this variant a
     /// [`Tuner`](crate::tuner::Tuner) can time launches that fail with
     /// [`Error`].
@@ -324,6 +343,32 @@ impl fmt::Display for Error {
             Error::SizeOverflow { what } => write!(
                 f,
                 "size overflow computing {what}; use a smaller length"
+            ),
+            Error::ConstantNotFound { name } => write!(
+                f,
+                "the module has no constant table `{name}`: load the PTX of the kernels crate \
+                 that declares it with `constant_table!` (`include_ptx!` of that crate)"
+            ),
+            Error::ConstantSize {
+                name,
+                expected,
+                found,
+                module: false,
+            } => write!(
+                f,
+                "constant table `{name}` holds {expected} bytes, {found} were given: write \
+                 exactly its length in elements"
+            ),
+            Error::ConstantSize {
+                name,
+                expected,
+                found,
+                module: true,
+            } => write!(
+                f,
+                "constant table `{name}` is {expected} bytes in the kernels crate but {found} in \
+                 the module: the PTX is from another build of the crate; rebuild, and load the \
+                 PTX that `include_ptx!` gives"
             ),
             Error::Tuner(e) => write!(f, "tuner: {e}"),
         }

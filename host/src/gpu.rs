@@ -8,7 +8,9 @@ use cudarc::driver::{
     CudaContext, CudaSlice, CudaStream, DeviceRepr, DriverError, ValidAsZeroBits,
 };
 
-use crate::{DeviceProperties, Error};
+use clustered_device::constant::{Constant, ConstantSymbol};
+
+use crate::{DeviceProperties, Error, Module};
 
 /// One GPU: its CUDA context (the device's primary context), a stream that
 /// the helpers and launches use unless told otherwise, and its properties.
@@ -141,5 +143,72 @@ impl Gpu {
             .map_err(Error::driver("cuMemcpyDtoH"))?;
         self.synchronize()?;
         Ok(v)
+    }
+
+    /// Fills the constant table `table` (declared with
+    /// `constant_table!` in the kernels crate) of `module` with `values`,
+    /// exactly `table.len()` of them, on [`Gpu::stream`]: launches made
+    /// on it afterwards read them; a launch on another stream must wait
+    /// for this one first. The table is the module's: every kernel of it
+    /// reads the same values.
+    ///
+    /// [`Error::ConstantSize`] when the number of values is not the
+    /// table's length or the module's table has another size (a PTX of
+    /// another build); [`Error::ConstantNotFound`] when the module does not
+    /// declare it.
+    pub fn write_constant<S: ConstantSymbol>(
+        &self,
+        module: &Module,
+        table: Constant<S>,
+        values: &[S::Element],
+    ) -> Result<(), Error>
+    where
+        S::Element: DeviceRepr,
+    {
+        let name = table.name();
+        if std::mem::size_of_val(values) != table.bytes() {
+            return Err(Error::ConstantSize {
+                name,
+                expected: table.bytes(),
+                found: std::mem::size_of_val(values),
+                module: false,
+            });
+        }
+        if module.ctx() != &self.ctx {
+            return Err(Error::ContextMismatch {
+                what: "the module and this Gpu",
+            });
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(Error::driver("cuCtxSetCurrent"))?;
+        let mut symbol = module
+            .cuda_module()
+            .get_global(name, &self.stream)
+            .map_err(|source| match source.0 {
+                CUresult::CUDA_ERROR_NOT_FOUND => Error::ConstantNotFound { name },
+                _ => Error::Driver {
+                    context: "cuModuleGetGlobal",
+                    source,
+                },
+            })?;
+        if symbol.len() != table.bytes() {
+            return Err(Error::ConstantSize {
+                name,
+                expected: table.bytes(),
+                found: symbol.len(),
+                module: true,
+            });
+        }
+        // SAFETY: the symbol holds exactly `values.len()` elements (its size
+        // checked above), of a plain number type.
+        let mut elements = unsafe { symbol.transmute_mut::<S::Element>(values.len()) }.ok_or(
+            Error::SizeOverflow {
+                what: "a constant table's elements",
+            },
+        )?;
+        self.stream
+            .memcpy_htod(values, &mut elements)
+            .map_err(Error::driver("cuMemcpyHtoD"))
     }
 }

@@ -420,6 +420,11 @@ pub(crate) fn load_on_device(func: &CudaFunction) -> Result<(), Error> {
 }
 
 impl Module {
+    /// The context the module was loaded into.
+    pub(crate) fn ctx(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
     /// A hash of the PTX it was loaded from (FNV-1a, the same in every
     /// process).
     pub fn ptx_hash(&self) -> u64 {

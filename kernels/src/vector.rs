@@ -1,11 +1,12 @@
 //! Streaming kernels.
 
-use clustered_device::clustered;
 use clustered_device::cta::Cta;
+use clustered_device::math::fma;
 use clustered_device::memory::{prefetch_l2, F32x4};
 use clustered_device::shared::dynamic_shared_memory;
 use clustered_device::thread::{block_dim_x, block_idx_x, index_1d, sync_threads, thread_idx_x};
 use clustered_device::unroll::unroll;
+use clustered_device::{clustered, constant_table};
 
 /// `c[i] = a[i] + b[i]` for `i < n`, one element per thread.
 ///
@@ -121,5 +122,32 @@ pub unsafe fn row_sums(input: *const f32, sums: *mut f32, rows: u32, len: u32) {
         let mut sum = 0.0f32;
         unroll::<4>(len, |k| sum += *row.add(k as usize));
         *sums.add(i as usize) = sum;
+    }
+}
+
+constant_table! {
+    /// The coefficients of [`polynomial`](fn@polynomial), lowest degree
+    /// first: the host writes them before a launch.
+    pub COEFFICIENTS: [f32; 64]
+}
+
+/// `y[i] = c[0] + c[1] x + ... + c[degree - 1] x^(degree - 1)` for `x =
+/// x[i]`, by Horner's rule from the highest coefficient down (`fma` each
+/// step), the coefficients read from [`COEFFICIENTS`] in constant memory:
+/// every thread of a warp reads the same one, what the constant cache
+/// serves in one request. `degree` at most 64 (the table's length).
+#[clustered(name = polynomial_agents, binding = agents, chunk = 2)]
+#[clustered(name = polynomial_stride, binding = stride)]
+pub unsafe fn polynomial(x: *const f32, y: *mut f32, n: u32, degree: u32) {
+    let i = index_1d();
+    if i < n {
+        let x_i = *x.add(i as usize);
+        let mut value = 0.0f32;
+        let mut k = degree.min(COEFFICIENTS.len());
+        while k > 0 {
+            k -= 1;
+            value = fma(value, x_i, COEFFICIENTS.read(k));
+        }
+        *y.add(i as usize) = value;
     }
 }

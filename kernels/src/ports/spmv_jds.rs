@@ -7,9 +7,9 @@
 //! The original keeps two tables in `__constant__` memory (`jds_ptr_int`,
 //! the start of each jagged diagonal, and `sh_zcnt_int`, each warp's
 //! diagonal count), read warp-uniformly through the constant cache. The
-//! device runtime cannot declare `.const` data (issue 14), so the port
-//! passes them as two more pointer parameters and reads them from global
-//! memory (through L1).
+//! port passes them as pointers, read from global memory (through L1): at
+//! the suite's size the warps' counts are 512 KiB, over a module's 64 KiB
+//! of constant memory (`constant_table!`, docs/PORTS.md).
 
 use clustered_device::clustered;
 use clustered_device::thread::{block_dim_x, block_idx_x, thread_idx_x};

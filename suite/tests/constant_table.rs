@@ -1,0 +1,190 @@
+//! Constant tables (`constant_table!`): a kernel reads what the host wrote,
+//! in every schedule, on the CPU backend and on a GPU (which this test
+//! skips, saying so, when there is none); a table written with the wrong
+//! length, never written, or missing from the module is a clear error.
+
+use clustered_suite::host::cpu::{self, launch_entry, CpuLaunch, Machine, NoObserver};
+use clustered_suite::host::{ClusterOptions, Error, Gpu, LaunchConfig};
+use kernels::vector::{polynomial, COEFFICIENTS};
+
+/// A table of 64 coefficients, unlike for each `seed`.
+fn coefficients(seed: u32) -> Vec<f32> {
+    (0..COEFFICIENTS.len())
+        .map(|k| ((k * 37 + seed * 11) % 29) as f32 / 29.0 - 0.5)
+        .collect()
+}
+
+fn inputs(n: u32) -> Vec<f32> {
+    (0..n)
+        .map(|i| (i % 97) as f32 / 97.0 * 1.5 - 0.75)
+        .collect()
+}
+
+/// What `polynomial` computes: Horner from the highest coefficient down.
+fn reference(c: &[f32], x: &[f32], degree: u32) -> Vec<f32> {
+    let degree = (degree as usize).min(c.len());
+    x.iter()
+        .map(|&x| {
+            c[..degree]
+                .iter()
+                .rev()
+                .fold(0.0f32, |value, &c| value.mul_add(x, c))
+        })
+        .collect()
+}
+
+const N: u32 = 1000;
+const BLOCK: u32 = 64;
+
+fn original() -> CpuLaunch {
+    CpuLaunch {
+        grid: [N.div_ceil(BLOCK), 1, 1],
+        block: [BLOCK, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 3,
+    }
+}
+
+#[test]
+fn every_schedule_reads_the_table_the_host_wrote_on_the_cpu_backend() {
+    let x = inputs(N);
+    let machines = [Machine::new(3), Machine::new(5).interleave(7)];
+    // Two tables in turn: a launch reads the newest.
+    for seed in [1, 2] {
+        let c = coefficients(seed);
+        cpu::write_constant(COEFFICIENTS, &c).unwrap();
+        for degree in [1, 37, 64, 200] {
+            let expected = reference(&c, &x, degree);
+            let entries =
+                std::iter::once(polynomial::KERNEL).chain(polynomial::SCHEDULES.iter().copied());
+            for entry in entries {
+                for machine in &machines {
+                    let mut y = vec![f32::NAN; N as usize];
+                    // SAFETY: x and y hold N floats; the kernel guards i < N.
+                    unsafe {
+                        launch_entry(
+                            entry,
+                            machine,
+                            original(),
+                            &ClusterOptions::default(),
+                            &mut NoObserver,
+                            (&x[..], &mut y[..], N, degree),
+                        )
+                    }
+                    .unwrap();
+                    assert_eq!(
+                        y,
+                        expected,
+                        "{} of degree {degree}, table {seed}",
+                        entry.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_table_never_written_on_the_launching_thread_stops_the_run_naming_it() {
+    // A thread of its own: tables are per host thread on the CPU backend.
+    let message = std::thread::spawn(|| {
+        let x = inputs(N);
+        let mut y = vec![0.0f32; N as usize];
+        // SAFETY: as above.
+        let result = unsafe {
+            launch_entry(
+                polynomial::KERNEL,
+                &Machine::new(2),
+                original(),
+                &ClusterOptions::default(),
+                &mut NoObserver,
+                (&x[..], &mut y[..], N, 4),
+            )
+        };
+        result.map(|_| ()).unwrap_err().to_string()
+    })
+    .join()
+    .unwrap();
+    assert!(
+        message.contains("constant table COEFFICIENTS read before it was written")
+            && message.contains("write_constant"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_table_takes_exactly_its_length() {
+    let error = cpu::write_constant(COEFFICIENTS, &[1.0; 63]).unwrap_err();
+    assert_eq!((error.expected, error.given), (64, 63));
+    assert!(error.to_string().contains("write exactly 64"), "{error}");
+    assert_eq!(COEFFICIENTS.name(), "COEFFICIENTS");
+    assert_eq!(COEFFICIENTS.bytes(), 256);
+}
+
+// A table the suite's module does not declare (this test crate's own).
+clustered_device::constant_table!(NOT_IN_THE_MODULE: [u32; 4]);
+
+#[test]
+fn on_a_gpu_every_schedule_reads_the_table_and_bad_writes_are_refused() {
+    let gpu = match Gpu::new(0) {
+        Ok(gpu) => gpu,
+        Err(error) => {
+            eprintln!("skipped: no GPU ({error})");
+            return;
+        }
+    };
+    let module = gpu
+        .load_module(clustered_suite::PTX)
+        .expect("the suite's PTX loads");
+    let x = inputs(N);
+    let x_gpu = gpu.htod(&x).unwrap();
+    let launch = LaunchConfig::new([N.div_ceil(BLOCK), 1, 1], [BLOCK, 1, 1]);
+    for seed in [1, 2] {
+        let c = coefficients(seed);
+        gpu.write_constant(&module, COEFFICIENTS, &c).unwrap();
+        for degree in [1, 37, 64] {
+            let expected = reference(&c, &x, degree);
+            let entries =
+                std::iter::once(polynomial::KERNEL).chain(polynomial::SCHEDULES.iter().copied());
+            for entry in entries {
+                let mut y = gpu.zeros::<f32>(N as usize).unwrap();
+                // SAFETY: x and y hold N floats; the kernel guards i < N.
+                unsafe {
+                    gpu.launch_entry(
+                        &module,
+                        entry,
+                        launch,
+                        &ClusterOptions::default(),
+                        (&x_gpu, &mut y, N, degree),
+                    )
+                }
+                .unwrap();
+                assert_eq!(
+                    gpu.dtoh(&y).unwrap(),
+                    expected,
+                    "{} of degree {degree}, table {seed}",
+                    entry.name()
+                );
+            }
+        }
+    }
+    match gpu.write_constant(&module, COEFFICIENTS, &[0.0; 65]) {
+        Err(Error::ConstantSize {
+            expected: 256,
+            found: 260,
+            module: false,
+            ..
+        }) => {}
+        other => panic!("65 values for 64: {other:?}"),
+    }
+    match gpu.write_constant(&module, NOT_IN_THE_MODULE, &[0; 4]) {
+        Err(
+            error @ Error::ConstantNotFound {
+                name: "NOT_IN_THE_MODULE",
+            },
+        ) => {
+            assert!(error.to_string().contains("constant_table!"), "{error}");
+        }
+        other => panic!("a table the module lacks: {other:?}"),
+    }
+}
