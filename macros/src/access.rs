@@ -158,6 +158,10 @@ pub struct Analysis {
     /// Closures, macro calls and macro definitions that name pointer
     /// parameters, which the analysis does not read (`abi::Unseen`).
     pub unseen: Vec<Unseen>,
+    /// `TABLE.read(i)` of a constant (a `SCREAMING_CASE` path: what
+    /// `constant_table!` declares) at an index that depends on the thread's
+    /// index: the table's name and the index's span.
+    pub divergent_constant_reads: Vec<(String, proc_macro2::Span)>,
 }
 
 /// Code the analysis does not read that names pointer parameters.
@@ -234,6 +238,7 @@ pub fn analyse(function: &ItemFn) -> Analysis {
             pointers,
             parameters,
             unseen: Vec::new(),
+            divergent_constant_reads: Vec::new(),
         },
         loops: Vec::new(),
         counters: HashSet::new(),
@@ -243,6 +248,20 @@ pub fn analyse(function: &ItemFn) -> Analysis {
     };
     evaluator.block(&function.block);
     evaluator.analysis
+}
+
+/// The name of `expr` if it is a path to a constant by Rust's naming
+/// (`TAPS`, `tables::TAPS`): what `constant_table!` declares.
+fn constant_path(expr: &Expr) -> Option<String> {
+    let Expr::Path(path) = strip(expr) else {
+        return None;
+    };
+    let name = path.path.segments.last()?.ident.to_string();
+    let screaming = name.chars().any(|c| c.is_ascii_uppercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    screaming.then_some(name)
 }
 
 fn axis_of(name: &str, prefix: &str) -> Option<Axis> {
@@ -864,6 +883,23 @@ impl Evaluator {
         let receiver = self.expr(&call.receiver);
         let args: Vec<Value> = call.args.iter().map(|a| self.expr(a)).collect();
         let method = call.method.to_string();
+        if let (true, "read", Some(table), [Value::Int(index)]) = (
+            self.recording,
+            method.as_str(),
+            constant_path(&call.receiver),
+            args.as_slice(),
+        ) {
+            if index
+                .0
+                .keys()
+                .flatten()
+                .any(|s| matches!(s, Sym::Thread(_)))
+            {
+                self.analysis
+                    .divergent_constant_reads
+                    .push((table, call.args[0].span()));
+            }
+        }
         match (method.as_str(), receiver, args.as_slice()) {
             (
                 "add" | "offset" | "wrapping_add" | "wrapping_offset" | "sub" | "wrapping_sub",

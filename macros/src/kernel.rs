@@ -39,7 +39,8 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream, tasks: bool) -> Token
     let accesses = crate::access::analyse(&function);
     let registry = crate::registry::registry(&function, &[], &accesses, &[], bounds.as_ref());
     let bounds = crate::bounds::globals(bounds.as_ref(), &[&function.sig.ident]);
-    let warnings = crate::lint::wrapping_index(&function);
+    let mut warnings = crate::lint::wrapping_index(&function);
+    warnings.extend(crate::lint::divergent_constant_reads(&function, &accesses));
     let task = tasks.then(|| crate::task::task_support(&function));
     quote!(#entry #bounds #registry #task #warnings)
 }

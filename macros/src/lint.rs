@@ -58,6 +58,31 @@ those accesses in the kernel's body, or silence this with `#[allow(deprecated)]`
         .collect()
 }
 
+/// Warnings for a constant table read at an index that differs between
+/// the threads of a warp: the constant cache serves one address at a time.
+pub fn divergent_constant_reads(
+    function: &ItemFn,
+    analysis: &crate::access::Analysis,
+) -> TokenStream {
+    if allows_deprecated(function) {
+        return TokenStream::new();
+    }
+    analysis
+        .divergent_constant_reads
+        .iter()
+        .map(|(table, span)| {
+            let message = format!(
+                "`{table}` is read at an index that depends on the thread's index, so the \
+threads of a warp read different elements: the constant cache serves a warp one address at a \
+time, as many turns as there are different indices. Keep a table that each thread indexes on its \
+own in global memory (a pointer parameter); a `constant_table!` is for indices that are the same \
+across the warp. `#[allow(deprecated)]` on the kernel silences this"
+            );
+            warning(*span, &message)
+        })
+        .collect()
+}
+
 /// `#[allow(deprecated)]` on the kernel: the warnings sit beside the
 /// function, outside the lint scope the attribute opens, so it is read here.
 fn allows_deprecated(function: &ItemFn) -> bool {
@@ -210,6 +235,47 @@ mod tests {
         );
         assert!(warnings.contains("a closure (it names `a`)"), "{warnings}");
         assert!(unseen_accesses(&quiet, &crate::access::analyse(&quiet)).is_empty());
+    }
+
+    #[test]
+    fn a_constant_table_read_at_each_thread_s_own_index_is_warned_about() {
+        let source = "unsafe fn k(x: *const f32, y: *mut f32, n: u32, degree: u32) {
+            let i = index_1d();
+            let t = thread_idx_x();
+            let lane = TAPS.read(t % 32);
+            let mut sum = OFFSETS.read(i);
+            for k in 0..degree {
+                sum += COEFFICIENTS.read(k) + tables::SCALE.read(2 * k + 1);
+            }
+            let tile_value = tile.read(t);
+            *y.add(i as usize) = sum + lane + tile_value + TAPS.read(blockIdx_free(n));
+        }";
+        let loud: ItemFn = syn::parse_str(source).unwrap();
+        let analysis = crate::access::analyse(&loud);
+        let tables: Vec<&str> = analysis
+            .divergent_constant_reads
+            .iter()
+            .map(|(table, _)| table.as_str())
+            .collect();
+        // `t % 32` is not affine (opaque): not claimed either way. `i`
+        // is `bx*bdx + tx`; the loop's indices and a shared tile's are
+        // uniform or not a table.
+        assert_eq!(tables, ["OFFSETS"]);
+        let warnings = divergent_constant_reads(&loud, &analysis).to_string();
+        assert!(
+            warnings.contains("`OFFSETS` is read at an index that depends on the thread's index"),
+            "{warnings}"
+        );
+        let quiet: ItemFn = syn::parse_str(&format!("#[allow(deprecated)] {source}")).unwrap();
+        assert!(divergent_constant_reads(&quiet, &crate::access::analyse(&quiet)).is_empty());
+        let direct: ItemFn =
+            syn::parse_str("unsafe fn k() { let v = TAPS.read(thread_idx_x() + 1); }").unwrap();
+        assert_eq!(
+            crate::access::analyse(&direct)
+                .divergent_constant_reads
+                .len(),
+            1
+        );
     }
 
     #[test]

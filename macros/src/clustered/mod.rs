@@ -144,6 +144,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let entries: Vec<_> = std::iter::once(original).chain(&names).collect();
     let bounds = crate::bounds::globals(bounds.as_ref(), &entries);
     let mut warnings = crate::lint::wrapping_index(&function);
+    warnings.extend(crate::lint::divergent_constant_reads(&function, &accesses));
     if has_auto || generated_prefetch.is_some() {
         warnings.extend(crate::lint::unseen_accesses(&function, &accesses));
     }
