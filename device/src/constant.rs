@@ -107,6 +107,10 @@ impl<S: ConstantSymbol> Constant<S> {
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: `index` is inside the table (the caller's promise).
         unsafe {
+            // Told, LLVM folds the steps of a loop's index into one base and
+            // immediate offsets, as nvcc does from `int` indices that may not
+            // overflow (`LDC R, c[0x3][R+-0x4]`), instead of an address each.
+            core::hint::assert_unchecked(index < S::LEN);
             S::Element::load_const(
                 S::address() + u64::from(index) * core::mem::size_of::<S::Element>() as u64,
             )

@@ -151,3 +151,104 @@ pub unsafe fn polynomial(x: *const f32, y: *mut f32, n: u32, degree: u32) {
         *y.add(i as usize) = value;
     }
 }
+
+/// [`polynomial`](fn@polynomial) with its coefficients in global memory
+/// (`coefficients`, at least `degree` floats; every thread reads the same
+/// one, through L1): what a table costs without a `constant_table!`
+/// (`suite/examples/constant_tables.rs` times them side by side).
+#[clustered_device::kernel]
+pub unsafe fn polynomial_global(
+    x: *const f32,
+    y: *mut f32,
+    n: u32,
+    degree: u32,
+    coefficients: *const f32,
+) {
+    let i = index_1d();
+    if i < n {
+        let x_i = *x.add(i as usize);
+        let mut value = 0.0f32;
+        let mut k = degree;
+        while k > 0 {
+            k -= 1;
+            value = fma(value, x_i, *coefficients.add(k as usize));
+        }
+        *y.add(i as usize) = value;
+    }
+}
+
+/// `y[i] = COEFFICIENTS[indices[i] % 64]`: a constant table read at each
+/// thread's own index, which the constant cache serves one address at a
+/// time (what the macros warn about when they can see the index; here it
+/// is loaded, so they cannot).
+#[clustered_device::kernel]
+pub unsafe fn lookup_constant(indices: *const u32, y: *mut f32, n: u32) {
+    let i = index_1d();
+    if i < n {
+        *y.add(i as usize) = COEFFICIENTS.read(*indices.add(i as usize) % COEFFICIENTS.len());
+    }
+}
+
+/// [`lookup_constant`](fn@lookup_constant) from a table in global memory
+/// (`table`, 64 floats).
+#[clustered_device::kernel]
+pub unsafe fn lookup_global(indices: *const u32, y: *mut f32, n: u32, table: *const f32) {
+    let i = index_1d();
+    if i < n {
+        *y.add(i as usize) = *table.add((*indices.add(i as usize) % 64) as usize);
+    }
+}
+
+/// Coefficients of the fixed-degree polynomials below.
+pub const HORNER_TERMS: u32 = 16;
+
+/// [`polynomial`](fn@polynomial) of degree [`HORNER_TERMS`], fixed, from
+/// [`COEFFICIENTS`]: the loop unrolls, every index is known, and ptxas
+/// folds each read into its FMA (`c[0x3][imm]`).
+#[clustered_device::kernel]
+pub unsafe fn horner_constant(x: *const f32, y: *mut f32, n: u32) {
+    let i = index_1d();
+    if i < n {
+        let x_i = *x.add(i as usize);
+        let mut value = 0.0f32;
+        for k in (0..HORNER_TERMS).rev() {
+            value = fma(value, x_i, COEFFICIENTS.read(k));
+        }
+        *y.add(i as usize) = value;
+    }
+}
+
+/// [`horner_constant`](fn@horner_constant) with the coefficients in
+/// global memory (`coefficients`, [`HORNER_TERMS`] floats).
+#[clustered_device::kernel]
+pub unsafe fn horner_global(x: *const f32, y: *mut f32, n: u32, coefficients: *const f32) {
+    let i = index_1d();
+    if i < n {
+        let x_i = *x.add(i as usize);
+        let mut value = 0.0f32;
+        for k in (0..HORNER_TERMS).rev() {
+            value = fma(value, x_i, *coefficients.add(k as usize));
+        }
+        *y.add(i as usize) = value;
+    }
+}
+
+/// [`horner_constant`](fn@horner_constant) with the coefficients passed by
+/// value, as kernel parameters (which also live in the constant bank).
+#[clustered_device::kernel]
+pub unsafe fn horner_parameters(
+    x: *const f32,
+    y: *mut f32,
+    n: u32,
+    coefficients: [f32; HORNER_TERMS as usize],
+) {
+    let i = index_1d();
+    if i < n {
+        let x_i = *x.add(i as usize);
+        let mut value = 0.0f32;
+        for k in (0..HORNER_TERMS as usize).rev() {
+            value = fma(value, x_i, coefficients[k]);
+        }
+        *y.add(i as usize) = value;
+    }
+}
