@@ -232,7 +232,10 @@ macro_rules! constant_table {
 /// thread, which is the thread that runs its launches (a GPU module's
 /// tables are the module's; here each host thread has its own, so tests
 /// that run in parallel do not see each other's). A task pool on the CPU
-/// backend runs its blocks on threads of its own, which see none.
+/// backend runs its blocks on a thread of its own, which gets the tables
+/// of the thread that starts the pool, as they are then ([`tables`],
+/// [`install`]); on a GPU too, write the tables before a pool starts:
+/// the constant cache does not see writes during a kernel.
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cpu {
     use std::cell::RefCell;
@@ -287,6 +290,21 @@ pub mod cpu {
         };
         TABLES.with(|tables| tables.borrow_mut().insert(S::NAME, bytes.to_vec()));
         Ok(())
+    }
+
+    /// Every table written on this thread, for [`install`] on another.
+    #[derive(Clone, Debug, Default)]
+    pub struct Tables(HashMap<&'static str, Vec<u8>>);
+
+    /// The tables written on this thread so far.
+    pub fn tables() -> Tables {
+        TABLES.with(|tables| Tables(tables.borrow().clone()))
+    }
+
+    /// Makes `tables` this thread's, in place of any it had: for a thread
+    /// that runs launches for another (a task pool's engine).
+    pub fn install(tables: Tables) {
+        TABLES.with(|mine| *mine.borrow_mut() = tables.0);
     }
 
     /// Element `index` of `S` as written on this thread; a panic (the CPU

@@ -837,9 +837,13 @@ impl TaskPool {
         };
         let engine_shared = Arc::clone(&shared);
         let address = host as usize;
+        // The engine thread runs the blocks: it reads the constant tables
+        // this thread wrote, as a GPU pool reads its module's.
+        let constants = clustered_device::constant::cpu::tables();
         std::thread::Builder::new()
             .name("clustered-pool-cpu".into())
             .spawn(move || {
+                clustered_device::constant::cpu::install(constants);
                 let body = || {
                     // SAFETY: one ring per block, alive while `Shared` is
                     // (held by this thread), served by the scheduler.

@@ -640,3 +640,10 @@ task_pool! {
         crate::vector::accumulate,
     ];
 }
+
+task_pool! {
+    /// A pool whose one kind, [`polynomial`](fn@crate::vector::polynomial),
+    /// reads a constant table ([`COEFFICIENTS`](crate::vector::COEFFICIENTS)):
+    /// the tables written before the pool starts are what its tasks read.
+    pub unsafe fn pool_tables = [crate::vector::polynomial];
+}

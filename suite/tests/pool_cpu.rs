@@ -1082,6 +1082,50 @@ fn a_generated_pool_refuses_a_kind_past_its_list() {
     pool.shutdown(Shutdown::Drain).unwrap();
 }
 
+/// A pool's tasks read the constant tables written on the thread that
+/// started it (`kernels::pool::pool_tables`), as they are then: the
+/// engine's blocks run on a thread of their own.
+#[test]
+fn a_pool_s_tasks_read_the_constant_tables_written_before_it_started() {
+    use kernels::pool::pool_tables;
+    use kernels::vector::{polynomial_args, COEFFICIENTS};
+    let table: Vec<f32> = (0..COEFFICIENTS.len())
+        .map(|k| (k % 7) as f32 * 0.25 - 0.5)
+        .collect();
+    clustered_host::cpu::write_constant(COEFFICIENTS, &table).unwrap();
+    let config = PoolConfig::new(pool_tables::KINDS)
+        .blocks(2)
+        .block_threads(THREADS)
+        .timeout(Duration::from_secs(60));
+    let pool = TaskPool::cpu(Machine::new(2), 3, pool_tables, config).unwrap();
+    // Written after the start: not what the tasks read.
+    clustered_host::cpu::write_constant(COEFFICIENTS, &[0.0; 64]).unwrap();
+    let n = 100u32;
+    let x: Vec<f32> = (0..n).map(|i| i as f32 / 50.0 - 1.0).collect();
+    let mut y = vec![f32::NAN; n as usize];
+    let args = polynomial_args {
+        x: x.as_ptr() as u64,
+        y: y.as_mut_ptr() as u64,
+        n,
+        degree: 9,
+    };
+    pool.push(pool_tables::task(n.div_ceil(THREADS), args))
+        .unwrap();
+    let done = pool.pop_finished().unwrap();
+    assert_eq!(done.outcome, Outcome::Ran { result: 0 });
+    pool.shutdown(Shutdown::Drain).unwrap();
+    let want: Vec<f32> = x
+        .iter()
+        .map(|&x| {
+            table[..9]
+                .iter()
+                .rev()
+                .fold(0.0f32, |v, &c| v.mul_add(x, c))
+        })
+        .collect();
+    assert_eq!(y, want);
+}
+
 fn order_task(counter: &AtomicU32, order: &[AtomicU32], index: u32) -> Task {
     Task::new(
         ORDER,

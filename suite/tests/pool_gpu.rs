@@ -315,6 +315,51 @@ fn a_generated_pool_adds_vectors_on_the_gpu() {
     }
 }
 
+/// A pool's tasks read the module's constant tables, written before it
+/// starts (`kernels::pool::pool_tables`: a polynomial whose coefficients
+/// are a `constant_table!`).
+#[test]
+fn a_pool_s_tasks_read_the_module_s_constant_tables() {
+    let Some((_alone, gpu, module)) = gpu_alone() else {
+        return;
+    };
+    use kernels::vector::COEFFICIENTS;
+    let table: Vec<f32> = (0..COEFFICIENTS.len())
+        .map(|k| (k % 7) as f32 * 0.25 - 0.5)
+        .collect();
+    gpu.write_constant(&module, COEFFICIENTS, &table).unwrap();
+    let kernel = module.kernel("pool_tables").unwrap();
+    const THREADS: u32 = 128;
+    const N: u32 = 16 * THREADS;
+    let x_host: Vec<f32> = (0..N).map(|i| i as f32 / N as f32 - 0.5).collect();
+    let x = gpu.htod(&x_host).unwrap();
+    let y = gpu.zeros::<f32>(N as usize).unwrap();
+    gpu.synchronize().unwrap();
+    let config = PoolConfig::new(kernels::pool::pool_tables::KINDS)
+        .block_threads(THREADS)
+        .timeout(Duration::from_secs(30));
+    let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
+    let args = kernels::vector::polynomial_args {
+        x: address(&gpu, &x),
+        y: address(&gpu, &y),
+        n: N,
+        degree: 40,
+    };
+    pool.push(kernels::pool::pool_tables::task(N / THREADS, args))
+        .unwrap();
+    let done = pool.pop_finished().expect("the task finishes");
+    assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
+    assert_eq!(pool.shutdown(Shutdown::Drain).unwrap(), Vec::new());
+    let y = gpu.dtoh(&y).unwrap();
+    for (i, (&y, &x)) in y.iter().zip(&x_host).enumerate() {
+        let want = table[..40]
+            .iter()
+            .rev()
+            .fold(0.0f32, |v, &c| v.mul_add(x, c));
+        assert_eq!(y, want, "element {i}");
+    }
+}
+
 /// Two pools on one GPU, the first holding every block the device keeps
 /// resident: the second's blocks cannot start, and its start says so
 /// (`NotResident`) instead of handing out a pool whose tasks would never
