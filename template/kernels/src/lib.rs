@@ -19,3 +19,20 @@ pub unsafe fn transpose(input: *const f32, output: *mut f32, n: u32) {
         *output.add(x * n + y) = *input.add(y * n + x);
     }
 }
+
+clustered::constant_table!(
+    /// One weight per row of 8: the host writes them before a launch
+    /// (`Gpu::write_constant`, or `clustered::host::cpu::write_constant` on
+    /// the CPU backend).
+    pub WEIGHTS: [f32; 8]
+);
+
+/// `output[i] = input[i] * WEIGHTS[i / 32 % 8]`: each warp reads one weight,
+/// what constant memory serves in one request.
+#[clustered::kernel]
+pub unsafe fn weigh(input: *const f32, output: *mut f32, n: u32) {
+    let i = clustered::thread::index_1d();
+    if i < n {
+        *output.add(i as usize) = *input.add(i as usize) * WEIGHTS.read(i / 32 % WEIGHTS.len());
+    }
+}
