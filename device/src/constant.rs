@@ -21,14 +21,14 @@
 
 use core::marker::PhantomData;
 
-use crate::memory::HintedLoad;
+use crate::memory::ConstantElement;
 
 /// The symbol behind a [`Constant`] table: what
 /// [`constant_table!`](crate::constant_table) generates. Not for
 /// implementing by hand.
 pub trait ConstantSymbol: Copy + 'static {
     /// The type of one element.
-    type Element: HintedLoad;
+    type Element: ConstantElement;
     /// Elements in the table.
     const LEN: u32;
     /// The table's PTX symbol (its name as declared).
@@ -187,7 +187,9 @@ macro_rules! constant_table {
 /// ```
 ///
 /// The element is one of the types a PTX load reads whole (`f32`, `u32`,
-/// `i32`, `f64`, `u64`, `i64`). The name is the table's PTX symbol, the
+/// `i32`, `f64`, `u64`, `i64`), or a 16-byte record of four floats
+/// ([`F32x4`](crate::memory::F32x4), CUDA's `float4`: one `ld.const.v4`,
+/// which ptxas splits into two 8-byte `LDC`s). The name is the table's PTX symbol, the
 /// name the host finds it by, so it is unique in the kernels crate: a
 /// second table of the same name anywhere in it stops the build
 /// (`clustered-builder` checks the PTX). All of a module's tables share
@@ -233,8 +235,8 @@ macro_rules! constant_table {
 /// tables are the module's; here each host thread has its own, so tests
 /// that run in parallel do not see each other's). A task pool on the CPU
 /// backend runs its blocks on a thread of its own, which gets the tables
-/// of the thread that starts the pool, as they are then ([`tables`],
-/// [`install`]); on a GPU too, write the tables before a pool starts:
+/// of the thread that starts the pool, as they are then ([`cpu::tables`],
+/// [`cpu::install`]); on a GPU too, write the tables before a pool starts:
 /// the constant cache does not see writes during a kernel.
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cpu {
@@ -283,8 +285,8 @@ pub mod cpu {
                 given: values.len(),
             });
         }
-        // SAFETY: the elements are plain numbers (`HintedLoad` is sealed to
-        // them), so their bytes are initialised.
+        // SAFETY: the elements are plain data (`ConstantElement` is sealed
+        // to numbers and `F32x4`), so their bytes are initialised.
         let bytes = unsafe {
             std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
         };

@@ -99,13 +99,18 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Types that a single cache-hinted PTX load can read (and that a
-/// [`Constant`](crate::constant::Constant) table holds).
+/// Types that a single cache-hinted PTX load can read.
 pub trait HintedLoad: Copy + sealed::Sealed {
     #[doc(hidden)]
     unsafe fn load_cg(address: *const Self) -> Self;
     #[doc(hidden)]
     unsafe fn load_nc(address: *const Self) -> Self;
+}
+
+/// Types that a [`Constant`](crate::constant::Constant) table holds: what
+/// one `ld.const` reads whole (the scalars of [`HintedLoad`], and
+/// [`F32x4`]). Plain data: no padding, any bits valid.
+pub trait ConstantElement: Copy + sealed::Sealed {
     /// `ld.const` at an address in the `.const` state space.
     #[doc(hidden)]
     #[cfg(target_arch = "nvptx64")]
@@ -156,6 +161,8 @@ macro_rules! hinted_load {
                     *address
                 }
             }}
+        }
+        impl ConstantElement for $t {
             #[inline(always)]
             #[cfg(target_arch = "nvptx64")]
             unsafe fn load_const(address: u64) -> Self { unsafe {
@@ -176,6 +183,24 @@ hinted_load! {
     f64 => "f64", reg64;
     u64 => "u64", reg64;
     i64 => "s64", reg64;
+}
+
+/// A record of four floats is one constant-table element: one
+/// `ld.const.v4` (CUDA's `__constant__ float4`).
+impl sealed::Sealed for F32x4 {}
+impl ConstantElement for F32x4 {
+    #[inline(always)]
+    #[cfg(target_arch = "nvptx64")]
+    unsafe fn load_const(address: u64) -> Self {
+        let (a, b, c, d): (f32, f32, f32, f32);
+        unsafe {
+            asm!("ld.const.v4.f32 {{{a}, {b}, {c}, {d}}}, [{address}];",
+                 a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+                 address = in(reg64) address,
+                 options(pure, nomem, nostack, preserves_flags));
+        }
+        F32x4([a, b, c, d])
+    }
 }
 
 /// `ld.global.cg`: loads `*address` caching it in L2 only (bypassing L1).

@@ -161,10 +161,7 @@ impl Gpu {
         module: &Module,
         table: Constant<S>,
         values: &[S::Element],
-    ) -> Result<(), Error>
-    where
-        S::Element: DeviceRepr,
-    {
+    ) -> Result<(), Error> {
         let name = table.name();
         if std::mem::size_of_val(values) != table.bytes() {
             return Err(Error::ConstantSize {
@@ -200,15 +197,13 @@ impl Gpu {
                 module: true,
             });
         }
-        // SAFETY: the symbol holds exactly `values.len()` elements (its size
-        // checked above), of a plain number type.
-        let mut elements = unsafe { symbol.transmute_mut::<S::Element>(values.len()) }.ok_or(
-            Error::SizeOverflow {
-                what: "a constant table's elements",
-            },
-        )?;
+        // SAFETY: the elements are plain data (`ConstantElement` is sealed to
+        // numbers and `F32x4`): no padding, every byte initialised.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+        };
         self.stream
-            .memcpy_htod(values, &mut elements)
+            .memcpy_htod(bytes, &mut symbol)
             .map_err(Error::driver("cuMemcpyHtoD"))
     }
 }

@@ -252,3 +252,23 @@ pub unsafe fn horner_parameters(
         *y.add(i as usize) = value;
     }
 }
+
+constant_table! {
+    /// 16-byte records, the coefficients of the cubics of
+    /// [`cubic_records`](fn@cubic_records): one `ld.const.v4` each (two
+    /// `LDC.64` in SASS).
+    pub CUBICS: [F32x4; 16]
+}
+
+/// `y[i] = c0 + c1 x + c2 x^2 + c3 x^3` for `x = x[i]`, Horner's rule with
+/// `fma`, the coefficients record `i / 32 % 16` of [`CUBICS`] (one record a
+/// warp: what the constant cache serves in one request).
+#[clustered_device::kernel]
+pub unsafe fn cubic_records(x: *const f32, y: *mut f32, n: u32) {
+    let i = index_1d();
+    if i < n {
+        let F32x4([c0, c1, c2, c3]) = CUBICS.read(i / 32 % CUBICS.len());
+        let x_i = *x.add(i as usize);
+        *y.add(i as usize) = fma(fma(fma(c3, x_i, c2), x_i, c1), x_i, c0);
+    }
+}

@@ -3,9 +3,10 @@
 //! skips, saying so, when there is none); a table written with the wrong
 //! length, never written, or missing from the module is a clear error.
 
+use clustered_device::memory::F32x4;
 use clustered_suite::host::cpu::{self, launch_entry, CpuLaunch, Machine, NoObserver};
 use clustered_suite::host::{ClusterOptions, Error, Gpu, LaunchConfig};
-use kernels::vector::{polynomial, COEFFICIENTS};
+use kernels::vector::{cubic_records, polynomial, COEFFICIENTS, CUBICS};
 
 /// A table of 64 coefficients, unlike for each `seed`.
 fn coefficients(seed: u32) -> Vec<f32> {
@@ -82,6 +83,50 @@ fn every_schedule_reads_the_table_the_host_wrote_on_the_cpu_backend() {
             }
         }
     }
+}
+
+/// Sixteen records of four floats: one `ld.const.v4` each on a GPU.
+fn cubics() -> Vec<F32x4> {
+    (0..16)
+        .map(|r| {
+            F32x4([
+                r as f32 * 0.5,
+                1.0 - r as f32 * 0.125,
+                0.25,
+                -0.0625 * r as f32,
+            ])
+        })
+        .collect()
+}
+
+fn cubic_reference(records: &[F32x4], x: &[f32]) -> Vec<f32> {
+    x.iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            let F32x4([c0, c1, c2, c3]) = records[i / 32 % 16];
+            c3.mul_add(x, c2).mul_add(x, c1).mul_add(x, c0)
+        })
+        .collect()
+}
+
+#[test]
+fn a_table_of_16_byte_records_reads_whole_records_on_the_cpu_backend() {
+    let (records, x) = (cubics(), inputs(N));
+    cpu::write_constant(CUBICS, &records).unwrap();
+    let mut y = vec![f32::NAN; N as usize];
+    // SAFETY: x and y hold N floats; the kernel guards i < N.
+    unsafe {
+        launch_entry(
+            cubic_records::KERNEL,
+            &Machine::new(3),
+            original(),
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (&x[..], &mut y[..], N),
+        )
+    }
+    .unwrap();
+    assert_eq!(y, cubic_reference(&records, &x));
 }
 
 #[test]
@@ -168,6 +213,25 @@ fn on_a_gpu_every_schedule_reads_the_table_and_bad_writes_are_refused() {
             }
         }
     }
+    let records = cubics();
+    gpu.write_constant(&module, CUBICS, &records).unwrap();
+    let mut y = gpu.zeros::<f32>(N as usize).unwrap();
+    // SAFETY: x and y hold N floats; the kernel guards i < N.
+    unsafe {
+        gpu.launch_entry(
+            &module,
+            cubic_records::KERNEL,
+            launch,
+            &ClusterOptions::default(),
+            (&x_gpu, &mut y, N),
+        )
+    }
+    .unwrap();
+    assert_eq!(
+        gpu.dtoh(&y).unwrap(),
+        cubic_reference(&records, &x),
+        "records of 16 bytes"
+    );
     match gpu.write_constant(&module, COEFFICIENTS, &[0.0; 65]) {
         Err(Error::ConstantSize {
             expected: 256,
