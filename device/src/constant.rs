@@ -122,56 +122,6 @@ impl<S: ConstantSymbol> Constant<S> {
     }
 }
 
-/// The GPU's `constant_table!` (documented on the host's, below).
-#[cfg(target_arch = "nvptx64")]
-#[macro_export]
-#[allow_internal_unstable(asm_experimental_arch)]
-macro_rules! constant_table {
-    ($(#[$attr:meta])* $vis:vis $name:ident : [$element:ty; $len:expr]) => {
-        $(#[$attr])*
-        #[allow(non_upper_case_globals)]
-        $vis const $name: $crate::constant::Constant<$name::Symbol> = $crate::constant::Constant::new();
-
-        #[allow(non_snake_case)]
-        #[doc(hidden)]
-        $vis mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-
-            ::core::arch::global_asm!(
-                ::core::concat!(".visible .const .align 16 .b8 ", ::core::stringify!($name), "[{bytes}];"),
-                bytes = const ::core::mem::size_of::<[$element; $len]>(),
-            );
-
-            #[derive(Clone, Copy, Debug)]
-            pub struct Symbol;
-
-            impl $crate::constant::ConstantSymbol for Symbol {
-                type Element = $element;
-                const LEN: u32 = {
-                    let len: u32 = $len;
-                    ::core::assert!(len > 0, "a constant table needs at least one element");
-                    len
-                };
-                const NAME: &'static str = ::core::stringify!($name);
-                #[inline(always)]
-                fn address() -> u64 {
-                    let address: u64;
-                    // SAFETY: the address of the table declared above.
-                    unsafe {
-                        ::core::arch::asm!(
-                            ::core::concat!("mov.u64 {address}, ", ::core::stringify!($name), ";"),
-                            address = out(reg64) address,
-                            options(pure, nomem, nostack, preserves_flags),
-                        );
-                    }
-                    address
-                }
-            }
-        }
-    };
-}
-
 /// Declares a table in constant memory at module scope, CUDA's
 /// `__constant__ T NAME[LEN]`, and a [`Constant`] of the same name to read
 /// and write it:
@@ -195,10 +145,14 @@ macro_rules! constant_table {
 /// (`clustered-builder` checks the PTX). All of a module's tables share
 /// the GPU's 64 KiB of constant memory; a module over it does not load.
 ///
-/// On the CPU backend (this definition) the same names and types; the
-/// tables live in [`cpu`].
-#[cfg(not(target_arch = "nvptx64"))]
+/// On the CPU backend the same names and types; the tables live in
+/// [`cpu`]. (The expansion's `cfg`s are the calling crate's: a kernels
+/// crate is built for the GPU and for the host, each with its half.)
 #[macro_export]
+#[cfg_attr(
+    target_arch = "nvptx64",
+    allow_internal_unstable(asm_experimental_arch)
+)]
 macro_rules! constant_table {
     ($(#[$attr:meta])* $vis:vis $name:ident : [$element:ty; $len:expr]) => {
         $(#[$attr])*
@@ -211,6 +165,12 @@ macro_rules! constant_table {
             #[allow(unused_imports)]
             use super::*;
 
+            #[cfg(target_arch = "nvptx64")]
+            ::core::arch::global_asm!(
+                ::core::concat!(".visible .const .align 16 .b8 ", ::core::stringify!($name), "[{bytes}];"),
+                bytes = const ::core::mem::size_of::<[$element; $len]>(),
+            );
+
             #[derive(Clone, Copy, Debug)]
             pub struct Symbol;
 
@@ -222,7 +182,23 @@ macro_rules! constant_table {
                     len
                 };
                 const NAME: &'static str = ::core::stringify!($name);
+                #[inline(always)]
                 fn address() -> u64 {
+                    #[cfg(target_arch = "nvptx64")]
+                    {
+                        let address: u64;
+                        // SAFETY: the address of the table declared above.
+                        unsafe {
+                            ::core::arch::asm!(
+                                ::core::concat!("mov.u64 {address}, ", ::core::stringify!($name), ";"),
+                                address = out(reg64) address,
+                                options(pure, nomem, nostack, preserves_flags),
+                            );
+                        }
+                        address
+                    }
+                    // The CPU backend finds a table by its name.
+                    #[cfg(not(target_arch = "nvptx64"))]
                     0
                 }
             }
