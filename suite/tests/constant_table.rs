@@ -5,7 +5,9 @@
 
 use clustered_device::memory::F32x4;
 use clustered_suite::host::cpu::{self, launch_entry, CpuLaunch, Machine, NoObserver};
-use clustered_suite::host::{ClusterOptions, Error, Gpu, LaunchConfig};
+use clustered_suite::host::{ClusterOptions, Error, LaunchConfig};
+mod common;
+
 use kernels::vector::{cubic_records, polynomial, COEFFICIENTS, CUBICS};
 
 /// A table of 64 coefficients, unlike for each `seed`.
@@ -171,16 +173,9 @@ clustered_device::constant_table!(NOT_IN_THE_MODULE: [u32; 4]);
 
 #[test]
 fn on_a_gpu_every_schedule_reads_the_table_and_bad_writes_are_refused() {
-    let gpu = match Gpu::new(0) {
-        Ok(gpu) => gpu,
-        Err(error) => {
-            eprintln!("skipped: no GPU ({error})");
-            return;
-        }
+    let Some((gpu, module)) = common::suite_on_gpu() else {
+        return;
     };
-    let module = gpu
-        .load_module(clustered_suite::PTX)
-        .expect("the suite's PTX loads");
     let x = inputs(N);
     let x_gpu = gpu.htod(&x).unwrap();
     let launch = LaunchConfig::new([N.div_ceil(BLOCK), 1, 1], [BLOCK, 1, 1]);

@@ -5,7 +5,6 @@
 //! none; `.gpu/run-all.sh` runs it on one).
 
 use clustered_suite::host::cpu::Dispatch;
-use clustered_suite::host::Gpu;
 use clustered_suite::measure::measure;
 use clustered_suite::sim::DeviceProfile;
 use clustered_suite::simulate::simulate;
@@ -17,16 +16,9 @@ use std::time::Duration;
 
 #[test]
 fn every_suite_kernel_computes_the_same_words_on_the_cpu_and_the_gpu() {
-    let gpu = match Gpu::new(0) {
-        Ok(gpu) => gpu,
-        Err(error) => {
-            eprintln!("skipped: no GPU ({error})");
-            return;
-        }
+    let Some((gpu, module)) = common::suite_on_gpu() else {
+        return;
     };
-    let module = gpu
-        .load_module(clustered_suite::PTX)
-        .expect("the suite's PTX loads");
     let profile = DeviceProfile::h100_sxm().scaled(4).unwrap();
     let ptx =
         clustered_predict::Module::parse(clustered_suite::PTX).expect("the suite's PTX parses");

@@ -105,18 +105,11 @@ mod common;
 /// hangs, it does not fail). Skips, saying so, without a GPU.
 #[test]
 fn early_exits_before_barriers_on_the_gpu() {
-    use clustered_suite::host::{Gpu, LaunchConfig};
+    use clustered_suite::host::LaunchConfig;
     use std::time::Duration;
-    let gpu = match Gpu::new(0) {
-        Ok(gpu) => gpu,
-        Err(error) => {
-            eprintln!("skipped: no GPU ({error})");
-            return;
-        }
+    let Some((gpu, module)) = common::suite_on_gpu() else {
+        return;
     };
-    let module = gpu
-        .load_module(clustered_suite::PTX)
-        .expect("the suite's PTX loads");
     for (width, n) in [
         (256u32, 256u32 * 300 - 77),
         (96, 96 * 1000 + 13),

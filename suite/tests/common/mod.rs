@@ -3,14 +3,34 @@
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::time::Duration;
 
+/// The first GPU and the suite's module loaded on it; `None`, saying so on
+/// stderr, where there is no GPU (CI has none), so that the test passes
+/// there and runs where there is one.
+#[allow(dead_code)] // not every test binary that shares this module uses it
+pub fn suite_on_gpu() -> Option<(clustered_suite::host::Gpu, clustered_suite::host::Module)> {
+    let gpu = match clustered_suite::host::Gpu::new(0) {
+        Ok(gpu) => gpu,
+        Err(error) => {
+            eprintln!("skipped: no GPU ({error})");
+            return None;
+        }
+    };
+    let module = gpu
+        .load_module(clustered_suite::PTX)
+        .expect("the suite's PTX loads");
+    Some((gpu, module))
+}
+
 /// Aborts the test process, naming `what`, if it is not dropped within
 /// `limit`: a GPU launch that hangs (a barrier that never opens) fails the
 /// run with the launch's name instead of blocking CI until its time limit.
+#[allow(dead_code)] // not every test binary that shares this module uses it
 pub struct Watchdog {
     done: Option<Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+#[allow(dead_code)]
 impl Watchdog {
     pub fn new(what: impl Into<String>, limit: Duration) -> Watchdog {
         let what = what.into();
