@@ -883,18 +883,19 @@ impl Evaluator {
         let receiver = self.expr(&call.receiver);
         let args: Vec<Value> = call.args.iter().map(|a| self.expr(a)).collect();
         let method = call.method.to_string();
-        if let (true, "read", Some(table), [Value::Int(index)]) = (
+        if let (true, "read", Some(table), [index]) = (
             self.recording,
             method.as_str(),
             constant_path(&call.receiver),
             args.as_slice(),
         ) {
-            if index
-                .0
-                .keys()
-                .flatten()
-                .any(|s| matches!(s, Sym::Thread(_)))
-            {
+            // The thread's index in the affine form, or anywhere in what the
+            // index is computed from (`tx % 32`: not affine, still per lane).
+            let affine = match index {
+                Value::Int(poly) => poly.0.keys().flatten().any(|s| matches!(s, Sym::Thread(_))),
+                _ => false,
+            };
+            if affine || self.deps.of(&call.args[0]).thread {
                 self.analysis
                     .divergent_constant_reads
                     .push((table, call.args[0].span()));
@@ -1057,6 +1058,9 @@ fn tidy(tokens: &str) -> String {
 pub struct Deps {
     pub block: [bool; 3],
     pub data: bool,
+    /// Whether it reads the thread's index (`thread_idx_*`, `index_1d`,
+    /// `index_2d`): it may differ between the lanes of a warp.
+    pub thread: bool,
 }
 
 impl Deps {
@@ -1064,6 +1068,7 @@ impl Deps {
         Deps {
             block: [0, 1, 2].map(|i| self.block[i] || other.block[i]),
             data: self.data || other.data,
+            thread: self.thread || other.thread,
         }
     }
 }
@@ -1132,56 +1137,116 @@ impl DepTable {
         table
     }
 
-    /// What `expr` depends on.
+    /// What `expr` depends on. The thread's index counts only outside the
+    /// loads in it: a loaded value is data, whatever address it came from.
     fn of(&self, expr: &Expr) -> Deps {
-        struct Walk<'t>(&'t DepTable, Deps);
+        struct Walk<'t> {
+            table: &'t DepTable,
+            deps: Deps,
+            /// Loads around the expression being visited.
+            loads: usize,
+        }
+        impl Walk<'_> {
+            fn thread(&mut self) {
+                self.deps.thread |= self.loads == 0;
+            }
+            fn load(&mut self, visit: impl FnOnce(&mut Self)) {
+                self.deps.data = true;
+                self.warp_wide(visit);
+            }
+            /// Visits what is read only at a warp's granularity: the value
+            /// is the same for the lanes of a warp whatever they read there.
+            fn warp_wide(&mut self, visit: impl FnOnce(&mut Self)) {
+                self.loads += 1;
+                visit(self);
+                self.loads -= 1;
+            }
+        }
         impl<'ast> Visit<'ast> for Walk<'_> {
             fn visit_expr_path(&mut self, node: &'ast syn::ExprPath) {
                 if let Some(ident) = node.path.get_ident() {
-                    if let Some(deps) = self.0 .0.get(&ident.to_string()) {
-                        self.1 = self.1.union(*deps);
+                    if let Some(&deps) = self.table.0.get(&ident.to_string()) {
+                        let thread = deps.thread && self.loads == 0;
+                        self.deps = self.deps.union(Deps { thread, ..deps });
                     }
                 }
             }
             fn visit_expr_call(&mut self, node: &'ast syn::ExprCall) {
-                if let Expr::Path(path) = &*node.func {
-                    let name = path
+                let name = match &*node.func {
+                    Expr::Path(path) => path
                         .path
                         .segments
                         .last()
                         .map(|s| s.ident.to_string())
-                        .unwrap_or_default();
-                    if let Some(axis) = axis_of(&name, "block_idx_") {
-                        self.1.block[axis.index()] = true;
+                        .unwrap_or_default(),
+                    _ => String::new(),
+                };
+                if let Some(axis) = axis_of(&name, "block_idx_") {
+                    self.deps.block[axis.index()] = true;
+                }
+                if axis_of(&name, "thread_idx_").is_some() {
+                    self.thread();
+                }
+                match name.as_str() {
+                    "index_1d" => {
+                        self.deps.block[0] = true;
+                        self.thread();
                     }
-                    match name.as_str() {
-                        "index_1d" => self.1.block[0] = true,
-                        "index_2d" => {
-                            self.1.block[0] = true;
-                            self.1.block[1] = true;
-                        }
-                        "read" | "read_volatile" => self.1.data = true,
-                        _ => {}
+                    "index_2d" => {
+                        self.deps.block[0] = true;
+                        self.deps.block[1] = true;
+                        self.thread();
                     }
+                    "read" | "read_volatile" => {
+                        return self.load(|this| syn::visit::visit_expr_call(this, node));
+                    }
+                    _ => {}
                 }
                 syn::visit::visit_expr_call(self, node);
             }
             fn visit_expr_method_call(&mut self, node: &'ast syn::ExprMethodCall) {
                 if node.method.to_string().starts_with("read") {
-                    self.1.data = true;
+                    self.load(|this| syn::visit::visit_expr_method_call(this, node));
+                } else {
+                    syn::visit::visit_expr_method_call(self, node);
                 }
-                syn::visit::visit_expr_method_call(self, node);
             }
             fn visit_expr_unary(&mut self, node: &'ast syn::ExprUnary) {
                 if matches!(node.op, UnOp::Deref(_)) {
-                    self.1.data = true;
+                    self.load(|this| syn::visit::visit_expr_unary(this, node));
+                } else {
+                    syn::visit::visit_expr_unary(self, node);
                 }
-                syn::visit::visit_expr_unary(self, node);
+            }
+            // `x / 32`, `x / 64`, `x >> 5`: a warp's 32 consecutive lanes
+            // give one value (warps are 32 consecutive threads of the block).
+            fn visit_expr_binary(&mut self, node: &'ast syn::ExprBinary) {
+                let literal = match strip(&node.right) {
+                    Expr::Lit(syn::ExprLit {
+                        lit: Lit::Int(int), ..
+                    }) => int.base10_parse::<u64>().ok(),
+                    _ => None,
+                };
+                let per_warp = match (node.op, literal) {
+                    (BinOp::Div(_), Some(d)) => d > 0 && d % 32 == 0,
+                    (BinOp::Shr(_), Some(s)) => s >= 5,
+                    _ => false,
+                };
+                if per_warp {
+                    self.warp_wide(|this| this.visit_expr(&node.left));
+                    self.visit_expr(&node.right);
+                } else {
+                    syn::visit::visit_expr_binary(self, node);
+                }
             }
         }
-        let mut walk = Walk(self, Deps::default());
+        let mut walk = Walk {
+            table: self,
+            deps: Deps::default(),
+            loads: 0,
+        };
         walk.visit_expr(expr);
-        walk.1
+        walk.deps
     }
 }
 

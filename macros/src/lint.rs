@@ -257,10 +257,11 @@ mod tests {
             .iter()
             .map(|(table, _)| table.as_str())
             .collect();
-        // `t % 32` is not affine (opaque): not claimed either way. `i`
-        // is `bx*bdx + tx`; the loop's indices and a shared tile's are
-        // uniform or not a table.
-        assert_eq!(tables, ["OFFSETS"]);
+        // `t % 32` is not affine but still the lane's (what `t` is made
+        // of); `i` is `bx*bdx + tx`; the loop's indices are uniform, a
+        // shared tile is not a table, and `blockIdx_free(n)` reads no
+        // thread index.
+        assert_eq!(tables, ["TAPS", "OFFSETS"]);
         let warnings = divergent_constant_reads(&loud, &analysis).to_string();
         assert!(
             warnings.contains("`OFFSETS` is read at an index that depends on the thread's index"),
@@ -276,6 +277,22 @@ mod tests {
                 .len(),
             1
         );
+        // A warp's lanes share `i / 32` and `i >> 5` (one record a warp).
+        let per_warp: ItemFn = syn::parse_str(
+            "unsafe fn k() { let i = index_1d(); let v = TAPS.read(i / 32 % 16) + TAPS.read(i >> 5); }",
+        )
+        .unwrap();
+        assert!(crate::access::analyse(&per_warp)
+            .divergent_constant_reads
+            .is_empty());
+        // A loaded index: what the lanes load is unknown, so no claim.
+        let loaded: ItemFn = syn::parse_str(
+            "unsafe fn k(ix: *const u32) { let v = TAPS.read(*ix.add(index_1d() as usize)); }",
+        )
+        .unwrap();
+        assert!(crate::access::analyse(&loaded)
+            .divergent_constant_reads
+            .is_empty());
     }
 
     #[test]

@@ -9,9 +9,9 @@ fn per_lane_is_a_kernel_move_it_out_of_the_impl_block() {
     let _ = per_lane_is_a_kernel_move_it_out_of_the_impl_block;
 }
 #[entry_point]
-/// A constant table read at each lane's own index (`thread_idx_x() % 32`
-/// is opaque to the analysis; `i`, `bx*bdx + tx`, is not): the expansion
-/// carries one warning, at `i`'s read, naming the table and the fix.
+/// A constant table read at each lane's own index: `i` (`bx*bdx + tx`) and
+/// `thread_idx_x() % 32` (not affine, still made of the lane's index) get
+/// a warning each, naming the table and the fix; `n % 32` none.
 pub unsafe fn per_lane(out: *mut f32, n: u32) {
     let i = index_1d();
     if i < n {
@@ -185,6 +185,14 @@ unsafe impl ::clustered_device::pool::TaskKernel for per_lane {
         unsafe { per_lane::run_task(__args, __cta) }
     }
 }
+const _: () = {
+    #[deprecated(
+        note = "`TAPS` is read at an index that depends on the thread's index, so the threads of a warp read different elements: the constant cache serves a warp one address at a time, as many turns as there are different indices. Keep a table that each thread indexes on its own in global memory (a pointer parameter); a `constant_table!` is for indices that are the same across the warp. `#[allow(deprecated)]` on the kernel silences this"
+    )]
+    #[allow(non_camel_case_types)]
+    struct clustered_performance_warning;
+    let _ = clustered_performance_warning;
+};
 const _: () = {
     #[deprecated(
         note = "`TAPS` is read at an index that depends on the thread's index, so the threads of a warp read different elements: the constant cache serves a warp one address at a time, as many turns as there are different indices. Keep a table that each thread indexes on its own in global memory (a pointer parameter); a `constant_table!` is for indices that are the same across the warp. `#[allow(deprecated)]` on the kernel silences this"
