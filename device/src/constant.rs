@@ -11,13 +11,17 @@
 //! warp-uniform index: filter taps, a table of offsets, polynomial
 //! coefficients); threads of a warp that read different addresses are
 //! served one address after another, so a per-thread lookup belongs in
-//! global memory. ptxas folds a read at an index it knows into the
-//! instruction that uses it (`FFMA R0, R1, c[0x3][0x10], R0`).
+//! global memory (2.9x slower from a table on an H200: docs/BENCHMARKS.md,
+//! "Constant tables"). At an index ptxas knows, a read becomes a uniform
+//! register the instruction takes (`ULDC UR6, c[0x3][0xc]`, `FFMA R5, R0,
+//! R0, UR6`), with no load per thread.
 //!
 //! Small tables fixed for every launch can also be kernel parameters (an
 //! array passed by value, as `kernels::conv::conv5x5` takes its filter),
-//! which also live in the constant bank; a table is for data that outgrows
-//! the parameters' 4 KiB, or that many kernels share without passing it.
+//! which also live in the constant bank (as fast as a table where the
+//! indices are known: docs/BENCHMARKS.md, "Constant tables"); a table is
+//! for data that outgrows the parameters, or that many kernels share
+//! without passing it.
 
 use core::marker::PhantomData;
 
@@ -94,6 +98,25 @@ impl<S: ConstantSymbol> Constant<S> {
         S::LEN as usize * core::mem::size_of::<S::Element>()
     }
 
+    /// `values` as the bytes the host copies into the table: exactly
+    /// `self.len()` of them, else [`LengthMismatch`]. The one check both
+    /// backends' writes make.
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub fn bytes_of(self, values: &[S::Element]) -> Result<&[u8], LengthMismatch> {
+        if values.len() != S::LEN as usize {
+            return Err(LengthMismatch {
+                name: S::NAME,
+                expected: S::LEN,
+                given: values.len(),
+            });
+        }
+        // SAFETY: the elements are plain data (`ConstantElement` is sealed
+        // to numbers and `F32x4`): no padding, every byte initialised.
+        Ok(unsafe {
+            std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+        })
+    }
+
     /// Element `index`: `ld.const`.
     ///
     /// # Safety
@@ -121,6 +144,32 @@ impl<S: ConstantSymbol> Constant<S> {
         }
     }
 }
+
+#[cfg(not(target_arch = "nvptx64"))]
+/// Why a table could not be written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LengthMismatch {
+    /// The table.
+    pub name: &'static str,
+    /// Its elements.
+    pub expected: u32,
+    /// The values given.
+    pub given: usize,
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl std::fmt::Display for LengthMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "constant table {} holds {} elements, {} were given: write exactly {}",
+            self.name, self.expected, self.given, self.expected
+        )
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl std::error::Error for LengthMismatch {}
 
 /// Declares a table in constant memory at module scope, CUDA's
 /// `__constant__ T NAME[LEN]`, and a [`Constant`] of the same name to read
@@ -216,37 +265,17 @@ macro_rules! constant_table {
 /// the constant cache does not see writes during a kernel.
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cpu {
+    use std::any::TypeId;
     use std::cell::RefCell;
     use std::collections::HashMap;
 
-    use super::{Constant, ConstantSymbol};
+    use super::{Constant, ConstantSymbol, LengthMismatch};
 
     thread_local! {
-        static TABLES: RefCell<HashMap<&'static str, Vec<u8>>> = RefCell::new(HashMap::new());
+        /// By the table's own type: two tables of one name in different
+        /// crates stay apart (the builder keeps names unique in one).
+        static TABLES: RefCell<HashMap<TypeId, Vec<u8>>> = RefCell::new(HashMap::new());
     }
-
-    /// Why a table could not be written.
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    pub struct LengthMismatch {
-        /// The table.
-        pub name: &'static str,
-        /// Its elements.
-        pub expected: u32,
-        /// The values given.
-        pub given: usize,
-    }
-
-    impl std::fmt::Display for LengthMismatch {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(
-                f,
-                "constant table {} holds {} elements, {} were given: write exactly {}",
-                self.name, self.expected, self.given, self.expected
-            )
-        }
-    }
-
-    impl std::error::Error for LengthMismatch {}
 
     /// Fills `table` for the launches this host thread makes from now on:
     /// exactly `table.len()` values.
@@ -254,25 +283,14 @@ pub mod cpu {
         table: Constant<S>,
         values: &[S::Element],
     ) -> Result<(), LengthMismatch> {
-        if values.len() != table.len() as usize {
-            return Err(LengthMismatch {
-                name: S::NAME,
-                expected: S::LEN,
-                given: values.len(),
-            });
-        }
-        // SAFETY: the elements are plain data (`ConstantElement` is sealed
-        // to numbers and `F32x4`), so their bytes are initialised.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
-        };
-        TABLES.with(|tables| tables.borrow_mut().insert(S::NAME, bytes.to_vec()));
+        let bytes = table.bytes_of(values)?.to_vec();
+        TABLES.with(|tables| tables.borrow_mut().insert(TypeId::of::<S>(), bytes));
         Ok(())
     }
 
     /// Every table written on this thread, for [`install`] on another.
     #[derive(Clone, Debug, Default)]
-    pub struct Tables(HashMap<&'static str, Vec<u8>>);
+    pub struct Tables(HashMap<TypeId, Vec<u8>>);
 
     /// The tables written on this thread so far.
     pub fn tables() -> Tables {
@@ -299,14 +317,15 @@ pub mod cpu {
         let size = std::mem::size_of::<S::Element>();
         TABLES.with(|tables| {
             let tables = tables.borrow();
-            let Some(bytes) = tables.get(S::NAME) else {
+            let Some(bytes) = tables.get(&TypeId::of::<S>()) else {
                 panic!(
                     "constant table {} read before it was written: write it on the launching thread first (clustered::host::cpu::write_constant)",
                     S::NAME
                 );
             };
             let at = index as usize * size;
-            // SAFETY: `write` stored exactly `S::LEN` elements of this type.
+            // SAFETY: `write` stored exactly `S::LEN` elements of `S`'s type
+            // under `S`'s key; any bits are an element (plain data).
             unsafe { bytes[at..at + size].as_ptr().cast::<S::Element>().read_unaligned() }
         })
     }

@@ -27,7 +27,8 @@ pub use clustered_device::cpu::{
 /// Fills a constant table (`constant_table!`) for the CPU launches this
 /// host thread makes from now on, as `Gpu::write_constant` fills a
 /// module's on a GPU.
-pub use clustered_device::constant::cpu::{write as write_constant, LengthMismatch};
+pub use clustered_device::constant::cpu::write as write_constant;
+pub use clustered_device::constant::LengthMismatch;
 
 use std::fmt;
 

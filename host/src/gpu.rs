@@ -163,14 +163,12 @@ impl Gpu {
         values: &[S::Element],
     ) -> Result<(), Error> {
         let name = table.name();
-        if std::mem::size_of_val(values) != table.bytes() {
-            return Err(Error::ConstantSize {
-                name,
-                expected: table.bytes(),
-                found: std::mem::size_of_val(values),
-                module: false,
-            });
-        }
+        let bytes = table.bytes_of(values).map_err(|_| Error::ConstantSize {
+            name,
+            expected: table.bytes(),
+            found: std::mem::size_of_val(values),
+            module: false,
+        })?;
         if module.ctx() != &self.ctx {
             return Err(Error::ContextMismatch {
                 what: "the module and this Gpu",
@@ -197,11 +195,6 @@ impl Gpu {
                 module: true,
             });
         }
-        // SAFETY: the elements are plain data (`ConstantElement` is sealed to
-        // numbers and `F32x4`): no padding, every byte initialised.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
-        };
         self.stream
             .memcpy_htod(bytes, &mut symbol)
             .map_err(Error::driver("cuMemcpyHtoD"))
