@@ -883,19 +883,15 @@ impl Evaluator {
         let receiver = self.expr(&call.receiver);
         let args: Vec<Value> = call.args.iter().map(|a| self.expr(a)).collect();
         let method = call.method.to_string();
-        if let (true, "read", Some(table), [index]) = (
+        if let (true, "read", Some(table), 1) = (
             self.recording,
             method.as_str(),
             constant_path(&call.receiver),
-            args.as_slice(),
+            call.args.len(),
         ) {
-            // The thread's index in the affine form, or anywhere in what the
-            // index is computed from (`tx % 32`: not affine, still per lane).
-            let affine = match index {
-                Value::Int(poly) => poly.0.keys().flatten().any(|s| matches!(s, Sym::Thread(_))),
-                _ => false,
-            };
-            if affine || self.deps.of(&call.args[0]).thread {
+            // The thread's index anywhere in what the index is computed
+            // from (`bx*bdx + tx`, `tx % 32`), not through loads or `/ 32`.
+            if self.deps.of(&call.args[0]).thread {
                 self.analysis
                     .divergent_constant_reads
                     .push((table, call.args[0].span()));
@@ -1143,12 +1139,13 @@ impl DepTable {
         struct Walk<'t> {
             table: &'t DepTable,
             deps: Deps,
-            /// Loads around the expression being visited.
-            loads: usize,
+            /// Loads and warp-wide divisions around the expression being
+            /// visited: inside one, the lane's index does not reach the value.
+            lane_blind: usize,
         }
         impl Walk<'_> {
             fn thread(&mut self) {
-                self.deps.thread |= self.loads == 0;
+                self.deps.thread |= self.lane_blind == 0;
             }
             fn load(&mut self, visit: impl FnOnce(&mut Self)) {
                 self.deps.data = true;
@@ -1157,16 +1154,16 @@ impl DepTable {
             /// Visits what is read only at a warp's granularity: the value
             /// is the same for the lanes of a warp whatever they read there.
             fn warp_wide(&mut self, visit: impl FnOnce(&mut Self)) {
-                self.loads += 1;
+                self.lane_blind += 1;
                 visit(self);
-                self.loads -= 1;
+                self.lane_blind -= 1;
             }
         }
         impl<'ast> Visit<'ast> for Walk<'_> {
             fn visit_expr_path(&mut self, node: &'ast syn::ExprPath) {
                 if let Some(ident) = node.path.get_ident() {
                     if let Some(&deps) = self.table.0.get(&ident.to_string()) {
-                        let thread = deps.thread && self.loads == 0;
+                        let thread = deps.thread && self.lane_blind == 0;
                         self.deps = self.deps.union(Deps { thread, ..deps });
                     }
                 }
@@ -1243,7 +1240,7 @@ impl DepTable {
         let mut walk = Walk {
             table: self,
             deps: Deps::default(),
-            loads: 0,
+            lane_blind: 0,
         };
         walk.visit_expr(expr);
         walk.deps
