@@ -358,11 +358,7 @@ impl Builder {
         if let Some(symbol) = first_repeat(&symbols, ".const") {
             return Err(BuildError::DuplicateConstant { symbol, ptx });
         }
-        let bytes = symbols
-            .iter()
-            .filter(|s| s.space == ".const")
-            .map(|s| s.bytes)
-            .sum::<u64>();
+        let bytes = constant_bytes(&symbols);
         if bytes > CONSTANT_MEMORY_BYTES {
             return Err(BuildError::ConstantMemory { bytes, ptx });
         }
@@ -512,6 +508,16 @@ struct ModuleSymbol {
     /// Its array length times the element's bytes (`.b8 name[4096]`: 4096;
     /// `.u32 name`: 4); 0 where the PTX gives no length (`name[]`).
     bytes: u64,
+}
+
+/// Bytes of the `.const` symbols among `symbols`: what the module's
+/// constant memory holds.
+fn constant_bytes(symbols: &[ModuleSymbol]) -> u64 {
+    symbols
+        .iter()
+        .filter(|s| s.space == ".const")
+        .map(|s| s.bytes)
+        .sum()
 }
 
 /// The first name that `symbols` defines twice in `space`.
@@ -707,13 +713,9 @@ mod tests {
 ";
         let symbols = module_symbols(ptx);
         assert_eq!(first_repeat(&symbols, ".const"), None);
-        let constant: u64 = symbols
-            .iter()
-            .filter(|s| s.space == ".const")
-            .map(|s| s.bytes)
-            .sum();
         assert_eq!(
-            constant, CONSTANT_MEMORY_BYTES,
+            constant_bytes(&symbols),
+            CONSTANT_MEMORY_BYTES,
             "two tables, the function's not counted"
         );
         let more = module_symbols(&format!("{ptx}.const .u32 ONE_MORE;\n"));
