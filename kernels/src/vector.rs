@@ -195,7 +195,7 @@ pub unsafe fn lookup_constant(indices: *const u32, y: *mut f32, n: u32) {
 pub unsafe fn lookup_global(indices: *const u32, y: *mut f32, n: u32, table: *const f32) {
     let i = index_1d();
     if i < n {
-        *y.add(i as usize) = *table.add((*indices.add(i as usize) % 64) as usize);
+        *y.add(i as usize) = *table.add((*indices.add(i as usize) % COEFFICIENTS.len()) as usize);
     }
 }
 

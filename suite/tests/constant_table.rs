@@ -4,11 +4,16 @@
 //! length, never written, or missing from the module is a clear error.
 
 use clustered_device::memory::F32x4;
-use clustered_suite::host::cpu::{self, launch_entry, CpuLaunch, Machine, NoObserver};
+use clustered_suite::host::cpu::{
+    self, launch_entry, CpuLaunch, CpuLaunchError, CpuRun, Machine, NoObserver,
+};
 use clustered_suite::host::{ClusterOptions, Error, LaunchConfig};
-mod common;
+use kernels::vector::{
+    cubic_records, horner_constant, horner_global, horner_parameters, lookup_constant,
+    lookup_global, polynomial, polynomial_global, COEFFICIENTS, CUBICS, HORNER_TERMS,
+};
 
-use kernels::vector::{cubic_records, polynomial, COEFFICIENTS, CUBICS};
+mod common;
 
 /// A table of 64 coefficients, unlike for each `seed`.
 fn coefficients(seed: u32) -> Vec<f32> {
@@ -129,6 +134,97 @@ fn a_table_of_16_byte_records_reads_whole_records_on_the_cpu_backend() {
     }
     .unwrap();
     assert_eq!(y, cubic_reference(&records, &x));
+}
+
+/// The benchmark's kernels (`examples/constant_tables.rs`), each from a
+/// table, from global memory and (the fixed-degree one) from parameters,
+/// give the same words as the CPU's reference, on shuffled warps and lanes.
+#[test]
+fn the_benchmark_s_kernels_read_what_their_tables_hold_on_the_cpu_backend() {
+    let (c, x) = (coefficients(3), inputs(N));
+    cpu::write_constant(COEFFICIENTS, &c).unwrap();
+    let indices: Vec<u32> = (0..N).map(|i| i.wrapping_mul(0x9e37_79b9) >> 7).collect();
+    let machines = [Machine::new(2), Machine::new(3).interleave(11)];
+    let options = ClusterOptions::default();
+    let fixed = reference(&c, &x, HORNER_TERMS);
+    let terms: [f32; HORNER_TERMS as usize] = c[..HORNER_TERMS as usize].try_into().unwrap();
+    let looked_up: Vec<f32> = indices.iter().map(|&k| c[(k % 64) as usize]).collect();
+    for machine in &machines {
+        // SAFETY (every launch): x, indices and y hold N elements, the
+        // table 64; the kernels guard i < N.
+        let go = |launch: &dyn Fn(&mut [f32]) -> Result<CpuRun, CpuLaunchError>| {
+            let mut y = vec![f32::NAN; N as usize];
+            launch(&mut y).unwrap();
+            y
+        };
+        let o = (original(), &options);
+        let y = go(&|y| unsafe {
+            launch_entry(
+                horner_constant::KERNEL,
+                machine,
+                o.0,
+                o.1,
+                &mut NoObserver,
+                (&x[..], y, N),
+            )
+        });
+        assert_eq!(y, fixed, "horner_constant");
+        let y = go(&|y| unsafe {
+            launch_entry(
+                horner_global::KERNEL,
+                machine,
+                o.0,
+                o.1,
+                &mut NoObserver,
+                (&x[..], y, N, &c[..]),
+            )
+        });
+        assert_eq!(y, fixed, "horner_global");
+        let y = go(&|y| unsafe {
+            launch_entry(
+                horner_parameters::KERNEL,
+                machine,
+                o.0,
+                o.1,
+                &mut NoObserver,
+                (&x[..], y, N, terms),
+            )
+        });
+        assert_eq!(y, fixed, "horner_parameters");
+        let y = go(&|y| unsafe {
+            launch_entry(
+                polynomial_global::KERNEL,
+                machine,
+                o.0,
+                o.1,
+                &mut NoObserver,
+                (&x[..], y, N, 37, &c[..]),
+            )
+        });
+        assert_eq!(y, reference(&c, &x, 37), "polynomial_global");
+        let y = go(&|y| unsafe {
+            launch_entry(
+                lookup_constant::KERNEL,
+                machine,
+                o.0,
+                o.1,
+                &mut NoObserver,
+                (&indices[..], y, N),
+            )
+        });
+        assert_eq!(y, looked_up, "lookup_constant");
+        let y = go(&|y| unsafe {
+            launch_entry(
+                lookup_global::KERNEL,
+                machine,
+                o.0,
+                o.1,
+                &mut NoObserver,
+                (&indices[..], y, N, &c[..]),
+            )
+        });
+        assert_eq!(y, looked_up, "lookup_global");
+    }
 }
 
 #[test]
