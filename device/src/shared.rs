@@ -19,6 +19,8 @@
 use core::arch::asm;
 use core::marker::PhantomData;
 
+use crate::memory::F32x4;
+
 mod sealed {
     pub trait Sealed {}
 }
@@ -93,6 +95,69 @@ shared_element! {
     f64 => "f64", reg64;
     u64 => "u64", reg64;
     i64 => "s64", reg64;
+}
+
+// Four floats in one `ld.shared.v4.f32` (`LDS.128`): what a register-tiled
+// kernel reads per fragment, and a guaranteed vector access where four
+// scalar reads are ptxas's guess.
+impl sealed::Sealed for F32x4 {}
+impl SharedElement for F32x4 {
+    #[inline(always)]
+    unsafe fn load_shared(address: u32) -> Self {
+        unsafe {
+            #[cfg(target_arch = "nvptx64")]
+            {
+                let (x, y, z, w): (f32, f32, f32, f32);
+                asm!("ld.shared.v4.f32 {{{x}, {y}, {z}, {w}}}, [{address}];",
+                     x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
+                     address = in(reg32) address, options(readonly, nostack, preserves_flags));
+                F32x4([x, y, z, w])
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            crate::cpu::shared_base()
+                .add(address as usize)
+                .cast::<F32x4>()
+                .read()
+        }
+    }
+    #[inline(always)]
+    unsafe fn store_shared(address: u32, value: Self) {
+        unsafe {
+            #[cfg(target_arch = "nvptx64")]
+            {
+                let F32x4([x, y, z, w]) = value;
+                asm!("st.shared.v4.f32 [{address}], {{{x}, {y}, {z}, {w}}};",
+                     x = in(reg32) x, y = in(reg32) y, z = in(reg32) z, w = in(reg32) w,
+                     address = in(reg32) address, options(nostack, preserves_flags));
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            crate::cpu::shared_base()
+                .add(address as usize)
+                .cast::<F32x4>()
+                .write(value)
+        }
+    }
+    #[inline(always)]
+    #[cfg(target_arch = "nvptx64")]
+    unsafe fn load_shared_cluster(address: u32) -> Self {
+        unsafe {
+            let (x, y, z, w): (f32, f32, f32, f32);
+            asm!("ld.shared::cluster.v4.f32 {{{x}, {y}, {z}, {w}}}, [{address}];",
+                 x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
+                 address = in(reg32) address, options(readonly, nostack, preserves_flags));
+            F32x4([x, y, z, w])
+        }
+    }
+    #[inline(always)]
+    #[cfg(target_arch = "nvptx64")]
+    unsafe fn store_shared_cluster(address: u32, value: Self) {
+        unsafe {
+            let F32x4([x, y, z, w]) = value;
+            asm!("st.shared::cluster.v4.f32 [{address}], {{{x}, {y}, {z}, {w}}};",
+                 x = in(reg32) x, y = in(reg32) y, z = in(reg32) z, w = in(reg32) w,
+                 address = in(reg32) address, options(nostack, preserves_flags));
+        }
+    }
 }
 
 /// A typed address in this CTA's shared memory.
@@ -176,6 +241,20 @@ impl<T: SharedElement> Shared<T> {
     pub fn offset(self, count: u32) -> Self {
         Shared {
             address: self.element_address(count),
+            _element: PhantomData,
+        }
+    }
+
+    /// The same address viewed as `U`s: a tile written as `f32`s read four
+    /// at a time as [`F32x4`] (`LDS.128`), say. Indices then count `U`s.
+    ///
+    /// # Safety
+    /// The address is a multiple of `U`'s size, as the GPU requires of a
+    /// `U` access (the CPU backend checks it at each access).
+    #[inline(always)]
+    pub unsafe fn cast<U: SharedElement>(self) -> Shared<U> {
+        Shared {
+            address: self.address,
             _element: PhantomData,
         }
     }

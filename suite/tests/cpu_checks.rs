@@ -6,7 +6,7 @@
 //! The kernels are plain closures over the device API, run once per
 //! simulated thread.
 
-use clustered_device::memory::{load, store};
+use clustered_device::memory::{load, store, F32x4};
 use clustered_device::shared::dynamic_shared_memory;
 use clustered_device::shared_array;
 use clustered_device::thread::{sync_threads, sync_threads_and, thread_idx_x};
@@ -370,6 +370,42 @@ fn a_shared_access_past_the_declared_memory_is_an_error() {
                 "{message}"
             );
         }
+        other => panic!("expected a panic error, got {other}"),
+    }
+}
+
+/// A tile of floats read four at a time: aligned reads give the floats
+/// written; a cast one float off 16 bytes is the GPU's misaligned-address
+/// fault, reported with the site, not a read of the neighbouring bytes.
+#[test]
+fn a_four_float_shared_read_must_be_16_byte_aligned() {
+    let mut output = [F32x4::default(); 2];
+    let out = Buffer(output.as_mut_ptr().cast());
+    let aligned = move || {
+        let tile = shared_array!(floats: [f32; 8]);
+        let t = thread_idx_x();
+        unsafe {
+            tile.write(t, t as f32 + 0.5);
+            sync_threads();
+            if t < 2 {
+                let quad = tile.cast::<F32x4>().read(t);
+                store((out.0 as *mut F32x4).add(t as usize), quad);
+            }
+        }
+    };
+    run(&Machine::new(1), &block(8), &mut NoObserver, &aligned).unwrap();
+    assert_eq!(output[0], F32x4([0.5, 1.5, 2.5, 3.5]));
+    assert_eq!(output[1], F32x4([4.5, 5.5, 6.5, 7.5]));
+
+    let misaligned = || {
+        let tile = shared_array!(skewed: [f32; 8]);
+        unsafe { tile.offset(1).cast::<F32x4>().read(0) };
+    };
+    match run(&Machine::new(1), &block(1), &mut NoObserver, &misaligned).unwrap_err() {
+        CpuError::Panicked { message, .. } => assert!(
+            message.contains("not aligned to 16 bytes") && message.contains("cpu_checks.rs"),
+            "{message}"
+        ),
         other => panic!("expected a panic error, got {other}"),
     }
 }

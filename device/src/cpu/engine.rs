@@ -349,6 +349,16 @@ pub(crate) fn shared_access(
             }
         );
     }
+    // The GPU faults on a misaligned `ld.shared` (`cudaErrorMisalignedAddress`);
+    // every access is 4, 8 or 16 bytes.
+    if !offset.is_multiple_of(bytes) {
+        panic!(
+            "shared memory {} at byte {offset} ({bytes} bytes) at {site} is not aligned to \
+             {bytes} bytes, as the GPU requires: cast a `Shared` only at an address that is a \
+             multiple of the element's size",
+            if wrote { "written" } else { "read" },
+        );
+    }
     if cta.check_races {
         cta.check_race(lane, offset, bytes, wrote, site);
     }
