@@ -13,7 +13,12 @@
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(stdarch_nvptx, asm_experimental_arch, allow_internal_unstable)
+    feature(
+        stdarch_nvptx,
+        asm_experimental_arch,
+        allow_internal_unstable,
+        core_float_math
+    )
 )]
 
 pub mod abi;

@@ -127,7 +127,11 @@ impl sealed::Ops for f32 {
     }
     #[inline(always)]
     fn fma(self, b: Self, c: Self) -> Self {
-        ptx::fma_rn_f32(self, b, c)
+        // LLVM's `llvm.fma`, not an `asm!` block: see [`fma`](super::fma).
+        #[cfg(target_arch = "nvptx64")]
+        return core::f32::math::mul_add(self, b, c);
+        #[cfg(not(target_arch = "nvptx64"))]
+        self.mul_add(b, c)
     }
     #[inline(always)]
     fn abs(self) -> Self {
@@ -190,7 +194,11 @@ impl sealed::Ops for f64 {
     }
     #[inline(always)]
     fn fma(self, b: Self, c: Self) -> Self {
-        ptx::fma_rn_f64(self, b, c)
+        // LLVM's `llvm.fma`, not an `asm!` block: see [`fma`](super::fma).
+        #[cfg(target_arch = "nvptx64")]
+        return core::f64::math::mul_add(self, b, c);
+        #[cfg(not(target_arch = "nvptx64"))]
+        self.mul_add(b, c)
     }
     #[inline(always)]
     fn abs(self) -> Self {
@@ -282,6 +290,12 @@ pub fn pow<T: Float>(x: T, y: T) -> T {
 /// the SDK SGEMM compiled to FMUL + FADD with no FFMA until it called this
 /// (`cuobjdump -sass`; `tests/kernel_resources.rs` prints the counts). The
 /// CPU backend computes the same fused result, bit for bit.
+///
+/// It is LLVM's own `llvm.fma` (`core::f32::math::mul_add`), not an `asm!`
+/// block like the other instructions here: LLVM schedules an FMA it knows
+/// among the loads as nvcc does, where it sank 512 opaque `asm` FMAs below
+/// every shared load of the register-tiled SGEMM, 3% slower than its nvcc
+/// twin (docs/BENCHMARKS.md, "The register-tiled SGEMM at nvcc's speed").
 #[inline(always)]
 pub fn fma<T: Float>(a: T, b: T, c: T) -> T {
     a.fma(b, c)

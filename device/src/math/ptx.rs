@@ -73,12 +73,10 @@ instruction!(
     rsqrt_approx_f64(x) -> f64 = "rsqrt.approx.f64", host rsqrt_host_f64(x)
 );
 instruction!(
-    /// `fma.rn.f32`: `a * b + c` with one rounding.
+    /// `fma.rn.f32`: `a * b + c` with one rounding. Pins `exp_f32`'s steps
+    /// to nvcc's `expf` sequence (`math::fma` is LLVM's FMA, which it may move).
+    #[cfg(target_arch = "nvptx64")]
     fma_rn_f32(a, b, c) -> f32 = "fma.rn.f32", host a.mul_add(b, c)
-);
-instruction!(
-    /// `fma.rn.f64`: `a * b + c` with one rounding.
-    fma_rn_f64(a, b, c) -> f64 = "fma.rn.f64", host a.mul_add(b, c)
 );
 instruction!(
     /// `abs.f32`: clears the sign bit.
