@@ -1,10 +1,11 @@
 //! Register-tiled SGEMM: 128x128 tiles of `C` per CTA, 8x8 per thread.
 
-use clustered_device::clustered;
 use clustered_device::math::fma;
+use clustered_device::memory::F32x4;
 use clustered_device::shared::Shared;
 use clustered_device::shared_array;
 use clustered_device::thread::{block_idx_x, block_idx_y, sync_threads, thread_idx_x};
+use clustered_device::{clustered, launch_bounds};
 
 /// Rows of `C` per CTA of [`sgemm_register`](fn@sgemm_register).
 pub const BM: u32 = 128;
@@ -19,6 +20,8 @@ pub const REGISTER_THREADS: u32 = 256;
 /// two column halves `c` land in banks `(4 (c + j) + r) % 32`, all distinct)
 /// and rows stay 16-byte aligned for `LDS.128`.
 const A_STRIDE: u32 = BM + 4;
+// The fragments are read as `F32x4`: rows of both tiles start 16 bytes apart.
+const _: () = assert!(A_STRIDE.is_multiple_of(4) && BN.is_multiple_of(4));
 
 /// `C = A * B` for row-major `n x n` matrices, `n` a multiple of 128.
 ///
@@ -34,8 +37,18 @@ const A_STRIDE: u32 = BM + 4;
 /// next k-step's 8 global values per thread are loaded into registers before
 /// the current one is computed (one shared buffer, two barriers per step).
 /// ptxas (CUDA 13, `scripts/ptx-report.sh`; `tests/kernel_resources.rs`
-/// counts the instructions): 128 registers (2 CTAs per SM), 512 FFMA and 32
-/// `LDS.128` per k-step, no spills, no local memory.
+/// counts the instructions): 121 registers under its launch bounds (2 CTAs
+/// per SM), 512 FFMA and 32 `LDS.128` per k-step, no spills, no local
+/// memory.
+///
+/// Written for the order nvcc gives its twin: the fragments are read as
+/// [`F32x4`] (`ld.shared.v4.f32`) and `fma` is LLVM's, so each k's four
+/// reads sit before its 64 FMAs (with scalar reads and an `asm` FMA, LLVM
+/// hoisted all 128 reads of a k-step above its 512 FMAs: 3% slower than the
+/// twin). `launch_bounds(256, 2)` gives every schedule the baseline's
+/// register budget: without it ptxas gave the rasters and redirections 115
+/// registers and sank the next step's global loads below the FMAs, 7-9%
+/// slower than the baseline (docs/BENCHMARKS.md).
 /// Each `C` element is `fma(A[row][k], B[k][col], acc)` for `k = 0 .. n` in
 /// order, like [`sgemm_naive`](crate::sgemm_naive::sgemm_naive): the same
 /// bits.
@@ -57,9 +70,10 @@ const A_STRIDE: u32 = BM + 4;
 ///   agent loop's own state once took this variant to 130 (1 per SM, 0.76x),
 ///   then to 128 once its ticket carried whole claims (2 per SM, 1.02x on
 ///   the H100), and to 129 since the leader claims after each chunk; the
-///   loader keeps it at 2 per SM with `.maxnreg 128` (124 registers, no
-///   spills: `Module::register_caps`), 0.98x on the H100. Check
-///   `scripts/ptx-report.sh` before reading its timings.
+///   launch bounds now hold it at 126 (no spills), as the loader's
+///   `.maxnreg 128` did before them. Check `scripts/ptx-report.sh` before
+///   reading its timings.
+#[launch_bounds(max_threads = REGISTER_THREADS, min_blocks_per_sm = 2)]
 #[clustered(name = sgemm_register_raster8, binding = reorder, indexing = tile(1, 8))]
 #[clustered(name = sgemm_register_raster16, binding = reorder, indexing = tile(1, 16))]
 #[clustered(name = sgemm_register_redirect_rows, binding = redirect, indexing = row_major)]
@@ -87,8 +101,9 @@ pub unsafe fn sgemm_register(a: *const f32, b: *const f32, c: *mut f32, n: u32) 
     let b_from = b_row * n + col0 + b_col;
     // Computing: the thread's 8x8 block of C.
     let (tx, ty) = (t % 16, t / 16);
-    let a_rows = a_tile.offset(ty * 4);
-    let b_columns = b_tile.offset(tx * 4);
+    // 16-byte aligned: the tiles are, and rows are `A_STRIDE` / `BN` floats.
+    let a_rows = a_tile.offset(ty * 4).cast::<F32x4>();
+    let b_columns = b_tile.offset(tx * 4).cast::<F32x4>();
 
     let mut a_next = [0.0f32; 4];
     let mut b_next = [0.0f32; 4];
@@ -143,19 +158,21 @@ pub unsafe fn sgemm_register(a: *const f32, b: *const f32, c: *mut f32, n: u32) 
 
 /// One `k` of a shared tile: reads `A[4 ty + {0..3}, 64 + 4 ty + {0..3}][k]`
 /// from `a_rows` (the transposed tile from the thread's first row) and
-/// `B[k][4 tx + {0..3}, 64 + 4 tx + {0..3}]` from `b_columns` (4 `LDS.128`),
-/// and does the 64 `fma`s of the outer product.
+/// `B[k][4 tx + {0..3}, 64 + 4 tx + {0..3}]` from `b_columns`, four floats
+/// at a time (4 `LDS.128`), and does the 64 `fma`s of the outer product.
 #[inline(always)]
-unsafe fn multiply_k(acc: &mut [[f32; 8]; 8], a_rows: Shared<f32>, b_columns: Shared<f32>, k: u32) {
-    let mut av = [0.0f32; 8];
-    let mut bv = [0.0f32; 8];
-    for i in 0..4 {
-        let at = i as usize;
-        av[at] = a_rows.read(k * A_STRIDE + i);
-        av[at + 4] = a_rows.read(k * A_STRIDE + 64 + i);
-        bv[at] = b_columns.read(k * BN + i);
-        bv[at + 4] = b_columns.read(k * BN + 64 + i);
-    }
+unsafe fn multiply_k(
+    acc: &mut [[f32; 8]; 8],
+    a_rows: Shared<F32x4>,
+    b_columns: Shared<F32x4>,
+    k: u32,
+) {
+    const A4: u32 = A_STRIDE / 4;
+    const B4: u32 = BN / 4;
+    let (F32x4(a0), F32x4(a1)) = (a_rows.read(k * A4), a_rows.read(k * A4 + 16));
+    let (F32x4(b0), F32x4(b1)) = (b_columns.read(k * B4), b_columns.read(k * B4 + 16));
+    let av = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
+    let bv = [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]];
     for (values, &a) in acc.iter_mut().zip(&av) {
         for (value, &b) in values.iter_mut().zip(&bv) {
             *value = fma(a, b, *value);
