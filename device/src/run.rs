@@ -205,19 +205,50 @@ fn hardware_linear_id() -> u32 {
     (block_idx_z() * grid_dim_y() + block_idx_y()) * grid_dim_x() + block_idx_x()
 }
 
-/// Reorder binding: this block runs linear id `v = u` of the chosen indexing.
+/// Reorder binding: this block runs linear id `v = u` of the chosen
+/// indexing, the CTA `to_cta(v)` (worked out once a block: [`mapped_once`]).
 #[inline(always)]
-pub fn reordered(launch: &ClusterLaunch) -> u32 {
+pub fn reordered(launch: &ClusterLaunch, to_cta: impl FnOnce(u32) -> Cta) -> Cta {
     check_abi(launch);
-    hardware_linear_id()
+    let index = mapped_once(|| to_cta(hardware_linear_id()).index);
+    Cta::new(index, launch.delinearize.grid())
 }
 
-/// Redirection (round-robin binding): block `u` runs `f^-1(u / M, u % M)`.
+/// Redirection (round-robin binding): block `u` runs `f^-1(u / M, u % M)`,
+/// the CTA `to_cta` of it (worked out once a block: [`mapped_once`]).
 #[inline(always)]
-pub fn redirected(launch: &ClusterLaunch) -> u32 {
+pub fn redirected(launch: &ClusterLaunch, to_cta: impl FnOnce(u32) -> Cta) -> Cta {
     check_abi(launch);
-    let (position, cluster) = round_robin(hardware_linear_id(), launch.clusters);
-    launch.partition.join(position, cluster)
+    let index = mapped_once(|| {
+        let (position, cluster) = round_robin(hardware_linear_id(), launch.clusters);
+        to_cta(launch.partition.join(position, cluster)).index
+    });
+    Cta::new(index, launch.delinearize.grid())
+}
+
+/// The block index a block of a reorder or redirect launch runs as, worked
+/// out by its first thread alone and handed to the others through shared
+/// memory at the scheduler's barrier. Mapping a linear id is a few
+/// multiply-high divisions and the indexing's edge cases, about 100
+/// instructions (SASS of `nn_euclid_auto_raster_y4` against the kernel's
+/// 25); every warp paying them took light kernels' rasters to 0.61-0.72x of
+/// the kernel. Now one warp pays them, and each other warp a barrier and a
+/// shared read.
+#[inline(always)]
+pub fn mapped_once(map: impl FnOnce() -> [u32; 3]) -> [u32; 3] {
+    let slot = crate::shared_array!(clustered_cta: [u32; 4]);
+    // SAFETY: the first thread writes the slot before the barrier, every
+    // thread reads it after; nothing else touches it.
+    unsafe {
+        if thread_idx_x() == 0 && thread_idx_y() == 0 && thread_idx_z() == 0 {
+            let [x, y, z] = map();
+            slot.write(0, x);
+            slot.write(1, y);
+            slot.write(2, z);
+        }
+        hardware::scheduler_barrier();
+        [slot.read(0), slot.read(1), slot.read(2)]
+    }
 }
 
 /// The grid-stride binding: this block runs tasks `block, block + A, ...`

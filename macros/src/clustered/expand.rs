@@ -149,10 +149,10 @@ pub fn schedule(
     });
     let entry_body = match schedule.binding {
         Binding::Reorder => quote! {
-            #task(#to_cta(#device::run::reordered(&#launch)), #(#names),*);
+            #task(#device::run::reordered(&#launch, #to_cta), #(#names),*);
         },
         Binding::Redirect => quote! {
-            #task(#to_cta(#device::run::redirected(&#launch)), #(#names),*);
+            #task(#device::run::redirected(&#launch, #to_cta), #(#names),*);
         },
         Binding::Stride => {
             let distance = schedule.prefetch_distance.map_or(1, |(n, _)| n);

@@ -75,7 +75,7 @@ pub unsafe fn row_sums_redirect(
         __launch.delinearize.grid(),
     );
     __row_sums_redirect_task(
-        __to_cta(::clustered_device::run::redirected(&__launch)),
+        ::clustered_device::run::redirected(&__launch, __to_cta),
         a,
         sums,
         width,

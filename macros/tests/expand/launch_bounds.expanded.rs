@@ -86,7 +86,7 @@ pub unsafe fn column_sums_redirect(
         __launch.delinearize.grid(),
     );
     __column_sums_redirect_task(
-        __to_cta(::clustered_device::run::redirected(&__launch)),
+        ::clustered_device::run::redirected(&__launch, __to_cta),
         a,
         sums,
         rows,

@@ -78,7 +78,7 @@ pub unsafe fn shift_redirect(
         __launch.delinearize.grid(),
     );
     __shift_redirect_task(
-        __to_cta(::clustered_device::run::redirected(&__launch)),
+        ::clustered_device::run::redirected(&__launch, __to_cta),
         v,
         to_cta,
         n,

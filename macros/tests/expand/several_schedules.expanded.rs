@@ -102,7 +102,7 @@ pub unsafe fn block_sums_raster(
         __launch.delinearize.grid(),
     );
     __block_sums_raster_task(
-        __to_cta(::clustered_device::run::reordered(&__launch)),
+        ::clustered_device::run::reordered(&__launch, __to_cta),
         x,
         sums,
     );
@@ -254,7 +254,7 @@ pub unsafe fn block_sums_redirect(
         __launch.delinearize.grid(),
     );
     __block_sums_redirect_task(
-        __to_cta(::clustered_device::run::redirected(&__launch)),
+        ::clustered_device::run::redirected(&__launch, __to_cta),
         x,
         sums,
     );

@@ -79,7 +79,7 @@ pub unsafe fn sgemm_raster(
         __launch.delinearize.grid(),
     );
     __sgemm_raster_task(
-        __to_cta(::clustered_device::run::reordered(&__launch)),
+        ::clustered_device::run::reordered(&__launch, __to_cta),
         a,
         b,
         c,
@@ -204,7 +204,7 @@ pub unsafe fn sgemm_auto_raster_y4(
         __launch.delinearize.grid(),
     );
     __sgemm_auto_raster_y4_task(
-        __to_cta(::clustered_device::run::reordered(&__launch)),
+        ::clustered_device::run::reordered(&__launch, __to_cta),
         a,
         b,
         c,
@@ -266,7 +266,7 @@ pub unsafe fn sgemm_auto_raster_y32(
         __launch.delinearize.grid(),
     );
     __sgemm_auto_raster_y32_task(
-        __to_cta(::clustered_device::run::reordered(&__launch)),
+        ::clustered_device::run::reordered(&__launch, __to_cta),
         a,
         b,
         c,

@@ -127,7 +127,7 @@ pub unsafe fn sgemm_tiled_raster(
         __launch.delinearize.grid(),
     );
     __sgemm_tiled_raster_task(
-        __to_cta(::clustered_device::run::reordered(&__launch)),
+        ::clustered_device::run::reordered(&__launch, __to_cta),
         a,
         b,
         c,

@@ -76,7 +76,7 @@ pub unsafe fn scale_redirect(
         __launch.delinearize.grid(),
     );
     __scale_redirect_task(
-        __to_cta(::clustered_device::run::redirected(&__launch)),
+        ::clustered_device::run::redirected(&__launch, __to_cta),
         x,
         s,
         n,
