@@ -19,12 +19,33 @@ use core::arch::asm;
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn trace<T>(_kind_on_cpu: TraceKind, _address: *const T) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::cpu::access(
-        _kind_on_cpu,
-        _address as u64,
-        core::mem::size_of::<T>() as u32,
-        core::panic::Location::caller(),
-    );
+    {
+        // The GPU faults on an access not aligned to its type (a misaligned
+        // address error), where the host's loads just work: say so here.
+        // A prefetch names a line and cannot fault.
+        let align = align_of::<T>();
+        let prefetch = matches!(_kind_on_cpu, TraceKind::PrefetchL1 | TraceKind::PrefetchL2);
+        if !prefetch && !(_address as usize).is_multiple_of(align) {
+            panic!(
+                "a {} of `{}` at {_address:p} is not aligned to {align} bytes, as the GPU \
+                 requires (it faults with a misaligned address): offset the pointer by whole \
+                 elements, and back a buffer read as `{}` with values of that type",
+                if matches!(_kind_on_cpu, TraceKind::Store) {
+                    "store"
+                } else {
+                    "load"
+                },
+                core::any::type_name::<T>(),
+                core::any::type_name::<T>(),
+            );
+        }
+        crate::cpu::access(
+            _kind_on_cpu,
+            _address as u64,
+            core::mem::size_of::<T>() as u32,
+            core::panic::Location::caller(),
+        );
+    }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -90,7 +111,9 @@ pub unsafe fn store<T>(address: *mut T, value: T) {
 /// float per thread, what a streaming kernel needs to reach DRAM's
 /// bandwidth (CUDA's `float4`). The address must be 16-byte aligned, as a
 /// GPU requires: device allocations are; on the CPU backend, back the
-/// buffer with `F32x4`s (a `Vec<f32>` need not be).
+/// buffer with `F32x4`s (a `Vec<f32>` need not be). The CPU backend
+/// reports a load or store not aligned to its type, as the GPU would
+/// fault on it, with the kernel's line.
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct F32x4(pub [f32; 4]);

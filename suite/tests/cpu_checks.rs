@@ -410,6 +410,30 @@ fn a_four_float_shared_read_must_be_16_byte_aligned() {
     }
 }
 
+/// A global access not aligned to its type: the GPU faults on it (a
+/// misaligned address), the host would just read; the CPU backend reports
+/// it at the kernel's line. A quad read from a float buffer one float in.
+#[test]
+fn a_misaligned_global_access_is_an_error() {
+    let floats = [F32x4([1.0, 2.0, 3.0, 4.0]); 2];
+    let base = Buffer(floats.as_ptr() as *mut u32);
+    let run_at = |offset: usize| {
+        let kernel = move || unsafe {
+            let quad = load((base.0 as *const f32).add(offset).cast::<F32x4>());
+            assert!(quad.0[0] > 0.0);
+        };
+        run(&Machine::new(1), &block(1), &mut NoObserver, &kernel)
+    };
+    assert!(run_at(4).is_ok(), "an aligned quad reads");
+    match run_at(1).unwrap_err() {
+        CpuError::Panicked { message, .. } => assert!(
+            message.contains("not aligned to 16 bytes") && message.contains("F32x4"),
+            "{message}"
+        ),
+        other => panic!("expected a panic error, got {other}"),
+    }
+}
+
 /// The dynamic part ends where the launch says, not at the 16-byte boundary
 /// that aligns the next array: a word just past it is an error.
 #[test]
