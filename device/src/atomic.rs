@@ -21,6 +21,7 @@ use core::sync::atomic::{
 #[track_caller]
 fn traced<T, R>(address: *mut T, atomic: impl FnOnce() -> R) -> R {
     let bytes = core::mem::size_of::<T>() as u32;
+    crate::cpu::check_aligned(crate::cpu::AccessKind::Atomic, address);
     crate::cpu::check_access(crate::cpu::AccessKind::Atomic, address as u64, bytes);
     let result = atomic();
     crate::cpu::access(

@@ -20,25 +20,7 @@ use core::arch::asm;
 fn trace<T>(_kind_on_cpu: TraceKind, _address: *const T) {
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        // The GPU faults on an access not aligned to its type (a misaligned
-        // address error), where the host's loads just work: say so here.
-        // A prefetch names a line and cannot fault.
-        let align = align_of::<T>();
-        let prefetch = matches!(_kind_on_cpu, TraceKind::PrefetchL1 | TraceKind::PrefetchL2);
-        if !prefetch && !(_address as usize).is_multiple_of(align) {
-            panic!(
-                "a {} of `{}` at {_address:p} is not aligned to {align} bytes, as the GPU \
-                 requires (it faults with a misaligned address): offset the pointer by whole \
-                 elements, and back a buffer read as `{}` with values of that type",
-                if matches!(_kind_on_cpu, TraceKind::Store) {
-                    "store"
-                } else {
-                    "load"
-                },
-                core::any::type_name::<T>(),
-                core::any::type_name::<T>(),
-            );
-        }
+        crate::cpu::check_aligned(_kind_on_cpu, _address);
         crate::cpu::access(
             _kind_on_cpu,
             _address as u64,

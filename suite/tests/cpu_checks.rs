@@ -6,6 +6,7 @@
 //! The kernels are plain closures over the device API, run once per
 //! simulated thread.
 
+use clustered_device::atomic::fetch_add_u32;
 use clustered_device::memory::{load, store, F32x4};
 use clustered_device::shared::dynamic_shared_memory;
 use clustered_device::shared_array;
@@ -432,6 +433,20 @@ fn a_misaligned_global_access_is_an_error() {
         ),
         other => panic!("expected a panic error, got {other}"),
     }
+    // An atomic two bytes into a word.
+    let mut words = [0u32; 2];
+    let counter = Buffer(words.as_mut_ptr());
+    let kernel = move || unsafe {
+        fetch_add_u32(counter.0.cast::<u8>().add(2).cast(), 1);
+    };
+    match run(&Machine::new(1), &block(1), &mut NoObserver, &kernel).unwrap_err() {
+        CpuError::Panicked { message, .. } => assert!(
+            message.contains("an atomic of `u32`") && message.contains("not aligned to 4 bytes"),
+            "{message}"
+        ),
+        other => panic!("expected a panic error, got {other}"),
+    }
+    assert_eq!(words, [0, 0], "the misaligned atomic did not run");
 }
 
 /// The dynamic part ends where the launch says, not at the 16-byte boundary

@@ -280,6 +280,28 @@ pub(crate) fn access(
     }
 }
 
+/// Stops the current thread at an access of a `T` not aligned to `T`: the
+/// GPU faults on one (a misaligned address) where the host's loads, stores
+/// and atomics just work. A prefetch names a line and cannot fault.
+#[track_caller]
+pub(crate) fn check_aligned<T>(kind: AccessKind, address: *const T) {
+    let align = align_of::<T>();
+    let prefetch = matches!(kind, AccessKind::PrefetchL1 | AccessKind::PrefetchL2);
+    if !prefetch && !(address as usize).is_multiple_of(align) {
+        let what = match kind {
+            AccessKind::Store => "a store",
+            AccessKind::Atomic => "an atomic",
+            _ => "a load",
+        };
+        let name = core::any::type_name::<T>();
+        panic!(
+            "{what} of `{name}` at {address:p} is not aligned to {align} bytes, as the GPU \
+             requires (it faults with a misaligned address): offset the pointer by whole \
+             elements, and back a buffer read as `{name}` with values of that type"
+        );
+    }
+}
+
 /// Stops the current thread, before it touches memory, when the run checks
 /// its accesses and `address..address + bytes` is not inside a buffer that
 /// the access may touch (any for loads, an output for writes). Prefetches

@@ -46,8 +46,8 @@ pub use machine::{
 };
 
 pub(crate) use engine::{
-    access, barrier, barriers_opened, begin_task, check_access, clock, current_cta, current_lane,
-    enter_clustered, hardware_cta, shared_access, shared_base, static_shared,
+    access, barrier, barriers_opened, begin_task, check_access, check_aligned, clock, current_cta,
+    current_lane, enter_clustered, hardware_cta, shared_access, shared_base, static_shared,
 };
 
 /// What a warp instruction does to global memory.
