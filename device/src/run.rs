@@ -233,7 +233,8 @@ pub fn redirected(launch: &ClusterLaunch, to_cta: impl FnOnce(u32) -> Cta) -> Ct
 /// instructions (SASS of `nn_euclid_auto_raster_y4` against the kernel's
 /// 25); every warp paying them took light kernels' rasters to 0.61-0.72x of
 /// the kernel. Now one warp pays them, and each other warp a barrier and a
-/// shared read.
+/// shared read: 0.75-0.85x (docs/BENCHMARKS.md, "The CTA mapped once a
+/// block"; what is left is the mapping's latency before any warp starts).
 #[inline(always)]
 pub fn mapped_once(map: impl FnOnce() -> [u32; 3]) -> [u32; 3] {
     let slot = crate::shared_array!(clustered_cta: [u32; 4]);
