@@ -90,7 +90,11 @@ unsafe fn prefetch_next_inputs(next: Cta, a: *const f32, b: *const f32, _c: *mut
 
 /// Reverses each block's slice of `input` into `output` through dynamic
 /// shared memory (`block_dim_x` floats per block): a kernel whose tasks share
-/// memory inside the CTA, so agents must separate consecutive tasks.
+/// memory inside the CTA, so agents must separate consecutive tasks; and
+/// whose reorder and redirect schedules hand the mapped block index over in
+/// shared memory too (`run::mapped_once`), beside the body's.
+#[clustered(name = reverse_in_blocks_raster, binding = reorder, indexing = tile(2, 1))]
+#[clustered(name = reverse_in_blocks_redirect, binding = redirect)]
 #[clustered(name = reverse_in_blocks_agents, binding = agents, chunk = 3)]
 #[clustered(name = reverse_in_blocks_stride, binding = stride)]
 #[clustered(name = reverse_in_blocks_stride_tail, binding = stride, tail = claims)]

@@ -506,7 +506,8 @@ fn a_large_local_array_is_a_stack_overflow_not_corruption() {
 fn tasks_sharing_memory_stay_separate_in_persistent_loops() {
     use kernels::vector::*;
     // 10 tasks of 64 threads on 2 SMs: agents and grid-stride CTAs run
-    // several tasks each, reusing the same dynamic shared memory.
+    // several tasks each, reusing the same dynamic shared memory (the reorder
+    // and redirect schedules one each, beside the mapped index's slot).
     let (n, block) = (640u32, 64u32);
     let input: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut expected = vec![0.0; n as usize];
@@ -533,10 +534,12 @@ fn tasks_sharing_memory_stay_separate_in_persistent_loops() {
             )
         }
         .unwrap();
-        assert!(
-            ran.launch.grid[0] < original.grid[0],
-            "{name}: fewer CTAs than tasks"
-        );
+        if entry.binding().is_some_and(|b| b.is_persistent()) {
+            assert!(
+                ran.launch.grid[0] < original.grid[0],
+                "{name}: fewer CTAs than tasks"
+            );
+        }
         assert_eq!(output, expected, "{name}");
     }
 }

@@ -398,6 +398,40 @@ fn a_four_float_shared_read_must_be_16_byte_aligned() {
     assert_eq!(output[0], F32x4([0.5, 1.5, 2.5, 3.5]));
     assert_eq!(output[1], F32x4([4.5, 5.5, 6.5, 7.5]));
 
+    // The other way: an array of quads written whole, read as floats, under
+    // shuffled orders (the race check sees the 16-byte stores).
+    let mut floats = [0.0f32; 8];
+    let out = Buffer(floats.as_mut_ptr().cast());
+    let quads = move || {
+        let tile = shared_array!(quads: [F32x4; 2]);
+        let t = thread_idx_x();
+        unsafe {
+            if t < 2 {
+                let f = (4 * t) as f32;
+                tile.write(t, F32x4([f, f + 1.0, f + 2.0, f + 3.0]));
+            }
+            sync_threads();
+            store(
+                (out.0 as *mut f32).add(t as usize),
+                tile.cast::<f32>().read(t),
+            );
+        }
+    };
+    for seed in 0..3 {
+        run(
+            &Machine::new(1).interleave(seed),
+            &block(8),
+            &mut NoObserver,
+            &quads,
+        )
+        .unwrap();
+        assert_eq!(
+            floats,
+            [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
+            "seed {seed}"
+        );
+    }
+
     let misaligned = || {
         let tile = shared_array!(skewed: [f32; 8]);
         unsafe { tile.offset(1).cast::<F32x4>().read(0) };
