@@ -404,6 +404,45 @@ impl Delinearize {
         }
     }
 
+    /// [`Delinearize::cta`] for a mapping whose indexing is known to be
+    /// `INDEXING` (one of `abi::indexing_kind`, not custom) when the kernel
+    /// is compiled, as a generated entry's is: the branches on the other
+    /// kinds fold away (SASS, `scripts/sass-diff.py`: Jacobi 5's raster
+    /// 175 -> 132 instructions, a 5x5 convolution's redirection 358 -> 276,
+    /// and ATAX's redirected rows 424 -> 144, where ptxas had copied the
+    /// body into both arms of the kind branch). A copy with the kind
+    /// replaced, not [`Delinearize::cta`] split at the kind: split, the
+    /// grid-stride loops' set-up left the uniform datapath (vector add's
+    /// loop 20 -> 25 registers). The host built this mapping from the same
+    /// contract; off the GPU this checks that it did.
+    #[inline(always)]
+    pub fn cta_as<const INDEXING: u32>(&self, linear: u32) -> [u32; 3] {
+        let kind = const { Self::kind_of(INDEXING) };
+        #[cfg(not(target_arch = "nvptx64"))]
+        assert!(
+            self.kind == kind,
+            "an entry compiled for indexing kind {kind} launched with a mapping of kind {}: \
+             build its ClusterLaunch from the entry's contract (KernelContract::indexing)",
+            self.kind
+        );
+        Delinearize { kind, ..*self }.cta(linear)
+    }
+
+    /// The `kind` field that `abi::indexing_kind` value `indexing` stores
+    /// (a custom indexing has no [`Delinearize`] of its own: a compile-time
+    /// error in [`Delinearize::cta_as`]).
+    const fn kind_of(indexing: u32) -> u32 {
+        use crate::abi::indexing_kind::*;
+        match indexing {
+            ROW_MAJOR => 0,
+            COLUMN_MAJOR => 1,
+            TILE => 2,
+            COLUMN_TILE => 3,
+            SAWTOOTH => 4,
+            _ => panic!("a custom indexing maps its CTAs itself"),
+        }
+    }
+
     /// The CTA of `linear`, given `index`, the CTA of `linear - 1`: one
     /// increment with carries for the row- and column-major orders (no
     /// division: the agents step through a chunk with it), a full
@@ -587,6 +626,30 @@ mod tests {
                 assert_eq!(index, d.cta(v), "{d:?} v = {v}");
             }
         }
+    }
+
+    #[test]
+    fn a_kind_known_at_compile_time_maps_as_the_kind_read_at_run_time() {
+        use crate::abi::indexing_kind::*;
+        for (d, total) in small_mappings() {
+            for v in 0..total {
+                let known = match d.kind {
+                    0 => d.cta_as::<ROW_MAJOR>(v),
+                    1 => d.cta_as::<COLUMN_MAJOR>(v),
+                    2 => d.cta_as::<TILE>(v),
+                    3 => d.cta_as::<COLUMN_TILE>(v),
+                    _ => d.cta_as::<SAWTOOTH>(v),
+                };
+                assert_eq!(known, d.cta(v), "{d:?} v = {v}");
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "launched with a mapping of kind 0")]
+    fn a_mapping_of_another_kind_is_refused_off_the_gpu() {
+        let rows = Delinearize::new(Indexing::RowMajor, [4, 4, 1]).unwrap();
+        rows.cta_as::<{ crate::abi::indexing_kind::TILE }>(3);
     }
 
     #[test]

@@ -101,7 +101,10 @@ pub fn schedule(
             |#v: u32| #device::cta::Cta::new(#path(#v, #launch.delinearize.grid()), #launch.delinearize.grid())
         },
         _ => quote! {
-            |#v: u32| #device::cta::Cta::new(#launch.delinearize.cta(#v), #launch.delinearize.grid())
+            |#v: u32| #device::cta::Cta::new(
+                #launch.delinearize.cta_as::<{ #device::abi::indexing_kind::#indexing_kind }>(#v),
+                #launch.delinearize.grid(),
+            )
         },
     };
     // The persistent loops hand each task (and the prefetch hook) its CTA,

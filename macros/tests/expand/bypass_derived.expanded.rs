@@ -71,7 +71,9 @@ pub unsafe fn row_sums_redirect(
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
     let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
-        __launch.delinearize.cta(__v),
+        __launch
+            .delinearize
+            .cta_as::<{ ::clustered_device::abi::indexing_kind::ROW_MAJOR }>(__v),
         __launch.delinearize.grid(),
     );
     __row_sums_redirect_task(

@@ -66,7 +66,9 @@ pub unsafe fn countdown_tiles(
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
     let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
-        __launch.delinearize.cta(__v),
+        __launch
+            .delinearize
+            .cta_as::<{ ::clustered_device::abi::indexing_kind::TILE }>(__v),
         __launch.delinearize.grid(),
     );
     ::clustered_device::run::agents(

@@ -98,7 +98,9 @@ pub unsafe fn block_sums_raster(
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
     let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
-        __launch.delinearize.cta(__v),
+        __launch
+            .delinearize
+            .cta_as::<{ ::clustered_device::abi::indexing_kind::TILE }>(__v),
         __launch.delinearize.grid(),
     );
     __block_sums_raster_task(
@@ -172,7 +174,9 @@ pub unsafe fn block_sums_agents(
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
     let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
-        __launch.delinearize.cta(__v),
+        __launch
+            .delinearize
+            .cta_as::<{ ::clustered_device::abi::indexing_kind::TILE }>(__v),
         __launch.delinearize.grid(),
     );
     ::clustered_device::run::agents(
@@ -250,7 +254,9 @@ pub unsafe fn block_sums_redirect(
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
     let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
-        __launch.delinearize.cta(__v),
+        __launch
+            .delinearize
+            .cta_as::<{ ::clustered_device::abi::indexing_kind::COLUMN_MAJOR }>(__v),
         __launch.delinearize.grid(),
     );
     __block_sums_redirect_task(

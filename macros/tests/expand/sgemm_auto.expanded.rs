@@ -75,7 +75,9 @@ pub unsafe fn sgemm_raster(
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
     let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
-        __launch.delinearize.cta(__v),
+        __launch
+            .delinearize
+            .cta_as::<{ ::clustered_device::abi::indexing_kind::COLUMN_TILE }>(__v),
         __launch.delinearize.grid(),
     );
     __sgemm_raster_task(
@@ -200,7 +202,9 @@ pub unsafe fn sgemm_auto_raster_y4(
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
     let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
-        __launch.delinearize.cta(__v),
+        __launch
+            .delinearize
+            .cta_as::<{ ::clustered_device::abi::indexing_kind::COLUMN_TILE }>(__v),
         __launch.delinearize.grid(),
     );
     __sgemm_auto_raster_y4_task(
@@ -262,7 +266,9 @@ pub unsafe fn sgemm_auto_raster_y32(
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
     let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
-        __launch.delinearize.cta(__v),
+        __launch
+            .delinearize
+            .cta_as::<{ ::clustered_device::abi::indexing_kind::COLUMN_TILE }>(__v),
         __launch.delinearize.grid(),
     );
     __sgemm_auto_raster_y32_task(
@@ -324,7 +330,9 @@ pub unsafe fn sgemm_auto_agents_tile4(
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
     let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
-        __launch.delinearize.cta(__v),
+        __launch
+            .delinearize
+            .cta_as::<{ ::clustered_device::abi::indexing_kind::TILE }>(__v),
         __launch.delinearize.grid(),
     );
     ::clustered_device::run::agents(

@@ -123,7 +123,9 @@ pub unsafe fn sgemm_tiled_raster(
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
     let __to_cta = |__v: u32| ::clustered_device::cta::Cta::new(
-        __launch.delinearize.cta(__v),
+        __launch
+            .delinearize
+            .cta_as::<{ ::clustered_device::abi::indexing_kind::TILE }>(__v),
         __launch.delinearize.grid(),
     );
     __sgemm_tiled_raster_task(
