@@ -246,10 +246,10 @@ impl Indexing {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Delinearize {
-    /// 0 row-major, 1 column-major, 2 tiles, 3 tiles of the transposed grid
-    /// (column tiles: `tile`, the edges and the divisors are the transposed
-    /// grid's, and `cta` swaps x and y back), 4 tiles with odd bands mirrored
-    /// along x (Sawtooth).
+    /// The indexing's `abi::indexing_kind` (the contract's numbering):
+    /// row-major, column-major, tiles, column tiles (`tile`, the edges and
+    /// the divisors are the transposed grid's, and `cta` swaps x and y
+    /// back) or Sawtooth (tiles with odd bands mirrored along x).
     kind: u32,
     grid: [u32; 3],
     tile: [u32; 2],
@@ -297,6 +297,7 @@ impl Delinearize {
     /// `v -> CTA` for `indexing` of `grid` (an empty grid, or a tile of zero
     /// width or height, is an error).
     pub fn new(indexing: Indexing, grid: Grid) -> Result<Self, MappingError> {
+        use crate::abi::indexing_kind::*;
         if grid.contains(&0) {
             return Err(MappingError::EmptyGrid);
         }
@@ -307,8 +308,8 @@ impl Delinearize {
         };
         let fast = |d: u32| FastDiv::new(d).expect("non-zero by construction");
         let (kind, tile) = match indexing {
-            Indexing::RowMajor => (0, [gx, 1]),
-            Indexing::ColumnMajor => (1, [1, gy]),
+            Indexing::RowMajor => (ROW_MAJOR, [gx, 1]),
+            Indexing::ColumnMajor => (COLUMN_MAJOR, [1, gy]),
             Indexing::Tile { width, height }
             | Indexing::Sawtooth { width, height }
             | Indexing::ColumnTile {
@@ -319,9 +320,9 @@ impl Delinearize {
                     return Err(MappingError::EmptyTile);
                 }
                 let kind = match indexing {
-                    Indexing::Tile { .. } => 2,
-                    Indexing::ColumnTile { .. } => 3,
-                    _ => 4,
+                    Indexing::Tile { .. } => TILE,
+                    Indexing::ColumnTile { .. } => COLUMN_TILE,
+                    _ => SAWTOOTH,
                 };
                 (kind, [width.min(gx), height.min(gy)])
             }
@@ -330,8 +331,8 @@ impl Delinearize {
         let last_band_height = gy - (gy - 1) / height * height;
         let last_tile_width = gx - (gx - 1) / width * width;
         let major = match kind {
-            0 => gx,
-            1 => gy,
+            ROW_MAJOR => gx,
+            COLUMN_MAJOR => gy,
             _ => gx * height,
         };
         Ok(Delinearize {
@@ -358,20 +359,21 @@ impl Delinearize {
     /// `(x, y, z)` of the CTA with linear id `v < |V|`.
     #[inline(always)]
     pub fn cta(&self, linear: u32) -> [u32; 3] {
+        use crate::abi::indexing_kind::*;
         let (z, in_plane) = self.plane.div_rem(linear);
         match self.kind {
-            0 => {
+            ROW_MAJOR => {
                 let (y, x) = self.major.div_rem(in_plane);
                 [x, y, z]
             }
-            1 => {
+            COLUMN_MAJOR => {
                 let (x, y) = self.major.div_rem(in_plane);
                 [x, y, z]
             }
             _ => {
                 let [width, height] = self.tile;
                 // Column tiles work on the transposed grid.
-                let [gx, gy] = if self.kind == 3 {
+                let [gx, gy] = if self.kind == COLUMN_TILE {
                     [self.grid[1], self.grid[0]]
                 } else {
                     [self.grid[0], self.grid[1]]
@@ -395,9 +397,9 @@ impl Delinearize {
                 let (dy, dx) = row_width.div_rem(in_tile);
                 let (x, y) = (tile_x + dx, band_y + dy);
                 match self.kind {
-                    3 => [y, x, z],
+                    COLUMN_TILE => [y, x, z],
                     // Sawtooth: odd bands run right to left.
-                    4 if band % 2 == 1 => [gx - 1 - x, y, z],
+                    SAWTOOTH if band % 2 == 1 => [gx - 1 - x, y, z],
                     _ => [x, y, z],
                 }
             }
@@ -417,30 +419,24 @@ impl Delinearize {
     /// contract; off the GPU this checks that it did.
     #[inline(always)]
     pub fn cta_as<const INDEXING: u32>(&self, linear: u32) -> [u32; 3] {
-        let kind = const { Self::kind_of(INDEXING) };
+        const {
+            assert!(
+                INDEXING != crate::abi::indexing_kind::CUSTOM,
+                "a custom indexing maps its CTAs itself"
+            )
+        };
         #[cfg(not(target_arch = "nvptx64"))]
         assert!(
-            self.kind == kind,
-            "an entry compiled for indexing kind {kind} launched with a mapping of kind {}: \
+            self.kind == INDEXING,
+            "an entry compiled for indexing kind {INDEXING} launched with a mapping of kind {}: \
              build its ClusterLaunch from the entry's contract (KernelContract::indexing)",
             self.kind
         );
-        Delinearize { kind, ..*self }.cta(linear)
-    }
-
-    /// The `kind` field that `abi::indexing_kind` value `indexing` stores
-    /// (a custom indexing has no [`Delinearize`] of its own: a compile-time
-    /// error in [`Delinearize::cta_as`]).
-    const fn kind_of(indexing: u32) -> u32 {
-        use crate::abi::indexing_kind::*;
-        match indexing {
-            ROW_MAJOR => 0,
-            COLUMN_MAJOR => 1,
-            TILE => 2,
-            COLUMN_TILE => 3,
-            SAWTOOTH => 4,
-            _ => panic!("a custom indexing maps its CTAs itself"),
+        Delinearize {
+            kind: INDEXING,
+            ..*self
         }
+        .cta(linear)
     }
 
     /// The CTA of `linear`, given `index`, the CTA of `linear - 1`: one
@@ -449,7 +445,11 @@ impl Delinearize {
     /// delinearization for tiles.
     #[inline(always)]
     pub fn step(&self, index: [u32; 3], linear: u32) -> [u32; 3] {
-        let one = if self.kind == 0 { [1, 0, 0] } else { [0, 1, 0] };
+        let one = if self.kind == crate::abi::indexing_kind::ROW_MAJOR {
+            [1, 0, 0]
+        } else {
+            [0, 1, 0]
+        };
         self.advance(index, one, linear)
     }
 
@@ -462,12 +462,13 @@ impl Delinearize {
         let [x, y, z] = index;
         let [dx, dy, dz] = split;
         let [gx, gy, _] = self.grid;
+        use crate::abi::indexing_kind::*;
         match self.kind {
-            0 => {
+            ROW_MAJOR => {
                 let (x, y, z) = add_with_carries((x, y, z), (dx, dy, dz), gx, gy);
                 [x, y, z]
             }
-            1 => {
+            COLUMN_MAJOR => {
                 let (y, x, z) = add_with_carries((y, x, z), (dy, dx, dz), gy, gx);
                 [x, y, z]
             }
@@ -634,10 +635,10 @@ mod tests {
         for (d, total) in small_mappings() {
             for v in 0..total {
                 let known = match d.kind {
-                    0 => d.cta_as::<ROW_MAJOR>(v),
-                    1 => d.cta_as::<COLUMN_MAJOR>(v),
-                    2 => d.cta_as::<TILE>(v),
-                    3 => d.cta_as::<COLUMN_TILE>(v),
+                    ROW_MAJOR => d.cta_as::<ROW_MAJOR>(v),
+                    COLUMN_MAJOR => d.cta_as::<COLUMN_MAJOR>(v),
+                    TILE => d.cta_as::<TILE>(v),
+                    COLUMN_TILE => d.cta_as::<COLUMN_TILE>(v),
                     _ => d.cta_as::<SAWTOOTH>(v),
                 };
                 assert_eq!(known, d.cta(v), "{d:?} v = {v}");
