@@ -8,6 +8,8 @@
 //! parameters) and on the device, where it must cost no integer division:
 //! divisors known at launch are [`FastDiv`]s built on the host.
 
+use crate::abi::indexing_kind::{COLUMN_MAJOR, COLUMN_TILE, CUSTOM, ROW_MAJOR, SAWTOOTH, TILE};
+
 /// Division by a divisor fixed at launch, by multiply-high (no `div`).
 ///
 /// For `n, d < 2^32`: with `m = ceil(2^64 / d)`, `n / d == (n * m) >> 64`
@@ -297,7 +299,6 @@ impl Delinearize {
     /// `v -> CTA` for `indexing` of `grid` (an empty grid, or a tile of zero
     /// width or height, is an error).
     pub fn new(indexing: Indexing, grid: Grid) -> Result<Self, MappingError> {
-        use crate::abi::indexing_kind::*;
         if grid.contains(&0) {
             return Err(MappingError::EmptyGrid);
         }
@@ -359,7 +360,6 @@ impl Delinearize {
     /// `(x, y, z)` of the CTA with linear id `v < |V|`.
     #[inline(always)]
     pub fn cta(&self, linear: u32) -> [u32; 3] {
-        use crate::abi::indexing_kind::*;
         let (z, in_plane) = self.plane.div_rem(linear);
         match self.kind {
             ROW_MAJOR => {
@@ -419,12 +419,7 @@ impl Delinearize {
     /// contract; off the GPU this checks that it did.
     #[inline(always)]
     pub fn cta_as<const INDEXING: u32>(&self, linear: u32) -> [u32; 3] {
-        const {
-            assert!(
-                INDEXING != crate::abi::indexing_kind::CUSTOM,
-                "a custom indexing maps its CTAs itself"
-            )
-        };
+        const { assert!(INDEXING != CUSTOM, "a custom indexing maps its CTAs itself") };
         #[cfg(not(target_arch = "nvptx64"))]
         assert!(
             self.kind == INDEXING,
@@ -445,7 +440,7 @@ impl Delinearize {
     /// delinearization for tiles.
     #[inline(always)]
     pub fn step(&self, index: [u32; 3], linear: u32) -> [u32; 3] {
-        let one = if self.kind == crate::abi::indexing_kind::ROW_MAJOR {
+        let one = if self.kind == ROW_MAJOR {
             [1, 0, 0]
         } else {
             [0, 1, 0]
@@ -462,7 +457,6 @@ impl Delinearize {
         let [x, y, z] = index;
         let [dx, dy, dz] = split;
         let [gx, gy, _] = self.grid;
-        use crate::abi::indexing_kind::*;
         match self.kind {
             ROW_MAJOR => {
                 let (x, y, z) = add_with_carries((x, y, z), (dx, dy, dz), gx, gy);
@@ -631,7 +625,6 @@ mod tests {
 
     #[test]
     fn a_kind_known_at_compile_time_maps_as_the_kind_read_at_run_time() {
-        use crate::abi::indexing_kind::*;
         for (d, total) in small_mappings() {
             for v in 0..total {
                 let known = match d.kind {
