@@ -188,8 +188,25 @@ pub struct ClusterLaunch {
 }
 
 impl ClusterLaunch {
-    /// Launch parameters for `grid` cut into `clusters` clusters.
-    pub fn new(indexing: Indexing, grid: Grid, clusters: u32) -> Result<Self, MappingError> {
+    /// Launch parameters of the kernel whose contract is `contract`, for
+    /// `grid` numbered by `indexing` and cut into `clusters` clusters.
+    /// `indexing` is the contract's ([`KernelContract::indexing`]), or one of
+    /// its kind with another tile (a raster's band): the kernel is compiled
+    /// for its kind ([`Delinearize::cta_as`]) and would run another's CTAs
+    /// wrongly, so another kind is [`MappingError::WrongKind`]. A custom
+    /// indexing maps its CTAs itself and takes any.
+    pub fn new(
+        contract: &KernelContract,
+        indexing: Indexing,
+        grid: Grid,
+        clusters: u32,
+    ) -> Result<Self, MappingError> {
+        if contract.indexing != indexing_kind::CUSTOM && contract.indexing != indexing.kind() {
+            return Err(MappingError::WrongKind {
+                contract: contract.indexing,
+                launch: indexing.kind(),
+            });
+        }
         let delinearize = Delinearize::new(indexing, grid)?;
         let total = grid_size(grid).ok_or(MappingError::GridTooLarge)?;
         let partition = Partition::new(total, clusters).ok_or(MappingError::NoClusters)?;
@@ -251,16 +268,14 @@ mod tests {
     #[test]
     fn the_parameters_bytes_are_its_fields_at_their_offsets() {
         use core::mem::offset_of;
-        let launch = ClusterLaunch::new(
-            Indexing::Tile {
-                width: 1,
-                height: 8,
-            },
-            [64, 32, 1],
-            132,
-        )
-        .unwrap()
-        .with_agents(3, 132, 0x1122_3344_5566_7788);
+        let tile = Indexing::Tile {
+            width: 1,
+            height: 8,
+        };
+        let contract = KernelContract::new(Binding::Agents, indexing_kind::TILE, [1, 8], 4, 0);
+        let launch = ClusterLaunch::new(&contract, tile, [64, 32, 1], 132)
+            .unwrap()
+            .with_agents(3, 132, 0x1122_3344_5566_7788);
         let bytes = launch.to_bytes();
         let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
         assert_eq!(word(offset_of!(ClusterLaunch, abi_version)), ABI_VERSION);
@@ -273,5 +288,39 @@ mod tests {
         );
         // The indexing kind leads the Delinearize: 2, tiles.
         assert_eq!(word(offset_of!(ClusterLaunch, delinearize)), 2);
+    }
+
+    /// A launch maps CTAs with its contract's indexing kind, whatever the
+    /// tile: the kernel is compiled for that kind.
+    #[test]
+    fn a_launch_takes_its_indexing_kind_from_the_contract() {
+        let tile = |height| Indexing::Tile { width: 1, height };
+        let tiled = KernelContract::new(Binding::Redirect, indexing_kind::TILE, [1, 8], 1, 0);
+        let grid = [64, 32, 1];
+        // A raster's band: the same kind, another tile.
+        assert!(ClusterLaunch::new(&tiled, tile(4), grid, 132).is_ok());
+        for other in [
+            Indexing::RowMajor,
+            Indexing::ColumnMajor,
+            Indexing::ColumnTile {
+                width: 4,
+                height: 1,
+            },
+            Indexing::Sawtooth {
+                width: 1,
+                height: 8,
+            },
+        ] {
+            assert_eq!(
+                ClusterLaunch::new(&tiled, other, grid, 132),
+                Err(MappingError::WrongKind {
+                    contract: indexing_kind::TILE,
+                    launch: other.kind(),
+                }),
+                "{other:?}"
+            );
+        }
+        let custom = KernelContract::new(Binding::Redirect, indexing_kind::CUSTOM, [0, 0], 1, 0);
+        assert!(ClusterLaunch::new(&custom, Indexing::RowMajor, grid, 132).is_ok());
     }
 }

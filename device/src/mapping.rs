@@ -207,6 +207,18 @@ pub const fn grid_size(grid: Grid) -> Option<u32> {
 }
 
 impl Indexing {
+    /// Its kind, one of [`crate::abi::indexing_kind`]: what a generated
+    /// entry is compiled for ([`Delinearize::cta_as`]).
+    pub const fn kind(self) -> u32 {
+        match self {
+            Indexing::RowMajor => ROW_MAJOR,
+            Indexing::ColumnMajor => COLUMN_MAJOR,
+            Indexing::Tile { .. } => TILE,
+            Indexing::ColumnTile { .. } => COLUMN_TILE,
+            Indexing::Sawtooth { .. } => SAWTOOTH,
+        }
+    }
+
     /// `v` of the CTA at `(x, y, z)`. Host-side reference of [`Delinearize`].
     pub fn linearize(self, grid: Grid, cta: [u32; 3]) -> u32 {
         let [gx, gy, _] = grid;
@@ -282,6 +294,14 @@ pub enum MappingError {
     EmptyTile,
     /// Zero clusters.
     NoClusters,
+    /// A launch's indexing is not of the kind its kernel was compiled for
+    /// (both one of [`crate::abi::indexing_kind`]).
+    WrongKind {
+        /// The kernel's, from its contract.
+        contract: u32,
+        /// The launch's.
+        launch: u32,
+    },
 }
 
 impl core::fmt::Display for MappingError {
@@ -291,6 +311,14 @@ impl core::fmt::Display for MappingError {
             MappingError::GridTooLarge => "the grid has more than 2^32 - 1 CTAs",
             MappingError::EmptyTile => "a tile dimension is zero",
             MappingError::NoClusters => "zero clusters",
+            MappingError::WrongKind { contract, launch } => {
+                return write!(
+                    f,
+                    "the kernel was compiled for indexing kind {contract} but the launch \
+                     maps CTAs with kind {launch}: take the indexing from the kernel's \
+                     contract (KernelContract::indexing), changing only its tile"
+                )
+            }
         })
     }
 }
@@ -320,12 +348,7 @@ impl Delinearize {
                 if width == 0 || height == 0 {
                     return Err(MappingError::EmptyTile);
                 }
-                let kind = match indexing {
-                    Indexing::Tile { .. } => TILE,
-                    Indexing::ColumnTile { .. } => COLUMN_TILE,
-                    _ => SAWTOOTH,
-                };
-                (kind, [width.min(gx), height.min(gy)])
+                (indexing.kind(), [width.min(gx), height.min(gy)])
             }
         };
         let [width, height] = tile;

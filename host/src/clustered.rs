@@ -572,7 +572,7 @@ pub(crate) fn layout<E: From<ClusterError>>(
     }
     let indexing = indexing.unwrap_or(Indexing::RowMajor);
     let mut parameter =
-        ClusterLaunch::new(indexing, grid, clusters).map_err(ClusterError::Mapping)?;
+        ClusterLaunch::new(contract, indexing, grid, clusters).map_err(ClusterError::Mapping)?;
     let block_cluster = options.block_cluster_dims();
     let width = block_cluster[0];
     if width == 0 || (!binding.is_persistent() && !grid[0].is_multiple_of(width)) {

@@ -32,7 +32,7 @@ pub use clustered_device::constant::LengthMismatch;
 
 use std::fmt;
 
-use clustered_device::abi::{ClusterLaunch, KernelContract};
+use clustered_device::abi::{indexing_kind::ROW_MAJOR, Binding, ClusterLaunch, KernelContract};
 use clustered_device::entry::{Entry, KernelFn};
 use clustered_device::mapping::{Grid, Indexing};
 
@@ -220,7 +220,8 @@ pub unsafe fn launch_entry<K: KernelFn>(
     let (launch, mut scratch, parameter, max, active) = match entry.contract() {
         None => {
             // A baseline ignores the launch parameter; any valid one does.
-            let unused = ClusterLaunch::new(Indexing::RowMajor, [1, 1, 1] as Grid, 1)
+            let row_major = KernelContract::new(Binding::Redirect, ROW_MAJOR, [0, 0], 1, 0);
+            let unused = ClusterLaunch::new(&row_major, Indexing::RowMajor, [1, 1, 1] as Grid, 1)
                 .map_err(ClusterError::Mapping)?;
             (original, Vec::new(), unused, 0, 0)
         }
