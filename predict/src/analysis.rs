@@ -710,6 +710,9 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
         // uncounted it would take the data-bounded loops' count.
         let chunk = context.tasks_per_claim.min(tasks);
         let outer = loops[i].blocks.clone();
+        // A loop of several exits beside it is the claim's search (steal
+        // loops, a ticket's retries), not its tasks, however many blocks
+        // the search's branches take.
         let chunk_loop = (context.tasks_per_claim != 1.0)
             .then(|| {
                 loops
@@ -720,7 +723,11 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
                             && outer.contains(&l.header)
                             && matches!(l.trips, Trips::Assumed { .. })
                     })
-                    .max_by_key(|(_, l)| l.blocks.len())
+                    .max_by_key(|(_, l)| {
+                        let search =
+                            matches!(l.trips, Trips::Assumed { why, .. } if why == SEARCH_WHY);
+                        (!search, l.blocks.len())
+                    })
                     .map(|(j, _)| j)
             })
             .flatten();
@@ -770,6 +777,8 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
     FlowAnalysis { loops, executions }
 }
 
+const SEARCH_WHY: &str = "more than one exit (a search or a claim loop); assumed 1";
+
 const UNKNOWN_WHY: &str =
     "the exit does not compare an induction variable with a value known from the launch; assumed 1";
 
@@ -795,7 +804,7 @@ fn trip_count(eval: &Evaluator<'_>, graph: &Cfg, body: &[bool], header: usize) -
         _ => {
             return Trips::Assumed {
                 trips: 1.0,
-                why: "more than one exit (a search or a claim loop); assumed 1",
+                why: SEARCH_WHY,
             }
         }
     };
@@ -1455,6 +1464,71 @@ $L__BB0_36:
             "{:?}",
             task.trips
         );
+    }
+
+    /// A claim whose search (a loop of two exits: found a cluster, or none
+    /// left) takes more blocks than the loop that runs the claimed tasks, as
+    /// the macro's claim path is laid out since the mapping is compiled per
+    /// indexing kind.
+    const CLAIM_SEARCH: &str = r#"
+.visible .entry k(
+	.param .u64 k_param_0,
+	.param .u32 k_param_1
+)
+{
+	ld.param.b64 	%rd1, [k_param_0];
+	ld.param.b32 	%r1, [k_param_1];
+$L__BB0_7:
+	mov.b32 	%r5, 0;
+$L__BB0_10:
+	atom.relaxed.gpu.global.inc.u32 %r2, [%rd1], %r1;
+	setp.lt.u32 	%p1, %r2, %r1;
+	@%p1 bra 	$L__BB0_12;
+	add.s32 	%r5, %r5, 1;
+	setp.eq.b32 	%p2, %r5, %r1;
+	@%p2 bra 	$L__BB0_36;
+	bra.uni 	$L__BB0_11;
+$L__BB0_11:
+	ld.relaxed.gpu.global.u32 %r6, [%rd1];
+	atom.relaxed.gpu.global.or.b32 %r7, [%rd1], %r6;
+	bra.uni 	$L__BB0_10;
+$L__BB0_12:
+	bar.sync 1;
+	ld.shared.u32 %r151, [%r9];
+	max.u32 	%r157, %r151, 1;
+$L__BB0_28:
+	fma.rn.f32 %f2, %f1, %f1, %f2;
+	add.s32 	%r157, %r157, -1;
+	setp.eq.b32 	%p42, %r157, 0;
+	@%p42 bra 	$L__BB0_7;
+	bra.uni 	$L__BB0_28;
+$L__BB0_36:
+	ret;
+}
+"#;
+
+    #[test]
+    fn the_tasks_of_a_claim_are_not_its_search() {
+        let module = Module::parse(CLAIM_SEARCH).unwrap();
+        let k = module.function("k").unwrap();
+        let mut launch = context(vec![None, None]);
+        launch.tasks_per_block = 64.0;
+        launch.tasks_per_claim = 8.0;
+        let flow = analyse(k, &launch);
+        let trips = |label: &str| {
+            let header = k.block_of_label(label).unwrap();
+            flow.loops
+                .iter()
+                .find(|l| l.header == header)
+                .unwrap()
+                .trips
+                .value()
+        };
+        assert_eq!(trips("$L__BB0_7"), 8.0, "{:?}", flow.loops);
+        assert_eq!(trips("$L__BB0_10"), 1.0, "{:?}", flow.loops);
+        assert_eq!(trips("$L__BB0_28"), 8.0, "{:?}", flow.loops);
+        let body = k.block_of_label("$L__BB0_28").unwrap();
+        assert_eq!(flow.executions[body], 64.0);
     }
 
     /// A branch on a parameter folds: the other side does not run.
