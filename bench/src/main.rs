@@ -60,7 +60,22 @@ struct Options {
     /// occupancy (`ModuleOptions::keep_occupancy(false)`): to measure what
     /// the register caps do.
     no_register_cap: bool,
+    /// Print the usage and stop.
+    help: bool,
 }
+
+const USAGE: &str = "\
+usage: bench [OPTIONS]
+  --only KERNEL[,KERNEL...]  these suite kernels only (--list names them)
+  --out DIR                  where bench.json and speedups.svg go (default target/bench)
+  --twins PTX                the nvcc twins (default target/twins/suite.ptx or ./twins.ptx)
+  --tuner FILE               the tuner's cache of automatic choices
+  --ptx PTX                  load this PTX instead of the suite's own (same entries)
+  --no-auto                  skip tuning each kernel's automatic choice
+  --skip FILE                tune a second time without the candidates `predict --skips` wrote
+  --no-register-cap          ptxas's own registers, not the kernels' occupancy caps
+  --list                     print the suite's kernels and stop
+  --help                     this text";
 
 fn parse_options() -> Result<Options, String> {
     let mut options = Options {
@@ -76,6 +91,7 @@ fn parse_options() -> Result<Options, String> {
         no_auto: false,
         skip: None,
         no_register_cap: false,
+        help: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -90,11 +106,8 @@ fn parse_options() -> Result<Options, String> {
             "--no-auto" => options.no_auto = true,
             "--skip" => options.skip = Some(value()?.into()),
             "--no-register-cap" => options.no_register_cap = true,
-            other => {
-                return Err(format!(
-                    "unknown argument `{other}`; usage: bench [--only KERNEL[,KERNEL...]] [--out DIR] [--twins PTX] [--tuner FILE] [--ptx PTX] [--no-auto] [--skip FILE] [--no-register-cap] [--list]"
-                ))
-            }
+            "--help" | "-h" => options.help = true,
+            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
     }
     Ok(options)
@@ -108,6 +121,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if options.help {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     if options.list {
         // Each kernel, then each schedule's label and PTX entry (the names
         // that bench.json, the tuner and `--only` use), tab-separated.

@@ -77,6 +77,21 @@ const HELD_OUT: &[&str] = &[
     "atax_columns_gemv",
 ];
 
+const USAGE: &str = "\
+usage: predict [KERNEL[,KERNEL...] | --all] [OPTIONS]
+  KERNEL[,KERNEL...]  each schedule's breakdown: bounds, the prediction, the measured median
+  --all               every suite kernel (the default): MAPE and rank correlation per kernel
+  --sim               L1, L2 and DRAM traffic from the cache simulator (else the access analysis)
+  --device FILE       the device model (default: the H100 SXM, predict/devices/h100-sxm.json)
+  --bench FILE        the measured medians to compare with (default: the shipped H100 run)
+  --fit               fit the overlap fraction on the training kernels
+  --fit-task-loop     fit the task loops' overhead
+  --skips FILE        write the candidates predicted slower than the baseline by --margin
+  --margin FRACTION   for --skips (default 0.25: 25% slower)
+  --rerun FILE        order --bench's schedules by a second measured run, beside the model
+  --no-register-cap   ptxas's own registers, not the loader's occupancy caps
+  --help              this text";
+
 struct Row {
     kernel: &'static str,
     /// A candidate of the kernel's automatic family (`<kernel>::AUTO`, the
@@ -131,7 +146,11 @@ fn run() -> Result<(), String> {
                     .ok_or("--margin needs a fraction, 0 or more (0.25: 25% slower)")?
             }
             other if !other.starts_with("--") => only = Some(other.to_string()),
-            other => return Err(format!("unknown argument `{other}`; usage: predict [KERNEL[,KERNEL...] | --all] [--sim] [--fit] [--fit-task-loop] [--device FILE] [--bench FILE] [--skips FILE [--margin FRACTION]] [--rerun FILE] [--no-register-cap]")),
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
     }
     let mut device = match &device_path {
