@@ -81,7 +81,7 @@ const USAGE: &str = "\
 usage: predict [KERNEL[,KERNEL...] | --all] [OPTIONS]
   KERNEL[,KERNEL...]  each schedule's breakdown: bounds, the prediction, the measured median
   --all               every suite kernel (the default): MAPE and rank correlation per kernel
-  --sim               L1, L2 and DRAM traffic from the cache simulator (else the access analysis)
+  --sim               L1, L2 and DRAM traffic from the cache simulator (else compulsory bytes)
   --device FILE       the device model (default: the H100 SXM, predict/devices/h100-sxm.json)
   --bench FILE        the measured medians to compare with (default: the shipped H100 run)
   --fit               fit the overlap fraction on the training kernels
@@ -145,11 +145,11 @@ fn run() -> Result<(), String> {
                     .filter(|m| *m >= 0.0)
                     .ok_or("--margin needs a fraction, 0 or more (0.25: 25% slower)")?
             }
-            other if !other.starts_with("--") => only = Some(other.to_string()),
             "--help" | "-h" => {
                 println!("{USAGE}");
                 return Ok(());
             }
+            other if !other.starts_with("--") => only = Some(other.to_string()),
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
     }
