@@ -10,6 +10,8 @@ use clustered_device::{clustered, shared_array};
 pub const CONV_BLOCK: u32 = 16;
 /// Filter edge: the filter is `5 x 5`, centred (radius 2).
 pub const FILTER: u32 = 5;
+/// Taps on each side of the centre, as an offset from its address.
+const HALF: isize = (FILTER / 2) as isize;
 
 /// `output[y][x] = sum over dy, dx in 0..5 of input[y + dy - 2][x + dx - 2] *
 /// filter[dy][dx]`, row-major `width x height` images, zero padding outside
@@ -72,11 +74,11 @@ pub unsafe fn conv5x5(
         for dy in 0..FILTER {
             // Wraps below zero, so one unsigned comparison checks both ends.
             let yy = (y + dy).wrapping_sub(FILTER / 2);
-            let row = centre.wrapping_offset((dy as isize - 2) * width as isize);
+            let row = centre.wrapping_offset((dy as isize - HALF) * width as isize);
             for dx in 0..FILTER {
                 let xx = (x + dx).wrapping_sub(FILTER / 2);
                 let value = if yy < height && xx < width {
-                    *row.wrapping_offset(dx as isize - 2)
+                    *row.wrapping_offset(dx as isize - HALF)
                 } else {
                     0.0
                 };
