@@ -96,6 +96,11 @@ impl Trips {
             Trips::Assumed { trips, .. } => *trips,
         }
     }
+
+    /// Assumed for the reason `why` (one of this module's reasons).
+    fn assumed_because(&self, why: &str) -> bool {
+        matches!(self, Trips::Assumed { why: reason, .. } if *reason == why)
+    }
 }
 
 /// A natural loop.
@@ -723,11 +728,7 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
                             && outer.contains(&l.header)
                             && matches!(l.trips, Trips::Assumed { .. })
                     })
-                    .max_by_key(|(_, l)| {
-                        let search =
-                            matches!(l.trips, Trips::Assumed { why, .. } if why == SEARCH_WHY);
-                        (!search, l.blocks.len())
-                    })
+                    .max_by_key(|(_, l)| (!l.trips.assumed_because(SEARCH_WHY), l.blocks.len()))
                     .map(|(j, _)| j)
             })
             .flatten();
@@ -753,7 +754,7 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
     // Loops bounded by data: the count a run measured, where there is one.
     if let Some(trips) = context.unknown_trips {
         for l in &mut loops {
-            if matches!(l.trips, Trips::Assumed { why, .. } if why == UNKNOWN_WHY) {
+            if l.trips.assumed_because(UNKNOWN_WHY) {
                 l.trips = Trips::Assumed {
                     trips,
                     why: "the exit compares with data (not the launch's values); assumed the count that makes the simulated run's loads per task",
@@ -1408,13 +1409,20 @@ $L__BB0_36:
 }
 "#;
 
+    /// A launch of 64 tasks a block claimed 8 at a time, for the claim
+    /// fixtures' two parameters.
+    fn claims_of_eight() -> LaunchContext {
+        let mut launch = context(vec![None, None]);
+        launch.tasks_per_block = 64.0;
+        launch.tasks_per_claim = 8.0;
+        launch
+    }
+
     #[test]
     fn claim_code_runs_once_per_chunk() {
         let module = Module::parse(CLAIMS).unwrap();
         let k = module.function("k").unwrap();
-        let mut launch = context(vec![None, None]);
-        launch.tasks_per_block = 64.0;
-        launch.tasks_per_claim = 8.0;
+        let mut launch = claims_of_eight();
         let flow = analyse(k, &launch);
         // Blocks: entry, claim, chunk-loop preheader, chunk body, latch, exit.
         let claim = k.block_of_label("$L__BB0_7").unwrap();
@@ -1511,10 +1519,7 @@ $L__BB0_36:
     fn the_tasks_of_a_claim_are_not_its_search() {
         let module = Module::parse(CLAIM_SEARCH).unwrap();
         let k = module.function("k").unwrap();
-        let mut launch = context(vec![None, None]);
-        launch.tasks_per_block = 64.0;
-        launch.tasks_per_claim = 8.0;
-        let flow = analyse(k, &launch);
+        let flow = analyse(k, &claims_of_eight());
         let trips = |label: &str| {
             let header = k.block_of_label(label).unwrap();
             flow.loops
