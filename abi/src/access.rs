@@ -463,8 +463,8 @@ pub struct Proposal {
     pub tile: (u32, u32),
     /// `waves` of a stride schedule.
     pub waves: Option<u32>,
-    /// `tail = claims` on a stride schedule.
-    pub claim_tail: bool,
+    /// `tail = ..` on a stride schedule.
+    pub tail: Option<crate::Tail>,
     /// A name suffix: `<kernel>_auto_<tag>`.
     pub tag: &'static str,
     /// Why.
@@ -477,7 +477,7 @@ const fn raster(g: u32, tag: &'static str) -> Proposal {
         indexing: IndexingKind::ColumnTile,
         tile: (g, 1),
         waves: None,
-        claim_tail: false,
+        tail: None,
         tag,
         why: "CTAs share data across the grid: a raster along y keeps the CTAs that share it in L2 together (won all four raster kernels on the H100)",
     }
@@ -496,7 +496,7 @@ pub const SHARED_2D: [Proposal; 4] = [
         indexing: IndexingKind::Tile,
         tile: (4, 4),
         waves: None,
-        claim_tail: false,
+        tail: None,
         tag: "agents_tile4",
         why: "CTAs share data within 4x4 tiles of the grid: agents run a tile on one SM, through its L1",
     },
@@ -504,21 +504,25 @@ pub const SHARED_2D: [Proposal; 4] = [
 
 /// Schedules for kernels whose memory is streamed or shared only with the
 /// next CTA: grid-stride loops keep loads in flight across CTAs (won Jacobi
-/// and Black-Scholes on the H100), as one wave, four, or one whose last
+/// and Black-Scholes on the H100), as one wave, four, one whose last
 /// rounds are claimed (the SDK's Black-Scholes 0.91x -> 0.99x of its kernel
 /// on an H200, the staged convolution 0.81x -> 0.93x, where others lose:
-/// docs/BENCHMARKS.md, "The grid-stride loop's tail, claimed"); redirection spreads a cluster's CTAs
+/// docs/BENCHMARKS.md, "The grid-stride loop's tail, claimed"), or one
+/// whose last rounds are blocks of their own (where claims cost: Jacobi 5's
+/// walk 0.85x -> 0.99x, bpnn's weights 0.68x -> 0.89x on an H100, where
+/// Black-Scholes and hotspot lose to claims: "A grid-stride loop's tail as
+/// blocks"); redirection spreads a cluster's CTAs
 /// over the SMs. (It won ATAX's column pass, 1.69x on the H100, but there
 /// 64 CTAs in 132 clusters make it the identity mapping: what won is the
 /// code ptxas made of the redirect entry, a loop unrolled 4x deeper than
 /// the baseline's. docs/BENCHMARKS.md, "Automatic choice".)
-pub const STREAMING: [Proposal; 4] = [
+pub const STREAMING: [Proposal; 5] = [
     Proposal {
         binding: Binding::Stride,
         indexing: IndexingKind::RowMajor,
         tile: (1, 1),
         waves: None,
-        claim_tail: false,
+        tail: None,
         tag: "stride",
         why: "little reuse between CTAs: a grid-stride loop over resident CTAs streams with fewer launches and keeps the next CTA's loads close",
     },
@@ -527,7 +531,7 @@ pub const STREAMING: [Proposal; 4] = [
         indexing: IndexingKind::RowMajor,
         tile: (1, 1),
         waves: Some(4),
-        claim_tail: false,
+        tail: None,
         tag: "stride_waves4",
         why: "as `stride`, with four blocks per resident slot: more loads in flight",
     },
@@ -536,16 +540,25 @@ pub const STREAMING: [Proposal; 4] = [
         indexing: IndexingKind::RowMajor,
         tile: (1, 1),
         waves: None,
-        claim_tail: true,
+        tail: Some(crate::Tail::Claims),
         tag: "stride_tail",
         why: "as `stride`, its last rounds claimed: the blocks that are free take them (a loop of equal shares waits for its slowest block)",
+    },
+    Proposal {
+        binding: Binding::Stride,
+        indexing: IndexingKind::RowMajor,
+        tile: (1, 1),
+        waves: None,
+        tail: Some(crate::Tail::Blocks),
+        tag: "stride_tail_blocks",
+        why: "as `stride`, its last rounds as blocks of one task, dispatched by the hardware as slots free: a balanced tail without claims",
     },
     Proposal {
         binding: Binding::Redirect,
         indexing: IndexingKind::RowMajor,
         tile: (1, 1),
         waves: None,
-        claim_tail: false,
+        tail: None,
         tag: "redirect",
         why: "streams: the paper's round-robin redirection spreads each cluster's CTAs over the SMs",
     },
@@ -797,7 +810,7 @@ mod tests {
         );
         assert_eq!(classify(&JACOBI[0], &all, &Unknown), Class::Algorithm);
         // Shares a halo on a 2-D grid: rasters and agents, and streams.
-        assert_eq!(proposals(&all, &Unknown).count(), 8);
+        assert_eq!(proposals(&all, &Unknown).count(), 9);
     }
 
     /// ATAX's row pass: `a[(bx*bdx + tx)*ny + j]`, `x[j]` on a 1-D grid.
@@ -833,10 +846,19 @@ mod tests {
         let mut all = kernel(&ROWS);
         all.block_axes = [true, false, false];
         assert_eq!(classify(&ROWS[1], &all, &Unknown), Class::Algorithm);
-        let tags: [&str; 4] =
+        let tags: [&str; 5] =
             core::array::from_fn(|i| proposals(&all, &Unknown).nth(i).unwrap().tag);
-        assert_eq!(tags, ["stride", "stride_waves4", "stride_tail", "redirect"]);
-        assert_eq!(proposals(&all, &Unknown).count(), 4);
+        assert_eq!(
+            tags,
+            [
+                "stride",
+                "stride_waves4",
+                "stride_tail",
+                "stride_tail_blocks",
+                "redirect"
+            ]
+        );
+        assert_eq!(proposals(&all, &Unknown).count(), 5);
     }
 
     #[test]

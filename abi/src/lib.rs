@@ -175,6 +175,48 @@ impl IndexingKind {
     }
 }
 
+/// Where the last rounds of a grid-stride loop go (`tail = ..`). Without
+/// one, each block runs its own share to the end, and a loop of equal
+/// shares waits for the block the warp schedulers served least.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tail {
+    /// `tail = claims`: the looping blocks claim the last rounds from one
+    /// counter, in claims sized by factoring (`run::strided_then_claimed`).
+    Claims = 1,
+    /// `tail = blocks`: the last rounds are blocks of one task each, which
+    /// the hardware dispatches as the looping blocks leave
+    /// (`run::strided_then_blocks`): no claims, no counter.
+    Blocks = 2,
+}
+
+impl Tail {
+    /// Every tail, in the order of their numbers.
+    pub const ALL: [Tail; 2] = [Tail::Claims, Tail::Blocks];
+
+    /// The name written in the attribute (`tail = claims`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Tail::Claims => "claims",
+            Tail::Blocks => "blocks",
+        }
+    }
+
+    /// The tail written `name` in the attribute.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Tail::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// The tail stored as `value` in a contract (0: none).
+    pub const fn from_u32(value: u32) -> Option<Self> {
+        match value {
+            1 => Some(Tail::Claims),
+            2 => Some(Tail::Blocks),
+            _ => None,
+        }
+    }
+}
+
 /// A schedule option that only some bindings take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScheduleOption {
@@ -188,7 +230,8 @@ pub enum ScheduleOption {
     Waves,
     /// `prefetch_distance = N`: how many tasks ahead the hook looks.
     PrefetchDistance,
-    /// `tail = claims`: a grid-stride loop claims its last rounds.
+    /// `tail = claims` or `tail = blocks`: where a grid-stride loop's last
+    /// rounds go.
     Tail,
 }
 
@@ -299,8 +342,8 @@ pub struct Options {
     pub prefetch_distance: Option<u32>,
     /// `waves = N`.
     pub waves: Option<u32>,
-    /// `tail = claims` is given.
-    pub claim_tail: bool,
+    /// `tail = ..`.
+    pub tail: Option<Tail>,
 }
 
 impl Options {
@@ -313,7 +356,7 @@ impl Options {
             prefetch: false,
             prefetch_distance: None,
             waves: None,
-            claim_tail: false,
+            tail: None,
         }
     }
 
@@ -327,7 +370,7 @@ impl Options {
             (ScheduleOption::Prefetch, self.prefetch.then_some(1)),
             (ScheduleOption::Waves, self.waves),
             (ScheduleOption::PrefetchDistance, self.prefetch_distance),
-            (ScheduleOption::Tail, self.claim_tail.then_some(1)),
+            (ScheduleOption::Tail, self.tail.map(|t| t as u32)),
         ];
         let chunk = self.chunk.unwrap_or(1);
         let prefetch = self.prefetch;

@@ -10,15 +10,17 @@ use crate::mapping::{grid_size, Delinearize, FastDiv, Grid, Indexing, MappingErr
 
 /// The version of the launch contract. 3: the agents' scratch ends with
 /// marks of drained clusters and their count ([`scratch_words`]); 4: the
-/// contract records a claimed tail ([`KernelContract::claim_tail`]).
-pub const ABI_VERSION: u32 = 4;
+/// contract records a claimed tail; 5: the contract records either tail
+/// ([`KernelContract::tail`]), and the launch a loop's blocks and where
+/// its tail starts ([`ClusterLaunch::looping_blocks`]).
+pub const ABI_VERSION: u32 = 5;
 
 /// "CLST": marks a contract global, so a stray symbol is never mistaken for one.
 pub const CONTRACT_MAGIC: u32 = u32::from_le_bytes(*b"CLST");
 
 pub use clustered_abi::{
     access, ptx, Binding, BoundsError, IndexingKind, LaunchBounds, OptionError, Options,
-    ScheduleOption, BASELINE_LINK_PREFIX, CONTRACT_PREFIX, LAUNCH_BOUNDS_PREFIX,
+    ScheduleOption, Tail, BASELINE_LINK_PREFIX, CONTRACT_PREFIX, LAUNCH_BOUNDS_PREFIX,
 };
 
 /// The indexing kinds as stored in a contract.
@@ -60,8 +62,9 @@ pub struct KernelContract {
     pub launch_size: u32,
     /// Stride: blocks launched per resident block slot (0 or 1: one wave).
     pub waves: u32,
-    /// Stride: 1 if the loop claims its last rounds (`tail = claims`), else 0.
-    pub claim_tail: u32,
+    /// Stride: where the loop's last rounds go, a [`Tail`] as `u32` (0: each
+    /// block runs its own share to the end).
+    pub tail: u32,
 }
 
 impl KernelContract {
@@ -83,7 +86,7 @@ impl KernelContract {
             default_active,
             launch_size: core::mem::size_of::<ClusterLaunch>() as u32,
             waves: 1,
-            claim_tail: 0,
+            tail: 0,
         }
     }
 
@@ -95,13 +98,19 @@ impl KernelContract {
         self
     }
 
-    /// The same contract for a grid-stride loop that claims its last rounds
-    /// (`tail = claims`, `run::strided_then_claimed`): the launch is the
-    /// same, but what runs per block is not (the predictor counts its
-    /// claims).
-    pub const fn with_claimed_tail(mut self) -> Self {
-        self.claim_tail = 1;
+    /// The same contract for a grid-stride loop whose last rounds go to
+    /// `tail`: claimed (`run::strided_then_claimed`; the launch is the same,
+    /// what runs per block is not, and the predictor counts its claims) or
+    /// run as blocks of their own (`run::strided_then_blocks`; the host
+    /// launches them after the looping blocks).
+    pub const fn with_tail(mut self, tail: Tail) -> Self {
+        self.tail = tail as u32;
         self
+    }
+
+    /// Where this contract's grid-stride loop puts its last rounds.
+    pub const fn tail(&self) -> Option<Tail> {
+        Tail::from_u32(self.tail)
     }
 
     /// The options this contract records, for [`Options::violations`]
@@ -114,7 +123,7 @@ impl KernelContract {
             prefetch: false,
             prefetch_distance: None,
             waves: (self.waves != 1).then_some(self.waves),
-            claim_tail: self.claim_tail != 0,
+            tail: self.tail(),
         })
     }
 
@@ -149,7 +158,7 @@ pub const fn scratch_words(sm_slots: u32, clusters: u32) -> usize {
     sm_slots as usize + clusters as usize + clusters.div_ceil(32) as usize + 1
 }
 
-/// Whether [`ClusterLaunch`] is its fields' bytes and nothing else: four
+/// Whether [`ClusterLaunch`] is its fields' bytes and nothing else: six
 /// `u32`s, a `Partition` (four `u32`s), a `FastDiv` (`u32`, `u32` padding
 /// field, `u64`), a `Delinearize` (eight `u32`s, six `FastDiv`s) and a `u64`.
 const NO_PADDING: bool = {
@@ -159,7 +168,7 @@ const NO_PADDING: bool = {
         && size_of::<Partition>() == 16
         && size_of::<Delinearize>() == 8 * 4 + 6 * size_of::<FastDiv>()
         && size_of::<ClusterLaunch>()
-            == 4 * 4 + size_of::<Partition>() + size_of::<FastDiv>() + size_of::<Delinearize>() + 8
+            == 6 * 4 + size_of::<Partition>() + size_of::<FastDiv>() + size_of::<Delinearize>() + 8
 };
 
 /// The extra kernel parameter of a clustered kernel, passed by value.
@@ -177,6 +186,13 @@ pub struct ClusterLaunch {
     /// (fewer tasks than `chunk` x working agents); 0 or above the
     /// contract's `chunk`: the contract's.
     pub claim_chunk: u32,
+    /// Stride with `tail = blocks`: the blocks that loop over the first
+    /// [`ClusterLaunch::tail_start`] tasks; each block after them runs one
+    /// task of the tail. 0 for every other schedule.
+    pub looping_blocks: u32,
+    /// Stride with `tail = blocks`: the first task of the tail (the host's
+    /// `schedule::tail_start`), else 0.
+    pub tail_start: u32,
     /// The original grid cut into clusters.
     pub partition: Partition,
     /// `M`, for the round-robin binding's `u / M`.
@@ -215,6 +231,8 @@ impl ClusterLaunch {
             active_agents: 0,
             sm_slots: 0,
             claim_chunk: 0,
+            looping_blocks: 0,
+            tail_start: 0,
             partition,
             clusters: FastDiv::new(clusters).ok_or(MappingError::NoClusters)?,
             delinearize,

@@ -386,6 +386,74 @@ pub unsafe fn strided_then_claimed(
     }
 }
 
+/// The grid-stride binding with `tail = blocks`: the first
+/// `launch.looping_blocks` blocks run [`strided`] over the tasks before
+/// `launch.tail_start` (half of the rounds: `schedule::tail_start`); every
+/// block after them runs one task of the tail, `tail_start + (block -
+/// looping_blocks)`. The hardware dispatches the tail's blocks in order as
+/// the looping blocks leave, so the SMs whose blocks the warp schedulers
+/// served most take most of the tail, as with `tail = claims`, without a
+/// claim (an atomic on one counter and a CTA barrier) per run of the tail.
+/// Measured (docs/BENCHMARKS.md, "A grid-stride loop's tail as blocks"):
+/// faster than claims where tasks are tiny or claims cost registers
+/// (bpnn's weights 0.68x -> 0.89x of the kernel, Jacobi 5's walk 0.85x ->
+/// 0.99x), slower where a long loop's claims cost little (Black-Scholes
+/// 1.02x -> 0.95x): hence an option beside it.
+///
+/// Every block of a grid runs eventually, the looping ones cover
+/// `0..tail_start` and the others one task each of `tail_start..`, so every
+/// task runs exactly once whatever the dispatcher does (blocks past the
+/// last task, which a grid rounded up to whole thread block clusters may
+/// have, run none). Tasks, prefetch and the body's barriers as in
+/// [`strided`]; a tail block has no next task to prefetch.
+#[inline(always)]
+pub fn strided_then_blocks(
+    launch: &ClusterLaunch,
+    distance: u32,
+    mut task: impl FnMut(u32, Cta),
+    mut prefetch: impl FnMut(u32, Cta),
+) {
+    check_abi(launch);
+    let delinearize = &launch.delinearize;
+    let grid = delinearize.grid();
+    let total = launch.partition.total;
+    let agents = launch.looping_blocks;
+    let block = hardware::block_idx_x();
+    let looping = block < agents;
+    // One loop runs both kinds of block, so the body is inlined once (two
+    // copies gave stride entries more registers: `strided_then_claimed`).
+    let (mut v, end, step) = if looping {
+        (block, launch.tail_start, agents)
+    } else {
+        let v = launch.tail_start + (block - agents);
+        (v, (v + 1).min(total), 1)
+    };
+    let mut index = delinearize.cta(v);
+    // A tail block runs one task: it splits no step (a delinearization
+    // each, which a block of one task would pay in full).
+    let split = if looping {
+        delinearize.cta(step)
+    } else {
+        index
+    };
+    // Saturated, it is never below `end - v`: no prefetch, no wrap.
+    let ahead = step.saturating_mul(distance);
+    let split_ahead = if looping {
+        delinearize.cta(ahead)
+    } else {
+        index
+    };
+    while v < end {
+        if end - v > ahead {
+            let next = delinearize.advance(index, split_ahead, v + ahead);
+            prefetch(v + ahead, Cta::new(next, grid));
+        }
+        task(v, Cta::new(index, grid));
+        v = v.wrapping_add(step);
+        index = delinearize.advance(index, split, v);
+    }
+}
+
 /// The chunk counters of a launch, its drained marks and their count, in
 /// its scratch buffer after the SM slots (`abi::scratch_words`).
 struct GlobalCounters {

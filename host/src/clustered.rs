@@ -19,10 +19,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use clustered_device::abi::{
-    scratch_words, Binding, ClusterLaunch, IndexingKind, KernelContract, ABI_VERSION,
+    scratch_words, Binding, ClusterLaunch, IndexingKind, KernelContract, Tail, ABI_VERSION,
     CONTRACT_MAGIC,
 };
 use clustered_device::mapping::{grid_size, Indexing, IndexingError, MappingError};
+use clustered_device::schedule::tail_start;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr};
 
 use crate::launch::Launch;
@@ -154,6 +155,9 @@ pub enum ClusterError {
     NoThrottling { policy: ActivePolicy },
     /// A grid-stride loop's last step would pass linear id 2^32 - 1.
     StrideTooLong { tasks: u32, blocks: u32 },
+    /// A grid-stride loop's tail as blocks (`tail = blocks`) would take the
+    /// grid past the largest grid along x.
+    TailTooLong { blocks: u64, limit: u32 },
     /// More clusters than CTAs (or SMs): clusters would be empty.
     TooManyClusters { clusters: u32, limit: u32 },
     /// `total_agents` is zero or above what could ever work (the larger of
@@ -205,6 +209,10 @@ impl fmt::Display for ClusterError {
             ClusterError::StrideTooLong { tasks, blocks } => write!(
                 f,
                 "a grid-stride loop of {blocks} blocks over {tasks} CTAs would step past CTA id 2^32 - 1: launch fewer CTAs or fewer blocks (`total_agents`)"
+            ),
+            ClusterError::TailTooLong { blocks, limit } => write!(
+                f,
+                "a grid-stride loop with its tail as blocks (`tail = blocks`) would launch {blocks} blocks, past the {limit} a grid holds along x: use `tail = claims`, or launch fewer CTAs"
             ),
             ClusterError::TooManyClusters { clusters, limit } => write!(
                 f,
@@ -453,6 +461,10 @@ pub(crate) fn active_for(
     choose_active(policy, max, kernel_default)
 }
 
+/// The most blocks a grid holds along x (`CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X`
+/// on every GPU since compute capability 3.0).
+const MAX_GRID_X: u32 = i32::MAX as u32;
+
 /// What a clustered launch needs, decided from the contract alone; the GPU
 /// and CPU plans both build on it and only add their memory.
 pub(crate) struct Layout {
@@ -646,6 +658,28 @@ pub(crate) fn layout<E: From<ClusterError>>(
     if binding == Binding::Stride && tasks as u64 + blocks as u64 > 1 << 32 {
         return Err(ClusterError::StrideTooLong { tasks, blocks }.into());
     }
+    // `tail = blocks`: after the looping blocks, a block per task of the
+    // tail (whole thread block clusters; blocks past the last task run
+    // none), which the hardware dispatches as the looping blocks leave.
+    let blocks = if binding == Binding::Stride && contract.tail() == Some(Tail::Blocks) {
+        let tail_start = tail_start(tasks, blocks);
+        // Fewer tasks than two rounds: all tail, and no block that loops
+        // over nothing.
+        let looping = if tail_start == 0 { 0 } else { blocks };
+        parameter.looping_blocks = looping;
+        parameter.tail_start = tail_start;
+        let tail = u64::from(tasks - tail_start).next_multiple_of(u64::from(width));
+        let launched = u64::from(looping) + tail;
+        u32::try_from(launched)
+            .ok()
+            .filter(|&b| b <= MAX_GRID_X)
+            .ok_or(ClusterError::TailTooLong {
+                blocks: launched,
+                limit: MAX_GRID_X,
+            })?
+    } else {
+        blocks
+    };
     Ok(Layout {
         parameter,
         block_cluster,

@@ -19,7 +19,9 @@ use clustered_device::thread::*;
 #[clustered(name = coverage_stride, binding = stride, indexing = tile(2, 3))]
 #[clustered(name = coverage_stride_waves, binding = stride, waves = 3)]
 #[clustered(name = coverage_stride_tail, binding = stride, indexing = tile(2, 3), tail = claims)]
+#[clustered(name = coverage_stride_tail_blocks, binding = stride, indexing = tile(2, 3), tail = blocks)]
 #[clustered(name = coverage_stride_tail_waves, binding = stride, waves = 3, tail = claims)]
+#[clustered(name = coverage_stride_tail_blocks_waves, binding = stride, waves = 3, tail = blocks)]
 #[clustered(name = coverage_sawtooth, binding = reorder, indexing = sawtooth(1, 2))]
 #[clustered(name = coverage_raster_agents, binding = agents, indexing = tile(1, 2))]
 #[clustered(name = coverage_column_raster_stride, binding = stride, indexing = column_tile(2, 1))]
@@ -38,6 +40,7 @@ pub unsafe fn coverage(runs: *mut u32, sms: *mut u32) {
 #[clustered(name = announced_stride, binding = stride, indexing = column_major, prefetch = announce)]
 #[clustered(name = announced_stride2, binding = stride, indexing = column_major, prefetch = announce, prefetch_distance = 2)]
 #[clustered(name = announced_stride_tail, binding = stride, indexing = column_major, prefetch = announce, tail = claims)]
+#[clustered(name = announced_stride_tail_blocks, binding = stride, indexing = column_major, prefetch = announce, tail = blocks)]
 #[clustered(name = announced_stride2_tail, binding = stride, indexing = column_major, prefetch = announce, prefetch_distance = 2, tail = claims)]
 #[clustered(name = announced_persistent, binding = persistent, chunk = 3, prefetch = announce)]
 pub unsafe fn announced(runs: *mut u32, announced: *mut u32) {

@@ -28,6 +28,7 @@ pub const RAGGED_ROUNDS: u32 = 3;
 #[clustered(name = ragged_sum_stride, binding = stride)]
 #[clustered(name = ragged_sum_stride_waves, binding = stride, waves = 2)]
 #[clustered(name = ragged_sum_stride_tail, binding = stride, tail = claims)]
+#[clustered(name = ragged_sum_stride_tail_blocks, binding = stride, tail = blocks)]
 pub unsafe fn ragged_sum(input: *const u32, output: *mut u32, n: u32, ragged: u32) {
     let values = shared_array!(values: [u32; 256]);
     let t = thread_idx_x();

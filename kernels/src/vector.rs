@@ -98,6 +98,7 @@ unsafe fn prefetch_next_inputs(next: Cta, a: *const f32, b: *const f32, _c: *mut
 #[clustered(name = reverse_in_blocks_agents, binding = agents, chunk = 3)]
 #[clustered(name = reverse_in_blocks_stride, binding = stride)]
 #[clustered(name = reverse_in_blocks_stride_tail, binding = stride, tail = claims)]
+#[clustered(name = reverse_in_blocks_stride_tail_blocks, binding = stride, tail = blocks)]
 pub unsafe fn reverse_in_blocks(input: *const f32, output: *mut f32, n: u32) {
     let staging = dynamic_shared_memory::<f32>();
     let (t, width) = (thread_idx_x(), block_dim_x());
@@ -119,6 +120,7 @@ pub unsafe fn reverse_in_blocks(input: *const f32, output: *mut f32, n: u32) {
 #[clustered(name = row_sums_persistent, binding = persistent, indexing = column_major, chunk = 2)]
 #[clustered(name = row_sums_stride, binding = stride)]
 #[clustered(name = row_sums_stride_tail, binding = stride, tail = claims)]
+#[clustered(name = row_sums_stride_tail_blocks, binding = stride, tail = blocks)]
 pub unsafe fn row_sums(input: *const f32, sums: *mut f32, rows: u32, len: u32) {
     let i = index_1d();
     if i < rows {

@@ -337,7 +337,10 @@ pub fn planned_launch(
         .push(ParamValue::Bytes(plan.parameter().to_bytes().to_vec()));
     launch.tasks_per_block = ctas(shape.grid) / ctas(launch.grid).max(1.0);
     launch.tasks_per_claim = f64::from(contract.chunk.max(1));
-    if contract.claim_tail != 0 {
+    // A tail as blocks (`tail = blocks`) needs nothing more: its launch has
+    // the looping blocks and a block per task of the tail, and the tasks
+    // per block above average the two (a loop of few trips and one task).
+    if contract.tail() == Some(clustered_device::abi::Tail::Claims) {
         // A claimed tail runs its tasks in runs (the strided rounds, then
         // one per claim), inside one loop of runs with the claim code: as
         // a claim loop with `tasks / runs` tasks per claim.

@@ -2,6 +2,7 @@
 //! CTA exactly once, whatever the dispatcher, starved SMs or sparse SM ids;
 //! and every schedule computes what the baseline computes, bit for bit.
 
+use clustered_device::abi::Tail;
 use clustered_device::mapping::Indexing;
 use clustered_device::schedule::{factoring_claim, tail_start};
 use clustered_suite::host::cpu::{launch_entry, CpuLaunchError, Host};
@@ -29,8 +30,9 @@ struct Ran {
     runs: Vec<u32>,
     /// The second: %smid per CTA for `coverage`, announcements for `announced`.
     second: Vec<u32>,
-    /// Blocks launched, ACTIVE agents per SM and scheduler ticks.
+    /// Blocks launched, MAX and ACTIVE agents per SM and scheduler ticks.
     blocks: u32,
+    max: u32,
     active: u32,
     ticks: u64,
 }
@@ -63,6 +65,7 @@ fn run_schedule<K: TwoBuffers>(
         runs,
         second,
         blocks: ran.launch.grid[0],
+        max: ran.max_agents_per_sm,
         active: ran.active_agents,
         ticks: ran.stats.ticks,
     })
@@ -534,11 +537,17 @@ fn tasks_sharing_memory_stay_separate_in_persistent_loops() {
             )
         }
         .unwrap();
-        if entry.binding().is_some_and(|b| b.is_persistent()) {
-            assert!(
-                ran.launch.grid[0] < original.grid[0],
-                "{name}: fewer CTAs than tasks"
+        let tasks = original.grid[0];
+        if entry.contract().and_then(|c| c.tail()) == Some(Tail::Blocks) {
+            // The looping blocks (2 a SM), then a block a task of the tail.
+            let looping = 2 * 2;
+            assert_eq!(
+                ran.launch.grid[0],
+                looping + tasks - tail_start(tasks, looping),
+                "{name}: the looping blocks and the tail's"
             );
+        } else if entry.binding().is_some_and(|b| b.is_persistent()) {
+            assert!(ran.launch.grid[0] < tasks, "{name}: fewer CTAs than tasks");
         }
         assert_eq!(output, expected, "{name}");
     }
@@ -679,6 +688,15 @@ fn prefetch_hooks_see_each_blocks_next_task() {
                                 (q - first >= d) as u32
                             }
                         }
+                        // The first half of the rounds by stride, each task
+                        // but the first round's; the tail's blocks run one
+                        // task each, with no next task to announce.
+                        "announced_stride_tail_blocks" => {
+                            let p = (z * gx + x) * gy + y;
+                            let total = gx * gy * grid[2];
+                            let looping = (ran.max * machine.sm_ids.len() as u32).min(total);
+                            (p < tail_start(total, looping) && p >= looping) as u32
+                        }
                         // Row-major claims from one queue, of 3 tasks (the
                         // chunk) or fewer where 3 per working agent would
                         // leave agents idle: every task but a claim's first
@@ -752,6 +770,71 @@ fn a_grid_stride_loop_launches_its_waves() {
         error.to_string().contains("past CTA id 2^32 - 1"),
         "{error}"
     );
+}
+
+/// `tail = blocks` launches the looping blocks (a wave or `waves` of
+/// them), then a block per task of the tail: half of the rounds loop.
+#[test]
+fn a_tail_of_blocks_is_launched_after_the_looping_blocks() {
+    let machine = Machine::new(2);
+    let original = |tasks: u32| CpuLaunch {
+        grid: [tasks, 1, 1],
+        block: [64, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 4,
+    };
+    let plan = |entry: Entry<coverage>, tasks: u32| {
+        // SAFETY: no kernel runs for a launch that fails to plan, and the
+        // ones that run index both buffers by CTA id, below `tasks`.
+        let (mut runs, mut sms) = (vec![0u32; tasks as usize], vec![0u32; tasks as usize]);
+        unsafe {
+            launch_entry(
+                entry,
+                &machine,
+                original(tasks),
+                &ClusterOptions::default(),
+                &mut NoObserver,
+                (&mut runs, &mut sms),
+            )
+        }
+        .map(|ran| (ran.launch.grid[0], runs))
+    };
+    // 8 looping blocks over 100 tasks: 6 rounds, 3 of them looped (the
+    // first 48 tasks), then 52 blocks of one task.
+    let (blocks, runs) = plan(coverage::coverage_stride_tail_blocks, 100).unwrap();
+    assert_eq!(blocks, 8 + 100 - 48);
+    assert!(runs.iter().all(|&r| r == 1), "{runs:?}");
+    // Three waves: 24 looping blocks, 4 rounds, 2 looped (48 tasks).
+    let (blocks, _) = plan(coverage::coverage_stride_tail_blocks_waves, 100).unwrap();
+    assert_eq!(blocks, 24 + 100 - 48);
+    // Fewer tasks than two rounds: every task is a block of its own, and
+    // no block loops over nothing.
+    let (blocks, runs) = plan(coverage::coverage_stride_tail_blocks, 12).unwrap();
+    assert_eq!(blocks, 12);
+    assert!(runs.iter().all(|&r| r == 1), "{runs:?}");
+    // A tail past the largest grid along x is refused when planned, with
+    // the fix, before any buffer is touched.
+    let huge = original(u32::MAX - 8);
+    // SAFETY: refused before any kernel runs.
+    let error = unsafe {
+        launch_entry(
+            coverage::coverage_stride_tail_blocks,
+            &machine,
+            huge,
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (&mut [], &mut []),
+        )
+    }
+    .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            CpuLaunchError::Plan(ClusterError::TailTooLong { .. })
+        ),
+        "{error}"
+    );
+    assert!(error.to_string().contains("use `tail = claims`"), "{error}");
 }
 
 /// The observer hears of each original CTA once, by its row-major id, on

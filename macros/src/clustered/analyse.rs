@@ -99,7 +99,7 @@ pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut
         prefetch: schedule.prefetch.is_some(),
         prefetch_distance: schedule.prefetch_distance.map(|(n, _)| n),
         waves: schedule.waves.map(|(n, _)| n),
-        claim_tail: schedule.claim_tail.is_some(),
+        tail: schedule.tail.map(|(tail, _)| tail),
     };
     let binding = schedule.binding.name();
     for violation in options.violations() {
@@ -116,7 +116,7 @@ pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut
                     ScheduleOption::Active => schedule.active,
                     ScheduleOption::Chunk => schedule.chunk,
                     ScheduleOption::Waves => schedule.waves,
-                    ScheduleOption::Tail => schedule.claim_tail.map(|span| (1, span)),
+                    ScheduleOption::Tail => schedule.tail.map(|(tail, span)| (tail as u32, span)),
                     _ => schedule.prefetch_distance,
                 };
                 Error::new(span.map_or(schedule.span, |(_, span)| span), message)
@@ -128,7 +128,7 @@ pub fn check_schedule(schedule: &Schedule, parameters: &Parameters, errors: &mut
             OptionError::WrongBinding { option: ScheduleOption::Prefetch, .. } => format!("`prefetch` needs to know the next task, which only persistent blocks do: remove it or use `binding = agents`, `persistent` or `stride` (with `binding = {binding}` each block runs one task)"),
             OptionError::PrefetchNeedsChunk => "`prefetch` is called with the next task of the same chunk: add `chunk = 2` or more".to_string(),
             OptionError::WrongBinding { option: ScheduleOption::Waves, .. } => format!("`waves` sets how many blocks a grid-stride loop launches, but this schedule uses `binding = {binding}`: remove `waves` or use `binding = stride`"),
-            OptionError::WrongBinding { option: ScheduleOption::Tail, .. } => format!("`tail = claims` has a grid-stride loop claim its last rounds, but this schedule uses `binding = {binding}`: remove `tail` or use `binding = stride`"),
+            OptionError::WrongBinding { option: ScheduleOption::Tail, .. } => format!("`tail` says where a grid-stride loop's last rounds go, but this schedule uses `binding = {binding}`: remove `tail` or use `binding = stride`"),
             OptionError::WrongBinding { option: ScheduleOption::PrefetchDistance, .. } => format!("`prefetch_distance` sets how many tasks ahead a grid-stride loop prefetches, but this schedule uses `binding = {binding}`: remove it or use `binding = stride`"),
             OptionError::DistanceNeedsPrefetch => "`prefetch_distance` needs a hook to call: add `prefetch = path::to::hook` or remove it".to_string(),
             // The parser takes only counts of at least 1; any other rule

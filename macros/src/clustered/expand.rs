@@ -7,7 +7,7 @@ use quote::{format_ident, quote};
 use syn::{Ident, ItemFn};
 
 use super::analyse::{BodyFacts, Parameters};
-use super::parse::{Binding, Indexing, Prefetch, Schedule};
+use super::parse::{Binding, Indexing, Prefetch, Schedule, Tail};
 
 /// The task function's CTA parameter, which the rewritten body reads.
 ///
@@ -92,7 +92,10 @@ pub fn schedule(
     let [tile_width, tile_height] = tile;
     let chunk = schedule.chunk.map_or(1, |(n, _)| n);
     let with_waves = schedule.waves.map(|(waves, _)| quote!(.with_waves(#waves)));
-    let with_claimed_tail = schedule.claim_tail.map(|_| quote!(.with_claimed_tail()));
+    let with_tail = schedule.tail.map(|(tail, _)| {
+        let tail = format_ident!("{tail:?}");
+        quote!(.with_tail(#device::abi::Tail::#tail))
+    });
     let active = schedule.active.map_or(0, |(n, _)| n);
 
     // v -> the original CTA, for the chosen indexing.
@@ -159,10 +162,10 @@ pub fn schedule(
         },
         Binding::Stride => {
             let distance = schedule.prefetch_distance.map_or(1, |(n, _)| n);
-            let strided = if schedule.claim_tail.is_some() {
-                quote!(strided_then_claimed)
-            } else {
-                quote!(strided)
+            let strided = match schedule.tail {
+                None => quote!(strided),
+                Some((Tail::Claims, _)) => quote!(strided_then_claimed),
+                Some((Tail::Blocks, _)) => quote!(strided_then_blocks),
             };
             quote! {
                 #device::run::#strided(&#launch, #distance, #run_task, #prefetch);
@@ -181,11 +184,9 @@ pub fn schedule(
         Indexing::Sawtooth { width, height } => format!("sawtooth({width}, {height})"),
         Indexing::Custom(path) => format!("custom({})", quote!(#path).to_string().replace(' ', "")),
     };
-    let tail = if schedule.claim_tail.is_some() {
-        ", `tail = claims`"
-    } else {
-        ""
-    };
+    let tail = schedule.tail.map_or(String::new(), |(tail, _)| {
+        format!(", `tail = {}`", tail.name())
+    });
     let doc = format!(
         " Clustered `{}`: `binding = {}`, `indexing = {indexing}`{tail}. Launch it with the host's `Gpu::plan_clustered` and `Gpu::launch_plan`.",
         function.sig.ident,
@@ -217,7 +218,7 @@ pub fn schedule(
             [#tile_width, #tile_height],
             #chunk,
             #active,
-        )#with_waves #with_claimed_tail;
+        )#with_waves #with_tail;
 
         // The kernel this schedule was made from, by name: the host keeps
         // the schedule at that kernel's occupancy (`clustered_host::Module`).

@@ -14,6 +14,7 @@
 //!     active = 4,                     // agents: default ACTIVE agents per SM
 //!     waves = 4,                      // stride: blocks launched per resident slot (default 1)
 //!     tail = claims,                  // stride: the last rounds claimed by the blocks that are free
+//!     tail = blocks,                  // ... or run as blocks of one task that the hardware dispatches
 //! )]
 //! ```
 
@@ -25,6 +26,10 @@ use syn::{Error, Expr, ExprCall, ExprLit, ExprPath, ExprUnary, Ident, Lit, Path,
 /// How new CTAs pick original CTAs (the paper's binding function): defined
 /// once, in `clustered-abi`, for the macro, the device runtime and the host.
 pub use clustered_abi::Binding;
+
+/// Where a grid-stride loop's last rounds go (`tail = ..`): defined once, in
+/// `clustered-abi`.
+pub use clustered_abi::Tail;
 
 /// The paper's indexing function: the order that clusters are cut from.
 #[derive(Clone, Debug)]
@@ -81,8 +86,8 @@ pub struct Schedule {
     pub active: Option<(u32, Span)>,
     pub waves: Option<(u32, Span)>,
     pub prefetch_distance: Option<(u32, Span)>,
-    /// `tail = claims` (where it is written).
-    pub claim_tail: Option<Span>,
+    /// `tail = claims` or `tail = blocks` (and where it is written).
+    pub tail: Option<(Tail, Span)>,
     /// `auto`: the schedules the access analysis proposes, instead of this
     /// one.
     pub auto: bool,
@@ -110,7 +115,7 @@ impl Schedule {
             active: None,
             waves: proposal.waves.map(|w| (w, span)),
             prefetch_distance: None,
-            claim_tail: proposal.claim_tail.then_some(span),
+            tail: proposal.tail.map(|tail| (tail, span)),
             auto: false,
         }
     }
@@ -165,7 +170,7 @@ impl Schedule {
             && value(&self.active) == value(&other.active)
             && value(&self.waves) == value(&other.waves)
             && value(&self.prefetch_distance) == value(&other.prefetch_distance)
-            && self.claim_tail.is_some() == other.claim_tail.is_some()
+            && self.tail.map(|(t, _)| t) == other.tail.map(|(t, _)| t)
     }
 }
 
@@ -185,7 +190,7 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
         active: None,
         waves: None,
         prefetch_distance: None,
-        claim_tail: None,
+        tail: None,
         auto: false,
     };
     let mut seen: Vec<String> = Vec::new();
@@ -287,11 +292,11 @@ pub fn parse_schedule(args: TokenStream, span: Span, errors: &mut Vec<Error>) ->
             }
             "tail" => {
                 let value: Expr = meta.value()?.parse()?;
-                match expr_ident(&value).as_deref() {
-                    Some("claims") => schedule.claim_tail = Some(value.span()),
-                    _ => errors.push(Error::new_spanned(
+                match expr_ident(&value).as_deref().and_then(Tail::from_name) {
+                    Some(tail) => schedule.tail = Some((tail, value.span())),
+                    None => errors.push(Error::new_spanned(
                         &value,
-                        "`tail` takes `claims`: `tail = claims` has a grid-stride loop claim its last rounds (without it, each block runs its own share to the end)",
+                        "`tail` takes `claims` or `blocks`: `tail = claims` has a grid-stride loop's free blocks claim its last rounds, `tail = blocks` runs them as blocks of one task that the hardware dispatches (without it, each block runs its own share to the end)",
                     )),
                 }
             }

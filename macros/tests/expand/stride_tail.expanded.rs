@@ -52,7 +52,7 @@ pub static __clustered_contract_scale_tail: ::clustered_device::abi::KernelContr
         1u32,
         0u32,
     )
-    .with_claimed_tail();
+    .with_tail(::clustered_device::abi::Tail::Claims);
 #[doc(hidden)]
 #[no_mangle]
 #[allow(non_upper_case_globals)]

@@ -625,7 +625,7 @@ macro_rules! variants {
             },
             $($crate::suite::schedule_variant!($label, m, $baseline, $name, $args, $crate::suite::VariantOptions::NONE),)*
         ];
-        // At most `clustered_device::abi::access::MAX_PROPOSALS` (8).
+        // At most `clustered_device::abi::access::MAX_PROPOSALS` (9).
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 1);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 2);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 3);
@@ -634,10 +634,11 @@ macro_rules! variants {
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 6);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 7);
         $crate::suite::auto_variant!(variants, m::$baseline, $args, 8);
+        $crate::suite::auto_variant!(variants, m::$baseline, $args, 9);
         variants
     }};
 }
-const _: () = assert!(clustered_device::abi::access::MAX_PROPOSALS == 8);
+const _: () = assert!(clustered_device::abi::access::MAX_PROPOSALS == 9);
 
 /// The variant of schedule `$name` of `$module::$baseline`, launched with
 /// `$options` (a [`VariantOptions`]) set over the caller's.
