@@ -85,7 +85,56 @@ pub enum Trips {
     /// From the exit compare and the launch's values.
     Known(u64),
     /// Not derivable; the count used and why.
-    Assumed { trips: f64, why: &'static str },
+    Assumed { trips: f64, why: Assumption },
+}
+
+/// Why a loop's trip count was assumed, not derived: decided once where the
+/// analysis gives up, matched where a later step refines the count, and
+/// worded once for the breakdown ([`Assumption::why`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Assumption {
+    /// No exit under the launch's values: an agent's or a persistent CTA's
+    /// loop (1, until the task loop is found).
+    NoExit,
+    /// More than one exit: a search or a claim loop (1).
+    Search,
+    /// The exit does not compare an induction variable with a value known
+    /// from the launch (1, or the simulated run's count).
+    Unknown,
+    /// The exit compare never ends for the launch's values (1).
+    NonTerminating,
+    /// A persistent launch's claim loop: tasks per block over tasks per
+    /// claim.
+    ClaimLoop,
+    /// The tasks of one claim: the schedule's chunk.
+    ClaimTasks,
+    /// A persistent launch's task loop: tasks per block.
+    TaskLoop,
+    /// The exit compares with data: the count that makes the simulated
+    /// run's loads per task.
+    DataBound,
+}
+
+impl Assumption {
+    /// The reason, as the breakdown prints it.
+    pub const fn why(self) -> &'static str {
+        match self {
+            Assumption::NoExit => "no exit under the launch's values (an agent's or a persistent CTA's loop); assumed 1",
+            Assumption::Search => "more than one exit (a search or a claim loop); assumed 1",
+            Assumption::Unknown => "the exit does not compare an induction variable with a value known from the launch; assumed 1",
+            Assumption::NonTerminating => "the exit compare does not terminate for the launch's values; assumed 1",
+            Assumption::ClaimLoop => "the claim loop of a persistent launch: its count comes from atomics; assumed the launch's original CTAs per launched CTA over the tasks per claim",
+            Assumption::ClaimTasks => "the tasks of one claim: assumed the schedule's chunk",
+            Assumption::TaskLoop => "the task loop of a persistent launch: its count comes from atomics or the schedule's parameter; assumed the launch's original CTAs per launched CTA",
+            Assumption::DataBound => "the exit compares with data (not the launch's values); assumed the count that makes the simulated run's loads per task",
+        }
+    }
+}
+
+impl core::fmt::Display for Assumption {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.why())
+    }
 }
 
 impl Trips {
@@ -97,8 +146,8 @@ impl Trips {
         }
     }
 
-    /// Assumed for the reason `why` (one of this module's reasons).
-    fn assumed_because(&self, why: &str) -> bool {
+    /// Assumed for the reason `why`.
+    fn assumed_because(&self, why: Assumption) -> bool {
         matches!(self, Trips::Assumed { why: reason, .. } if *reason == why)
     }
 }
@@ -728,7 +777,9 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
                             && outer.contains(&l.header)
                             && matches!(l.trips, Trips::Assumed { .. })
                     })
-                    .max_by_key(|(_, l)| (!l.trips.assumed_because(SEARCH_WHY), l.blocks.len()))
+                    .max_by_key(|(_, l)| {
+                        (!l.trips.assumed_because(Assumption::Search), l.blocks.len())
+                    })
                     .map(|(j, _)| j)
             })
             .flatten();
@@ -736,17 +787,17 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
             Some(j) => {
                 loops[i].trips = Trips::Assumed {
                     trips: tasks / chunk,
-                    why: "the claim loop of a persistent launch: its count comes from atomics; assumed the launch's original CTAs per launched CTA over the tasks per claim",
+                    why: Assumption::ClaimLoop,
                 };
                 loops[j].trips = Trips::Assumed {
                     trips: chunk,
-                    why: "the tasks of one claim: assumed the schedule's chunk",
+                    why: Assumption::ClaimTasks,
                 };
             }
             None => {
                 loops[i].trips = Trips::Assumed {
                     trips: tasks,
-                    why: "the task loop of a persistent launch: its count comes from atomics or the schedule's parameter; assumed the launch's original CTAs per launched CTA",
+                    why: Assumption::TaskLoop,
                 };
             }
         }
@@ -754,10 +805,10 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
     // Loops bounded by data: the count a run measured, where there is one.
     if let Some(trips) = context.unknown_trips {
         for l in &mut loops {
-            if l.trips.assumed_because(UNKNOWN_WHY) {
+            if l.trips.assumed_because(Assumption::Unknown) {
                 l.trips = Trips::Assumed {
                     trips,
-                    why: "the exit compares with data (not the launch's values); assumed the count that makes the simulated run's loads per task",
+                    why: Assumption::DataBound,
                 };
             }
         }
@@ -778,14 +829,9 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
     FlowAnalysis { loops, executions }
 }
 
-const SEARCH_WHY: &str = "more than one exit (a search or a claim loop); assumed 1";
-
-const UNKNOWN_WHY: &str =
-    "the exit does not compare an induction variable with a value known from the launch; assumed 1";
-
 const UNKNOWN: Trips = Trips::Assumed {
     trips: 1.0,
-    why: UNKNOWN_WHY,
+    why: Assumption::Unknown,
 };
 
 fn trip_count(eval: &Evaluator<'_>, graph: &Cfg, body: &[bool], header: usize) -> Trips {
@@ -799,13 +845,13 @@ fn trip_count(eval: &Evaluator<'_>, graph: &Cfg, body: &[bool], header: usize) -
         [] => {
             return Trips::Assumed {
                 trips: 1.0,
-                why: "no exit under the launch's values (an agent's or a persistent CTA's loop); assumed 1",
+                why: Assumption::NoExit,
             }
         }
         _ => {
             return Trips::Assumed {
                 trips: 1.0,
-                why: SEARCH_WHY,
+                why: Assumption::Search,
             }
         }
     };
@@ -1040,7 +1086,7 @@ fn exit_trips(
         Some(trips) => Trips::Known(trips),
         None => Trips::Assumed {
             trips: 1.0,
-            why: "the exit compare does not terminate for the launch's values; assumed 1",
+            why: Assumption::NonTerminating,
         },
     }
 }
@@ -1468,7 +1514,7 @@ $L__BB0_36:
         let flow = analyse(k, &launch);
         let task = flow.loops.iter().find(|l| l.header == claim).unwrap();
         assert!(
-            matches!(task.trips, Trips::Assumed { trips, why } if trips == 1.0 && why.contains("task loop")),
+            matches!(task.trips, Trips::Assumed { trips, why: Assumption::TaskLoop } if trips == 1.0),
             "{:?}",
             task.trips
         );

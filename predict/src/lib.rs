@@ -26,7 +26,7 @@ pub mod ptxas;
 pub mod sass;
 pub mod stats;
 
-pub use analysis::{LaunchContext, ParamValue, Trips};
+pub use analysis::{Assumption, LaunchContext, ParamValue, Trips};
 pub use device::DeviceModel;
 pub use model::{predict, unknown_trips, Bound, Prediction, Query, Traffic};
 pub use ptx::{Class, Module};
