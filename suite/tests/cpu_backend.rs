@@ -714,6 +714,31 @@ fn prefetch_hooks_see_each_blocks_next_task() {
     }
 }
 
+/// Why `entry` cannot launch over a 1-D grid of `tasks` CTAs of 64 threads
+/// (4 a SM, two SMs): a grid refused when planned, before any buffer is
+/// touched (so the buffers are empty).
+fn refused(entry: Entry<coverage>, tasks: u32) -> CpuLaunchError {
+    let original = CpuLaunch {
+        grid: [tasks, 1, 1],
+        block: [64, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 4,
+    };
+    // SAFETY: the callers' grids are refused when planned, so no kernel
+    // runs over the empty buffers.
+    unsafe {
+        launch_entry(
+            entry,
+            &Machine::new(2),
+            original,
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (&mut [], &mut []),
+        )
+    }
+    .expect_err("refused when planned")
+}
+
 /// `waves = 3` launches three blocks per resident slot, never more blocks
 /// than tasks; one wave is the default.
 #[test]
@@ -742,23 +767,7 @@ fn a_grid_stride_loop_launches_its_waves() {
     assert_eq!(blocks(coverage::coverage_stride_waves, 20), 20);
     // The last step, v + blocks, must not pass id 2^32 - 1: refused when
     // planned, before any buffer is touched.
-    let huge = CpuLaunch {
-        grid: [u32::MAX - 3, 1, 1],
-        block: [64, 1, 1],
-        dynamic_shared_bytes: 0,
-        resident_blocks: 4,
-    };
-    let error = unsafe {
-        launch_entry(
-            coverage::coverage_stride,
-            &machine,
-            huge,
-            &ClusterOptions::default(),
-            &mut NoObserver,
-            (&mut [], &mut []),
-        )
-    }
-    .unwrap_err();
+    let error = refused(coverage::coverage_stride, u32::MAX - 3);
     assert!(
         matches!(
             error,
@@ -814,19 +823,7 @@ fn a_tail_of_blocks_is_launched_after_the_looping_blocks() {
     assert!(runs.iter().all(|&r| r == 1), "{runs:?}");
     // A tail past the largest grid along x is refused when planned, with
     // the fix, before any buffer is touched.
-    let huge = original(u32::MAX - 8);
-    // SAFETY: refused before any kernel runs.
-    let error = unsafe {
-        launch_entry(
-            coverage::coverage_stride_tail_blocks,
-            &machine,
-            huge,
-            &ClusterOptions::default(),
-            &mut NoObserver,
-            (&mut [], &mut []),
-        )
-    }
-    .unwrap_err();
+    let error = refused(coverage::coverage_stride_tail_blocks, u32::MAX - 8);
     assert!(
         matches!(
             error,
