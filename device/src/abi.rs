@@ -114,7 +114,8 @@ impl KernelContract {
     }
 
     /// The options this contract records, for [`Options::violations`]
-    /// (defaults read as "not set"; `prefetch` is not recorded).
+    /// (defaults read as "not set"; `prefetch` is not recorded), or `None`
+    /// where a binding or tail is not one of ours.
     pub fn options(&self) -> Option<Options> {
         Some(Options {
             binding: Binding::from_u32(self.binding)?,
@@ -123,7 +124,11 @@ impl KernelContract {
             prefetch: false,
             prefetch_distance: None,
             waves: (self.waves != 1).then_some(self.waves),
-            tail: self.tail(),
+            // A value no tail has is no contract `#[clustered]` made.
+            tail: match self.tail {
+                0 => None,
+                value => Some(Tail::from_u32(value)?),
+            },
         })
     }
 

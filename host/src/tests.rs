@@ -361,7 +361,7 @@ fn argument_mismatches_name_the_kernel_and_the_sizes() {
 
 #[test]
 fn contracts_breaking_the_option_rules_are_refused() {
-    use clustered_device::abi::indexing_kind;
+    use clustered_device::abi::{indexing_kind, Tail};
     let valid = KernelContract::new(Binding::Agents, indexing_kind::ROW_MAJOR, [0, 0], 8, 2);
     assert!(check_contract("k", valid).is_ok());
     // `chunk` on a grid-stride loop, `waves` on agents, an unknown indexing:
@@ -371,7 +371,18 @@ fn contracts_breaking_the_option_rules_are_refused() {
     let waves_on_agents =
         KernelContract::new(Binding::Agents, indexing_kind::ROW_MAJOR, [0, 0], 1, 0).with_waves(4);
     let bad_indexing = KernelContract::new(Binding::Reorder, 7, [0, 0], 1, 0);
-    for contract in [chunked_stride, waves_on_agents, bad_indexing] {
+    // A tail on agents, and a tail value that no tail has.
+    let stride = KernelContract::new(Binding::Stride, indexing_kind::ROW_MAJOR, [0, 0], 1, 0);
+    assert!(check_contract("k", stride.with_tail(Tail::Blocks)).is_ok());
+    let tail_on_agents = valid.with_tail(Tail::Claims);
+    let unknown_tail = KernelContract { tail: 3, ..stride };
+    for contract in [
+        chunked_stride,
+        waves_on_agents,
+        bad_indexing,
+        tail_on_agents,
+        unknown_tail,
+    ] {
         assert!(
             matches!(
                 check_contract("k", contract),
