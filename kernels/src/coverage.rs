@@ -42,6 +42,7 @@ pub unsafe fn coverage(runs: *mut u32, sms: *mut u32) {
 #[clustered(name = announced_stride_tail, binding = stride, indexing = column_major, prefetch = announce, tail = claims)]
 #[clustered(name = announced_stride_tail_blocks, binding = stride, indexing = column_major, prefetch = announce, tail = blocks)]
 #[clustered(name = announced_stride2_tail, binding = stride, indexing = column_major, prefetch = announce, prefetch_distance = 2, tail = claims)]
+#[clustered(name = announced_stride2_tail_blocks, binding = stride, indexing = column_major, prefetch = announce, prefetch_distance = 2, tail = blocks)]
 #[clustered(name = announced_persistent, binding = persistent, chunk = 3, prefetch = announce)]
 pub unsafe fn announced(runs: *mut u32, announced: *mut u32) {
     if thread_idx_x() == 0 {

@@ -539,8 +539,9 @@ fn tasks_sharing_memory_stay_separate_in_persistent_loops() {
         .unwrap();
         let tasks = original.grid[0];
         if entry.contract().and_then(|c| c.tail()) == Some(Tail::Blocks) {
-            // The looping blocks (2 a SM), then a block a task of the tail.
-            let looping = 2 * 2;
+            // The looping blocks (those resident at once), then a block a
+            // task of the tail.
+            let looping = machine.sm_ids.len() as u32 * original.resident_blocks;
             assert_eq!(
                 ran.launch.grid[0],
                 looping + tasks - tail_start(tasks, looping),
@@ -689,13 +690,18 @@ fn prefetch_hooks_see_each_blocks_next_task() {
                             }
                         }
                         // The first half of the rounds by stride, each task
-                        // but the first round's; the tail's blocks run one
-                        // task each, with no next task to announce.
-                        "announced_stride_tail_blocks" => {
+                        // but the first `d` rounds'; the tail's blocks run
+                        // one task each, with no next task to announce.
+                        "announced_stride_tail_blocks" | "announced_stride2_tail_blocks" => {
+                            let d = if name == "announced_stride2_tail_blocks" {
+                                2
+                            } else {
+                                1
+                            };
                             let p = (z * gx + x) * gy + y;
                             let total = gx * gy * grid[2];
                             let looping = (ran.max * machine.sm_ids.len() as u32).min(total);
-                            (p < tail_start(total, looping) && p >= looping) as u32
+                            (p < tail_start(total, looping) && p >= d * looping) as u32
                         }
                         // Row-major claims from one queue, of 3 tasks (the
                         // chunk) or fewer where 3 per working agent would
