@@ -93,7 +93,10 @@ pub fn schedule(
     let chunk = schedule.chunk.map_or(1, |(n, _)| n);
     let with_waves = schedule.waves.map(|(waves, _)| quote!(.with_waves(#waves)));
     let with_tail = schedule.tail.map(|(tail, _)| {
-        let tail = format_ident!("{tail:?}");
+        let tail = match tail {
+            Tail::Claims => quote!(Claims),
+            Tail::Blocks => quote!(Blocks),
+        };
         quote!(.with_tail(#device::abi::Tail::#tail))
     });
     let active = schedule.active.map_or(0, |(n, _)| n);
