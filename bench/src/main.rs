@@ -360,10 +360,11 @@ fn run(gpu: &Gpu, options: &Options) -> Result<bool, String> {
         };
         if let Some(row) = auto.and_then(|auto| AutoRow::new(&workload, &measured, auto)) {
             println!(
-                "{:<16} automatic choice ({} candidates): {} ({:.3}x the baseline, {:.3}x the fastest schedule), tuned in {:.2} s, {} launches; a cached launch {:.1} us",
+                "{:<16} automatic choice ({} candidates): {}{} ({:.3}x the baseline, {:.3}x the fastest schedule), tuned in {:.2} s, {} launches; a cached launch {:.1} us",
                 "",
                 row.family.len(),
                 row.pick,
+                row.trial_note(),
                 row.of_baseline,
                 row.of_best,
                 row.tuning_seconds,
@@ -611,6 +612,9 @@ struct AutoRow {
     kernel: &'static str,
     family: Vec<&'static str>,
     pick: &'static str,
+    /// What measuring on scratch buffers picked, before the trial on the
+    /// workload's buffers.
+    measured_pick: &'static str,
     pick_ms: f32,
     baseline_ms: f32,
     best_schedule: &'static str,
@@ -624,6 +628,14 @@ struct AutoRow {
 }
 
 impl AutoRow {
+    /// What the trial did, when it changed the pick.
+    fn trial_note(&self) -> String {
+        match self.measured_pick == self.pick {
+            true => String::new(),
+            false => format!(" (the trial dropped {})", self.measured_pick),
+        }
+    }
+
     fn new(workload: &Workload, measured: &Measurement, auto: AutoChoice) -> Option<Self> {
         let timing = |name: &str| {
             workload
@@ -644,6 +656,7 @@ impl AutoRow {
         Some(AutoRow {
             kernel: workload.name,
             pick: auto.schedule,
+            measured_pick: auto.measured_pick,
             pick_ms: pick.median_ms,
             baseline_ms: baseline.median_ms,
             best_schedule: best_variant.kernel,
@@ -678,7 +691,7 @@ fn print_auto(title: &str, rows: &[AutoRow]) {
             vec![
                 r.kernel.to_string(),
                 r.family.len().to_string(),
-                r.pick.to_string(),
+                format!("{}{}", r.pick, r.trial_note()),
                 format!("{:.3}", r.pick_ms),
                 format!("{:.3}", r.of_baseline),
                 r.best_schedule.to_string(),

@@ -23,10 +23,18 @@
 //!   in most rounds and by more than the noise: the larger of
 //!   [`TunePolicy::min_margin`] (1%) and the baseline's relative
 //!   interquartile range in this measurement. Otherwise the baseline runs.
+//! - **A trial on your launches**: scratch buffers are not your buffers,
+//!   and a schedule that won on them can lose on yours (where your data
+//!   sits in memory, what ran before it). So after a schedule is chosen
+//!   (measured here, or read from the file), the key's next 2 x
+//!   [`TunePolicy::trial`] launches alternate the baseline and the winner
+//!   on your buffers, each timed (the launch waits for the GPU); if the
+//!   winner does not beat the baseline by the margin there, the baseline
+//!   is recorded and launched from then on. A choice of the baseline has no
+//!   trial.
 //! - **Revalidating**: every [`TunePolicy::revalidate_every`] launches of a
-//!   key whose winner is not the baseline (10 000 by default), the winner
-//!   and the baseline are timed again ([`TunePolicy::rounds`] rounds); if
-//!   the winner no longer wins by the margin, the baseline is recorded.
+//!   key whose winner is not the baseline (10 000 by default), a trial runs
+//!   again.
 //! - **Once per key**: launches that share a [`TunedLaunches`] (it is
 //!   `Sync`) tune a key once; the others wait for its choice.
 //! - **A hit** is a hash of the key's parts looked up in memory, with no
@@ -55,6 +63,9 @@ pub struct TunePolicy {
     /// Launches of a tuned key between revalidations of its winner (0:
     /// never).
     pub revalidate_every: u64,
+    /// Launches of each of the baseline and the winner in a trial on the
+    /// caller's buffers (0: no trials, and so no revalidation).
+    pub trial: usize,
 }
 
 impl Default for TunePolicy {
@@ -63,6 +74,7 @@ impl Default for TunePolicy {
             rounds: 10,
             min_margin: 0.01,
             revalidate_every: 10_000,
+            trial: 5,
         }
     }
 }
@@ -72,8 +84,11 @@ impl Default for TunePolicy {
 pub struct Tuned {
     /// The entry launched on the caller's buffers.
     pub schedule: &'static str,
-    /// Whether this launch measured (a miss or a revalidation).
+    /// Whether this launch measured every candidate (a miss).
     pub measured: bool,
+    /// Whether this launch was a timed trial launch on the caller's buffers
+    /// (then `schedule` may be the baseline).
+    pub trial: bool,
     /// The choice as recorded: the schedule and the medians that chose it.
     pub choice: Choice,
 }
@@ -99,6 +114,50 @@ struct Hit {
     schedule: &'static str,
     choice: Choice,
     launches: u64,
+    /// The trial under way, if any.
+    trial: Option<Trial>,
+}
+
+/// What the next launch of a key does.
+enum Next {
+    /// Launch the known choice.
+    Run(Hit),
+    /// Time one trial launch of the baseline (or of the choice) on the
+    /// caller's buffers; the key is claimed.
+    Trial { hit: Hit, baseline: bool },
+    /// Measure every candidate; the key is claimed.
+    Measure,
+}
+
+/// A chosen schedule timed against the baseline on the caller's launches,
+/// alternating, the baseline first.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Trial {
+    baseline: Vec<f32>,
+    schedule: Vec<f32>,
+}
+
+impl Trial {
+    fn next_is_baseline(&self) -> bool {
+        self.baseline.len() <= self.schedule.len()
+    }
+
+    /// Adds one launch's time. When both sides have `launches` times, the
+    /// verdict: whether the schedule beat the baseline by more than the
+    /// larger of `min_margin` and the baseline's noise.
+    fn add(&mut self, baseline: bool, ms: f32, launches: usize, min_margin: f32) -> Option<bool> {
+        if baseline {
+            self.baseline.push(ms);
+        } else {
+            self.schedule.push(ms);
+        }
+        if self.baseline.len() < launches || self.schedule.len() < launches {
+            return None;
+        }
+        let samples = [self.baseline.clone(), self.schedule.clone()];
+        let margin = min_margin.max(noise_margin(&self.baseline));
+        Some(decide_with_margin(&samples, margin) == 1)
+    }
 }
 
 impl TunedLaunches {
@@ -121,28 +180,35 @@ impl TunedLaunches {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The in-memory choice for `hash`, counting this launch; `None` when
-    /// the key is unknown or due for revalidation. Waits while another
-    /// thread measures the key, and claims it when it must be measured.
-    fn hit_or_claim(&self, hash: u64) -> Option<Hit> {
+    /// What the next launch of `hash` does, counting it. Waits while
+    /// another thread measures or trials the key; claims it when this
+    /// launch must measure or trial.
+    fn next(&self, hash: u64) -> Next {
         let mut state = self.state();
         loop {
             if state.measuring.contains(&hash) {
                 state = self.tuned.wait(state).unwrap_or_else(|p| p.into_inner());
                 continue;
             }
-            let every = self.policy.revalidate_every;
-            if let Some(hit) = state.hits.get_mut(&hash) {
-                hit.launches += 1;
-                let due = every != 0
-                    && hit.launches >= every
-                    && hit.choice.schedule_ms < hit.choice.baseline_ms;
-                if !due {
-                    return Some(hit.clone());
-                }
+            let (every, trial) = (self.policy.revalidate_every, self.policy.trial);
+            let Some(hit) = state.hits.get_mut(&hash) else {
+                state.measuring.insert(hash);
+                return Next::Measure;
+            };
+            hit.launches += 1;
+            let due = every != 0
+                && trial != 0
+                && hit.launches >= every
+                && hit.choice.schedule_ms < hit.choice.baseline_ms;
+            if due && hit.trial.is_none() {
+                hit.trial = Some(Trial::default());
             }
+            let Some(baseline) = hit.trial.as_ref().map(Trial::next_is_baseline) else {
+                return Next::Run(hit.clone());
+            };
+            let hit = hit.clone();
             state.measuring.insert(hash);
-            return None;
+            return Next::Trial { hit, baseline };
         }
     }
 
@@ -282,100 +348,111 @@ impl Gpu {
             .hash(&mut h);
         let hash = h.finish();
         let index_of = |name: &str| candidates.iter().position(|e| e.name() == name);
+        // SAFETY (every launch below): the caller's promise; the recorded
+        // arguments are theirs, borrowed for this call.
+        let launch = |entry: Entry<K>| unsafe {
+            self.launch_recorded(module, entry, original, options, &recorded, None)
+        };
+        let key = || self.tune_key(K::NAME, grid, block, &scalars, checksum, module.ptx_hash());
+        let policy = &launches.policy;
 
-        if let Some(hit) = launches.hit_or_claim(hash) {
-            if let Some(i) = index_of(hit.schedule) {
-                // SAFETY: the caller's promise; the recorded arguments are
-                // theirs, borrowed for this call.
-                unsafe {
-                    self.launch_recorded(module, candidates[i], original, options, &recorded, None)?
-                };
+        let tuned = match launches.next(hash) {
+            Next::Run(hit) => {
+                launch(candidates[index_of(hit.schedule).unwrap_or(0)])?;
                 return Ok(Tuned {
                     schedule: hit.schedule,
                     measured: false,
+                    trial: false,
                     choice: hit.choice,
                 });
             }
-        }
-        let mut claim = Claim {
-            launches,
-            hash,
-            done: false,
-        };
-        let key = self.tune_key(K::NAME, grid, block, &scalars, checksum, module.ptx_hash());
-        // Revalidating (a known hit), or another process's choice on file,
-        // or measuring all candidates.
-        let known = launches.state().hits.get(&hash).cloned();
-        let saved = launches.tuner().choice(&key).cloned();
-        let (choice, measured) = match (known, saved) {
-            (Some(hit), _) => {
-                let pair = [
-                    candidates[0],
-                    candidates[index_of(hit.schedule).unwrap_or(0)],
-                ];
-                // SAFETY: as above; candidates write into scratch.
-                let choice = unsafe {
-                    self.measure(
-                        module,
-                        &pair,
-                        original,
-                        options,
-                        &recorded,
-                        &launches.policy,
-                    )?
+            Next::Trial { mut hit, baseline } => {
+                let mut claim = Claim {
+                    launches,
+                    hash,
+                    done: false,
                 };
-                (choice, true)
-            }
-            (None, Some(saved)) if index_of(&saved.schedule).is_some() => (saved, false),
-            _ => {
-                // SAFETY: as above; candidates write into scratch.
-                let choice = unsafe {
-                    self.measure(
-                        module,
-                        candidates,
-                        original,
-                        options,
-                        &recorded,
-                        &launches.policy,
-                    )?
+                let entry = match baseline {
+                    true => candidates[0],
+                    false => candidates[index_of(hit.schedule).unwrap_or(0)],
                 };
-                (choice, true)
+                let timer = GpuTimer::new(self.stream())?;
+                timer.start()?;
+                launch(entry)?;
+                timer.stop()?;
+                let ms = timer.elapsed_ms()?;
+                let trial = hit.trial.get_or_insert_with(Trial::default);
+                if let Some(kept) = trial.add(baseline, ms, policy.trial.max(1), policy.min_margin)
+                {
+                    let (b, s) = (median(&trial.baseline), median(&trial.schedule));
+                    if !kept {
+                        hit.schedule = candidates[0].name();
+                    }
+                    hit.choice = Choice {
+                        schedule: hit.schedule.to_string(),
+                        baseline_ms: b,
+                        schedule_ms: if kept { s } else { b },
+                    };
+                    hit.trial = None;
+                    hit.launches = 0;
+                    launches.tuner().record_choice(&key(), hit.choice.clone())?;
+                }
+                let choice = hit.choice.clone();
+                claim.done = true;
+                launches.publish(hash, Some(hit));
+                return Ok(Tuned {
+                    schedule: entry.name(),
+                    measured: false,
+                    trial: true,
+                    choice,
+                });
+            }
+            Next::Measure => {
+                let mut claim = Claim {
+                    launches,
+                    hash,
+                    done: false,
+                };
+                // Another process's choice on file, or measuring all
+                // candidates.
+                let key = key();
+                let saved = launches.tuner().choice(&key).cloned();
+                let (choice, measured) = match saved {
+                    Some(saved) if index_of(&saved.schedule).is_some() => (saved, false),
+                    _ => {
+                        // SAFETY: as above; candidates write into scratch.
+                        let choice = unsafe {
+                            self.measure(module, candidates, original, options, &recorded, policy)?
+                        };
+                        launches.tuner().record_choice(&key, choice.clone())?;
+                        (choice, true)
+                    }
+                };
+                let schedule = candidates[index_of(&choice.schedule).unwrap_or(0)].name();
+                let trial =
+                    (policy.trial != 0 && schedule != candidates[0].name()).then(Trial::default);
+                let hit = Hit {
+                    schedule,
+                    choice,
+                    launches: 0,
+                    trial,
+                };
+                claim.done = true;
+                launches.publish(hash, Some(hit.clone()));
+                Tuned {
+                    schedule,
+                    measured,
+                    trial: false,
+                    choice: hit.choice,
+                }
             }
         };
-        if measured {
-            launches.tuner().record_choice(&key, choice.clone())?;
-        }
-        let index = index_of(&choice.schedule).unwrap_or(0);
-        let schedule = candidates[index].name();
-        claim.done = true;
-        launches.publish(
-            hash,
-            Some(Hit {
-                schedule,
-                choice: choice.clone(),
-                launches: 0,
-            }),
-        );
-        // SAFETY: the caller's promise, for the winner on their buffers.
-        unsafe {
-            self.launch_recorded(
-                module,
-                candidates[index],
-                original,
-                options,
-                &recorded,
-                None,
-            )?
-        };
-        Ok(Tuned {
-            schedule,
-            measured,
-            choice,
-        })
+        launch(candidates[index_of(tuned.schedule).unwrap_or(0)])?;
+        Ok(tuned)
     }
 
-    /// The key's strings (made only when a key is measured or read from
-    /// the file).
+    /// The key's strings (made only when a key is measured, read from the
+    /// file or its trial ends).
     fn tune_key(
         &self,
         kernel: &str,
@@ -500,6 +577,27 @@ impl Gpu {
 mod tests {
     use super::*;
 
+    fn measures(next: Next) -> bool {
+        matches!(next, Next::Measure)
+    }
+
+    fn plain(next: Next) -> bool {
+        matches!(next, Next::Run(_))
+    }
+
+    fn hit(schedule: &'static str, baseline_ms: f32, schedule_ms: f32) -> Hit {
+        Hit {
+            schedule,
+            choice: Choice {
+                schedule: schedule.into(),
+                baseline_ms,
+                schedule_ms,
+            },
+            launches: 0,
+            trial: None,
+        }
+    }
+
     #[test]
     fn sizes_within_a_factor_of_two_share_a_bucket() {
         assert_eq!(bucket(0), 0);
@@ -521,22 +619,10 @@ mod tests {
         std::thread::scope(|scope| {
             for _ in 0..8 {
                 scope.spawn(|| {
-                    if launches.hit_or_claim(7).is_none() {
+                    if measures(launches.next(7)) {
                         measured.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         std::thread::sleep(std::time::Duration::from_millis(20));
-                        let choice = Choice {
-                            schedule: "k_fast".into(),
-                            baseline_ms: 2.0,
-                            schedule_ms: 1.0,
-                        };
-                        launches.publish(
-                            7,
-                            Some(Hit {
-                                schedule: "k_fast",
-                                choice,
-                                launches: 0,
-                            }),
-                        );
+                        launches.publish(7, Some(hit("k_fast", 2.0, 1.0)));
                     }
                 });
             }
@@ -553,17 +639,17 @@ mod tests {
             Tuner::open(dir.join("t.json")).unwrap(),
             TunePolicy::default(),
         );
-        assert!(launches.hit_or_claim(9).is_none());
+        assert!(measures(launches.next(9)));
         drop(Claim {
             launches: &launches,
             hash: 9,
             done: false,
         });
-        assert!(launches.hit_or_claim(9).is_none(), "claimable again");
+        assert!(measures(launches.next(9)), "claimable again");
         std::fs::remove_dir_all(dir).ok();
     }
 
-    /// A winner is measured again after `revalidate_every` launches; a
+    /// A winner is tried again after `revalidate_every` launches; a
     /// baseline choice never is.
     #[test]
     fn winners_are_revalidated_on_schedule() {
@@ -573,31 +659,73 @@ mod tests {
             ..TunePolicy::default()
         };
         let launches = TunedLaunches::new(Tuner::open(dir.join("t.json")).unwrap(), policy);
-        let hit = |schedule: &'static str, schedule_ms| Hit {
-            schedule,
-            choice: Choice {
-                schedule: schedule.into(),
-                baseline_ms: 2.0,
-                schedule_ms,
-            },
-            launches: 0,
-        };
-        assert!(launches.hit_or_claim(1).is_none());
-        launches.publish(1, Some(hit("fast", 1.0)));
-        assert!(launches.hit_or_claim(2).is_none());
-        launches.publish(2, Some(hit("base", 2.0)));
-        let fast: Vec<bool> = (0..3).map(|_| launches.hit_or_claim(1).is_some()).collect();
-        assert_eq!(fast, [true, true, false], "the third launch revalidates");
-        launches.publish(1, Some(hit("fast", 1.0)));
-        assert!(
-            launches.hit_or_claim(1).is_some(),
-            "and the count starts again"
+        assert!(measures(launches.next(1)));
+        launches.publish(1, Some(hit("fast", 2.0, 1.0)));
+        assert!(measures(launches.next(2)));
+        launches.publish(2, Some(hit("base", 2.0, 2.0)));
+        let launched: Vec<bool> = (0..3).map(|_| plain(launches.next(1))).collect();
+        assert_eq!(
+            launched,
+            [true, true, false],
+            "the third launch starts a trial"
         );
+        launches.publish(1, Some(hit("fast", 2.0, 1.0)));
+        assert!(plain(launches.next(1)), "and the count starts again");
         assert!(
-            (0..10).all(|_| launches.hit_or_claim(2).is_some()),
+            (0..10).all(|_| plain(launches.next(2))),
             "baselines are not revalidated"
         );
         std::fs::remove_dir_all(dir).ok();
+    }
+
+    /// A trial alternates the baseline and the winner, claiming the key for
+    /// each launch, until both have `trial` launches.
+    #[test]
+    fn a_trial_alternates_and_claims_each_launch() {
+        let dir = std::env::temp_dir().join(format!("tuned-trial-{}", std::process::id()));
+        let launches = TunedLaunches::new(
+            Tuner::open(dir.join("t.json")).unwrap(),
+            TunePolicy::default(),
+        );
+        assert!(measures(launches.next(4)));
+        let mut h = hit("fast", 2.0, 1.0);
+        h.trial = Some(Trial::default());
+        launches.publish(4, Some(h));
+        let mut order = Vec::new();
+        for _ in 0..4 {
+            let Next::Trial { mut hit, baseline } = launches.next(4) else {
+                panic!("not a trial launch");
+            };
+            assert!(launches.state().measuring.contains(&4), "claimed");
+            order.push(baseline);
+            let trial = hit.trial.as_mut().unwrap();
+            assert_eq!(trial.add(baseline, 1.0, 5, 0.01), None);
+            launches.publish(4, Some(hit));
+        }
+        assert_eq!(order, [true, false, true, false]);
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    /// The trial's verdict: a winner keeps its place only while it beats
+    /// the baseline by the margin on the caller's launches.
+    #[test]
+    fn a_trial_keeps_a_winner_only_if_it_still_wins() {
+        let verdict = |baseline: f32, schedule: f32| {
+            let mut trial = Trial::default();
+            let mut last = None;
+            for i in 0..3 {
+                // A little noise, the same on both sides.
+                let jitter = 1.0 + 0.001 * i as f32;
+                assert_eq!(last, None, "a verdict before the last launch");
+                last = trial.add(true, baseline * jitter, 3, 0.01);
+                assert_eq!(last, None, "a verdict before the schedule's launch");
+                last = trial.add(false, schedule * jitter, 3, 0.01);
+            }
+            last.expect("a verdict after both sides' last launch")
+        };
+        assert!(verdict(2.0, 1.0), "twice as fast");
+        assert!(!verdict(2.0, 2.1), "slower on the caller's buffers");
+        assert!(!verdict(2.0, 1.99), "inside the 1% margin");
     }
 
     /// What a hit costs before its launch: hashing the key's parts and the
@@ -612,20 +740,8 @@ mod tests {
                 ..TunePolicy::default()
             },
         );
-        assert!(launches.hit_or_claim(5).is_none());
-        let choice = Choice {
-            schedule: "s".into(),
-            baseline_ms: 1.0,
-            schedule_ms: 1.0,
-        };
-        launches.publish(
-            5,
-            Some(Hit {
-                schedule: "s",
-                choice,
-                launches: 0,
-            }),
-        );
+        assert!(measures(launches.next(5)));
+        launches.publish(5, Some(hit("s", 1.0, 1.0)));
         let runs = 100_000u32;
         let started = std::time::Instant::now();
         for i in 0..runs {
@@ -641,7 +757,7 @@ mod tests {
             )
                 .hash(&mut h);
             let _ = h.finish();
-            assert!(launches.hit_or_claim(5).is_some());
+            assert!(plain(launches.next(5)));
         }
         let each = started.elapsed() / runs;
         eprintln!("a tuned launch's hit costs {each:?} before the launch (hash + lookup)");

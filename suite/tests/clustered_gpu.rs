@@ -415,21 +415,38 @@ fn tuned_launches_touch_the_callers_buffers_once() {
         unsafe { gpu.launch_tuned(&module, &launches, &candidates, config, &options, (a, c, n)) }
             .unwrap()
     };
-    for (n, expect_measured) in [(1u32 << 20, [true, false]), (1 << 22, [true, false])] {
+    for n in [1u32 << 20, 1 << 22] {
         let a: Vec<f32> = (0..n).map(|i| (i % 97) as f32).collect();
         let (a_gpu, mut c) = (
             gpu.htod(&a).unwrap(),
             gpu.htod(&vec![1.0f32; n as usize]).unwrap(),
         );
-        for expected in expect_measured {
+        // The measuring launch, the trial's (when a schedule won), then a
+        // plain one: each adds `a` to the caller's `c` once.
+        let first = tuned_launch(&a_gpu, &mut c, n);
+        eprintln!("n = {n}: {} ({:?})", first.schedule, first.choice);
+        assert!(first.measured && !first.trial, "n = {n}: {first:?}");
+        let mut launched = 1;
+        let last = loop {
             let tuned = tuned_launch(&a_gpu, &mut c, n);
-            eprintln!(
-                "n = {n}: {} (measured: {}, {:?})",
-                tuned.schedule, tuned.measured, tuned.choice
+            launched += 1;
+            assert!(!tuned.measured, "n = {n}: {tuned:?}");
+            if !tuned.trial {
+                break tuned;
+            }
+            assert!(
+                launched <= 1 + 2 * TunePolicy::default().trial,
+                "the trial ends"
             );
-            assert_eq!(tuned.measured, expected, "n = {n}");
+        };
+        if first.schedule == accumulate::KERNEL.name() {
+            assert_eq!(launched, 2, "n = {n}: a baseline choice has no trial");
         }
-        let want: Vec<f32> = a.iter().map(|&x| 1.0 + x + x).collect();
+        eprintln!(
+            "n = {n}: after {launched} launches: {} ({:?})",
+            last.schedule, last.choice
+        );
+        let want: Vec<f32> = a.iter().map(|&x| 1.0 + launched as f32 * x).collect();
         assert_eq!(
             gpu.dtoh(&c).unwrap(),
             want,
