@@ -585,6 +585,13 @@ mod tests {
         matches!(next, Next::Run(_))
     }
 
+    /// Launches whose tuner file is never written: these tests publish
+    /// and claim in memory only.
+    fn launches(tag: &str, policy: TunePolicy) -> TunedLaunches {
+        let file = std::env::temp_dir().join(format!("tuned-{tag}-{}.json", std::process::id()));
+        TunedLaunches::new(Tuner::open(file).unwrap(), policy)
+    }
+
     fn hit(schedule: &'static str, baseline_ms: f32, schedule_ms: f32) -> Hit {
         Hit {
             schedule,
@@ -612,9 +619,7 @@ mod tests {
     /// choice and then hit.
     #[test]
     fn concurrent_launches_of_one_key_measure_once() {
-        let dir = std::env::temp_dir().join(format!("tuned-once-{}", std::process::id()));
-        let tuner = Tuner::open(dir.join("t.json")).unwrap();
-        let launches = TunedLaunches::new(tuner, TunePolicy::default());
+        let launches = launches("once", TunePolicy::default());
         let measured = std::sync::atomic::AtomicUsize::new(0);
         std::thread::scope(|scope| {
             for _ in 0..8 {
@@ -628,17 +633,12 @@ mod tests {
             }
         });
         assert_eq!(measured.into_inner(), 1);
-        std::fs::remove_dir_all(dir).ok();
     }
 
     /// A failed measurement releases its claim: the next launch measures.
     #[test]
     fn a_failed_measurement_does_not_block_the_key() {
-        let dir = std::env::temp_dir().join(format!("tuned-fail-{}", std::process::id()));
-        let launches = TunedLaunches::new(
-            Tuner::open(dir.join("t.json")).unwrap(),
-            TunePolicy::default(),
-        );
+        let launches = launches("fail", TunePolicy::default());
         assert!(measures(launches.next(9)));
         drop(Claim {
             launches: &launches,
@@ -646,19 +646,17 @@ mod tests {
             done: false,
         });
         assert!(measures(launches.next(9)), "claimable again");
-        std::fs::remove_dir_all(dir).ok();
     }
 
     /// A winner is tried again after `revalidate_every` launches; a
     /// baseline choice never is.
     #[test]
     fn winners_are_revalidated_on_schedule() {
-        let dir = std::env::temp_dir().join(format!("tuned-reval-{}", std::process::id()));
         let policy = TunePolicy {
             revalidate_every: 3,
             ..TunePolicy::default()
         };
-        let launches = TunedLaunches::new(Tuner::open(dir.join("t.json")).unwrap(), policy);
+        let launches = launches("reval", policy);
         assert!(measures(launches.next(1)));
         launches.publish(1, Some(hit("fast", 2.0, 1.0)));
         assert!(measures(launches.next(2)));
@@ -675,18 +673,13 @@ mod tests {
             (0..10).all(|_| plain(launches.next(2))),
             "baselines are not revalidated"
         );
-        std::fs::remove_dir_all(dir).ok();
     }
 
     /// A trial alternates the baseline and the winner, claiming the key for
     /// each launch, until both have `trial` launches.
     #[test]
     fn a_trial_alternates_and_claims_each_launch() {
-        let dir = std::env::temp_dir().join(format!("tuned-trial-{}", std::process::id()));
-        let launches = TunedLaunches::new(
-            Tuner::open(dir.join("t.json")).unwrap(),
-            TunePolicy::default(),
-        );
+        let launches = launches("trial", TunePolicy::default());
         assert!(measures(launches.next(4)));
         let mut h = hit("fast", 2.0, 1.0);
         h.trial = Some(Trial::default());
@@ -703,7 +696,6 @@ mod tests {
             launches.publish(4, Some(hit));
         }
         assert_eq!(order, [true, false, true, false]);
-        std::fs::remove_dir_all(dir).ok();
     }
 
     /// The trial's verdict: a winner keeps its place only while it beats
@@ -732,9 +724,8 @@ mod tests {
     /// lookup (the launch itself is the driver's).
     #[test]
     fn tuned_hit_cost() {
-        let dir = std::env::temp_dir().join(format!("tuned-cost-{}", std::process::id()));
-        let launches = TunedLaunches::new(
-            Tuner::open(dir.join("t.json")).unwrap(),
+        let launches = launches(
+            "cost",
             TunePolicy {
                 revalidate_every: 0,
                 ..TunePolicy::default()
@@ -761,6 +752,5 @@ mod tests {
         }
         let each = started.elapsed() / runs;
         eprintln!("a tuned launch's hit costs {each:?} before the launch (hash + lookup)");
-        std::fs::remove_dir_all(dir).ok();
     }
 }
