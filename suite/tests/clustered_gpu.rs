@@ -453,6 +453,65 @@ fn tuned_launches_touch_the_callers_buffers_once() {
             "n = {n}: the caller's buffer saw other launches"
         );
     }
+    // A choice another process saved (forged here: the agents schedule,
+    // whatever the GPU measured) stands the trial in a new process: 2 x
+    // trial launches alternating the baseline and it, then plain launches
+    // of whichever the trial kept; every launch on the caller's buffer once.
+    {
+        let n = 1u32 << 22;
+        let (key, _) = {
+            let tuner = launches.tuner();
+            let found = tuner.choices().find(|(k, _)| k.problem.contains("4194304"));
+            let (key, choice) = found.expect("the 4 Mi key's choice is on file");
+            (key.clone(), choice.clone())
+        };
+        let forged = clustered_suite::host::tuner::Choice {
+            schedule: "accumulate_agents".to_string(),
+            baseline_ms: 2.0,
+            schedule_ms: 1.0,
+        };
+        launches.tuner().record_choice(&key, forged).unwrap();
+        let policy = TunePolicy::default();
+        let fresh =
+            TunedLaunches::new(Tuner::open(dir.join("tuner.json")).unwrap(), policy.clone());
+        let a: Vec<f32> = (0..n).map(|i| (i % 89) as f32).collect();
+        let (a_gpu, mut c) = (gpu.htod(&a).unwrap(), gpu.zeros::<f32>(n as usize).unwrap());
+        let config = LaunchConfig::linear(u64::from(n), 256);
+        let mut seen = Vec::new();
+        for _ in 0..2 * policy.trial + 2 {
+            // SAFETY: as above.
+            let tuned = unsafe {
+                gpu.launch_tuned(
+                    &module,
+                    &fresh,
+                    &candidates,
+                    config,
+                    &options,
+                    (&a_gpu, &mut c, n),
+                )
+            }
+            .unwrap();
+            assert!(!tuned.measured, "{tuned:?}");
+            seen.push((tuned.schedule, tuned.trial));
+        }
+        eprintln!("a forged choice's trial: {seen:?}");
+        let (base, agents) = (accumulate::KERNEL.name(), "accumulate_agents");
+        assert_eq!(seen[0], (agents, false), "the saved choice runs first");
+        for (i, &(schedule, trial)) in seen[1..=2 * policy.trial].iter().enumerate() {
+            assert!(trial);
+            assert_eq!(
+                schedule,
+                if i % 2 == 0 { base } else { agents },
+                "launch {i} of the trial"
+            );
+        }
+        let kept = seen[2 * policy.trial + 1];
+        assert!(!kept.1 && (kept.0 == base || kept.0 == agents), "{kept:?}");
+        let launched = seen.len() as f32;
+        let want: Vec<f32> = a.iter().map(|&x| launched * x).collect();
+        assert_eq!(gpu.dtoh(&c).unwrap(), want, "each launch added a to c once");
+    }
+
     // What a hit costs over a plain typed launch of the same entry (host
     // time per call, launches queued; printed, not asserted).
     let n = 1u32 << 20;
