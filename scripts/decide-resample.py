@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""How often the tuner's rule would pick SCHEDULE over the baseline, from a
+bench run's rounds drawn again at random (the rounds kept whole, so each
+draw is a measurement the tuner could have made):
+
+    scripts/decide-resample.py RECORDS.json KERNEL SCHEDULE [--rounds 10] [--draws 20000]
+
+RECORDS is a predict/data file with `samples_ms` (one time per round). It
+prints the share of draws that pick SCHEDULE among the kernel's schedules
+(`--rounds` rounds), and of trials of SCHEDULE alone against the baseline
+(5 rounds), by the median rule alone and with host/src/tuner.rs's trimmed
+mean, both with the margin of `decide_with_margin` (max(1%, the
+baseline's interquartile spread)). A mirror of that Rust, for the docs'
+figures; the Rust is the rule.
+"""
+import argparse, json, random
+
+
+def median(x):
+    s = sorted(x)
+    return s[len(s) // 2]
+
+
+def trimmed_mean(x):
+    s = sorted(x)
+    t = len(s) // 10
+    kept = s[t:len(s) - t]
+    return sum(kept) / len(kept)
+
+
+def spread(x):
+    s = sorted(x)
+    q = lambda i: s[(len(s) - 1) * i // 4]
+    return (q(3) - q(1)) / median(s)
+
+
+def decide(samples, with_mean):
+    base = samples[0]
+    best = (0, median(base))
+    for i, c in enumerate(samples[1:], 1):
+        wins = sum(1 for x, y in zip(c, base) if x < y)
+        ok = median(c) < median(base) and 2 * wins > len(base)
+        ok = ok and (not with_mean or trimmed_mean(c) < trimmed_mean(base))
+        if ok and median(c) < best[1]:
+            best = (i, median(c))
+    w = best[0]
+    margin = min(max(spread(base), 0.01), 0.5)
+    return w if w and median(samples[w]) < median(base) * (1 - margin) else 0
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("records")
+    p.add_argument("kernel")
+    p.add_argument("schedule")
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--draws", type=int, default=20000)
+    a = p.parse_args()
+    rows = [r for r in json.load(open(a.records))["records"] if r["kernel"] == a.kernel]
+    if not rows or "samples_ms" not in rows[0]:
+        raise SystemExit(f"{a.records}: no samples_ms for {a.kernel}")
+    names = [r["schedule"] for r in rows]
+    if a.schedule not in names or names[0] != "baseline":
+        raise SystemExit(f"{a.kernel}: schedules are {names}")
+    n = min(len(r["samples_ms"]) for r in rows)
+    target = names.index(a.schedule)
+    random.seed(1)
+    for label, chosen, rounds in [
+        (f"measured among {len(rows)} schedules, {a.rounds} rounds", range(len(rows)), a.rounds),
+        ("a trial against the baseline, 5 rounds", [0, target], 5),
+    ]:
+        chosen = list(chosen)
+        picks = {False: 0, True: 0}
+        for _ in range(a.draws):
+            draw = [random.randrange(n) for _ in range(rounds)]
+            samples = [[rows[i]["samples_ms"][j] for j in draw] for i in chosen]
+            for with_mean in picks:
+                if chosen[decide(samples, with_mean)] == target:
+                    picks[with_mean] += 1
+        print(f"{label}: picks {a.schedule} in {100 * picks[False] / a.draws:.1f}% "
+              f"by the median, {100 * picks[True] / a.draws:.1f}% with the trimmed mean")
+
+
+if __name__ == "__main__":
+    main()
