@@ -5,7 +5,8 @@ draw is a measurement the tuner could have made):
 
     scripts/decide-resample.py RECORDS.json KERNEL SCHEDULE [--rounds 10] [--draws 20000]
 
-RECORDS is a predict/data file with `samples_ms` (one time per round). It
+RECORDS is a predict/data file or a bench.json, with `samples_ms` (one
+time per round; nvcc twins are left out). It
 prints the share of draws that pick SCHEDULE among the kernel's schedules
 (`--rounds` rounds), and of trials of SCHEDULE alone against the baseline
 (5 rounds), by the median rule alone and with host/src/tuner.rs's trimmed
@@ -56,7 +57,11 @@ def main():
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--draws", type=int, default=20000)
     a = p.parse_args()
-    rows = [r for r in json.load(open(a.records))["records"] if r["kernel"] == a.kernel]
+    rows = [
+        r
+        for r in json.load(open(a.records))["records"]
+        if r["kernel"] == a.kernel and r["schedule"] != "nvcc twin"
+    ]
     if not rows or "samples_ms" not in rows[0]:
         raise SystemExit(f"{a.records}: no samples_ms for {a.kernel}")
     names = [r["schedule"] for r in rows]
