@@ -35,6 +35,13 @@
 //! - **Revalidating**: every [`TunePolicy::revalidate_every`] launches of a
 //!   key whose winner is not the baseline (10 000 by default), a trial runs
 //!   again.
+//! - **In a graph capture** (the GPU's stream capturing): nothing there may
+//!   wait for the GPU, so a key's first launch, which must measure, is
+//!   refused with [`TunerError::Capturing`](crate::tuner::TunerError)
+//!   before anything is captured (launch the key once before capturing; a
+//!   choice another process saved needs no measuring and is launched), and
+//!   a launch due for a trial launches the choice untimed: the trial goes
+//!   on at the next launch outside a capture.
 //! - **Once per key**: launches that share a [`TunedLaunches`] (it is
 //!   `Sync`) tune a key once; the others wait for its choice.
 //! - **A hit** is a hash of the key's parts looked up in memory, with no
@@ -46,7 +53,9 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use clustered_device::entry::{Entry, KernelFn};
-use cudarc::driver::CudaSlice;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream};
 
 use crate::tuner::{decide_with_margin, median, noise_margin, Choice, TuneKey, Tuner};
 use crate::typed::{Param, Recorded};
@@ -239,6 +248,22 @@ impl Drop for Claim<'_> {
     }
 }
 
+/// The stream a launch with `options` runs on: the tuned launch records
+/// its buffers, times and copies there, since events on another stream
+/// would not bracket the launch.
+fn launch_stream<'a>(gpu: &'a Gpu, options: &'a ClusterOptions) -> &'a Arc<CudaStream> {
+    options.stream.as_ref().unwrap_or(gpu.stream())
+}
+
+/// Whether `stream` is being captured into a graph.
+fn capturing(stream: &CudaStream) -> Result<bool, Error> {
+    use cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let status = stream
+        .capture_status()
+        .map_err(Error::driver("cuStreamIsCapturing"))?;
+    Ok(status != CU_STREAM_CAPTURE_STATUS_NONE)
+}
+
 /// `v` rounded up to a power of two (0 stays 0): problems within a factor
 /// of two share a tuning.
 pub fn bucket(v: u64) -> u64 {
@@ -332,7 +357,8 @@ impl Gpu {
         if candidates.is_empty() {
             return Err(crate::tuner::TunerError::NoCandidates.into());
         }
-        let recorded = Recorded::new::<K>(self, args);
+        let stream = launch_stream(self, options);
+        let recorded = Recorded::new::<K>(stream, args);
         let (grid, block, scalars) = problem_parts(&original, &recorded);
         let checksum = candidates_checksum(candidates);
         let mut h = Fnv::default();
@@ -356,7 +382,25 @@ impl Gpu {
         let key = || self.tune_key(K::NAME, grid, block, &scalars, checksum, module.ptx_hash());
         let policy = &launches.policy;
 
-        let tuned = match launches.next(hash) {
+        // A stream being captured into a graph cannot wait for the GPU:
+        // a trial launch runs the choice untimed there, and a measurement
+        // is refused before anything is captured.
+        // A stream being captured into a graph cannot wait for the GPU:
+        // there a trial's launch runs the choice untimed (the trial goes on
+        // at the next launch outside a capture), and a measurement is
+        // refused before anything is captured.
+        let next = match launches.next(hash) {
+            Next::Trial { hit, baseline } => match capturing(stream) {
+                Ok(false) => Next::Trial { hit, baseline },
+                capturing => {
+                    launches.publish(hash, None);
+                    capturing?;
+                    Next::Run(hit)
+                }
+            },
+            next => next,
+        };
+        let tuned = match next {
             Next::Run(hit) => {
                 launch(candidates[index_of(hit.schedule).unwrap_or(0)])?;
                 return Ok(Tuned {
@@ -376,7 +420,7 @@ impl Gpu {
                     true => candidates[0],
                     false => candidates[index_of(hit.schedule).unwrap_or(0)],
                 };
-                let timer = GpuTimer::new(self.stream())?;
+                let timer = GpuTimer::new(stream)?;
                 timer.start()?;
                 launch(entry)?;
                 timer.stop()?;
@@ -419,6 +463,10 @@ impl Gpu {
                 let saved = launches.tuner().choice(&key).cloned();
                 let (choice, measured) = match saved {
                     Some(saved) if index_of(&saved.schedule).is_some() => (saved, false),
+                    _ if capturing(stream)? => {
+                        let kernel = K::NAME.to_string();
+                        return Err(crate::tuner::TunerError::Capturing { kernel }.into());
+                    }
                     _ => {
                         // SAFETY: as above; candidates write into scratch.
                         let choice = unsafe {
@@ -487,6 +535,7 @@ impl Gpu {
         recorded: &Recorded,
         policy: &TunePolicy,
     ) -> Result<Choice, Error> {
+        let stream = launch_stream(self, options);
         let outputs: Vec<(u64, usize)> = recorded
             .params
             .iter()
@@ -501,25 +550,24 @@ impl Gpu {
             .collect();
         let mut scratch: Vec<CudaSlice<u8>> = outputs
             .iter()
-            .map(|&(_, bytes)| self.zeros::<u8>(bytes.max(1)))
+            .map(|&(_, bytes)| {
+                stream
+                    .alloc_zeros::<u8>(bytes.max(1))
+                    .map_err(Error::driver("cuMemAllocAsync(tuning scratch)"))
+            })
             .collect::<Result<_, _>>()?;
         let addresses: Vec<u64> = scratch
             .iter_mut()
             .map(|s| {
                 use cudarc::driver::DevicePtr;
-                s.device_ptr(self.stream()).0
+                s.device_ptr(stream).0
             })
             .collect();
         let refresh = || -> Result<(), Error> {
             for (&(from, bytes), &to) in outputs.iter().zip(&addresses) {
                 // SAFETY: both ranges hold `bytes` bytes on this context.
                 unsafe {
-                    cudarc::driver::result::memcpy_dtod_async(
-                        to,
-                        from,
-                        bytes,
-                        self.stream().cu_stream(),
-                    )
+                    cudarc::driver::result::memcpy_dtod_async(to, from, bytes, stream.cu_stream())
                 }
                 .map_err(|source| Error::Driver {
                     context: "cuMemcpyDtoDAsync(tuning scratch)",
@@ -528,7 +576,7 @@ impl Gpu {
             }
             Ok(())
         };
-        let timer = GpuTimer::new(self.stream())?;
+        let timer = GpuTimer::new(stream)?;
         let run = |entry: Entry<K>| -> Result<f32, Error> {
             refresh()?;
             timer.start()?;

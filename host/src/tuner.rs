@@ -148,6 +148,10 @@ pub enum TunerError {
     },
     /// There is nothing to choose from (not even a baseline).
     NoCandidates,
+    /// The first launch of a key measures its candidates, which waits for
+    /// the GPU, and its stream was being captured into a CUDA graph, where
+    /// nothing may wait; nothing was launched and the capture goes on.
+    Capturing { kernel: String },
     /// The number of sample series differs from the number of candidates.
     SampleCount { candidates: usize, series: usize },
     /// A candidate has no samples.
@@ -212,6 +216,12 @@ impl fmt::Display for TunerError {
                 f,
                 "nothing to tune: the candidate list is empty; pass the baseline's name first, \
                  then its schedules"
+            ),
+            TunerError::Capturing { kernel } => write!(
+                f,
+                "`{kernel}`'s tuned launch must measure its candidates first, which waits for \
+                 the GPU, and its stream is being captured into a graph: launch it once before \
+                 capturing (later launches of the same problem are plain launches)"
             ),
             TunerError::SampleCount { candidates, series } => write!(
                 f,

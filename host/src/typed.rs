@@ -31,7 +31,7 @@
 use std::sync::Arc;
 
 use clustered_device::entry::{Backend, Entry, KernelFn, Scalar, Visitor};
-use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr};
 
 use crate::clustered::{
     ActivePolicy, ClusterError, ClusterOptions, ClusteredKernel, ClusteredPlan, RasterGroup,
@@ -333,11 +333,12 @@ impl<'a> Visitor<'a, Cuda> for Recorder<'_> {
 }
 
 impl Recorded {
-    /// Records `args`. The addresses stay valid while the caller's borrows
-    /// of the buffers (which the tuned launch holds) last.
-    pub(crate) fn new<K: KernelFn>(gpu: &Gpu, args: K::Args<'_, Cuda>) -> Self {
+    /// Records `args` for launches on `stream` (which waits for the
+    /// buffers' uses on other streams). The addresses stay valid while the
+    /// caller's borrows of the buffers (which the tuned launch holds) last.
+    pub(crate) fn new<K: KernelFn>(stream: &Arc<CudaStream>, args: K::Args<'_, Cuda>) -> Self {
         let mut recorder = Recorder {
-            stream: gpu.stream(),
+            stream,
             params: Vec::new(),
         };
         K::visit(args, &mut recorder);

@@ -561,6 +561,108 @@ fn tuned_launches_touch_the_callers_buffers_once() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// Tuned launches while the stream is captured into a CUDA graph, where
+/// nothing may wait for the GPU: a key's first launch, which must measure,
+/// is refused with a typed error and the capture goes on; a launch due for
+/// its trial runs the choice into the graph, untimed, and the trial resumes
+/// outside. Every launch that ran added `a` to the caller's `c` once.
+#[test]
+fn tuned_launches_inside_a_graph_capture() {
+    use clustered_suite::host::cudarc::driver::sys;
+    use clustered_suite::host::tuner::{Choice, Tuner, TunerError};
+    use clustered_suite::host::{Error, TunePolicy, TunedLaunches};
+    use kernels::vector::accumulate;
+    let Some((gpu, module)) = gpu() else { return };
+    let dir = std::env::temp_dir().join(format!("tuned-capture-{}", std::process::id()));
+    let file = dir.join("tuner.json");
+    let candidates: Vec<_> = std::iter::once(accumulate::KERNEL)
+        .chain(accumulate::SCHEDULES.iter().copied())
+        .collect();
+    // A stream of its own: the context's default stream cannot be captured.
+    let stream = gpu.new_stream().unwrap();
+    let options = ClusterOptions {
+        stream: Some(stream.clone()),
+        ..ClusterOptions::default()
+    };
+    let n = 1u32 << 20;
+    let a: Vec<f32> = (0..n).map(|i| (i % 83) as f32).collect();
+    let (a_gpu, mut c) = (gpu.htod(&a).unwrap(), gpu.zeros::<f32>(n as usize).unwrap());
+    gpu.synchronize().unwrap();
+    let config = LaunchConfig::linear(u64::from(n), 256);
+    let launch = |launches: &TunedLaunches, c: &mut CudaSlice<f32>| {
+        // SAFETY: both buffers hold n floats; every schedule computes c += a.
+        unsafe {
+            gpu.launch_tuned(
+                &module,
+                launches,
+                &candidates,
+                config,
+                &options,
+                (&a_gpu, c, n),
+            )
+        }
+    };
+    let capture = || {
+        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        stream.begin_capture(mode).unwrap();
+    };
+    let end_capture = || {
+        let flags = sys::CUgraphInstantiate_flags(0);
+        gpu.stream()
+            .end_capture(flags)
+            .expect("the capture was not invalidated")
+    };
+    let mut ran = 0;
+
+    // A first launch inside a capture: refused, the capture intact.
+    let launches = TunedLaunches::new(Tuner::open(&file).unwrap(), TunePolicy::default());
+    capture();
+    let refused = launch(&launches, &mut c).unwrap_err();
+    assert!(
+        matches!(refused, Error::Tuner(TunerError::Capturing { .. })),
+        "{refused}"
+    );
+    eprintln!("refused: {refused}");
+    drop(end_capture());
+    // Outside, it measures; then a choice on file (forged: the agents)
+    // for a new process, whose first launch starts a trial.
+    assert!(launch(&launches, &mut c).unwrap().measured);
+    ran += 1;
+    let key = launches.tuner().choices().next().unwrap().0.clone();
+    let forged = Choice {
+        schedule: "accumulate_agents".into(),
+        baseline_ms: 2.0,
+        schedule_ms: 1.0,
+    };
+    launches.tuner().record_choice(&key, forged).unwrap();
+    let fresh = TunedLaunches::new(Tuner::open(&file).unwrap(), TunePolicy::default());
+    assert_eq!(
+        launch(&fresh, &mut c).unwrap().schedule,
+        "accumulate_agents"
+    );
+    ran += 1;
+    // Due for its trial, inside a capture: the choice, untimed.
+    capture();
+    let captured = launch(&fresh, &mut c).unwrap();
+    assert!(
+        !captured.trial && captured.schedule == "accumulate_agents",
+        "{captured:?}"
+    );
+    let graph = end_capture().expect("one launch captured");
+    for _ in 0..2 {
+        graph.launch().unwrap();
+        ran += 1;
+    }
+    // Outside again, the trial runs.
+    let outside = launch(&fresh, &mut c).unwrap();
+    assert!(outside.trial, "{outside:?}");
+    ran += 1;
+    stream.synchronize().unwrap();
+    let want: Vec<f32> = a.iter().map(|&x| ran as f32 * x).collect();
+    assert_eq!(gpu.dtoh(&c).unwrap(), want, "{ran} launches ran");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// The automatic choice without the candidates a prediction skips: the
 /// family it tunes leaves them out, never the baseline, and the pick is one
 /// of what is left.
