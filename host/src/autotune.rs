@@ -31,7 +31,9 @@
 //!   on your buffers, each timed (the launch waits for the GPU); if the
 //!   winner does not beat the baseline by the margin there, the baseline
 //!   is recorded and launched from then on. A choice of the baseline has no
-//!   trial.
+//!   trial. The verdict goes into the file at the key's next launch, before
+//!   that launch runs: a launch that fails for the file has not touched
+//!   your buffers.
 //! - **Revalidating**: every [`TunePolicy::revalidate_every`] launches of a
 //!   key whose winner is not the baseline (10 000 by default), a trial runs
 //!   again.
@@ -125,6 +127,11 @@ struct Hit {
     launches: u64,
     /// The trial under way, if any.
     trial: Option<Trial>,
+    /// A trial's verdict not yet in the tuner's file: the launch that
+    /// reached it had run, so it is saved before the next launch, which
+    /// fails, with the caller's buffers untouched, if the file cannot be
+    /// written.
+    unsaved: bool,
 }
 
 /// What the next launch of a key does.
@@ -136,6 +143,8 @@ enum Next {
     Trial { hit: Hit, baseline: bool },
     /// Measure every candidate; the key is claimed.
     Measure,
+    /// Save a trial's verdict, then launch it; the key is claimed.
+    Save(Hit),
 }
 
 /// A chosen schedule timed against the baseline on the caller's launches,
@@ -205,6 +214,11 @@ impl TunedLaunches {
                 return Next::Measure;
             };
             hit.launches += 1;
+            if hit.unsaved {
+                let hit = hit.clone();
+                state.measuring.insert(hash);
+                return Next::Save(hit);
+            }
             let due = every != 0
                 && trial != 0
                 && hit.launches >= every
@@ -383,9 +397,6 @@ impl Gpu {
         let policy = &launches.policy;
 
         // A stream being captured into a graph cannot wait for the GPU:
-        // a trial launch runs the choice untimed there, and a measurement
-        // is refused before anything is captured.
-        // A stream being captured into a graph cannot wait for the GPU:
         // there a trial's launch runs the choice untimed (the trial goes on
         // at the next launch outside a capture), and a measurement is
         // refused before anything is captured.
@@ -401,6 +412,23 @@ impl Gpu {
             next => next,
         };
         let tuned = match next {
+            Next::Save(mut hit) => {
+                let mut claim = Claim {
+                    launches,
+                    hash,
+                    done: false,
+                };
+                launches.tuner().record_choice(&key(), hit.choice.clone())?;
+                hit.unsaved = false;
+                claim.done = true;
+                launches.publish(hash, Some(hit.clone()));
+                Tuned {
+                    schedule: hit.schedule,
+                    measured: false,
+                    trial: false,
+                    choice: hit.choice,
+                }
+            }
             Next::Run(hit) => {
                 launch(candidates[index_of(hit.schedule).unwrap_or(0)])?;
                 return Ok(Tuned {
@@ -439,7 +467,7 @@ impl Gpu {
                     };
                     hit.trial = None;
                     hit.launches = 0;
-                    launches.tuner().record_choice(&key(), hit.choice.clone())?;
+                    hit.unsaved = true;
                 }
                 let choice = hit.choice.clone();
                 claim.done = true;
@@ -484,6 +512,7 @@ impl Gpu {
                     choice,
                     launches: 0,
                     trial,
+                    unsaved: false,
                 };
                 claim.done = true;
                 launches.publish(hash, Some(hit.clone()));
@@ -650,6 +679,7 @@ mod tests {
             },
             launches: 0,
             trial: None,
+            unsaved: false,
         }
     }
 
@@ -744,6 +774,25 @@ mod tests {
             launches.publish(4, Some(hit));
         }
         assert_eq!(order, [true, false, true, false]);
+    }
+
+    /// A trial's verdict is saved by the launch after the one that reached
+    /// it, under a claim, before that launch runs: a file that cannot be
+    /// written fails a launch that has not touched the caller's buffers.
+    #[test]
+    fn a_verdict_is_saved_before_the_next_launch() {
+        let launches = launches("save", TunePolicy::default());
+        assert!(measures(launches.next(6)));
+        let mut h = hit("base", 2.0, 2.0);
+        h.unsaved = true;
+        launches.publish(6, Some(h));
+        let Next::Save(mut saving) = launches.next(6) else {
+            panic!("not a save");
+        };
+        assert!(launches.state().measuring.contains(&6), "claimed");
+        saving.unsaved = false;
+        launches.publish(6, Some(saving));
+        assert!(plain(launches.next(6)), "saved once");
     }
 
     /// The trial's verdict: a winner keeps its place only while it beats

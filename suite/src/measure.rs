@@ -308,16 +308,19 @@ pub fn tune_auto(
     let first = tuned(&target, &launches, &mut buffers, &workload.args, &keep)?;
     gpu.synchronize()?;
     let tuning_seconds = started.elapsed().as_secs_f64();
+    // The trial's launches, then the one that saves its verdict.
     let mut trial_launches = 0;
-    let (again, hit_micros) = loop {
-        let started = std::time::Instant::now();
-        let again = tuned(&target, &launches, &mut buffers, &workload.args, &keep)?;
-        gpu.synchronize()?;
-        if !again.trial || trial_launches > 2 * trial {
-            break (again, started.elapsed().as_secs_f64() * 1e6);
-        }
+    while tuned(&target, &launches, &mut buffers, &workload.args, &keep)?.trial {
         trial_launches += 1;
-    };
+        if trial_launches > 2 * trial {
+            break;
+        }
+    }
+    gpu.synchronize()?;
+    let started = std::time::Instant::now();
+    let again = tuned(&target, &launches, &mut buffers, &workload.args, &keep)?;
+    gpu.synchronize()?;
+    let hit_micros = started.elapsed().as_secs_f64() * 1e6;
     debug_assert!(!again.measured && !again.trial, "{again:?}");
     Ok(Some(AutoChoice {
         schedule: again.schedule,
