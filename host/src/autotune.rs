@@ -19,13 +19,15 @@
 //!   buffers the kernel writes (refreshed from the caller's before every
 //!   launch, so kernels that read their outputs see them as the caller left
 //!   them); the caller's buffers get one launch, of the winner.
-//! - **Deciding**: a schedule wins only if its median beats the baseline's
-//!   in most rounds and by more than the noise: the larger of
-//!   [`TunePolicy::min_margin`] (1%) and the baseline's relative
-//!   interquartile range in this measurement. Otherwise the baseline runs.
-//! - **A trial on your launches**: scratch buffers are not your buffers,
-//!   and a schedule that won on them can lose on yours (where your data
-//!   sits in memory, what ran before it). So after a schedule is chosen
+//! - **Deciding**: a schedule wins only if it beats the baseline in most
+//!   rounds, in its trimmed mean, and in its median by more than the
+//!   noise: the larger of [`TunePolicy::min_margin`] (1%) and the
+//!   baseline's relative interquartile range in this measurement
+//!   ([`decide_with_margin`]). Otherwise the baseline runs.
+//! - **A trial on your launches**: a measurement on scratch buffers is a
+//!   sample, and a schedule that won it can lose on your launches (it may
+//!   have a slow mode the rounds missed, or run otherwise where your data
+//!   sits and after what you ran). So after a schedule is chosen
 //!   (measured here, or read from the file), the key's next 2 x
 //!   [`TunePolicy::trial`] launches alternate the baseline and the winner
 //!   on your buffers, each timed (the launch waits for the GPU); if the
@@ -37,7 +39,7 @@
 //! - **Revalidating**: every [`TunePolicy::revalidate_every`] launches of a
 //!   key whose winner is not the baseline (10 000 by default), a trial runs
 //!   again.
-//! - **In a graph capture** (the GPU's stream capturing): nothing there may
+//! - **In a graph capture** (the launch's stream capturing): nothing may
 //!   wait for the GPU, so a key's first launch, which must measure, is
 //!   refused with [`TunerError::Capturing`](crate::tuner::TunerError)
 //!   before anything is captured (launch the key once before capturing; a
@@ -52,11 +54,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use clustered_device::entry::{Entry, KernelFn};
-use std::sync::Arc;
-
 use cudarc::driver::{CudaSlice, CudaStream};
 
 use crate::tuner::{decide_with_margin, median, noise_margin, Choice, TuneKey, Tuner};
