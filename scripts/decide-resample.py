@@ -9,7 +9,7 @@ RECORDS is a predict/data file or a bench.json, with `samples_ms` (one
 time per round; nvcc twins are left out). It
 prints the share of draws that pick SCHEDULE among the kernel's schedules
 (`--rounds` rounds), and of trials of SCHEDULE alone against the baseline
-(5 rounds), by the median rule alone and with host/src/tuner.rs's trimmed
+(`--trial` rounds, 5 as `TunePolicy::trial`), by the median rule alone and with host/src/tuner.rs's trimmed
 mean, both with the margin of `decide_with_margin` (max(1%, the
 baseline's interquartile spread)). A mirror of that Rust, for the docs'
 figures; the Rust is the rule.
@@ -56,6 +56,7 @@ def main():
     p.add_argument("schedule")
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--draws", type=int, default=20000)
+    p.add_argument("--trial", type=int, default=5, help="launches of each side in a trial")
     a = p.parse_args()
     rows = [
         r
@@ -72,7 +73,7 @@ def main():
     random.seed(1)
     for label, chosen, rounds in [
         (f"measured among {len(rows)} schedules, {a.rounds} rounds", range(len(rows)), a.rounds),
-        ("a trial against the baseline, 5 rounds", [0, target], 5),
+        (f"a trial against the baseline, {a.trial} rounds", [0, target], a.trial),
     ]:
         chosen = list(chosen)
         picks = {False: 0, True: 0}
