@@ -5,7 +5,7 @@
 use crate::abi::{ClusterLaunch, ABI_VERSION};
 use crate::atomic::{fetch_add_u32, fetch_inc_wrapping, fetch_or_u32, load_relaxed_gpu_global};
 use crate::cta::Cta;
-use crate::mapping::{round_robin, Delinearize, Partition};
+use crate::mapping::{round_robin, Partition};
 use crate::schedule::{factoring_claim, fold_sm_id, tail_start, Claim, Claimer, TaskCounters};
 use crate::shared::Shared;
 use crate::sm::sm_id;
@@ -277,49 +277,22 @@ pub fn strided(
 ) {
     check_abi(launch);
     let delinearize = &launch.delinearize;
+    let grid = delinearize.grid();
     let total = launch.partition.total;
     let agents = hardware::grid_dim_x();
     let split = delinearize.cta(agents);
-    let split_ahead = delinearize.cta(agents.saturating_mul(distance));
-    let v = hardware::block_idx_x();
-    let walk = (v, total, agents);
-    let index = delinearize.cta(v);
-    run_walk(
-        delinearize,
-        walk,
-        index,
-        (split, split_ahead),
-        distance,
-        &mut task,
-        &mut prefetch,
-    );
-}
-
-/// The walk of every grid-stride binding: tasks `v, v + step, ...` below
-/// `end`, each with its CTA advanced from the last one's (`index` is `v`'s;
-/// `split` and `split_ahead` are `step` and `step * distance`
-/// delinearized, or anything for a walk of one task), and `prefetch` of the
-/// task `distance` steps ahead where there is one.
-#[inline(always)]
-fn run_walk(
-    delinearize: &Delinearize,
-    (mut v, end, step): (u32, u32, u32),
-    mut index: [u32; 3],
-    (split, split_ahead): ([u32; 3], [u32; 3]),
-    distance: u32,
-    task: &mut impl FnMut(u32, Cta),
-    prefetch: &mut impl FnMut(u32, Cta),
-) {
-    let grid = delinearize.grid();
-    // Saturated, it is never below `end - v`: no prefetch, no wrap.
-    let ahead = step.saturating_mul(distance);
-    while v < end {
-        if end - v > ahead {
+    // Saturated, it is never below `total - v`: no prefetch, no wrap.
+    let ahead = agents.saturating_mul(distance);
+    let split_ahead = delinearize.cta(ahead);
+    let mut v = hardware::block_idx_x();
+    let mut index = delinearize.cta(v);
+    while v < total {
+        if total - v > ahead {
             let next = delinearize.advance(index, split_ahead, v + ahead);
             prefetch(v + ahead, Cta::new(next, grid));
         }
         task(v, Cta::new(index, grid));
-        v = v.wrapping_add(step);
+        v = v.wrapping_add(agents);
         index = delinearize.advance(index, split, v);
     }
 }
@@ -358,6 +331,7 @@ pub unsafe fn strided_then_claimed(
 ) {
     check_abi(launch);
     let delinearize = &launch.delinearize;
+    let grid = delinearize.grid();
     let total = launch.partition.total;
     let agents = hardware::grid_dim_x();
     // Half of the rounds by stride, the rest claimed.
@@ -379,17 +353,18 @@ pub unsafe fn strided_then_claimed(
     let mut parity = 0;
     loop {
         let split = delinearize.cta(step);
-        let split_ahead = delinearize.cta(step.saturating_mul(distance));
-        let walk = (v, end, step);
-        run_walk(
-            delinearize,
-            walk,
-            index,
-            (split, split_ahead),
-            distance,
-            &mut task,
-            &mut prefetch,
-        );
+        // Saturated, it is never below `end - v`: no prefetch, no wrap.
+        let ahead = step.saturating_mul(distance);
+        let split_ahead = delinearize.cta(ahead);
+        while v < end {
+            if end - v > ahead {
+                let next = delinearize.advance(index, split_ahead, v + ahead);
+                prefetch(v + ahead, Cta::new(next, grid));
+            }
+            task(v, Cta::new(index, grid));
+            v = v.wrapping_add(step);
+            index = delinearize.advance(index, split, v);
+        }
         if leader {
             let claim = factoring_claim(counters.next_chunk(0), tail, agents);
             let (first, count) = claim.unwrap_or((0, 0));
@@ -440,19 +415,20 @@ pub fn strided_then_blocks(
 ) {
     check_abi(launch);
     let delinearize = &launch.delinearize;
+    let grid = delinearize.grid();
     let total = launch.partition.total;
     let agents = launch.looping_blocks;
     let block = hardware::block_idx_x();
     let looping = block < agents;
     // One loop runs both kinds of block, so the body is inlined once (two
     // copies gave stride entries more registers: `strided_then_claimed`).
-    let (v, end, step) = if looping {
+    let (mut v, end, step) = if looping {
         (block, launch.tail_start, agents)
     } else {
         let v = launch.tail_start + (block - agents);
         (v, (v + 1).min(total), 1)
     };
-    let index = delinearize.cta(v);
+    let mut index = delinearize.cta(v);
     // A tail block runs one task: it splits no step (a delinearization
     // each, which a block of one task would pay in full).
     let split = if looping {
@@ -460,21 +436,22 @@ pub fn strided_then_blocks(
     } else {
         index
     };
+    // Saturated, it is never below `end - v`: no prefetch, no wrap.
+    let ahead = step.saturating_mul(distance);
     let split_ahead = if looping {
-        delinearize.cta(step.saturating_mul(distance))
+        delinearize.cta(ahead)
     } else {
         index
     };
-    let walk = (v, end, step);
-    run_walk(
-        delinearize,
-        walk,
-        index,
-        (split, split_ahead),
-        distance,
-        &mut task,
-        &mut prefetch,
-    );
+    while v < end {
+        if end - v > ahead {
+            let next = delinearize.advance(index, split_ahead, v + ahead);
+            prefetch(v + ahead, Cta::new(next, grid));
+        }
+        task(v, Cta::new(index, grid));
+        v = v.wrapping_add(step);
+        index = delinearize.advance(index, split, v);
+    }
 }
 
 /// The chunk counters of a launch, its drained marks and their count, in
