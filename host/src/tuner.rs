@@ -492,8 +492,8 @@ impl Tuner {
         self.save()
     }
 
-    /// Decides from samples already measured (by [`decide_with_margin`]
-    /// with the [`noise_margin`] of the baseline's samples) and saves the
+    /// Decides from samples already measured (by [`decide_over_noise`],
+    /// the margin the baseline's [`noise_margin`]) and saves the
     /// choice.
     /// `samples[i]` are candidate `i`'s milliseconds, one per round, the
     /// baseline first; every candidate needs the same number of rounds (at
@@ -507,7 +507,7 @@ impl Tuner {
         samples: &[Vec<f32>],
     ) -> Result<Choice, TunerError> {
         check_samples(candidates, samples)?;
-        let winner = decide_with_margin(samples, noise_margin(&samples[0]));
+        let winner = decide_over_noise(samples, 0.0);
         // Both medians are finite: the baseline's times are, and a winner's
         // median is below the baseline's. So the file can hold them (JSON
         // has no infinity).
@@ -860,6 +860,15 @@ pub fn relative_spread(samples: &[f32]) -> f32 {
 /// relative interquartile spread in this measurement (capped at 50%).
 pub fn noise_margin(baseline: &[f32]) -> f32 {
     relative_spread(baseline).clamp(0.01, 0.5)
+}
+
+/// [`decide_with_margin`] by the tuner's margin: the larger of `min_margin`
+/// and the baseline's [`noise_margin`] in these samples.
+pub fn decide_over_noise(samples: &[Vec<f32>], min_margin: f32) -> usize {
+    let noise = samples
+        .first()
+        .map_or(0.0, |baseline| noise_margin(baseline));
+    decide_with_margin(samples, min_margin.max(noise))
 }
 
 /// [`decide`], but a candidate must also beat the baseline's median by more
