@@ -23,7 +23,7 @@
 //!   rounds, in its trimmed mean, and in its median by more than the
 //!   noise: the larger of [`TunePolicy::min_margin`] (1%) and the
 //!   baseline's relative interquartile range in this measurement
-//!   ([`decide_with_margin`]). Otherwise the baseline runs.
+//!   ([`decide_over_noise`]). Otherwise the baseline runs.
 //! - **A trial on your launches**: a measurement on scratch buffers is a
 //!   sample, and a schedule that won it can lose on your launches (it may
 //!   have a slow mode the rounds missed, or run otherwise where your data
@@ -59,7 +59,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use clustered_device::entry::{Entry, KernelFn};
 use cudarc::driver::{CudaSlice, CudaStream};
 
-use crate::tuner::{decide_with_margin, median, noise_margin, Choice, TuneKey, Tuner};
+use crate::tuner::{decide_over_noise, median, Choice, TuneKey, Tuner};
 use crate::typed::{Param, Recorded};
 use crate::{ClusterOptions, Cuda, Error, Gpu, GpuTimer, LaunchConfig, Module};
 
@@ -134,47 +134,68 @@ struct Hit {
     unsaved: bool,
 }
 
-/// What the next launch of a key does.
-enum Next {
+impl Hit {
+    /// The hit of a choice measured or read from the file, among the
+    /// candidates' `names` (the baseline first): its trial starts at once
+    /// unless it is the baseline or trials are off.
+    fn chosen(
+        names: impl IntoIterator<Item = &'static str>,
+        choice: &Choice,
+        policy: &TunePolicy,
+    ) -> Hit {
+        let names: Vec<&'static str> = names.into_iter().collect();
+        let index = names.iter().position(|&name| name == choice.schedule);
+        let trial = policy.trial != 0 && index.is_some_and(|i| i != 0);
+        Hit {
+            schedule: names[index.unwrap_or(0)],
+            choice: choice.clone(),
+            launches: 0,
+            trial: trial.then(Trial::default),
+            unsaved: false,
+        }
+    }
+}
+
+/// What the next launch of a key does; every variant but `Run` holds the
+/// key's claim, released when dropped unless its hit is published.
+enum Next<'t> {
     /// Launch the known choice.
     Run(Hit),
     /// Time one trial launch of the baseline (or of the choice) on the
-    /// caller's buffers; the key is claimed.
-    Trial { hit: Hit, baseline: bool },
-    /// Measure every candidate; the key is claimed.
-    Measure,
-    /// Save a trial's verdict, then launch it; the key is claimed.
-    Save(Hit),
+    /// caller's buffers.
+    Trial {
+        hit: Hit,
+        baseline: bool,
+        claim: Claim<'t>,
+    },
+    /// Measure every candidate.
+    Measure(Claim<'t>),
+    /// Save a trial's verdict, then launch it.
+    Save(Hit, Claim<'t>),
 }
 
 /// A chosen schedule timed against the baseline on the caller's launches,
-/// alternating, the baseline first.
+/// alternating, the baseline first: `samples[0]` the baseline's times,
+/// `samples[1]` the schedule's, as [`decide_over_noise`] takes them.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Trial {
-    baseline: Vec<f32>,
-    schedule: Vec<f32>,
+    samples: [Vec<f32>; 2],
 }
 
 impl Trial {
     fn next_is_baseline(&self) -> bool {
-        self.baseline.len() <= self.schedule.len()
+        self.samples[0].len() <= self.samples[1].len()
     }
 
     /// Adds one launch's time. When both sides have `launches` times, the
-    /// verdict: whether the schedule beat the baseline by more than the
-    /// larger of `min_margin` and the baseline's noise.
+    /// verdict: whether the schedule beat the baseline as a measurement's
+    /// winner must, by more than the larger of `min_margin` and the noise.
     fn add(&mut self, baseline: bool, ms: f32, launches: usize, min_margin: f32) -> Option<bool> {
-        if baseline {
-            self.baseline.push(ms);
-        } else {
-            self.schedule.push(ms);
-        }
-        if self.baseline.len() < launches || self.schedule.len() < launches {
+        self.samples[usize::from(!baseline)].push(ms);
+        if self.samples.iter().any(|side| side.len() < launches) {
             return None;
         }
-        let samples = [self.baseline.clone(), self.schedule.clone()];
-        let margin = min_margin.max(noise_margin(&self.baseline));
-        Some(decide_with_margin(&samples, margin) == 1)
+        Some(decide_over_noise(&self.samples, min_margin) == 1)
     }
 }
 
@@ -200,8 +221,8 @@ impl TunedLaunches {
 
     /// What the next launch of `hash` does, counting it. Waits while
     /// another thread measures or trials the key; claims it when this
-    /// launch must measure or trial.
-    fn next(&self, hash: u64) -> Next {
+    /// launch must measure, trial or save.
+    fn next(&self, hash: u64) -> Next<'_> {
         let mut state = self.state();
         loop {
             if state.measuring.contains(&hash) {
@@ -210,14 +231,12 @@ impl TunedLaunches {
             }
             let (every, trial) = (self.policy.revalidate_every, self.policy.trial);
             let Some(hit) = state.hits.get_mut(&hash) else {
-                state.measuring.insert(hash);
-                return Next::Measure;
+                return Next::Measure(self.claim(&mut state, hash));
             };
             hit.launches += 1;
             if hit.unsaved {
                 let hit = hit.clone();
-                state.measuring.insert(hash);
-                return Next::Save(hit);
+                return Next::Save(hit, self.claim(&mut state, hash));
             }
             let due = every != 0
                 && trial != 0
@@ -230,8 +249,22 @@ impl TunedLaunches {
                 return Next::Run(hit.clone());
             };
             let hit = hit.clone();
-            state.measuring.insert(hash);
-            return Next::Trial { hit, baseline };
+            let claim = self.claim(&mut state, hash);
+            return Next::Trial {
+                hit,
+                baseline,
+                claim,
+            };
+        }
+    }
+
+    /// Claims `hash` for this thread: the others wait until it is published.
+    fn claim(&self, state: &mut State, hash: u64) -> Claim<'_> {
+        state.measuring.insert(hash);
+        Claim {
+            launches: self,
+            hash,
+            done: false,
         }
     }
 
@@ -247,11 +280,21 @@ impl TunedLaunches {
     }
 }
 
-/// Releases a claimed key if measuring fails, so waiters do not hang.
+/// A key this thread measures, trials or saves: published with its new
+/// hit, or released as it was when dropped (a failure), so waiters do not
+/// hang.
 struct Claim<'t> {
     launches: &'t TunedLaunches,
     hash: u64,
     done: bool,
+}
+
+impl Claim<'_> {
+    /// Publishes `hit` as the key's and releases the claim.
+    fn publish(mut self, hit: Hit) {
+        self.launches.publish(self.hash, Some(hit));
+        self.done = true;
+    }
 }
 
 impl Drop for Claim<'_> {
@@ -401,10 +444,18 @@ impl Gpu {
         // at the next launch outside a capture), and a measurement is
         // refused before anything is captured.
         let next = match launches.next(hash) {
-            Next::Trial { hit, baseline } => match capturing(stream) {
-                Ok(false) => Next::Trial { hit, baseline },
+            Next::Trial {
+                hit,
+                baseline,
+                claim,
+            } => match capturing(stream) {
+                Ok(false) => Next::Trial {
+                    hit,
+                    baseline,
+                    claim,
+                },
                 capturing => {
-                    launches.publish(hash, None);
+                    drop(claim);
                     capturing?;
                     Next::Run(hit)
                 }
@@ -412,16 +463,10 @@ impl Gpu {
             next => next,
         };
         let tuned = match next {
-            Next::Save(mut hit) => {
-                let mut claim = Claim {
-                    launches,
-                    hash,
-                    done: false,
-                };
+            Next::Save(mut hit, claim) => {
                 launches.tuner().record_choice(&key(), hit.choice.clone())?;
                 hit.unsaved = false;
-                claim.done = true;
-                launches.publish(hash, Some(hit.clone()));
+                claim.publish(hit.clone());
                 Tuned {
                     schedule: hit.schedule,
                     measured: false,
@@ -438,12 +483,11 @@ impl Gpu {
                     choice: hit.choice,
                 });
             }
-            Next::Trial { mut hit, baseline } => {
-                let mut claim = Claim {
-                    launches,
-                    hash,
-                    done: false,
-                };
+            Next::Trial {
+                mut hit,
+                baseline,
+                claim,
+            } => {
                 let entry = match baseline {
                     true => candidates[0],
                     false => candidates[index_of(hit.schedule).unwrap_or(0)],
@@ -456,7 +500,7 @@ impl Gpu {
                 let trial = hit.trial.get_or_insert_with(Trial::default);
                 if let Some(kept) = trial.add(baseline, ms, policy.trial.max(1), policy.min_margin)
                 {
-                    let (b, s) = (median(&trial.baseline), median(&trial.schedule));
+                    let [b, s] = trial.samples.each_ref().map(|side| median(side));
                     if !kept {
                         hit.schedule = candidates[0].name();
                     }
@@ -470,8 +514,7 @@ impl Gpu {
                     hit.unsaved = true;
                 }
                 let choice = hit.choice.clone();
-                claim.done = true;
-                launches.publish(hash, Some(hit));
+                claim.publish(hit);
                 return Ok(Tuned {
                     schedule: entry.name(),
                     measured: false,
@@ -479,12 +522,7 @@ impl Gpu {
                     choice,
                 });
             }
-            Next::Measure => {
-                let mut claim = Claim {
-                    launches,
-                    hash,
-                    done: false,
-                };
+            Next::Measure(claim) => {
                 // Another process's choice on file, or measuring all
                 // candidates.
                 let key = key();
@@ -504,23 +542,13 @@ impl Gpu {
                         (choice, true)
                     }
                 };
-                let schedule = candidates[index_of(&choice.schedule).unwrap_or(0)].name();
-                let trial =
-                    (policy.trial != 0 && schedule != candidates[0].name()).then(Trial::default);
-                let hit = Hit {
-                    schedule,
-                    choice,
-                    launches: 0,
-                    trial,
-                    unsaved: false,
-                };
-                claim.done = true;
-                launches.publish(hash, Some(hit.clone()));
+                let hit = Hit::chosen(candidates.iter().map(|e| e.name()), &choice, policy);
+                claim.publish(hit.clone());
                 Tuned {
-                    schedule,
+                    schedule: hit.schedule,
                     measured,
                     trial: false,
-                    choice: hit.choice,
+                    choice,
                 }
             }
         };
@@ -627,8 +655,7 @@ impl Gpu {
                 samples.push(run(*entry)?);
             }
         }
-        let margin = policy.min_margin.max(noise_margin(&samples[0]));
-        let winner = decide_with_margin(&samples, margin);
+        let winner = decide_over_noise(&samples, policy.min_margin);
         Ok(Choice {
             schedule: candidates[winner].name().to_string(),
             baseline_ms: median(&samples[0]),
@@ -655,7 +682,15 @@ mod tests {
     use super::*;
 
     fn measures(next: Next) -> bool {
-        matches!(next, Next::Measure)
+        matches!(next, Next::Measure(_))
+    }
+
+    /// The claim of a launch that must measure.
+    fn to_measure(next: Next) -> Claim {
+        match next {
+            Next::Measure(claim) => claim,
+            _ => panic!("not a measurement"),
+        }
     }
 
     fn plain(next: Next) -> bool {
@@ -702,10 +737,10 @@ mod tests {
         std::thread::scope(|scope| {
             for _ in 0..8 {
                 scope.spawn(|| {
-                    if measures(launches.next(7)) {
+                    if let Next::Measure(claim) = launches.next(7) {
                         measured.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         std::thread::sleep(std::time::Duration::from_millis(20));
-                        launches.publish(7, Some(hit("k_fast", 2.0, 1.0)));
+                        claim.publish(hit("k_fast", 2.0, 1.0));
                     }
                 });
             }
@@ -717,12 +752,10 @@ mod tests {
     #[test]
     fn a_failed_measurement_does_not_block_the_key() {
         let launches = launches("fail", TunePolicy::default());
-        assert!(measures(launches.next(9)));
-        drop(Claim {
-            launches: &launches,
-            hash: 9,
-            done: false,
-        });
+        let failed = launches.next(9);
+        assert!(matches!(failed, Next::Measure(_)));
+        assert!(launches.state().measuring.contains(&9), "claimed");
+        drop(failed);
         assert!(measures(launches.next(9)), "claimable again");
     }
 
@@ -735,10 +768,8 @@ mod tests {
             ..TunePolicy::default()
         };
         let launches = launches("reval", policy);
-        assert!(measures(launches.next(1)));
-        launches.publish(1, Some(hit("fast", 2.0, 1.0)));
-        assert!(measures(launches.next(2)));
-        launches.publish(2, Some(hit("base", 2.0, 2.0)));
+        to_measure(launches.next(1)).publish(hit("fast", 2.0, 1.0));
+        to_measure(launches.next(2)).publish(hit("base", 2.0, 2.0));
         let launched: Vec<bool> = (0..3).map(|_| plain(launches.next(1))).collect();
         assert_eq!(
             launched,
@@ -758,20 +789,24 @@ mod tests {
     #[test]
     fn a_trial_alternates_and_claims_each_launch() {
         let launches = launches("trial", TunePolicy::default());
-        assert!(measures(launches.next(4)));
         let mut h = hit("fast", 2.0, 1.0);
         h.trial = Some(Trial::default());
-        launches.publish(4, Some(h));
+        to_measure(launches.next(4)).publish(h);
         let mut order = Vec::new();
         for _ in 0..4 {
-            let Next::Trial { mut hit, baseline } = launches.next(4) else {
+            let Next::Trial {
+                mut hit,
+                baseline,
+                claim,
+            } = launches.next(4)
+            else {
                 panic!("not a trial launch");
             };
             assert!(launches.state().measuring.contains(&4), "claimed");
             order.push(baseline);
             let trial = hit.trial.as_mut().unwrap();
             assert_eq!(trial.add(baseline, 1.0, 5, 0.01), None);
-            launches.publish(4, Some(hit));
+            claim.publish(hit);
         }
         assert_eq!(order, [true, false, true, false]);
     }
@@ -782,17 +817,45 @@ mod tests {
     #[test]
     fn a_verdict_is_saved_before_the_next_launch() {
         let launches = launches("save", TunePolicy::default());
-        assert!(measures(launches.next(6)));
         let mut h = hit("base", 2.0, 2.0);
         h.unsaved = true;
-        launches.publish(6, Some(h));
-        let Next::Save(mut saving) = launches.next(6) else {
+        to_measure(launches.next(6)).publish(h);
+        let Next::Save(mut saving, claim) = launches.next(6) else {
             panic!("not a save");
         };
         assert!(launches.state().measuring.contains(&6), "claimed");
         saving.unsaved = false;
-        launches.publish(6, Some(saving));
+        claim.publish(saving);
         assert!(plain(launches.next(6)), "saved once");
+    }
+
+    /// A choice's trial starts with it unless it is the baseline, and with
+    /// `trial: 0` there are no trials, so no revalidation either.
+    #[test]
+    fn trials_start_with_a_winner_unless_turned_off() {
+        let names = ["base", "fast"];
+        let choice = |schedule: &str| Choice {
+            schedule: schedule.into(),
+            baseline_ms: 2.0,
+            schedule_ms: 1.0,
+        };
+        let on = TunePolicy::default();
+        let off = TunePolicy {
+            trial: 0,
+            revalidate_every: 3,
+            ..TunePolicy::default()
+        };
+        assert!(Hit::chosen(names, &choice("fast"), &on).trial.is_some());
+        assert!(Hit::chosen(names, &choice("base"), &on).trial.is_none());
+        assert!(Hit::chosen(names, &choice("fast"), &off).trial.is_none());
+        let unknown = Hit::chosen(names, &choice("gone"), &on);
+        assert_eq!((unknown.schedule, unknown.trial), ("base", None));
+        let launches = launches("off", off.clone());
+        to_measure(launches.next(3)).publish(Hit::chosen(names, &choice("fast"), &off));
+        assert!(
+            (0..10).all(|_| plain(launches.next(3))),
+            "no trial, however many launches"
+        );
     }
 
     /// The trial's verdict: a winner keeps its place only while it beats
@@ -828,8 +891,7 @@ mod tests {
                 ..TunePolicy::default()
             },
         );
-        assert!(measures(launches.next(5)));
-        launches.publish(5, Some(hit("s", 1.0, 1.0)));
+        to_measure(launches.next(5)).publish(hit("s", 1.0, 1.0));
         let runs = 100_000u32;
         let started = std::time::Instant::now();
         for i in 0..runs {
