@@ -4,6 +4,10 @@ bench run's rounds drawn again at random (the rounds kept whole, so each
 draw is a measurement the tuner could have made):
 
     scripts/decide-resample.py RECORDS.json KERNEL SCHEDULE [--rounds 10] [--draws 20000]
+    scripts/decide-resample.py RECORDS.json --compare
+
+`--compare` decides every kernel of RECORDS on all its rounds by both rules
+and prints where they pick differently.
 
 RECORDS is a predict/data file or a bench.json, with `samples_ms` (one
 time per round; nvcc twins are left out). It
@@ -49,15 +53,36 @@ def decide(samples, with_mean):
     return w if w and median(samples[w]) < median(base) * (1 - margin) else 0
 
 
+def compare(path):
+    records = [r for r in json.load(open(path))["records"] if r["schedule"] != "nvcc twin"]
+    kernels = list(dict.fromkeys(r["kernel"] for r in records))
+    differ = 0
+    for kernel in kernels:
+        rows = [r for r in records if r["kernel"] == kernel]
+        n = min(len(r["samples_ms"]) for r in rows)
+        samples = [r["samples_ms"][:n] for r in rows]
+        median_rule, mean_rule = decide(samples, False), decide(samples, True)
+        if median_rule != mean_rule:
+            differ += 1
+            print(f"{kernel}: {rows[median_rule]['schedule']} by the median, "
+                  f"{rows[mean_rule]['schedule']} with the trimmed mean")
+    print(f"{differ} of {len(kernels)} kernels decided differently")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("records")
-    p.add_argument("kernel")
-    p.add_argument("schedule")
+    p.add_argument("kernel", nargs="?")
+    p.add_argument("schedule", nargs="?")
+    p.add_argument("--compare", action="store_true", help="both rules on every kernel's rounds")
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--draws", type=int, default=20000)
     p.add_argument("--trial", type=int, default=5, help="launches of each side in a trial")
     a = p.parse_args()
+    if a.compare:
+        return compare(a.records)
+    if a.kernel is None or a.schedule is None:
+        p.error("KERNEL and SCHEDULE, or --compare")
     rows = [
         r
         for r in json.load(open(a.records))["records"]
