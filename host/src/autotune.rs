@@ -498,8 +498,7 @@ impl Gpu {
                 timer.stop()?;
                 let ms = timer.elapsed_ms()?;
                 let trial = hit.trial.get_or_insert_with(Trial::default);
-                if let Some(kept) = trial.add(baseline, ms, policy.trial.max(1), policy.min_margin)
-                {
+                if let Some(kept) = trial.add(baseline, ms, policy.trial, policy.min_margin) {
                     let [b, s] = trial.samples.each_ref().map(|side| median(side));
                     if !kept {
                         hit.schedule = candidates[0].name();
