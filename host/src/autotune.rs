@@ -45,7 +45,12 @@
 //!   before anything is captured (launch the key once before capturing; a
 //!   choice another process saved needs no measuring and is launched), and
 //!   a launch due for a trial launches the choice untimed: the trial goes
-//!   on at the next launch outside a capture.
+//!   on at the next launch outside a capture. As for any cudarc launch
+//!   into a graph, the buffers must be made with cudarc's event tracking
+//!   off (`CudaContext::disable_event_tracking`, [`Gpu::context`]): with
+//!   it, the stream waits for each buffer's last write, an event recorded
+//!   outside the capture, and the driver invalidates the capture
+//!   (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`).
 //! - **Once per key**: launches that share a [`TunedLaunches`] (it is
 //!   `Sync`) tune a key once; the others wait for its choice.
 //! - **A hit** is a hash of the key's parts looked up in memory, with no
