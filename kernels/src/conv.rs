@@ -1,6 +1,7 @@
 //! 2D convolution with a 5x5 filter.
 
 use clustered_device::math::fma;
+use clustered_device::memory::settled;
 use clustered_device::thread::{
     block_idx_x, block_idx_y, sync_threads, thread_idx_x, thread_idx_y,
 };
@@ -114,11 +115,14 @@ const TILE_HEIGHT: u32 = TILED_OUTPUTS[1] + FILTER - 1;
 /// 8 rows of a column's 4 outputs once each from shared memory for all 5
 /// filter columns.
 ///
-/// Its nvcc twin stages the tile by rows and is 3% faster (0.91 ms against
-/// 0.94 on an H100); the same staging in Rust was slower in every form
-/// tried, since LLVM does not unroll the row loop and ptxas's handling of
-/// the taps' loop moves with the code before it (docs/BENCHMARKS.md, "The
-/// staged convolution's expert twin").
+/// Staged by rows, as its nvcc twin is: thread `(tx, ty)` loads rows `ty,
+/// ty + 8, ..` at column `tx` and, on the first 4 lanes, the halo column
+/// `tx + 32` (the first 4 rows of threads a fifth row first, then every
+/// thread 4 rows with their 8 loads in flight before its stores); the taps
+/// and the 4 stores unrolled, each sum complete before its store's test
+/// (`settled`). The linear walk it replaces (`k / 36`, `k % 36`) was 3%
+/// slower than the twin on an H100 (docs/BENCHMARKS.md, "The staged
+/// convolution's expert twin").
 #[clustered(auto)]
 pub unsafe fn conv5x5_tiled(
     input: *const f32,
@@ -131,39 +135,108 @@ pub unsafe fn conv5x5_tiled(
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
     let x0 = block_idx_x() * TILED_OUTPUTS[0];
     let y0 = block_idx_y() * TILED_OUTPUTS[1];
-    let threads = TILED_THREADS[0] * TILED_THREADS[1];
-    let mut k = ty * TILED_THREADS[0] + tx;
-    while k < TILE_WIDTH * TILE_HEIGHT {
-        let (row, column) = (k / TILE_WIDTH, k % TILE_WIDTH);
-        // Wraps below zero, so one unsigned comparison checks both ends.
-        let yy = (y0 + row).wrapping_sub(FILTER / 2);
-        let xx = (x0 + column).wrapping_sub(FILTER / 2);
-        let value = if yy < height && xx < width {
-            *input.add(yy as usize * width as usize + xx as usize)
+    // Staged by rows: column tx of rows ty, ty + 8, .., and on the first 4
+    // lanes the halo column tx + 32, 32 floats on from the same address.
+    // Wraps below zero, so one unsigned comparison checks both ends.
+    let xx = (x0 + tx).wrapping_sub(FILTER / 2);
+    let halo_lane = tx < TILE_WIDTH - TILED_OUTPUTS[0];
+    let inside = xx < width;
+    let halo_inside = halo_lane && xx.wrapping_add(TILED_OUTPUTS[0]) < width;
+    // Column xx of row 0 (before the image where xx wrapped: an address
+    // only the halo's, 32 on, is read from).
+    let column = input.wrapping_offset((x0 + tx) as isize - HALF);
+    let mut first_row = ty;
+    // 36 rows over 8: the first 4 rows of threads stage a fifth, first.
+    if ty < TILE_HEIGHT - 4 * TILED_THREADS[1] {
+        let yy = (y0 + ty).wrapping_sub(FILTER / 2);
+        let line = column.wrapping_add(yy as usize * width as usize);
+        let row_inside = yy < height;
+        let value = if row_inside && inside { *line } else { 0.0 };
+        let halo = if row_inside && halo_inside {
+            *line.wrapping_add(TILED_OUTPUTS[0] as usize)
         } else {
             0.0
         };
-        tile.write(k, value);
-        k += threads;
+        tile.write(ty * TILE_WIDTH + tx, value);
+        if halo_lane {
+            tile.write(ty * TILE_WIDTH + tx + TILED_OUTPUTS[0], halo);
+        }
+        first_row += TILED_THREADS[1];
+    }
+    // The other 4 rows: all 8 loads in flight, then the stores.
+    let mut values = [0.0f32; 4];
+    let mut halos = [0.0f32; 4];
+    for i in 0..4 {
+        let yy = (y0 + first_row + i * TILED_THREADS[1]).wrapping_sub(FILTER / 2);
+        let line = column.wrapping_add(yy as usize * width as usize);
+        let row_inside = yy < height;
+        values[i as usize] = if row_inside && inside { *line } else { 0.0 };
+        halos[i as usize] = if row_inside && halo_inside {
+            *line.wrapping_add(TILED_OUTPUTS[0] as usize)
+        } else {
+            0.0
+        };
+    }
+    // The halo's stores under one test (interleaved with the column's,
+    // LLVM split two of them into a store on each side of the test).
+    let at = first_row * TILE_WIDTH + tx;
+    for i in 0..4 {
+        tile.write(at + i * TILED_THREADS[1] * TILE_WIDTH, values[i as usize]);
+    }
+    if halo_lane {
+        for i in 0..4 {
+            let halo_at = at + i * TILED_THREADS[1] * TILE_WIDTH + TILED_OUTPUTS[0];
+            tile.write(halo_at, halos[i as usize]);
+        }
     }
     // Every thread's part of the tile before anyone reads it.
     sync_threads();
     let first = ty * TILED_ROWS;
     let mut sums = [0.0f32; TILED_ROWS as usize];
-    for dy in 0..FILTER {
-        for dx in 0..FILTER {
-            let weight = filter[(dy * FILTER + dx) as usize];
-            for (r, sum) in (0u32..).zip(sums.iter_mut()) {
-                let value = tile.read((first + r + dy) * TILE_WIDTH + tx + dx);
-                *sum = fma(value, weight, *sum);
-            }
-        }
+    // Each filter row through its own constant `DY`, the twin's order
+    // (`dx` outer, the 4 outputs inner): LLVM unrolls each completely and
+    // the weights stay kernel parameters (a `dy` loop was left rolled, the
+    // filter copied to the stack).
+    let base = first * TILE_WIDTH + tx;
+    tiled_taps::<0>(tile, &filter, base, &mut sums);
+    tiled_taps::<1>(tile, &filter, base, &mut sums);
+    tiled_taps::<2>(tile, &filter, base, &mut sums);
+    tiled_taps::<3>(tile, &filter, base, &mut sums);
+    tiled_taps::<4>(tile, &filter, base, &mut sums);
+    // Every sum whole before the stores: left to itself, LLVM moved the
+    // first output's 25 FMAs under its store's test, and ptxas then kept
+    // the tile values it shares live across the test (39-40 registers).
+    for sum in &mut sums {
+        *sum = settled(*sum);
     }
+    // One address for the column, a row further each store: each store's
+    // test guards the store alone, and ptxas predicates the stores (the
+    // first store's 64-bit address had been computed under its test).
     let x = x0 + tx;
-    for (r, sum) in (0u32..).zip(sums) {
-        let y = y0 + first + r;
-        if x < width && y < height {
-            *output.add(y as usize * width as usize + x as usize) = sum;
+    let mut at = output.wrapping_add((y0 + first) as usize * width as usize + x as usize);
+    for r in 0..TILED_ROWS {
+        if (x < width) & (y0 + first + r < height) {
+            *at = sums[r as usize];
+        }
+        at = at.wrapping_add(width as usize);
+    }
+}
+
+/// The taps of filter row `DY` for the 4 outputs of a
+/// [`conv5x5_tiled`](fn@conv5x5_tiled) thread, `base` the tile index of its
+/// first output's top-left tap: `dx` outer, the outputs inner.
+#[inline(always)]
+unsafe fn tiled_taps<const DY: u32>(
+    tile: clustered_device::shared::Shared<f32>,
+    filter: &[f32; 25],
+    base: u32,
+    sums: &mut [f32; TILED_ROWS as usize],
+) {
+    for dx in 0..FILTER {
+        let weight = filter[(DY * FILTER + dx) as usize];
+        for r in 0..TILED_ROWS {
+            let value = tile.read(base + (r + DY) * TILE_WIDTH + dx);
+            sums[r as usize] = fma(value, weight, sums[r as usize]);
         }
     }
 }
