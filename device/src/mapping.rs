@@ -436,13 +436,28 @@ impl Delinearize {
     /// 175 -> 132 instructions, a 5x5 convolution's redirection 358 -> 276,
     /// and ATAX's redirected rows 424 -> 144, where ptxas had copied the
     /// body into both arms of the kind branch). A copy with the kind
-    /// replaced, not [`Delinearize::cta`] split at the kind: split, the
-    /// grid-stride loops' set-up left the uniform datapath (vector add's
-    /// loop 20 -> 25 registers). The host built this mapping from the same
-    /// contract; off the GPU this checks that it did.
+    /// replaced ([`Delinearize::as_kind`]), not [`Delinearize::cta`] split
+    /// at the kind: split, the grid-stride loops' set-up left the uniform
+    /// datapath (vector add's loop 20 -> 25 registers).
     #[inline(always)]
     pub fn cta_as<const INDEXING: u32>(&self, linear: u32) -> [u32; 3] {
         const { assert!(INDEXING != CUSTOM, "a custom indexing maps its CTAs itself") };
+        self.as_kind::<INDEXING>().cta(linear)
+    }
+
+    /// This mapping, known to be of kind `INDEXING` (one of
+    /// `abi::indexing_kind`) when the kernel is compiled: every match on the
+    /// kind in [`Delinearize::cta`], [`Delinearize::advance`] and
+    /// [`Delinearize::step`] folds to its one arm. The task loops step
+    /// their CTAs through it. The host built this mapping from the same
+    /// contract; off the GPU this checks that it did. A custom indexing
+    /// takes any mapping (`ClusterLaunch::new`) and maps its tasks itself:
+    /// for `CUSTOM` this is the mapping as launched.
+    #[inline(always)]
+    pub fn as_kind<const INDEXING: u32>(&self) -> Delinearize {
+        if INDEXING == CUSTOM {
+            return *self;
+        }
         #[cfg(not(target_arch = "nvptx64"))]
         assert!(
             self.kind == INDEXING,
@@ -454,7 +469,6 @@ impl Delinearize {
             kind: INDEXING,
             ..*self
         }
-        .cta(linear)
     }
 
     /// The CTA of `linear`, given `index`, the CTA of `linear - 1`: one

@@ -260,6 +260,14 @@ pub fn mapped_once(map: impl FnOnce() -> [u32; 3]) -> [u32; 3] {
 ///   with carries (row- and column-major; a full delinearization for tiles).
 ///   Delinearizing each task put two multiply-high divisions and the tile
 ///   branch in vector add's loop (its PTX, from `cargo build`).
+/// - The steps match on the launch's indexing kind at run time. Compiled
+///   for the entry's kind ([`crate::mapping::Delinearize::as_kind`]) the
+///   other kinds fold away (`vector_add_stride`: 323 -> 72 SASS
+///   instructions, 28 -> 14 registers), but ptxas scheduled ATAX's row
+///   loop anew and it ran 6% slower on an H100 (docs/BENCHMARKS.md, "The
+///   task loops compiled for their indexing"), so this loop and
+///   [`strided_then_claimed`] keep the match; [`strided_then_blocks`] and
+///   [`agents`] are compiled for the kind.
 /// - A body that shares memory or waits at barriers ends each task with
 ///   [`end_task`] itself (the macro puts it in the task function).
 /// - `prefetch(v + dA, its CTA)` runs before task `v` when the block has a
@@ -405,16 +413,21 @@ pub unsafe fn strided_then_claimed(
 /// task runs exactly once whatever the dispatcher does (blocks past the
 /// last task, which a grid rounded up to whole thread block clusters may
 /// have, run none). Tasks, prefetch and the body's barriers as in
-/// [`strided`]; a tail block has no next task to prefetch.
+/// [`strided`]; a tail block has no next task to prefetch. Its steps are
+/// compiled for `INDEXING`, the entry's indexing kind
+/// ([`crate::mapping::Delinearize::as_kind`]): a tail block maps its task
+/// at its start, and without the other kinds' branches the loops ran 3-4%
+/// faster on three light kernels of four on an H100 (docs/BENCHMARKS.md,
+/// "The task loops compiled for their indexing").
 #[inline(always)]
-pub fn strided_then_blocks(
+pub fn strided_then_blocks<const INDEXING: u32>(
     launch: &ClusterLaunch,
     distance: u32,
     mut task: impl FnMut(u32, Cta),
     mut prefetch: impl FnMut(u32, Cta),
 ) {
     check_abi(launch);
-    let delinearize = &launch.delinearize;
+    let delinearize = &launch.delinearize.as_kind::<INDEXING>();
     let grid = delinearize.grid();
     let total = launch.partition.total;
     let agents = launch.looping_blocks;
@@ -549,7 +562,7 @@ unsafe fn publish(ticket: Shared<u32>, parity: u32, partition: &Partition, claim
 /// `launch.scratch` holds `scratch_words(sm_slots, M)` zeroed words private
 /// to this launch.
 #[inline(always)]
-pub unsafe fn agents(
+pub unsafe fn agents<const INDEXING: u32>(
     launch: &ClusterLaunch,
     chunk: u32,
     mut task: impl FnMut(u32, Cta),
@@ -601,8 +614,13 @@ pub unsafe fn agents(
             // task). In H100 bench runs before and after (the session that made
             // the change; its output files were not kept) it took persistent
             // Jacobi from 0.946x to 1.016x of its baseline, vector add from
-            // 0.931x to 0.945x.
-            let mut index = delinearize.cta(start);
+            // 0.931x to 0.945x. The claim's first CTA is mapped for the
+            // entry's kind (`INDEXING`, `Delinearize::as_kind`): k-means'
+            // chunks of 8 0.93x -> 1.00x of its kernel, ATAX's 0.88x ->
+            // 0.96x (H100, docs/BENCHMARKS.md, "The task loops compiled for
+            // their indexing"). The steps keep the launch's kind: compiled
+            // for it, LLVM unrolled the task loop into copies of the body.
+            let mut index = delinearize.as_kind::<INDEXING>().cta(start);
             for k in 0..count {
                 // Stepped here and again after the task (LLVM merges the two):
                 // one value live across the task only when a hook uses it.

@@ -90,6 +90,8 @@ pub fn schedule(
         Indexing::Custom(_) => (quote!(CUSTOM), [0, 0]),
     };
     let [tile_width, tile_height] = tile;
+    // The kind as the constant entries are compiled for (`abi::indexing_kind`).
+    let indexing_kind_const = quote!(#device::abi::indexing_kind::#indexing_kind);
     let chunk = schedule.chunk.map_or(1, |(n, _)| n);
     let with_waves = schedule.waves.map(|(waves, _)| quote!(.with_waves(#waves)));
     let with_tail = schedule.tail.map(|(tail, _)| {
@@ -108,7 +110,7 @@ pub fn schedule(
         },
         _ => quote! {
             |#v: u32| #device::cta::Cta::new(
-                #launch.delinearize.cta_as::<{ #device::abi::indexing_kind::#indexing_kind }>(#v),
+                #launch.delinearize.cta_as::<{ #indexing_kind_const }>(#v),
                 #launch.delinearize.grid(),
             )
         },
@@ -165,17 +167,21 @@ pub fn schedule(
         },
         Binding::Stride => {
             let distance = schedule.prefetch_distance.map_or(1, |(n, _)| n);
+            // Only the tail as blocks is compiled for its kind
+            // (`run::strided`'s documentation says why).
             let strided = match schedule.tail {
                 None => quote!(strided),
                 Some((Tail::Claims, _)) => quote!(strided_then_claimed),
-                Some((Tail::Blocks, _)) => quote!(strided_then_blocks),
+                Some((Tail::Blocks, _)) => {
+                    quote!(strided_then_blocks::<{ #indexing_kind_const }>)
+                }
             };
             quote! {
                 #device::run::#strided(&#launch, #distance, #run_task, #prefetch);
             }
         }
         Binding::Agents | Binding::Persistent => quote! {
-            #device::run::agents(&#launch, #chunk, #run_task, #prefetch);
+            #device::run::agents::<{ #indexing_kind_const }>(&#launch, #chunk, #run_task, #prefetch);
         },
     };
     // The schedule as written in the attribute, e.g. `indexing = tile(4, 2)`.

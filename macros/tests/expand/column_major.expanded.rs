@@ -83,7 +83,9 @@ pub unsafe fn stencil_columns(
     height: u32,
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
-    ::clustered_device::run::agents(
+    ::clustered_device::run::agents::<
+        { ::clustered_device::abi::indexing_kind::COLUMN_MAJOR },
+    >(
         &__launch,
         1u32,
         |_: u32, __cta: ::clustered_device::cta::Cta| __stencil_columns_task(

@@ -74,7 +74,9 @@ pub unsafe fn rows_snake(
         snake(__v, __launch.delinearize.grid()),
         __launch.delinearize.grid(),
     );
-    ::clustered_device::run::agents(
+    ::clustered_device::run::agents::<
+        { ::clustered_device::abi::indexing_kind::CUSTOM },
+    >(
         &__launch,
         2u32,
         |__v: u32, _: ::clustered_device::cta::Cta| __rows_snake_task(

@@ -65,7 +65,9 @@ pub unsafe fn fill_clustered(
     n: u32,
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
-    ::clustered_device::run::agents(
+    ::clustered_device::run::agents::<
+        { ::clustered_device::abi::indexing_kind::ROW_MAJOR },
+    >(
         &__launch,
         1u32,
         |_: u32, __cta: ::clustered_device::cta::Cta| __fill_clustered_task(

@@ -151,7 +151,9 @@ pub unsafe fn column_sums_agents(
     columns: u32,
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
-    ::clustered_device::run::agents(
+    ::clustered_device::run::agents::<
+        { ::clustered_device::abi::indexing_kind::ROW_MAJOR },
+    >(
         &__launch,
         8u32,
         |_: u32, __cta: ::clustered_device::cta::Cta| __column_sums_agents_task(

@@ -71,7 +71,9 @@ pub unsafe fn countdown_tiles(
             .cta_as::<{ ::clustered_device::abi::indexing_kind::TILE }>(__v),
         __launch.delinearize.grid(),
     );
-    ::clustered_device::run::agents(
+    ::clustered_device::run::agents::<
+        { ::clustered_device::abi::indexing_kind::TILE },
+    >(
         &__launch,
         1u32,
         |__v: u32, _: ::clustered_device::cta::Cta| __countdown_tiles_task(

@@ -136,7 +136,9 @@ pub unsafe fn shift_agents(
     n: u32,
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
-    ::clustered_device::run::agents(
+    ::clustered_device::run::agents::<
+        { ::clustered_device::abi::indexing_kind::ROW_MAJOR },
+    >(
         &__launch,
         2u32,
         |_: u32, __cta: ::clustered_device::cta::Cta| __shift_agents_task(

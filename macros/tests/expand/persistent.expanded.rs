@@ -71,7 +71,9 @@ pub unsafe fn scale_persistent(
     n: u32,
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
-    ::clustered_device::run::agents(
+    ::clustered_device::run::agents::<
+        { ::clustered_device::abi::indexing_kind::ROW_MAJOR },
+    >(
         &__launch,
         8u32,
         |_: u32, __cta: ::clustered_device::cta::Cta| __scale_persistent_task(

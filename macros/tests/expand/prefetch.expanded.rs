@@ -70,7 +70,9 @@ pub unsafe fn copy_prefetch(
     n: u32,
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
-    ::clustered_device::run::agents(
+    ::clustered_device::run::agents::<
+        { ::clustered_device::abi::indexing_kind::ROW_MAJOR },
+    >(
         &__launch,
         4u32,
         |_: u32, __cta: ::clustered_device::cta::Cta| __copy_prefetch_task(

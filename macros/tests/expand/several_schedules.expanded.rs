@@ -179,7 +179,9 @@ pub unsafe fn block_sums_agents(
             .cta_as::<{ ::clustered_device::abi::indexing_kind::TILE }>(__v),
         __launch.delinearize.grid(),
     );
-    ::clustered_device::run::agents(
+    ::clustered_device::run::agents::<
+        { ::clustered_device::abi::indexing_kind::TILE },
+    >(
         &__launch,
         2u32,
         |__v: u32, _: ::clustered_device::cta::Cta| __block_sums_agents_task(

@@ -138,7 +138,9 @@ pub unsafe fn sgemm_persistent(
     n: u32,
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
-    ::clustered_device::run::agents(
+    ::clustered_device::run::agents::<
+        { ::clustered_device::abi::indexing_kind::ROW_MAJOR },
+    >(
         &__launch,
         4u32,
         |_: u32, __cta: ::clustered_device::cta::Cta| __sgemm_persistent_task(
@@ -335,7 +337,9 @@ pub unsafe fn sgemm_auto_agents_tile4(
             .cta_as::<{ ::clustered_device::abi::indexing_kind::TILE }>(__v),
         __launch.delinearize.grid(),
     );
-    ::clustered_device::run::agents(
+    ::clustered_device::run::agents::<
+        { ::clustered_device::abi::indexing_kind::TILE },
+    >(
         &__launch,
         1u32,
         |__v: u32, _: ::clustered_device::cta::Cta| __sgemm_auto_agents_tile4_task(

@@ -74,7 +74,9 @@ pub unsafe fn scale_tail_blocks(
     n: u32,
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
-    ::clustered_device::run::strided_then_blocks(
+    ::clustered_device::run::strided_then_blocks::<
+        { ::clustered_device::abi::indexing_kind::ROW_MAJOR },
+    >(
         &__launch,
         1u32,
         |_: u32, __cta: ::clustered_device::cta::Cta| __scale_tail_blocks_task(

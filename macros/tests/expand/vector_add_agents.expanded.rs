@@ -71,7 +71,9 @@ pub unsafe fn vector_add_agents(
     n: u32,
     __launch: ::clustered_device::abi::ClusterLaunch,
 ) {
-    ::clustered_device::run::agents(
+    ::clustered_device::run::agents::<
+        { ::clustered_device::abi::indexing_kind::ROW_MAJOR },
+    >(
         &__launch,
         8u32,
         |_: u32, __cta: ::clustered_device::cta::Cta| __vector_add_agents_task(
