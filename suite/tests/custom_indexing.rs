@@ -25,12 +25,14 @@ fn transposed(v: u32, [_, gy, _]: [u32; 3]) -> [u32; 3] {
 // Schedule names are PTX symbols (the contracts are `#[no_mangle]`), so each
 // kernel's must be its own.
 macro_rules! counting_kernel {
-    ($name:ident, $indexing:ident, $reorder:ident, $redirect:ident, $agents:ident, $persistent:ident, $stride:ident) => {
+    ($name:ident, $indexing:ident, $reorder:ident, $redirect:ident, $agents:ident, $persistent:ident, $stride:ident, $claims:ident, $blocks:ident) => {
         #[clustered(name = $reorder, binding = reorder, indexing = custom($indexing))]
         #[clustered(name = $redirect, binding = redirect, indexing = custom($indexing))]
         #[clustered(name = $agents, binding = agents, indexing = custom($indexing))]
         #[clustered(name = $persistent, binding = persistent, chunk = 2, indexing = custom($indexing))]
         #[clustered(name = $stride, binding = stride, indexing = custom($indexing))]
+        #[clustered(name = $claims, binding = stride, tail = claims, indexing = custom($indexing))]
+        #[clustered(name = $blocks, binding = stride, tail = blocks, indexing = custom($indexing))]
         pub unsafe fn $name(runs: *mut u32) {
             if thread_idx_x() == 0 {
                 let v = block_idx_y() * grid_dim_x() + block_idx_x();
@@ -49,7 +51,9 @@ mod broken {
         b_redirect,
         b_agents,
         b_persistent,
-        b_stride
+        b_stride,
+        b_stride_claims,
+        b_stride_blocks
     );
 }
 
@@ -62,7 +66,9 @@ mod permuted {
         p_redirect,
         p_agents,
         p_persistent,
-        p_stride
+        p_stride,
+        p_stride_claims,
+        p_stride_blocks
     );
 }
 

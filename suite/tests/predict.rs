@@ -200,8 +200,8 @@ fn the_cache_profile_follows_the_device_model() {
 /// them: a schedule over its kernel's occupancy with its capped copy's
 /// (Black-Scholes' grid-stride loop, 35 registers from ptxas 13, 32 capped)
 /// where the grid needs the warps, its own where its own code holds the
-/// grid at once (64 blocks of ATAX's column pass, its claimed tail's loop);
-/// its kernel and a schedule already within it as ptxas gave them.
+/// grid at once (64 blocks of ATAX's column pass); its kernel and a
+/// schedule already within it as ptxas gave them.
 #[test]
 fn registers_are_the_loaders() {
     let Some(path) = cuda_tool("ptxas") else {
@@ -237,7 +237,7 @@ fn registers_are_the_loaders() {
         loaded.for_launch(stride, &big, &device),
         Some(loaded.capped[stride])
     );
-    let atax = "atax_columns_auto_stride_tail";
+    let atax = "atax_columns_auto_stride";
     let few = clustered_suite::host::LaunchConfig::linear(64 * 256, 256);
     assert!(loaded.capped.contains_key(atax), "{:?}", own[atax]);
     assert_eq!(loaded.for_launch(atax, &few, &device), Some(own[atax]));
