@@ -417,8 +417,9 @@ pub unsafe fn strided_then_claimed(
 /// compiled for `INDEXING`, the entry's indexing kind
 /// ([`crate::mapping::Delinearize::as_kind`]): a tail block maps its task
 /// at its start, and without the other kinds' branches the loops ran 3-4%
-/// faster on three light kernels of four on an H100 (docs/BENCHMARKS.md,
-/// "The task loops compiled for their indexing").
+/// faster on three of the eight kernels timed on an H100 (vector add,
+/// Black-Scholes fast, nn_euclid; the other five -1.6% to +0.7%:
+/// docs/BENCHMARKS.md, "The task loops compiled for their indexing").
 #[inline(always)]
 pub fn strided_then_blocks<const INDEXING: u32>(
     launch: &ClusterLaunch,
