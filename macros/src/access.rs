@@ -623,7 +623,13 @@ impl Evaluator {
                 pointed_into(value, &mut pointers);
             }
         });
-        if !pointers.is_empty() {
+        self.unseen_through(what, pointers, span);
+    }
+
+    /// Records code the analysis does not read (at `span`) that is handed
+    /// `pointers`, the pointer parameters it may load or store through.
+    fn unseen_through(&mut self, what: &str, pointers: Vec<String>, span: proc_macro2::Span) {
+        if self.recording && !pointers.is_empty() {
             self.analysis.unseen.push(Unseen {
                 what: what.to_string(),
                 pointers,
@@ -865,6 +871,17 @@ impl Evaluator {
                 );
                 Some(Value::opaque("a value loaded from memory"))
             }
+            // The runtime's atomics read and write their address: one
+            // access, counted as the store it ends with.
+            ("fetch_add_f32" | "fetch_add_u64" | "fetch_inc_wrapping", [pointer, _]) => {
+                self.access(
+                    pointer,
+                    &call.args[0],
+                    Direction::Store,
+                    &Expr::Call(call.clone()),
+                );
+                Some(Value::opaque("the value an atomic found"))
+            }
             ("write" | "write_volatile", [pointer, _]) => {
                 self.access(
                     pointer,
@@ -876,6 +893,13 @@ impl Evaluator {
             }
             _ => None,
         };
+        if result.is_none() {
+            // A function the analysis does not read: whatever it loads or
+            // stores through a pointer handed to it is missing.
+            let mut pointers = Vec::new();
+            args.iter().for_each(|a| pointed_into(a, &mut pointers));
+            self.unseen_through(&format!("a call to `{name}`"), pointers, call.span());
+        }
         result.unwrap_or_else(|| Value::opaque(format!("the result of `{name}`")))
     }
 
@@ -883,6 +907,12 @@ impl Evaluator {
         let receiver = self.expr(&call.receiver);
         let args: Vec<Value> = call.args.iter().map(|a| self.expr(a)).collect();
         let method = call.method.to_string();
+        // What an unknown method may load or store through: the pointers
+        // in its receiver and arguments.
+        let mut handed = Vec::new();
+        std::iter::once(&receiver)
+            .chain(&args)
+            .for_each(|v| pointed_into(v, &mut handed));
         if let (true, "read", Some(table), 1) = (
             self.recording,
             method.as_str(),
@@ -933,7 +963,24 @@ impl Evaluator {
                 .mul(b)
                 .map_or_else(|| Value::opaque("overflow"), Value::Int),
             ("into" | "try_into" | "unwrap", v @ Value::Int(_), []) => v,
-            _ => Value::opaque(format!("the result of `.{method}()`")),
+            _ => {
+                // Pointer methods that touch no memory; any other is
+                // code the analysis does not read.
+                let inert = [
+                    "is_null",
+                    "offset_from",
+                    "addr",
+                    "align_offset",
+                    "is_aligned",
+                    "cast",
+                    "cast_mut",
+                    "cast_const",
+                ];
+                if !inert.contains(&method.as_str()) {
+                    self.unseen_through(&format!("a call of `.{method}()`"), handed, call.span());
+                }
+                Value::opaque(format!("the result of `.{method}()`"))
+            }
         }
     }
 
@@ -1018,6 +1065,7 @@ impl Evaluator {
 fn tidy(tokens: &str) -> String {
     let mut out = tokens.to_string();
     for (from, to) in [
+        (" :: ", "::"),
         (" . ", "."),
         (" (", "("),
         ("( ", "("),

@@ -238,6 +238,38 @@ mod tests {
     }
 
     #[test]
+    fn a_pointer_handed_to_a_function_the_analysis_does_not_read_is_warned_about() {
+        // The staging in a helper: its loads and stores are missing from
+        // the analysis, so `auto` would propose from the rest alone.
+        let source = "unsafe fn k(a: *const f32, c: *mut f32, n: u32) {
+            let i = block_idx_x() * 32 + thread_idx_x();
+            stage(a.add(i as usize), n);
+            let row = c.add(i as usize);
+            row.copy_from(a, 4);
+            *c.add(i as usize) = fma(*a.add(i as usize), 2.0, 1.0);
+            let _ = row.is_null();
+        }";
+        let function: ItemFn = syn::parse_str(source).unwrap();
+        let warnings = unseen_accesses(&function, &crate::access::analyse(&function)).to_string();
+        // Two: the helper handed `a`, the method on `c` handed `a`; not
+        // `fma`, whose arguments are values the analysis read itself, nor
+        // `is_null`, which touches no memory.
+        assert_eq!(
+            warnings.matches("does not read into").count(),
+            2,
+            "{warnings}"
+        );
+        assert!(
+            warnings.contains("a call to `stage` (it names `a`)"),
+            "{warnings}"
+        );
+        assert!(
+            warnings.contains("a call of `.copy_from()` (it names `c`, `a`)"),
+            "{warnings}"
+        );
+    }
+
+    #[test]
     fn a_constant_table_read_at_each_thread_s_own_index_is_warned_about() {
         let source = "unsafe fn k(x: *const f32, y: *mut f32, n: u32, degree: u32) {
             let i = index_1d();

@@ -207,6 +207,26 @@ impl row_sums {
                 line: 18u32,
                 source: "*m.add((row * width + column) as usize)",
             },
+            ::clustered_device::abi::access::Access {
+                pointer: "sums",
+                elem_bytes: ::core::mem::size_of::<f32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Store,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Block(
+                                    ::clustered_device::abi::access::Axis::Y,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 19u32,
+                source: "clustered_device::atomic::fetch_add_f32(sums.add(row as usize), value)",
+            },
         ],
         loops: &[],
         block_axes: [true, true, false],

@@ -466,7 +466,13 @@ impl small_pool {
         loops: &[],
         block_axes: [false, false, false],
         uses_shared_memory: false,
-        unseen: &[],
+        unseen: &[
+            ::clustered_device::abi::access::Unseen {
+                what: "a call to `serve`",
+                line: 1u32,
+                pointers: &["slots"],
+            },
+        ],
     };
     /// The automatic family: the baseline, the schedules that
     /// `#[clustered(auto)]` proposed, then those written beside it
