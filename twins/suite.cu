@@ -209,27 +209,58 @@ extern "C" __global__ void conv5x5_twin(const float *input, Filter5x5 filter, fl
 
 // The same convolution staged in shared memory, as conv5x5_tiled: 32 x 32
 // outputs per block of 32 x 8 threads, 4 rows per thread, the 36 x 36 tile
-// loaded once, by rows; each output's 25 FMAs in the same order.
+// loaded once, by rows; each output's 25 FMAs in the same order. Written as
+// the Rust is since session 48: the first 4 rows of threads stage a fifth
+// row first, then every thread its 4 rows with 8 loads in flight before the
+// stores, and each sum passes through a volatile register move before the
+// stores' tests (nvcc, like LLVM, would sink the FMAs under them). On an
+// H100 0.843 ms against the Rust's 0.844; the literal loop over rows it
+// replaces ran 0.905 (docs/BENCHMARKS.md, "Three twins as the Rust is
+// written").
+__device__ __forceinline__ float settled(float value) {
+    asm volatile("mov.b32 %0, %0;" : "+f"(value));
+    return value;
+}
+
 extern "C" __global__ void conv5x5_tiled_twin(const float *input, Filter5x5 filter, float *output,
                                               unsigned int width, unsigned int height) {
     __shared__ float tile[36 * 36];
-    int tx = threadIdx.x, ty = threadIdx.y;
-    int x0 = blockIdx.x * 32, y0 = blockIdx.y * 32;
-    int w = width, h = height;
-    // By rows: column tx, and the halo column tx + 32 on the first 4 lanes.
-    int xx = x0 + tx - 2, halo_xx = xx + 32;
-    bool inside = xx >= 0 && xx < w, halo_lane = tx < 4, halo_inside = halo_lane && halo_xx < w;
-    for (int row = ty; row < 36; row += 8) {
-        int yy = y0 + row - 2;
-        bool row_inside = yy >= 0 && yy < h;
-        const float *line = input + (long long)yy * w;
-        float value = row_inside && inside ? line[xx] : 0.0f;
-        float halo = row_inside && halo_inside ? line[halo_xx] : 0.0f;
-        tile[row * 36 + tx] = value;
-        if (halo_lane) tile[row * 36 + tx + 32] = halo;
+    unsigned int tx = threadIdx.x, ty = threadIdx.y;
+    unsigned int x0 = blockIdx.x * 32, y0 = blockIdx.y * 32;
+    // Column tx of rows ty, ty + 8, .., and on the first 4 lanes the halo
+    // column tx + 32; xx wraps below zero, so one unsigned test checks both ends.
+    unsigned int xx = x0 + tx - 2;
+    bool halo_lane = tx < 4, inside = xx < width, halo_inside = halo_lane && xx + 32 < width;
+    const float *column = input + ((long long)(x0 + tx) - 2);
+    unsigned int first_row = ty;
+    if (ty < 4) {
+        unsigned int yy = y0 + ty - 2;
+        const float *line = column + (size_t)yy * width;
+        bool row_inside = yy < height;
+        float value = row_inside && inside ? *line : 0.0f;
+        float halo = row_inside && halo_inside ? line[32] : 0.0f;
+        tile[ty * 36 + tx] = value;
+        if (halo_lane) tile[ty * 36 + tx + 32] = halo;
+        first_row += 8;
+    }
+    float values[4], halos[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        unsigned int yy = y0 + first_row + i * 8 - 2;
+        const float *line = column + (size_t)yy * width;
+        bool row_inside = yy < height;
+        values[i] = row_inside && inside ? *line : 0.0f;
+        halos[i] = row_inside && halo_inside ? line[32] : 0.0f;
+    }
+    unsigned int at = first_row * 36 + tx;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) tile[at + i * 8 * 36] = values[i];
+    if (halo_lane) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) tile[at + i * 8 * 36 + 32] = halos[i];
     }
     __syncthreads();
-    int first = ty * 4;
+    unsigned int first = ty * 4, base = first * 36 + tx;
     float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int dy = 0; dy < 5; ++dy) {
@@ -237,14 +268,17 @@ extern "C" __global__ void conv5x5_tiled_twin(const float *input, Filter5x5 filt
         for (int dx = 0; dx < 5; ++dx) {
             float weight = filter.w[dy * 5 + dx];
 #pragma unroll
-            for (int r = 0; r < 4; ++r) sum[r] = fmaf(tile[(first + r + dy) * 36 + tx + dx], weight, sum[r]);
+            for (int r = 0; r < 4; ++r) sum[r] = fmaf(tile[base + (r + dy) * 36 + dx], weight, sum[r]);
         }
     }
-    int x = x0 + tx;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) sum[r] = settled(sum[r]);
+    unsigned int x = x0 + tx;
+    float *out = output + (size_t)(y0 + first) * width + x;
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-        int y = y0 + first + r;
-        if (x < w && y < h) output[y * w + x] = sum[r];
+        if (x < width && y0 + first + r < height) *out = sum[r];
+        out += width;
     }
 }
 

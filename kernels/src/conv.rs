@@ -120,10 +120,11 @@ const TILE_HEIGHT: u32 = TILED_OUTPUTS[1] + FILTER - 1;
 /// `tx + 32` (the first 4 rows of threads a fifth row first, then every
 /// thread 4 rows with their 8 loads in flight before its stores); the taps
 /// and the 4 stores unrolled, each sum complete before its store's test
-/// (`settled`). On an H100 0.845 ms against the twin's 0.906 and the
-/// linear walk's (`k / 36`, `k % 36`) 0.937 that it replaces
+/// (`settled`). On an H100 0.845 ms against the literal twin's 0.906 and
+/// the linear walk's (`k / 36`, `k % 36`) 0.937 that it replaces
 /// (docs/BENCHMARKS.md, "The staged convolution staged by rows, its sums
-/// settled").
+/// settled"); the twin written the same way runs at its time (0.843
+/// against 0.844, "Three twins as the Rust is written").
 #[clustered(auto)]
 pub unsafe fn conv5x5_tiled(
     input: *const f32,
