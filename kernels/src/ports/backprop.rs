@@ -39,7 +39,13 @@ const MOMENTUM: f64 = 0.3;
 /// block's 16 rows are its own); streaming.
 ///
 /// Variants: `_redirect`, `_stride` (grid-stride), `_agents_chunked` (8
-/// blocks per claim).
+/// blocks per claim), `_persistent` (claims of 4); and with the prefetch
+/// hook the macro writes (the next task's `w`, `oldw` and `ly` lines into
+/// L2), `_stride_prefetch_auto`, `_tail_blocks_prefetch_auto` and
+/// `_persistent_prefetch_auto`. Its 65535 tasks are tiny (two dependent
+/// trips to memory each): without the prefetch every loop ran 0.68-0.91x
+/// of the kernel on an H100, with it 0.97-1.02x (docs/BENCHMARKS.md,
+/// "bpnn's loops with the next task prefetched").
 ///
 /// # Safety
 /// `hid == 16`; `input` holds `in + 1` floats, `input_hidden` `(in + 1) *
@@ -104,7 +110,13 @@ pub unsafe fn bpnn_layerforward(
 /// the lines at their boundaries; streaming.
 ///
 /// Variants: `_redirect`, `_stride` (grid-stride), `_agents_chunked` (8
-/// blocks per claim).
+/// blocks per claim), `_persistent` (claims of 4); and with the prefetch
+/// hook the macro writes (the next task's `w`, `oldw` and `ly` lines into
+/// L2), `_stride_prefetch_auto`, `_tail_blocks_prefetch_auto` and
+/// `_persistent_prefetch_auto`. Its 65535 tasks are tiny (two dependent
+/// trips to memory each): without the prefetch every loop ran 0.68-0.91x
+/// of the kernel on an H100, with it 0.97-1.02x (docs/BENCHMARKS.md,
+/// "bpnn's loops with the next task prefetched").
 ///
 /// # Safety
 /// `hid == 16`; `delta` holds `hid + 1` floats, `ly` `in + 1`, `w` and
@@ -113,6 +125,10 @@ pub unsafe fn bpnn_layerforward(
 #[clustered(name = bpnn_adjust_weights_redirect, binding = redirect)]
 #[clustered(name = bpnn_adjust_weights_stride, binding = stride)]
 #[clustered(name = bpnn_adjust_weights_agents_chunked, binding = agents, chunk = 8)]
+#[clustered(name = bpnn_adjust_weights_stride_prefetch_auto, binding = stride, prefetch = auto)]
+#[clustered(name = bpnn_adjust_weights_tail_blocks_prefetch_auto, binding = stride, tail = blocks, prefetch = auto)]
+#[clustered(name = bpnn_adjust_weights_persistent, binding = persistent, chunk = 4)]
+#[clustered(name = bpnn_adjust_weights_persistent_prefetch_auto, binding = persistent, chunk = 4, prefetch = auto)]
 pub unsafe fn bpnn_adjust_weights(
     delta: *const f32,
     hid: u32,

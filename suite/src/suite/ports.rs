@@ -286,6 +286,10 @@ pub(super) fn bpnn_adjust_weights(size: Size) -> Workload {
             "redirect" => bpnn_adjust_weights_redirect,
             "grid-stride" => bpnn_adjust_weights_stride,
             "agents chunk 8" => bpnn_adjust_weights_agents_chunked,
+            "grid-stride, generated prefetch" => bpnn_adjust_weights_stride_prefetch_auto,
+            "tail as blocks, generated prefetch" => bpnn_adjust_weights_tail_blocks_prefetch_auto,
+            "persistent chunk 4" => bpnn_adjust_weights_persistent,
+            "persistent chunk 4, generated prefetch" => bpnn_adjust_weights_persistent_prefetch_auto,
         ),
         cpu_check: true,
         check: |w, outputs| {
