@@ -873,23 +873,22 @@ impl Evaluator {
             }
             // The runtime's atomics read and write their address: one
             // access, counted as the store it ends with.
-            ("fetch_add_f32" | "fetch_add_u64" | "fetch_inc_wrapping", [pointer, _]) => {
+            (
+                "write" | "write_volatile" | "fetch_add_f32" | "fetch_add_u64"
+                | "fetch_inc_wrapping",
+                [pointer, _],
+            ) => {
                 self.access(
                     pointer,
                     &call.args[0],
                     Direction::Store,
                     &Expr::Call(call.clone()),
                 );
-                Some(Value::opaque("the value an atomic found"))
-            }
-            ("write" | "write_volatile", [pointer, _]) => {
-                self.access(
-                    pointer,
-                    &call.args[0],
-                    Direction::Store,
-                    &Expr::Call(call.clone()),
-                );
-                Some(Value::Tuple(Vec::new()))
+                Some(if name.starts_with("fetch_") {
+                    Value::opaque("the value an atomic found")
+                } else {
+                    Value::Tuple(Vec::new())
+                })
             }
             _ => None,
         };
