@@ -838,6 +838,14 @@ impl Evaluator {
                 .mul(&Poly::sym(Sym::BlockDim(axis)))
                 .and_then(|p| p.add(&Poly::sym(Sym::Thread(axis)), 1))
         };
+        if let (Some(direction), Some(pointer)) = (memory_access(&name, args.len()), args.first()) {
+            self.access(pointer, &call.args[0], direction, &Expr::Call(call.clone()));
+            return match direction {
+                Direction::Load => Value::opaque("a value loaded from memory"),
+                Direction::Store => Value::Tuple(Vec::new()),
+                Direction::Update => Value::opaque("the value an atomic found"),
+            };
+        }
         let result = match (name.as_str(), args.as_slice()) {
             ("index_1d", []) => {
                 self.analysis.block_axes[0] = true;
@@ -862,34 +870,8 @@ impl Evaluator {
                     .add(&int(x)?, 1)
             })()
             .map(Value::Int),
-            ("read" | "read_volatile", [pointer]) => {
-                self.access(
-                    pointer,
-                    &call.args[0],
-                    Direction::Load,
-                    &Expr::Call(call.clone()),
-                );
-                Some(Value::opaque("a value loaded from memory"))
-            }
-            // The runtime's atomics read and write their address: one
-            // access, counted as the store it ends with.
-            (
-                "write" | "write_volatile" | "fetch_add_f32" | "fetch_add_u64"
-                | "fetch_inc_wrapping",
-                [pointer, _],
-            ) => {
-                self.access(
-                    pointer,
-                    &call.args[0],
-                    Direction::Store,
-                    &Expr::Call(call.clone()),
-                );
-                Some(if name.starts_with("fetch_") {
-                    Value::opaque("the value an atomic found")
-                } else {
-                    Value::Tuple(Vec::new())
-                })
-            }
+            // A prefetch is a hint: it loads nothing the kernel reads.
+            ("prefetch_l1" | "prefetch_l2", [_]) => Some(Value::Tuple(Vec::new())),
             _ => None,
         };
         if result.is_none() {
@@ -1057,6 +1039,54 @@ impl Evaluator {
             line: line_of(whole.span()),
             source: tidy(&whole.to_token_stream().to_string()),
         });
+    }
+}
+
+/// The functions read as an access through their first argument, by
+/// name and number of arguments: `core::ptr`'s reads and writes, and the
+/// device runtime's loads, stores and atomics (`clustered_device::memory`,
+/// `::atomic`; an atomic is an update, as `*p += v` is). Any other function
+/// handed a pointer is code the analysis does not read (`Unseen`).
+fn memory_access(name: &str, arguments: usize) -> Option<Direction> {
+    const LOADS: &[&str] = &[
+        "read",
+        "read_volatile",
+        "read_unaligned",
+        "load",
+        "load_bypass_l1",
+        "load_read_only",
+        "load_relaxed_gpu_global",
+        "load_relaxed_gpu",
+        "load_acquire_gpu",
+        "load_relaxed_system",
+        "load_acquire_system",
+    ];
+    const STORES: &[&str] = &[
+        "write",
+        "write_volatile",
+        "write_unaligned",
+        "store",
+        "store_relaxed_gpu",
+        "store_release_gpu",
+        "store_relaxed_system",
+        "store_release_system",
+        "store_relaxed_system_u64",
+    ];
+    const ATOMICS: &[&str] = &[
+        "fetch_add_u32",
+        "fetch_or_u32",
+        "fetch_max_u32",
+        "fetch_add_u64",
+        "fetch_add_f32",
+        "fetch_inc_wrapping",
+        "add_relaxed_gpu",
+    ];
+    match (name, arguments) {
+        (name, 1) if LOADS.contains(&name) => Some(Direction::Load),
+        (name, 2) if STORES.contains(&name) => Some(Direction::Store),
+        (name, 2) if ATOMICS.contains(&name) => Some(Direction::Update),
+        ("compare_and_swap_u32", 3) => Some(Direction::Update),
+        _ => None,
     }
 }
 

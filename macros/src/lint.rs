@@ -191,6 +191,7 @@ impl<'ast> Visit<'ast> for WrappingIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clustered_abi::access::Direction;
 
     fn sites(body: &str) -> usize {
         let function: ItemFn = syn::parse_str(&format!("unsafe fn k() {{ {body} }}")).unwrap();
@@ -248,12 +249,27 @@ mod tests {
             row.copy_from(a, 4);
             *c.add(i as usize) = fma(*a.add(i as usize), 2.0, 1.0);
             let _ = row.is_null();
+            fetch_add_f32(c.add(i as usize), load_read_only(a.add(i as usize)));
+            prefetch_l2(a.add(i as usize + 32));
         }";
         let function: ItemFn = syn::parse_str(source).unwrap();
-        let warnings = unseen_accesses(&function, &crate::access::analyse(&function)).to_string();
+        let analysis = crate::access::analyse(&function);
+        let warnings = unseen_accesses(&function, &analysis).to_string();
         // Two: the helper handed `a`, the method on `c` handed `a`; not
         // `fma`, whose arguments are values the analysis read itself, nor
-        // `is_null`, which touches no memory.
+        // `is_null`, which touches no memory, nor the runtime's atomic,
+        // load and prefetch, which it reads (an update, a load, nothing).
+        let atomic: Vec<_> = analysis
+            .accesses
+            .iter()
+            .filter(|a| a.source.contains("fetch_add_f32") || a.source.contains("load_read_only"))
+            .map(|a| (a.pointer.as_str(), a.direction))
+            .collect();
+        assert_eq!(
+            atomic,
+            [("a", Direction::Load), ("c", Direction::Update)],
+            "{atomic:?}"
+        );
         assert_eq!(
             warnings.matches("does not read into").count(),
             2,

@@ -210,7 +210,7 @@ impl row_sums {
             ::clustered_device::abi::access::Access {
                 pointer: "sums",
                 elem_bytes: ::core::mem::size_of::<f32>() as u32,
-                direction: ::clustered_device::abi::access::Direction::Store,
+                direction: ::clustered_device::abi::access::Direction::Update,
                 index: ::clustered_device::abi::access::Index::Affine(
                     &[
                         ::clustered_device::abi::access::Term {
