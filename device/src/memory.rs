@@ -278,31 +278,6 @@ pub fn unstepped<T: Unstepped>(value: T) -> T {
     value.through_a_move()
 }
 
-/// `value`, computed where this is called: a register move the compiler
-/// must leave in place (an `mov` with side effects on the GPU; the identity
-/// on the CPU backend). LLVM moves the instructions whose only use is under
-/// a branch into that branch; where that use is a store under a bounds
-/// test, a sum's whole chain goes with it, and the values it shares with
-/// other sums stay live across the test. Passed through here first, the sum
-/// is complete before the test (the staged 5x5 convolution's four outputs,
-/// `kernels/src/conv.rs`).
-#[inline(always)]
-pub fn settled(value: f32) -> f32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let mut bits = value.to_bits();
-        // SAFETY: a register move; no memory is touched. Not `pure`: LLVM
-        // neither moves nor removes it.
-        unsafe {
-            asm!("mov.b32 {bits}, {bits};", bits = inout(reg32) bits,
-                 options(nomem, nostack, preserves_flags))
-        };
-        f32::from_bits(bits)
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    value
-}
-
 /// The integers [`unstepped`] takes: `u32` and `usize`.
 pub trait Unstepped: Copy + unstepped::Sealed {
     #[doc(hidden)]
@@ -348,6 +323,31 @@ impl Unstepped for usize {
         #[cfg(not(target_arch = "nvptx64"))]
         self
     }
+}
+
+/// `value`, computed where this is called: a register move the compiler
+/// must leave in place (an `mov` with side effects on the GPU; the identity
+/// on the CPU backend). LLVM moves the instructions whose only use is under
+/// a branch into that branch; where that use is a store under a bounds
+/// test, a sum's whole chain goes with it, and the values it shares with
+/// other sums stay live across the test. Passed through here first, the sum
+/// is complete before the test (the staged 5x5 convolution's four outputs,
+/// `kernels/src/conv.rs`).
+#[inline(always)]
+pub fn settled(value: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let mut bits = value.to_bits();
+        // SAFETY: a register move; no memory is touched. Not `pure`: LLVM
+        // neither moves nor removes it.
+        unsafe {
+            asm!("mov.b32 {bits}, {bits};", bits = inout(reg32) bits,
+                 options(nomem, nostack, preserves_flags))
+        };
+        f32::from_bits(bits)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    value
 }
 
 #[cfg(test)]
