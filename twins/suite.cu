@@ -215,8 +215,8 @@ extern "C" __global__ void conv5x5_twin(const float *input, Filter5x5 filter, fl
 // stores, and each sum passes through a volatile register move before the
 // stores' tests (nvcc, like LLVM, would sink the FMAs under them). On an
 // H100 0.843 ms against the Rust's 0.844; the literal loop over rows it
-// replaces ran 0.905 (docs/BENCHMARKS.md, "Three twins as the Rust is
-// written").
+// replaces ran 0.905 (docs/BENCHMARKS.md, session 48's section, "... three
+// twins as the Rust is written ...").
 __device__ __forceinline__ float settled(float value) {
     asm volatile("mov.b32 %0, %0;" : "+f"(value));
     return value;

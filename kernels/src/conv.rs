@@ -124,7 +124,8 @@ const TILE_HEIGHT: u32 = TILED_OUTPUTS[1] + FILTER - 1;
 /// the linear walk's (`k / 36`, `k % 36`) 0.937 that it replaces
 /// (docs/BENCHMARKS.md, "The staged convolution staged by rows, its sums
 /// settled"); the twin written the same way runs at its time (0.843
-/// against 0.844, "Three twins as the Rust is written").
+/// against 0.844: session 48's section, "... three twins as the Rust is
+/// written ...").
 #[clustered(auto)]
 pub unsafe fn conv5x5_tiled(
     input: *const f32,
