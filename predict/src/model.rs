@@ -31,8 +31,13 @@ pub struct Traffic {
     /// 4-byte load, 32 for a strided one): the L1 looks up one a clock.
     pub l1_lines_per_load: f64,
     /// Bytes sent from the SMs to L2, whole sectors (partial stores
-    /// included, at 32 bytes each).
+    /// included, at 32 bytes each), prefetches not included.
     pub l2_bytes: f64,
+    /// Bytes the prefetches (`prefetch.global.L1`/`.L2`) request from L2.
+    /// No register waits for them and none comes back to the SM: they are
+    /// not L2 traffic for the bound, but bytes in flight beside the loads'
+    /// (what a prefetch is for), while the loads they cover hit in L2.
+    pub l2_prefetch_bytes: f64,
     /// Of those sectors, stores that write only part of their sector: the
     /// L2 takes them at its own rate (`l2_partial_sectors_per_ns`).
     pub l2_partial_store_sectors: f64,
@@ -50,6 +55,7 @@ impl Traffic {
             l1_sectors_per_load: 4.0,
             l1_lines_per_load: 1.0,
             l2_bytes: bytes as f64,
+            l2_prefetch_bytes: 0.0,
             l2_partial_store_sectors: 0.0,
             dram_bytes: bytes as f64,
             l1_hit_rate: 0.0,
@@ -419,9 +425,13 @@ pub fn predict(
     };
     let warp_loads =
         walked.per_warp[Class::LoadGlobal.index()] * blocks as f64 * f64::from(warps_per_block);
+    // A task's prefetches are all in flight while it runs (no register
+    // waits for them): each resident warp adds its share of a task's.
+    let prefetch_in_flight = resident_warps * t.l2_prefetch_bytes
+        / (blocks as f64 * f64::from(warps_per_block) * launch.tasks_per_block.max(1.0));
     let sass_in_flight = match resources.loads_in_flight {
         Some(loads) if loads > 0 && warp_loads > 0.0 => {
-            Some(resident_warps * f64::from(loads) * t.l2_bytes / warp_loads)
+            Some(resident_warps * f64::from(loads) * t.l2_bytes / warp_loads + prefetch_in_flight)
         }
         _ => None,
     };
@@ -858,6 +868,41 @@ mod tests {
     }
 
     #[test]
+    fn prefetches_are_bytes_in_flight_not_l2_traffic() {
+        let module = Module::parse(INTERLEAVED).unwrap();
+        let device = DeviceModel::h100_sxm();
+        // As above: every SM busy, one load in flight per warp.
+        let query = |l2_prefetch_bytes: f64| Query {
+            entry: "k",
+            launch: blocks_of_256(16384),
+            dynamic_shared_bytes: 0,
+            resources: Some(Resources {
+                registers: 32,
+                loads_in_flight: Some(1),
+                ..Resources::default()
+            }),
+            traffic: Traffic {
+                l2_prefetch_bytes,
+                ..Traffic::compulsory(1 << 26)
+            },
+        };
+        let predicted = |bytes| predict(&module, &query(bytes), &device).unwrap();
+        let without = predicted(0.0);
+        // An eighth as many bytes prefetched as loaded: a warp's task
+        // prefetches one load's worth (its 8 loads of 64 bytes, above),
+        // all in flight beside the load it waits for, so twice the bytes
+        // in flight and each byte past L1 waits half as long.
+        let with = predicted(f64::from(1u32 << 23));
+        assert!(
+            (without.latency_ms / with.latency_ms - 2.0).abs() < 1e-9,
+            "{without:?} {with:?}"
+        );
+        assert!(with.dram_ms < without.dram_ms);
+        // The SMs receive none of it: the L2 bound is the loads' alone.
+        assert_eq!(with.l2_ms, without.l2_ms);
+    }
+
+    #[test]
     fn strided_loads_are_bound_by_l1_lookups() {
         let module = Module::parse(INTERLEAVED).unwrap();
         // Sectors first: lines at 4 a clock never bind before them.
@@ -872,6 +917,7 @@ mod tests {
                 l1_sectors_per_load,
                 l1_lines_per_load: l1_sectors_per_load / 4.0,
                 l2_bytes: 1e6,
+                l2_prefetch_bytes: 0.0,
                 l2_partial_store_sectors: 0.0,
                 dram_bytes: 1e6,
                 l1_hit_rate: 0.9,

@@ -97,6 +97,12 @@ pub struct CacheStats {
     pub l1_to_l2_sectors: u64,
     /// Requested sectors found in L2.
     pub l2_sector_hits: u64,
+    /// Of `l1_to_l2_sectors`, the prefetches' (both kinds): requests that
+    /// bring sectors into the caches and return nothing to a register, so
+    /// the SM neither waits for them nor receives their bytes.
+    pub l2_prefetch_sectors: u64,
+    /// Of those, the ones found in L2 (counted in `l2_sector_hits` too).
+    pub l2_prefetch_sector_hits: u64,
     /// Read sectors fetched from DRAM (reads and atomics that missed in L2).
     pub l2_sector_misses: u64,
     /// Stored sectors that missed in L2 and were allocated without a DRAM read.
@@ -168,6 +174,8 @@ impl CacheStats {
             l1_sector_hits: self.l1_sector_hits - earlier.l1_sector_hits,
             l1_to_l2_sectors: self.l1_to_l2_sectors - earlier.l1_to_l2_sectors,
             l2_sector_hits: self.l2_sector_hits - earlier.l2_sector_hits,
+            l2_prefetch_sectors: self.l2_prefetch_sectors - earlier.l2_prefetch_sectors,
+            l2_prefetch_sector_hits: self.l2_prefetch_sector_hits - earlier.l2_prefetch_sector_hits,
             l2_sector_misses: self.l2_sector_misses - earlier.l2_sector_misses,
             l2_write_allocations: self.l2_write_allocations - earlier.l2_write_allocations,
             l2_partial_store_sectors: self.l2_partial_store_sectors
@@ -391,9 +399,9 @@ impl CacheModel {
             }
             AccessKind::PrefetchL1 => {
                 let missing = self.fill_l1(sm, line, mask);
-                self.l2_read(line, missing);
+                self.l2_prefetch(line, missing);
             }
-            AccessKind::PrefetchL2 => self.l2_read(line, mask),
+            AccessKind::PrefetchL2 => self.l2_prefetch(line, mask),
         }
     }
 
@@ -432,6 +440,17 @@ impl CacheModel {
         if mask != 0 {
             let (_, missing) = self.l2_request(line, mask);
             self.stats.l2_sector_misses += count(missing);
+        }
+    }
+
+    /// A prefetch's read of sectors `mask` of `line` through L2, counted
+    /// apart as well ([`CacheStats::l2_prefetch_sectors`]).
+    fn l2_prefetch(&mut self, line: u64, mask: u8) {
+        if mask != 0 {
+            let (_, missing) = self.l2_request(line, mask);
+            self.stats.l2_sector_misses += count(missing);
+            self.stats.l2_prefetch_sectors += count(mask);
+            self.stats.l2_prefetch_sector_hits += count(mask & !missing);
         }
     }
 

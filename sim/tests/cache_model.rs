@@ -364,6 +364,19 @@ fn prefetches_fill_without_counting_lookups() {
     assert!(!model.in_l1(0, LINE) && model.in_l2(LINE));
     let load = delta(&mut model, 0, 0, AccessKind::Load, &whole_line(LINE));
     assert_eq!((load.l1_sector_hits, load.l2_sector_hits), (0, 4));
+    // Prefetches are counted apart, loads not: the time model leaves the
+    // prefetches out of what the SMs wait for.
+    assert_eq!(
+        (to_l1.l2_prefetch_sectors, to_l2.l2_prefetch_sectors),
+        (4, 4)
+    );
+    assert_eq!(load.l2_prefetch_sectors, 0);
+    let warm = delta(&mut model, 1, 0, AccessKind::PrefetchL2, &whole_line(LINE));
+    assert_eq!(
+        (warm.l2_prefetch_sectors, warm.l2_prefetch_sector_hits),
+        (4, 4)
+    );
+    assert_eq!(to_l2.l2_prefetch_sector_hits, 0);
 }
 
 /// Reads `lines` lines from 0 through L2 only, twice; returns the second

@@ -121,8 +121,10 @@ pub struct TrafficRatio {
     pub l1_sectors_per_load: f64,
     /// L1 lines looked up per warp load instruction, likewise.
     pub l1_lines_per_load: f64,
-    /// L1-to-L2 bytes / compulsory bytes.
+    /// L1-to-L2 bytes / compulsory bytes, prefetches not included.
     pub l2: f64,
+    /// Bytes the prefetches request from L2 / compulsory bytes.
+    pub l2_prefetch: f64,
     /// Sectors stored in part (32 bytes each) / compulsory bytes.
     pub l2_partial_stores: f64,
     /// DRAM bytes (reads and write-backs) / compulsory bytes.
@@ -141,6 +143,7 @@ impl TrafficRatio {
             l1_sectors_per_load: self.l1_sectors_per_load,
             l1_lines_per_load: self.l1_lines_per_load,
             l2_bytes: self.l2 * compulsory as f64,
+            l2_prefetch_bytes: self.l2_prefetch * compulsory as f64,
             l2_partial_store_sectors: self.l2_partial_stores * compulsory as f64 / 32.0,
             dram_bytes: self.dram * compulsory as f64,
             l1_hit_rate: self.l1_hit_rate,
@@ -240,20 +243,24 @@ pub fn traffic_ratios(
                 }
             };
             let dram = (s.l2_sector_misses + s.dram_write_sectors) as f64 * sector;
+            // What the SMs wait for and receive: the prefetches apart.
+            let requested = s.l1_to_l2_sectors - s.l2_prefetch_sectors;
+            let hits = s.l2_sector_hits - s.l2_prefetch_sector_hits;
             Some((
                 v.label,
                 TrafficRatio {
                     l1_sectors_per_load: per_load(s.l1_sector_lookups, 4.0),
                     l1_lines_per_load: per_load(s.l1_line_lookups, 1.0),
-                    l2: s.l1_to_l2_sectors as f64 * sector / compulsory,
+                    l2: requested as f64 * sector / compulsory,
+                    l2_prefetch: s.l2_prefetch_sectors as f64 * sector / compulsory,
                     l2_partial_stores: s.l2_partial_store_sectors as f64 * sector / compulsory,
                     dram: dram / compulsory,
                     l1_hit_rate: s.l1_hit_rate(),
                     loads_per_task: s.load_instructions as f64 / original_warps.max(1.0),
-                    l2_hit_rate: if s.l1_to_l2_sectors == 0 {
+                    l2_hit_rate: if requested == 0 {
                         0.0
                     } else {
-                        s.l2_sector_hits as f64 / s.l1_to_l2_sectors as f64
+                        hits as f64 / requested as f64
                     },
                 },
             ))
