@@ -394,6 +394,7 @@ fn halo_along(
                 .iter()
                 .any(|f| matches!(f, Sym::Thread(_) | Sym::Loop(_)))
     };
+    let lane = lane_step(terms);
     all.accesses.iter().any(|other| {
         let Index::Affine(other_terms) = other.index else {
             return false;
@@ -412,6 +413,18 @@ fn halo_along(
         }
         // ... different offsets, whose symbols divide the stride along `axis`.
         let offsets = |a: &[Term<'_>]| a.iter().filter(|t| !positional(t)).count();
+        // Fields of each lane's own record, not a neighbour's: the two
+        // offsets less than a lane's step apart.
+        let offset = |a: &[Term<'_>]| {
+            a.iter()
+                .filter(|t| !positional(t))
+                .try_fold(0i64, |sum, t| sum.checked_add(t.value(values)?))
+        };
+        if let (Some(step), Some(a), Some(b)) = (lane, offset(terms), offset(other_terms)) {
+            if a.abs_diff(b) < step.unsigned_abs() {
+                return false;
+            }
+        }
         let differs = terms
             .iter()
             .filter(|t| !positional(t))
@@ -432,6 +445,31 @@ fn halo_along(
                     })
                 })
     })
+}
+
+/// How many elements apart the lanes' accesses are where an index reads
+/// records field by field: `c * (block * block_dim + thread)` along one
+/// axis (its one thread term `c * thread`, every CTA term a multiple of
+/// `c` with that axis' block size in it), `c > 1`. A CTA then covers `c *
+/// block_dim` elements, and a constant offset below `c` is another field
+/// of each lane's own record (nn_euclid's `lat_long[2 i]` and `[2 i +
+/// 1]`): no neighbour's element. `None` for any other form.
+fn lane_step(terms: &[Term<'_>]) -> Option<i64> {
+    let mut threads = terms
+        .iter()
+        .filter(|t| t.factors.iter().any(|f| matches!(f, Sym::Thread(_))));
+    let lane = threads.next()?;
+    let [Sym::Thread(axis)] = lane.factors else {
+        return None;
+    };
+    let step = lane.coefficient.abs();
+    let records = step > 1
+        && threads.next().is_none()
+        && terms
+            .iter()
+            .filter(|t| t.has_block())
+            .all(|t| t.has(Sym::BlockDim(*axis)) && t.coefficient % step == 0);
+    records.then_some(step)
 }
 
 /// The paper's class of `access`.
@@ -797,6 +835,79 @@ mod tests {
             ],
         ),
     ];
+
+    /// Records of two fields read field by field, as nn_euclid reads its
+    /// points: `p[2*(bx*bdx + tx) + f]` for the offsets `f` given.
+    const BDX: Sym<'static> = Sym::BlockDim(Axis::X);
+    static FIELDS: [Access<'static>; 2] = [
+        load(
+            "p",
+            &[
+                Term {
+                    coefficient: 2,
+                    factors: &[BX, BDX],
+                },
+                Term {
+                    coefficient: 2,
+                    factors: &[TX],
+                },
+            ],
+        ),
+        load(
+            "p",
+            &[
+                Term {
+                    coefficient: 2,
+                    factors: &[BX, BDX],
+                },
+                Term {
+                    coefficient: 2,
+                    factors: &[TX],
+                },
+                Term {
+                    coefficient: 1,
+                    factors: &[],
+                },
+            ],
+        ),
+    ];
+    /// The same records, each lane reading its own field 1 and its left
+    /// neighbour's: `p[2*(bx*bdx + tx) + 1]` and `p[2*(bx*bdx + tx) - 1]`.
+    static NEIGHBOURS: [Access<'static>; 2] = [
+        FIELDS[1],
+        load(
+            "p",
+            &[
+                Term {
+                    coefficient: 2,
+                    factors: &[BX, BDX],
+                },
+                Term {
+                    coefficient: 2,
+                    factors: &[TX],
+                },
+                Term {
+                    coefficient: -1,
+                    factors: &[],
+                },
+            ],
+        ),
+    ];
+
+    #[test]
+    fn fields_of_a_lane_s_own_record_are_no_halo() {
+        let mut all = kernel(&FIELDS);
+        all.block_axes = [true, false, false];
+        for access in &FIELDS {
+            assert_eq!(sharing(access, &all, &Unknown)[0], Reuse::None);
+            assert_eq!(classify(access, &all, &Unknown), Class::Streaming);
+        }
+        // Two elements apart: the first lane reads the previous CTA's last
+        // record.
+        let mut all = kernel(&NEIGHBOURS);
+        all.block_axes = [true, false, false];
+        assert_eq!(sharing(&NEIGHBOURS[1], &all, &Unknown)[0], Reuse::Halo);
+    }
 
     #[test]
     fn a_stencil_shares_its_halo_along_the_axis_it_offsets() {

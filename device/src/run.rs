@@ -230,8 +230,9 @@ pub fn redirected(launch: &ClusterLaunch, to_cta: impl FnOnce(u32) -> Cta) -> Ct
 /// out by its first thread alone and handed to the others through shared
 /// memory at the scheduler's barrier. Mapping a linear id is a few
 /// multiply-high divisions and the indexing's edge cases, about 100
-/// instructions (SASS of `nn_euclid_auto_raster_y4` against the kernel's
-/// 25); every warp paying them took light kernels' rasters to 0.60-0.72x of
+/// instructions (SASS of nn_euclid's raster along y, which `auto` proposed
+/// until session 49, against the kernel's 25); every warp paying them took
+/// light kernels' rasters to 0.60-0.72x of
 /// the kernel. Now one warp pays them, and each other warp a barrier and a
 /// shared read: 0.75-0.85x (docs/BENCHMARKS.md, "The CTA mapped once a
 /// block"; what is left is the mapping's latency before any warp starts).
