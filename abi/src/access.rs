@@ -838,60 +838,29 @@ mod tests {
 
     /// Records of two fields read field by field, as nn_euclid reads its
     /// points: `p[2*(bx*bdx + tx) + f]` for the offsets `f` given.
-    const BDX: Sym<'static> = Sym::BlockDim(Axis::X);
+    const RECORD: Term<'static> = Term {
+        coefficient: 2,
+        factors: &[BX, Sym::BlockDim(Axis::X)],
+    };
+    const LANE: Term<'static> = Term {
+        coefficient: 2,
+        factors: &[TX],
+    };
+    const fn field(offset: i64) -> Term<'static> {
+        Term {
+            coefficient: offset,
+            factors: &[],
+        }
+    }
     static FIELDS: [Access<'static>; 2] = [
-        load(
-            "p",
-            &[
-                Term {
-                    coefficient: 2,
-                    factors: &[BX, BDX],
-                },
-                Term {
-                    coefficient: 2,
-                    factors: &[TX],
-                },
-            ],
-        ),
-        load(
-            "p",
-            &[
-                Term {
-                    coefficient: 2,
-                    factors: &[BX, BDX],
-                },
-                Term {
-                    coefficient: 2,
-                    factors: &[TX],
-                },
-                Term {
-                    coefficient: 1,
-                    factors: &[],
-                },
-            ],
-        ),
+        load("p", &[RECORD, LANE]),
+        load("p", &[RECORD, LANE, field(1)]),
     ];
     /// The same records, each lane reading its own field 1 and its left
     /// neighbour's: `p[2*(bx*bdx + tx) + 1]` and `p[2*(bx*bdx + tx) - 1]`.
     static NEIGHBOURS: [Access<'static>; 2] = [
-        FIELDS[1],
-        load(
-            "p",
-            &[
-                Term {
-                    coefficient: 2,
-                    factors: &[BX, BDX],
-                },
-                Term {
-                    coefficient: 2,
-                    factors: &[TX],
-                },
-                Term {
-                    coefficient: -1,
-                    factors: &[],
-                },
-            ],
-        ),
+        load("p", &[RECORD, LANE, field(1)]),
+        load("p", &[RECORD, LANE, field(-1)]),
     ];
 
     #[test]
