@@ -840,11 +840,7 @@ impl Evaluator {
         };
         if let (Some(direction), Some(pointer)) = (memory_access(&name, args.len()), args.first()) {
             self.access(pointer, &call.args[0], direction, &Expr::Call(call.clone()));
-            return match direction {
-                Direction::Load => Value::opaque("a value loaded from memory"),
-                Direction::Store => Value::Tuple(Vec::new()),
-                Direction::Update => Value::opaque("the value an atomic found"),
-            };
+            return accessed(direction);
         }
         let result = match (name.as_str(), args.as_slice()) {
             ("index_1d", []) => {
@@ -908,6 +904,13 @@ impl Evaluator {
                     .push((table, call.args[0].span()));
             }
         }
+        // `p.read()`, `p.write(v)`: the receiver is the first argument.
+        if let (Value::Ptr(..), Some(direction)) =
+            (&receiver, memory_access(&method, args.len() + 1))
+        {
+            self.access(&receiver, &call.receiver, direction, whole);
+            return accessed(direction);
+        }
         match (method.as_str(), receiver, args.as_slice()) {
             (
                 "add" | "offset" | "wrapping_add" | "wrapping_offset" | "sub" | "wrapping_sub",
@@ -926,14 +929,6 @@ impl Evaluator {
                 Value::Ptr(base, offset)
             }
             ("cast" | "cast_mut" | "cast_const", pointer @ Value::Ptr(..), []) => pointer,
-            ("read" | "read_volatile" | "read_unaligned", pointer @ Value::Ptr(..), []) => {
-                self.access(&pointer, &call.receiver, Direction::Load, whole);
-                Value::opaque("a value loaded from memory")
-            }
-            ("write" | "write_volatile" | "write_unaligned", pointer @ Value::Ptr(..), [_]) => {
-                self.access(&pointer, &call.receiver, Direction::Store, whole);
-                Value::Tuple(Vec::new())
-            }
             ("wrapping_add", Value::Int(a), [Value::Int(b)]) => a
                 .add(b, 1)
                 .map_or_else(|| Value::opaque("overflow"), Value::Int),
@@ -1087,6 +1082,15 @@ fn memory_access(name: &str, arguments: usize) -> Option<Direction> {
         (name, 2) if ATOMICS.contains(&name) => Some(Direction::Update),
         ("compare_and_swap_u32", 3) => Some(Direction::Update),
         _ => None,
+    }
+}
+
+/// What an access of `direction` evaluates to.
+fn accessed(direction: Direction) -> Value {
+    match direction {
+        Direction::Load => Value::opaque("a value loaded from memory"),
+        Direction::Store => Value::Tuple(Vec::new()),
+        Direction::Update => Value::opaque("the value an atomic found"),
     }
 }
 
@@ -1271,7 +1275,12 @@ impl DepTable {
                         self.deps.block[1] = true;
                         self.thread();
                     }
-                    "read" | "read_volatile" => {
+                    // A loaded value, or the one an atomic found: data.
+                    _ if matches!(
+                        memory_access(&name, node.args.len()),
+                        Some(Direction::Load | Direction::Update)
+                    ) =>
+                    {
                         return self.load(|this| syn::visit::visit_expr_call(this, node));
                     }
                     _ => {}
@@ -2210,6 +2219,26 @@ mod tests {
                 "load x [opaque: a value loaded from memory (data)]",
                 "store y [opaque: a division, remainder or right shift]",
                 "update sum [0]",
+            ]
+        );
+        // The same gather through the runtime's loads and an atomic's old
+        // value: data too, as `memory_access` reads them.
+        let (_, runtime) = self::forms(
+            "unsafe fn gather(x: *const f32, col: *const u32, slot: *mut u32, y: *mut f32) {
+                let i = index_1d();
+                let j = load_read_only(col.add(i as usize));
+                let k = fetch_add_u32(slot, 1);
+                store(y.add(i as usize), load(x.add(j as usize)) + load(x.add(k as usize)));
+            }",
+        );
+        assert_eq!(
+            runtime,
+            [
+                "load col [bx*bdx + tx]",
+                "update slot [0]",
+                "load x [opaque: a value loaded from memory (data)]",
+                "load x [opaque: the value an atomic found (data)]",
+                "store y [bx*bdx + tx]",
             ]
         );
     }
