@@ -435,23 +435,23 @@ impl CacheModel {
         (slot.way, mask & !slot.present)
     }
 
-    /// Reads sectors `mask` of `line` through L2 (missing ones from DRAM).
-    fn l2_read(&mut self, line: u64, mask: u8) {
-        if mask != 0 {
-            let (_, missing) = self.l2_request(line, mask);
-            self.stats.l2_sector_misses += count(missing);
+    /// Reads sectors `mask` of `line` through L2 (missing ones from DRAM);
+    /// returns the ones that missed.
+    fn l2_read(&mut self, line: u64, mask: u8) -> u8 {
+        if mask == 0 {
+            return 0;
         }
+        let (_, missing) = self.l2_request(line, mask);
+        self.stats.l2_sector_misses += count(missing);
+        missing
     }
 
     /// A prefetch's read of sectors `mask` of `line` through L2, counted
     /// apart as well ([`CacheStats::l2_prefetch_sectors`]).
     fn l2_prefetch(&mut self, line: u64, mask: u8) {
-        if mask != 0 {
-            let (_, missing) = self.l2_request(line, mask);
-            self.stats.l2_sector_misses += count(missing);
-            self.stats.l2_prefetch_sectors += count(mask);
-            self.stats.l2_prefetch_sector_hits += count(mask & !missing);
-        }
+        let missing = self.l2_read(line, mask);
+        self.stats.l2_prefetch_sectors += count(mask);
+        self.stats.l2_prefetch_sector_hits += count(mask & !missing);
     }
 
     /// Writes sectors `mask` of `line` into L2 (write-allocate, no fetch).
