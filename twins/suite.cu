@@ -207,6 +207,13 @@ extern "C" __global__ void conv5x5_twin(const float *input, Filter5x5 filter, fl
     }
 }
 
+// `value`, computed here: a register move nvcc must leave in place, as the
+// device runtime's `memory::settled`.
+__device__ __forceinline__ float settled(float value) {
+    asm volatile("mov.b32 %0, %0;" : "+f"(value));
+    return value;
+}
+
 // The same convolution staged in shared memory, as conv5x5_tiled: 32 x 32
 // outputs per block of 32 x 8 threads, 4 rows per thread, the 36 x 36 tile
 // loaded once, by rows; each output's 25 FMAs in the same order. Written as
@@ -217,11 +224,6 @@ extern "C" __global__ void conv5x5_twin(const float *input, Filter5x5 filter, fl
 // H100 0.843 ms against the Rust's 0.844; the literal loop over rows it
 // replaces ran 0.905 (docs/BENCHMARKS.md, session 48's section, "... three
 // twins as the Rust is written ...").
-__device__ __forceinline__ float settled(float value) {
-    asm volatile("mov.b32 %0, %0;" : "+f"(value));
-    return value;
-}
-
 extern "C" __global__ void conv5x5_tiled_twin(const float *input, Filter5x5 filter, float *output,
                                               unsigned int width, unsigned int height) {
     __shared__ float tile[36 * 36];

@@ -39,13 +39,7 @@ const MOMENTUM: f64 = 0.3;
 /// block's 16 rows are its own); streaming.
 ///
 /// Variants: `_redirect`, `_stride` (grid-stride), `_agents_chunked` (8
-/// blocks per claim), `_persistent` (claims of 4); and with the prefetch
-/// hook the macro writes (the next task's `w`, `oldw` and `ly` lines into
-/// L2), `_stride_prefetch_auto`, `_tail_blocks_prefetch_auto` and
-/// `_persistent_prefetch_auto`. Its 65535 tasks are tiny (two dependent
-/// trips to memory each): without the prefetch every loop ran 0.68-0.91x
-/// of the kernel on an H100, with it 0.97-1.02x (docs/BENCHMARKS.md,
-/// "bpnn's loops with the next task prefetched").
+/// blocks per claim).
 ///
 /// # Safety
 /// `hid == 16`; `input` holds `in + 1` floats, `input_hidden` `(in + 1) *
@@ -114,8 +108,8 @@ pub unsafe fn bpnn_layerforward(
 /// hook the macro writes (the next task's `w`, `oldw` and `ly` lines into
 /// L2), `_stride_prefetch_auto`, `_tail_blocks_prefetch_auto` and
 /// `_persistent_prefetch_auto`. Its 65535 tasks are tiny (two dependent
-/// trips to memory each): without the prefetch every loop ran 0.68-0.91x
-/// of the kernel on an H100, with it 0.97-1.02x (docs/BENCHMARKS.md,
+/// trips to memory each): without the prefetch every loop ran 0.69-0.91x
+/// of the kernel on an H100, with it 0.96-1.02x (docs/BENCHMARKS.md,
 /// "bpnn's loops with the next task prefetched").
 ///
 /// # Safety
