@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Summarises .gpu/ncu-bench.sh output: one line per schedule (its first
 profiled launch, the check launch), the metrics that say why it wins or
-loses.
+loses. Where the run has them, `life` is a warp's mean life in SM
+cycles by Little's law (warps resident per active cycle x active cycles
+x SMs / warps launched): what a light kernel's throughput is, at a
+fixed number of resident warps.
 
     scripts/ncu-summary.py OUT/ncu-bench-KERNEL.csv [...]
 """
@@ -26,6 +29,25 @@ COLUMNS = [
 ]
 
 
+LIFE = (
+    "sm__warps_active.avg.per_cycle_active",
+    "sm__cycles_active.avg",
+    "device__attribute_multiprocessor_count",
+    "smsp__warps_launched.sum",
+)
+
+
+def warp_life(header, row):
+    """A warp's mean life in cycles, or '-' without the four metrics."""
+    try:
+        resident, cycles, sms, launched = (
+            float(row[header.index(m)].replace(",", "")) for m in LIFE
+        )
+        return f"{resident * cycles * sms / launched:9.0f}"
+    except (ValueError, ZeroDivisionError):
+        return f"{'-':>9}"
+
+
 def main():
     for path in sys.argv[1:]:
         with open(path, newline="") as f:
@@ -34,7 +56,7 @@ def main():
         name_col = header.index("Kernel Name")
         seen = set()
         print(path)
-        print(f"  {'entry':<36}" + "".join(f"{label:>9}" for _, label, _ in COLUMNS))
+        print(f"  {'entry':<36}" + "".join(f"{label:>9}" for _, label, _ in COLUMNS) + f"{'life':>9}")
         for row in rows[1:]:
             name = row[name_col].split("(")[0].strip()
             if name in seen or not row[header.index(COLUMNS[0][0])].replace(",", "").replace(".", "").isdigit():
@@ -47,7 +69,7 @@ def main():
                     cells.append(f"{float(value) * scale:9.2f}")
                 except ValueError:
                     cells.append(f"{'-':>9}")
-            print(f"  {name:<36}" + "".join(cells))
+            print(f"  {name:<36}" + "".join(cells) + warp_life(header, row))
 
 
 if __name__ == "__main__":
