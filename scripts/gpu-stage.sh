@@ -144,7 +144,8 @@ cat > "$stage/ncu-bench.sh" <<'RUN'
 #!/usr/bin/env bash
 # Why a schedule wins or loses: per schedule of the named kernels, at their
 # benchmark sizes, L1 hit rate, L1->L2 sectors (read, write, atomic), L2 hit
-# rate, DRAM bytes, achieved warps, the main stall reasons and throughputs.
+# rate, DRAM bytes, achieved warps, the main stall reasons and throughputs,
+# and what a warp's mean life takes.
 #   .gpu/ncu-bench.sh OUT KERNEL...      (then scripts/ncu-summary.py OUT/ncu-bench-KERNEL.csv)
 cd "$(dirname "$0")"
 out=${1:-/tmp/gpu-out}; shift; mkdir -p "$out"
@@ -155,6 +156,8 @@ metrics+=,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.rat
 metrics+=,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio
 metrics+=,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio
 metrics+=,smsp__inst_executed.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed
+# A warp's life (ncu-summary.py's `life`): warps resident, cycles, SMs, warps launched.
+metrics+=,sm__warps_active.avg.per_cycle_active,sm__cycles_active.avg,device__attribute_multiprocessor_count,smsp__warps_launched.sum
 for kernel in "$@"; do
   ncu --csv --page raw --print-units base --metrics "$metrics" \
     ./locality --only "$kernel" --gpu-runs 1 --out "$out/ncu-bench-$kernel" > "$out/ncu-bench-$kernel.csv" 2> "$out/ncu-bench-$kernel.err"

@@ -4,7 +4,9 @@ profiled launch, the check launch), the metrics that say why it wins or
 loses. Where the run has them, `life` is a warp's mean life in SM
 cycles by Little's law (warps resident per active cycle x active cycles
 x SMs / warps launched): what a light kernel's throughput is, at a
-fixed number of resident warps.
+fixed number of resident warps. A task loop's warp lives the whole loop,
+so its `life` is the loop's, not a task's. .gpu/ncu-bench.sh collects
+these metrics.
 
     scripts/ncu-summary.py OUT/ncu-bench-KERNEL.csv [...]
 """
