@@ -813,20 +813,124 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
             }
         }
     }
+    let first_thread = first_thread_blocks(function, context.block, &graph, &idom, &live);
+    let warps = f64::from(context.block.iter().product::<u32>().div_ceil(32).max(1));
     let executions = (0..n)
         .map(|b| {
             if !live[b] {
                 return 0.0;
             }
-            loops
+            let runs: f64 = loops
                 .iter()
                 .filter(|l| l.blocks.contains(&b))
                 .map(|l| l.trips.value())
-                .product()
+                .product();
+            // One warp of the block runs them: per warp, a share of a run.
+            if first_thread[b] {
+                runs / warps
+            } else {
+                runs
+            }
         })
         .collect();
     loops.sort_by_key(|l| l.header);
     FlowAnalysis { loops, executions }
+}
+
+/// Blocks that only the block's first thread runs: those dominated by the
+/// edge of a branch on `%tid == 0` (the indices of every dimension of the
+/// block that has more than one thread, or'ed together) that the first
+/// thread takes, where that edge is its target's only way in. A generated kernel maps its CTA (`mapped_once`)
+/// and claims its tasks this way, and so do kernels that write a block's
+/// result from one thread; per warp they run once a block, not once a
+/// warp (ncu on an H100: a redirection issues 19-25 instructions a warp
+/// more than its kernel, where every warp running the mapping would be
+/// about 60; docs/BENCHMARKS.md, "a warp's life").
+fn first_thread_blocks(
+    function: &Function,
+    block_dim: [u32; 3],
+    graph: &Cfg,
+    idom: &[Option<usize>],
+    live: &[bool],
+) -> Vec<bool> {
+    let n = function.blocks.len();
+    let counts = definitions(function);
+    let mut defined: HashMap<&str, &crate::ptx::Instruction> = HashMap::new();
+    for block in &function.blocks {
+        for i in &block.instructions {
+            if let Some(d) = i.destination().filter(|d| counts.get(d) == Some(&1)) {
+                defined.insert(d, i);
+            }
+        }
+    }
+    // A register that is zero in exactly the threads whose indices along
+    // the dimensions of `mask` (bit 0 for x) are zero: a thread index, or
+    // thread indices or'ed together (depth-bounded: cheap, and no cycle).
+    fn thread_index(
+        register: &str,
+        defined: &HashMap<&str, &crate::ptx::Instruction>,
+        depth: u32,
+    ) -> Option<u8> {
+        let i = defined.get(register).filter(|_| depth < 8)?;
+        let sources = &i.operands[1..];
+        match (i.op(), sources) {
+            ("mov", [index]) => match index.as_str() {
+                "%tid.x" => Some(1),
+                "%tid.y" => Some(2),
+                "%tid.z" => Some(4),
+                _ => None,
+            },
+            ("or", [_, ..]) => sources.iter().try_fold(0, |mask, s| {
+                Some(mask | thread_index(s, defined, depth + 1)?)
+            }),
+            _ => None,
+        }
+    }
+    // Only the first thread where every dimension the block has is tested
+    // (`%tid.x == 0` in a block of 32 x 8 is a thread in each warp).
+    let dimensions = block_dim
+        .iter()
+        .enumerate()
+        .filter(|(_, &d)| d > 1)
+        .fold(0u8, |mask, (d, _)| mask | 1 << d);
+    let mut first = vec![false; n];
+    for (b, block) in function.blocks.iter().enumerate() {
+        let Some(last) = block.instructions.last() else {
+            continue;
+        };
+        let (Some((predicate, negated)), Some(target)) = (&last.guard, last.branch_target()) else {
+            continue;
+        };
+        let Some(setp) = defined.get(predicate.as_str()) else {
+            continue;
+        };
+        let equal = match (setp.op(), setp.has("eq"), setp.has("ne")) {
+            ("setp", true, _) => true,
+            ("setp", _, true) => false,
+            _ => continue,
+        };
+        let tested = match setp.operands.get(1..3) {
+            Some([a, zero]) | Some([zero, a]) if zero == "0" => a,
+            _ => continue,
+        };
+        if thread_index(tested, &defined, 0).is_none_or(|m| m & dimensions != dimensions) {
+            continue;
+        }
+        // The branch is taken when the predicate differs from `negated`; the
+        // first thread's predicate is `equal`.
+        let taken = function.block_of_label(target);
+        let fall = (b + 1 < n).then_some(b + 1);
+        let edge = if equal != *negated { taken } else { fall };
+        let Some(t) = edge.filter(|&t| live[t] && graph.predecessors[t] == [b]) else {
+            continue;
+        };
+        for (d, f) in first.iter_mut().enumerate() {
+            if live[d] && dominates(idom, t, d) {
+                *f = true;
+            }
+        }
+    }
+    first
 }
 
 const UNKNOWN: Trips = Trips::Assumed {
@@ -1156,6 +1260,70 @@ $L__BB0_1:
         // Unknown parameter: assumed, and said so.
         let flow = analyse(k, &context(vec![None]));
         assert!(matches!(flow.loops[0].trips, Trips::Assumed { .. }));
+    }
+
+    /// A CTA mapped once (`run::mapped_once`, as in a redirection's PTX):
+    /// the first thread maps it, the others skip to the barrier.
+    const MAPPED_ONCE: &str = r#"
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	mov.u32 	%r6, %tid.x;
+	mov.u32 	%r9, %tid.y;
+	mov.u32 	%r10, %tid.z;
+	or.b32 	%r11, %r9, %r10;
+	or.b32 	%r12, %r11, %r6;
+	setp.eq.b32 	%p2, %r12, 0;
+	@%p2 bra 	$L__BB0_3;
+	add.s32 	%r45, %r19, 4;
+	bra.uni 	$L__BB0_4;
+$L__BB0_3:
+	mul.lo.s32 	%r20, %r6, 3;
+	st.shared.u32 	[%r19], %r20;
+$L__BB0_4:
+	bar.sync 	1;
+	ld.shared.u32 	%r36, [%r19];
+	ret;
+}
+"#;
+
+    #[test]
+    fn blocks_of_the_first_thread_run_once_a_block() {
+        let module = Module::parse(MAPPED_ONCE).unwrap();
+        let k = module.function("k").unwrap();
+        // 256 threads: 8 warps, one of which maps the CTA.
+        let flow = analyse(k, &context(vec![None]));
+        assert_eq!(flow.executions, [1.0, 1.0, 1.0 / 8.0, 1.0]);
+        // The same branch the other way round (`setp.ne`, the first thread
+        // falls through), and a negated guard: the same block.
+        for (from, to) in [("setp.eq.b32", "setp.ne.b32"), ("@%p2 bra", "@!%p2 bra")] {
+            let text = MAPPED_ONCE.replace(from, to);
+            let module = Module::parse(&text).unwrap();
+            let flow = analyse(module.function("k").unwrap(), &context(vec![None]));
+            assert_eq!(flow.executions, [1.0, 1.0 / 8.0, 1.0, 1.0], "{to}");
+        }
+        // `%tid.x` alone: the first thread of a block of 256 x 1, a thread
+        // of every warp in a block of 32 x 8.
+        let flat = LaunchContext {
+            block: [32, 8, 1],
+            ..context(vec![None])
+        };
+        let x_only = MAPPED_ONCE.replace("or.b32 	%r12, %r11, %r6;", "mov.u32 	%r12, %tid.x;");
+        let module_x = Module::parse(&x_only).unwrap();
+        let k_x = module_x.function("k").unwrap();
+        let flow = analyse(k_x, &context(vec![None]));
+        assert_eq!(flow.executions, [1.0, 1.0, 1.0 / 8.0, 1.0]);
+        assert_eq!(analyse(k_x, &flat).executions, [1.0; 4]);
+        let tested = MAPPED_ONCE.replace("or.b32 	%r11, %r9, %r10;", "mov.u32 	%r11, %tid.y;");
+        let module_xy = Module::parse(&tested).unwrap();
+        let flow = analyse(module_xy.function("k").unwrap(), &flat);
+        assert_eq!(flow.executions, [1.0, 1.0, 1.0 / 8.0, 1.0]);
+        // A branch on another register than the thread's index: every warp.
+        let text = MAPPED_ONCE.replace("or.b32 	%r12, %r11, %r6;", "add.s32 	%r12, %r11, %r6;");
+        let module = Module::parse(&text).unwrap();
+        let flow = analyse(module.function("k").unwrap(), &context(vec![None]));
+        assert_eq!(flow.executions, [1.0; 4]);
     }
 
     /// A loop over the blocks of the thread block cluster (a DSMEM kernel

@@ -11,7 +11,9 @@
 //!
 //! Time = the largest bound + `overlap` x the second largest (memory and
 //! compute overlap, but not perfectly), by `1 + task_loop_overhead` where
-//! the launch's CTAs loop over tasks, + the launch overhead.
+//! the launch's CTAs loop over tasks, + the wait for each CTA's mapping
+//! where a launch maps its CTAs once and its loads set its pace, + the
+//! launch overhead.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -116,6 +118,10 @@ pub struct Prediction {
     pub l1_ms: f64,
     /// The busiest SM's blocks at the device's `block_launch_ns` each.
     pub blocks_ms: f64,
+    /// A launch that maps each CTA once before its body (reorder,
+    /// redirect): the busiest SM's rounds of resident blocks, each waiting
+    /// [`mapping_cycles`] with no load in flight. Added to the time.
+    pub mapping_ms: f64,
     pub bound: Bound,
     /// The largest bound over the second largest.
     pub margin: f64,
@@ -298,6 +304,32 @@ fn block_latency(block: &crate::ptx::Block, device: &DeviceModel, load_latency: 
         }
     }
     end
+}
+
+/// Cycles from a block's start to the end of the scheduler's barrier
+/// (`bar.sync 1`) that hands the other warps the CTA the first thread
+/// mapped: the critical paths of the blocks before it in text order (the
+/// first thread's path through them), and its own block up to it. `None`
+/// where the function has no such barrier.
+fn mapping_cycles(function: &Function, device: &DeviceModel, load_latency: f64) -> Option<f64> {
+    let is_scheduler_barrier = |i: &crate::ptx::Instruction| {
+        i.class == Class::Barrier && i.op() == "bar" && i.operands.first().is_some_and(|o| o == "1")
+    };
+    let at = function
+        .blocks
+        .iter()
+        .position(|b| b.instructions.iter().any(is_scheduler_barrier))?;
+    let before: f64 = function.blocks[..at]
+        .iter()
+        .map(|b| block_latency(b, device, load_latency))
+        .sum();
+    let block = &function.blocks[at];
+    let end = block.instructions.iter().position(is_scheduler_barrier)? + 1;
+    let upto = crate::ptx::Block {
+        label: None,
+        instructions: block.instructions[..end].to_vec(),
+    };
+    Some(before + block_latency(&upto, device, load_latency))
 }
 
 /// The trip count of `entry`'s data-bounded loops (those whose exit
@@ -484,9 +516,32 @@ pub fn predict(
     bounds.sort_by(|a, b| b.0.total_cmp(&a.0));
     let (largest, bound) = bounds[0];
     let second = bounds[1].0;
+    // A CTA mapped once (reorder, redirect: `run::mapped_once`): its warps
+    // wait at the scheduler's barrier while the first thread maps it, with
+    // no load in flight, so each round of a slot's blocks adds the wait
+    // where the loads in flight set the pace (DRAM at a copy's rate, or
+    // Little's law): ncu on an H100 has each warp of a light kernel's
+    // redirection living 288-518 cycles longer, the same DRAM bytes and
+    // 13-16% more time (docs/BENCHMARKS.md, "a warp's life"). Where a pipe
+    // or a cache's rate bounds the launch, the other blocks' work fills
+    // the wait.
+    let waits_on_loads = !matches!(bound, Bound::L2 | Bound::L1);
+    let mapping_ms = if launch.persistent || !waits_on_loads {
+        0.0
+    } else {
+        mapping_cycles(function, device, load_latency).map_or(0.0, |cycles| {
+            let rounds = blocks_per_sm_total / f64::from(resident_blocks);
+            let ms = rounds * cycles * cycle_ms;
+            assumptions.push(format!(
+                "each CTA's warps wait {cycles:.0} cycles for the first thread's mapping, {rounds:.0} rounds of resident CTAs: +{ms:.3} ms"
+            ));
+            ms
+        })
+    };
     let (ms, task_loop_ms) = timed(
         [issue_ms, latency_ms, dram_ms, l2_ms, l1_ms],
         blocks_ms,
+        mapping_ms,
         launch.persistent,
         device,
     );
@@ -499,6 +554,7 @@ pub fn predict(
         l2_ms,
         l1_ms,
         blocks_ms,
+        mapping_ms,
         bound,
         margin: if second > 0.0 {
             largest / second
@@ -525,6 +581,7 @@ pub fn predict(
 fn timed(
     mut bounds: [f64; 5],
     blocks_ms: f64,
+    mapping_ms: f64,
     persistent: bool,
     device: &DeviceModel,
 ) -> (f64, f64) {
@@ -541,7 +598,7 @@ fn timed(
         0.0
     };
     (
-        bounded + task_loop_ms + device.launch_overhead_us / 1000.0,
+        bounded + task_loop_ms + mapping_ms + device.launch_overhead_us / 1000.0,
         task_loop_ms,
     )
 }
@@ -562,6 +619,7 @@ impl Prediction {
                 self.l1_ms,
             ],
             self.blocks_ms,
+            self.mapping_ms,
             self.persistent,
             device,
         )
@@ -737,6 +795,84 @@ mod tests {
         // One load latency and the FMA chain, not four load latencies.
         assert!(cycles < 600.0, "{cycles}");
         assert!(cycles >= 500.0 + 4.0 * device.class(Class::Fp32).latency);
+    }
+
+    /// `INTERLEAVED` behind a CTA mapped once (`run::mapped_once`): the
+    /// first thread computes an index, the others wait at barrier 1.
+    const MAPPED_INTERLEAVED: &str = r#"
+.visible .entry k()
+{
+	mov.u32 	%r6, %tid.x;
+	setp.eq.b32 	%p2, %r6, 0;
+	@%p2 bra 	$L__BB0_2;
+	bra.uni 	$L__BB0_3;
+$L__BB0_2:
+	mul.hi.u32 	%r20, %r7, %r8;
+	mul.hi.u32 	%r21, %r20, %r8;
+	mul.hi.u32 	%r22, %r21, %r8;
+	st.shared.u32 	[%r19], %r22;
+$L__BB0_3:
+	bar.sync 	1;
+	ld.shared.u32 	%r36, [%r19];
+	ld.global.f32 	%f1, [%rd1];
+	ld.global.f32 	%f2, [%rd2];
+	fma.rn.f32 %f3, %f1, %f2, %f0;
+	st.global.f32 	[%rd3], %f3;
+	ret;
+}
+"#;
+
+    #[test]
+    fn a_cta_mapped_once_waits_for_its_mapping_each_round() {
+        let module = Module::parse(MAPPED_INTERLEAVED).unwrap();
+        let device = DeviceModel::h100_sxm();
+        let function = module.function("k").unwrap();
+        let cycles = mapping_cycles(function, &device, 500.0).unwrap();
+        // Three dependent integer multiplies, a shared store and the barrier.
+        let int = device.class(Class::Int).latency;
+        assert!(
+            cycles >= 3.0 * int + device.class(Class::Barrier).latency,
+            "{cycles}"
+        );
+        assert!(
+            cycles < 500.0,
+            "the body's loads are not the mapping's: {cycles}"
+        );
+        // 64 rounds of 8 resident blocks of 256 threads on each SM.
+        let query = |persistent| Query {
+            entry: "k",
+            launch: LaunchContext {
+                persistent,
+                ..blocks_of_256(132 * 8 * 64)
+            },
+            dynamic_shared_bytes: 0,
+            resources: None,
+            traffic: Traffic::compulsory(132 * 8 * 64 * 256 * 12),
+        };
+        let p = predict(&module, &query(false), &device).unwrap();
+        let expected = 64.0 * cycles / (device.clock_ghz * 1e6);
+        assert!((p.mapping_ms - expected).abs() < 1e-12, "{p:?}");
+        assert_eq!(p.timed_on(&device).0, p.ms);
+        // A task loop maps its tasks as it goes: no such wait.
+        let q = predict(&module, &query(true), &device).unwrap();
+        assert_eq!(q.mapping_ms, 0.0);
+        // Where L2's rate bounds the launch, the other CTAs' traffic fills
+        // the wait.
+        let l2_bound = Query {
+            traffic: Traffic {
+                l2_bytes: 1e12,
+                ..query(false).traffic
+            },
+            ..query(false)
+        };
+        let r = predict(&module, &l2_bound, &device).unwrap();
+        assert_eq!((r.bound, r.mapping_ms), (Bound::L2, 0.0));
+        // Without the barrier there is nothing to wait for.
+        let plain = Module::parse(INTERLEAVED).unwrap();
+        assert_eq!(
+            mapping_cycles(plain.function("k").unwrap(), &device, 500.0),
+            None
+        );
     }
 
     #[test]
