@@ -120,7 +120,8 @@ pub struct Prediction {
     pub blocks_ms: f64,
     /// A launch that maps each CTA once before its body (reorder,
     /// redirect): the busiest SM's rounds of resident blocks, each waiting
-    /// [`mapping_cycles`] with no load in flight. Added to the time.
+    /// for the first thread's mapping with no load in flight. Added to the
+    /// time.
     pub mapping_ms: f64,
     pub bound: Bound,
     /// The largest bound over the second largest.
