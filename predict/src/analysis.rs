@@ -840,12 +840,12 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
 /// Blocks that only the block's first thread runs: those dominated by the
 /// edge of a branch on `%tid == 0` (the indices of every dimension of the
 /// block that has more than one thread, or'ed together) that the first
-/// thread takes, where that edge is its target's only way in. A generated kernel maps its CTA (`mapped_once`)
-/// and claims its tasks this way, and so do kernels that write a block's
-/// result from one thread; per warp they run once a block, not once a
-/// warp (ncu on an H100: a redirection issues 19-25 instructions a warp
-/// more than its kernel, where every warp running the mapping would be
-/// about 60; docs/BENCHMARKS.md, "a warp's life").
+/// thread takes, where that edge is its target's only way in. A generated
+/// kernel maps its CTA (`mapped_once`) and claims its tasks this way, and
+/// so do kernels that write a block's result from one thread; they run
+/// once a block, not once a warp (ncu on an H100: a redirection issues
+/// 19-25 instructions a warp more than its kernel, where its mapping alone
+/// is about 45 SASS instructions; docs/BENCHMARKS.md, "a warp's life").
 fn first_thread_blocks(
     function: &Function,
     block_dim: [u32; 3],
