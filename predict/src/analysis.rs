@@ -813,7 +813,14 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
             }
         }
     }
-    let first_thread = first_thread_blocks(function, context.block, &graph, &idom, &live);
+    let first_thread = first_thread_blocks(
+        function,
+        context.block,
+        &uniform.definitions,
+        &graph,
+        &idom,
+        &live,
+    );
     let warps = f64::from(context.block.iter().product::<u32>().div_ceil(32).max(1));
     let executions = (0..n)
         .map(|b| {
@@ -849,12 +856,12 @@ pub fn analyse(function: &Function, context: &LaunchContext) -> FlowAnalysis {
 fn first_thread_blocks(
     function: &Function,
     block_dim: [u32; 3],
+    counts: &HashMap<&str, u32>,
     graph: &Cfg,
     idom: &[Option<usize>],
     live: &[bool],
 ) -> Vec<bool> {
     let n = function.blocks.len();
-    let counts = definitions(function);
     let mut defined: HashMap<&str, &crate::ptx::Instruction> = HashMap::new();
     for block in &function.blocks {
         for i in &block.instructions {

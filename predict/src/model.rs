@@ -232,7 +232,7 @@ fn walk(
         for i in &block.instructions {
             per_warp[i.class.index()] += runs;
         }
-        latency_cycles += runs * block_latency(block, device, load_latency);
+        latency_cycles += runs * block_latency(&block.instructions, device, load_latency);
     }
     if depth < 4 {
         for (callee, b) in callees(module, function) {
@@ -268,10 +268,14 @@ fn walk(
 /// the loads of an unrolled body are in flight together (memory-level
 /// parallelism) and the block pays one load latency, not one per load.
 /// Barriers and fences: nothing after one starts before it.
-fn block_latency(block: &crate::ptx::Block, device: &DeviceModel, load_latency: f64) -> f64 {
+fn block_latency(
+    instructions: &[crate::ptx::Instruction],
+    device: &DeviceModel,
+    load_latency: f64,
+) -> f64 {
     let mut ready: HashMap<&str, f64> = HashMap::new();
     let (mut slot, mut fence, mut end) = (0.0f64, 0.0f64, 0.0f64);
-    for i in &block.instructions {
+    for i in instructions {
         let sources = i
             .operands
             .iter()
@@ -322,15 +326,11 @@ fn mapping_cycles(function: &Function, device: &DeviceModel, load_latency: f64) 
         .position(|b| b.instructions.iter().any(is_scheduler_barrier))?;
     let before: f64 = function.blocks[..at]
         .iter()
-        .map(|b| block_latency(b, device, load_latency))
+        .map(|b| block_latency(&b.instructions, device, load_latency))
         .sum();
-    let block = &function.blocks[at];
-    let end = block.instructions.iter().position(is_scheduler_barrier)? + 1;
-    let upto = crate::ptx::Block {
-        label: None,
-        instructions: block.instructions[..end].to_vec(),
-    };
-    Some(before + block_latency(&upto, device, load_latency))
+    let upto = &function.blocks[at].instructions;
+    let end = upto.iter().position(is_scheduler_barrier)? + 1;
+    Some(before + block_latency(&upto[..end], device, load_latency))
 }
 
 /// The trip count of `entry`'s data-bounded loops (those whose exit
@@ -523,9 +523,13 @@ pub fn predict(
     // where the loads in flight set the pace (DRAM at a copy's rate, or
     // Little's law): ncu on an H100 has each warp of a light kernel's
     // redirection living 288-518 cycles longer, the same DRAM bytes and
-    // 13-16% more time (docs/BENCHMARKS.md, "a warp's life"). Where a pipe
-    // or a cache's rate bounds the launch, the other blocks' work fills
-    // the wait.
+    // 13-16% more time (docs/BENCHMARKS.md, "a warp's life"). Where L2's
+    // or L1's rate bounds the launch, the other blocks' traffic fills the
+    // wait (the naive transposes' rasters, 1.15-1.45x faster than their
+    // kernel). An issue bound keeps it: the walk counts a light kernel's
+    // instructions above what the GPU issues (Jacobi 5's rasters, issue-
+    // bound in the model at 1.5 ms, measured at 2.53-2.64 ms), and waived
+    // there the wait moved fewer pairs right (docs/PREDICTION.md, session 51).
     let waits_on_loads = !matches!(bound, Bound::L2 | Bound::L1);
     let mapping_ms = if launch.persistent || !waits_on_loads {
         0.0
@@ -792,7 +796,7 @@ mod tests {
         let module = Module::parse(INTERLEAVED).unwrap();
         let device = DeviceModel::h100_sxm();
         let block = &module.function("k").unwrap().blocks[0];
-        let cycles = block_latency(block, &device, 500.0);
+        let cycles = block_latency(&block.instructions, &device, 500.0);
         // One load latency and the FMA chain, not four load latencies.
         assert!(cycles < 600.0, "{cycles}");
         assert!(cycles >= 500.0 + 4.0 * device.class(Class::Fp32).latency);
