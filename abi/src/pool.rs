@@ -149,6 +149,33 @@
 //! and the entries before it in its ring), and every block is resident, so
 //! the oldest unfinished entry can always run.
 //!
+//! # A publishing warp (version 8)
+//!
+//! A worker's thread 0 publishing each task (the stores of `status` and
+//! `result`, the GPU-scope fence, the count) holds its warp for the
+//! fence's 400-600 cycles, and with it the block's next task: a chained
+//! empty task spent about 780 of its cycles there. A pool kernel whose
+//! tasks never meet at a CTA barrier and never read the block's size
+//! (`%ntid`) may run with one more warp per block
+//! ([`Header::task_threads`] less than the block): the task threads run
+//! the tasks and meet at barrier 1 among themselves (`barrier.sync 1,
+//! task_threads`); after a task's last barrier thread 0 writes its
+//! `status`, `result` and `signal` into a record in shared memory for its
+//! ring position and stores the count of tasks ended (`st.release.cta`),
+//! and goes on at once. The publishing warp's first thread polls that
+//! count (`ld.acquire.cta`, `nanosleep` back-off) and, for the tasks ended
+//! since its last look, stores their `status` and `result` into their
+//! entries, runs one GPU-scope release fence, adds their signals and
+//! stores `done[b]`. Barrier -> release (cta) -> acquire (cta) -> release
+//! (gpu) is a chain of causality, so the publisher and the host see every
+//! write of the task as before; a task is published as soon as that
+//! thread sees it ended, whatever the task threads run next, and one fence
+//! serves every task that ended meanwhile. On EXIT thread 0 stores a flag
+//! beside the count, and the publishing warp stores `exited[b]` once it
+//! published everything. The build decides which pool kernels may
+//! ([`PUBLISHING_WARP_PREFIX`]); the host launches the others as before,
+//! where thread 0 publishes.
+//!
 //! # Starts (version 7)
 //!
 //! Gates, riders and shares all assume that every block of the pool is
@@ -169,7 +196,8 @@
 //!   belongs to the device), so a task in a ring always runs.
 
 /// The version of the pool protocol (the slot layout, the ring and the
-/// states). 7: every block marks its start ([`start_lines`]), and the host
+/// states). 8: a warp of each worker block may publish its tasks
+/// ([`Header::task_threads`]); 7: every block marks its start ([`start_lines`]), and the host
 /// publishes once all did; 6: an entry may wait on a gate and add to a signal counter
 /// ([`Slot::gate`], [`Slot::signal`]), so a dependent runs behind
 /// dependencies on other blocks without the host; 5: an entry runs a share of its task's CTAs ([`Slot::first`],
@@ -177,7 +205,7 @@
 /// (3: 16, read whole); 3: a publisher block stores FINISHED (2: each block did, with
 /// a system-scope release per task); 2: a ring of [`RING_ENTRIES`] slots
 /// per block (1: one slot).
-pub const POOL_ABI_VERSION: u32 = 7;
+pub const POOL_ABI_VERSION: u32 = 8;
 
 /// Entries in each block's ring. A power of two (the device wraps with a
 /// mask). An entry goes back to the host only after its task ran and was
@@ -347,21 +375,36 @@ pub struct Header {
     /// Device address of the publication words: `3 * workers` `u32`s,
     /// zero at the launch (module doc, "Publication").
     pub words: u64,
+    /// The threads that run a task's CTA: the launch's block, or all of it
+    /// but the last [`PUBLISHING_WARP_THREADS`], which publish the block's
+    /// tasks (module doc, "A publishing warp").
+    pub task_threads: u32,
     /// Pads the header to its line. (The ring count is not stored: every
     /// block has it as `grid_dim_x - 1`.)
-    pub padding: [u32; 30],
+    pub padding: [u32; 29],
 }
 
 impl Header {
     /// The header of a pool publishing through the words at device
-    /// address `words`.
-    pub const fn new(words: u64) -> Header {
+    /// address `words`, whose tasks run on `task_threads` threads.
+    pub const fn new(words: u64, task_threads: u32) -> Header {
         Header {
             words,
-            padding: [0; 30],
+            task_threads,
+            padding: [0; 29],
         }
     }
 }
+
+/// Threads a worker block has beyond its task's when a warp of its own
+/// publishes its tasks (module doc, "A publishing warp").
+pub const PUBLISHING_WARP_THREADS: u32 = 32;
+
+/// The global that the build (`clustered-builder`) writes into a module's
+/// PTX for each pool kernel whose tasks may run beside a publishing warp:
+/// `__clustered_pool_warp_<entry>`. The host launches such a kernel with
+/// [`PUBLISHING_WARP_THREADS`] more threads per block.
+pub const PUBLISHING_WARP_PREFIX: &str = "__clustered_pool_warp_";
 
 /// The name of a slot state, for messages.
 pub const fn state_name(state: u32) -> &'static str {

@@ -370,6 +370,9 @@ impl Builder {
         // written in, beside the nested build (never over its output, which
         // cargo may keep as fresh).
         let text = bounds::apply(&text).map_err(BuildError::LaunchBounds)?;
+        // Pool kernels whose tasks may run beside a publishing warp, marked
+        // for the host (`clustered_abi::pool`, "A publishing warp").
+        let text = ptx_check::mark_publishing_warp_pools(&text);
         let ptx = out_dir.join(format!("{}.ptx", package.replace('-', "_")));
         std::fs::write(&ptx, text).map_err(|error| BuildError::WritePtx {
             ptx: ptx.clone(),

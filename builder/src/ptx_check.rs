@@ -47,6 +47,8 @@ use clustered_abi::CONTRACT_PREFIX;
 const SCHEDULER_TAG: &str = "// clustered:scheduler";
 const TASK_TAG: &str = "// clustered:task";
 const SEPARATE_TAG: &str = "// clustered:separate";
+/// The task pool's own barriers (`device/src/pool.rs`).
+const POOL_TAG: &str = "// clustered:pool";
 /// The agents' claim ticket, the scheduler's own shared memory.
 const SCHEDULER_SHARED_PREFIX: &str = "clustered_ticket";
 /// A task pool's mailbox (`device/src/pool.rs`): an entry that uses it
@@ -411,15 +413,16 @@ fn reads_block_index(code: &str) -> bool {
     code.contains("%ctaid") || code.contains("%nctaid")
 }
 
-/// Task pool kernels (entries that use a pool's mailbox): every read of
-/// the hardware block index or grid size is the pool's own (tagged).
-fn check_pools(module: &Module<'_>, problems: &mut Vec<Problem>) {
+/// Task pool kernels (entries that use a pool's mailbox), each with every
+/// line of it and of the functions it calls.
+fn pool_entries<'a>(module: &Module<'a>) -> Vec<(&'a str, Vec<(&'a str, &'a str)>)> {
     let mailboxes: Vec<&str> = module
         .shared
         .iter()
         .copied()
         .filter(|s| s.starts_with(POOL_MAILBOX_PREFIX))
         .collect();
+    let mut pools = Vec::new();
     for &entry in &module.entries {
         if !module.functions.contains_key(entry)
             || module.contracts.iter().any(|&(e, _)| e == entry)
@@ -427,12 +430,70 @@ fn check_pools(module: &Module<'_>, problems: &mut Vec<Problem>) {
             continue; // a declaration, or a clustered schedule (checked above)
         }
         let reached = entry_lines(module, entry);
-        let lines = || reached.iter().copied();
-        let pool = lines().any(|(_, line)| mailboxes.iter().any(|m| mentions(code(line), m)));
-        if !pool {
-            continue;
+        if reached
+            .iter()
+            .any(|&(_, line)| mailboxes.iter().any(|m| mentions(code(line), m)))
+        {
+            pools.push((entry, reached));
         }
-        for (function, line) in lines() {
+    }
+    pools
+}
+
+/// Task pool kernels whose tasks may run beside a publishing warp
+/// (`clustered_abi::pool`, "A publishing warp"): every CTA barrier they
+/// reach is the pool's own (tagged), which waits for the task threads
+/// only, and nothing but the pool reads the block's size (`%ntid`), which
+/// counts that warp. A task's `sync_threads()` would wait for a warp that
+/// never comes to it, and a task's `block_dim_x()` would count it; such a
+/// kernel runs with thread 0 publishing, as before.
+pub fn publishing_warp_pools(ptx: &str) -> Vec<String> {
+    let module = parse(ptx);
+    pool_entries(&module)
+        .into_iter()
+        .filter(|(_, lines)| {
+            lines.iter().all(|&(_, line)| {
+                let code = code(line);
+                let barrier_ok = !is_cta_barrier(code) || line.contains(POOL_TAG);
+                let size_ok = !code.contains("%ntid") || line.contains(SCHEDULER_TAG);
+                barrier_ok && size_ok
+            })
+        })
+        .map(|(entry, _)| entry.to_string())
+        .collect()
+}
+
+/// `ptx` with a global `__clustered_pool_warp_<entry>` for each of
+/// [`publishing_warp_pools`], after the module's `.address_size`: the
+/// host launches those with a publishing warp
+/// (`clustered_abi::pool::PUBLISHING_WARP_PREFIX`).
+pub fn mark_publishing_warp_pools(ptx: &str) -> String {
+    use clustered_abi::pool::PUBLISHING_WARP_PREFIX;
+    let pools = publishing_warp_pools(ptx);
+    let mut text = String::with_capacity(ptx.len() + 64 * pools.len());
+    let mut marked = pools.is_empty();
+    for line in ptx.split_inclusive('\n') {
+        text.push_str(line);
+        if !marked && line.trim_start().starts_with(".address_size") {
+            if !line.ends_with('\n') {
+                text.push('\n');
+            }
+            for entry in &pools {
+                text.push_str(&format!(
+                    ".visible .global .align 4 .u32 {PUBLISHING_WARP_PREFIX}{entry} = 1;\n"
+                ));
+            }
+            marked = true;
+        }
+    }
+    text
+}
+
+/// Task pool kernels: every read of the hardware block index or grid size
+/// is the pool's own (tagged).
+fn check_pools(module: &Module<'_>, problems: &mut Vec<Problem>) {
+    for (entry, reached) in pool_entries(module) {
+        for &(function, line) in &reached {
             let code = code(line);
             if reads_block_index(code) && !line.contains(SCHEDULER_TAG) {
                 problems.push(Problem {
@@ -758,5 +819,56 @@ mod tests {
         // A kernel that is not a pool may read it.
         let plain = ".visible .entry k()\n{\n\tmov.u32 %r1, %ctaid.x;\n\tret;\n}\n";
         assert_eq!(check(plain), []);
+    }
+
+    /// A pool kernel may have a publishing warp only where every barrier it
+    /// reaches is the pool's own and only the pool reads the block's size;
+    /// a barrier or `%ntid` read in the entry or in a helper it calls (a
+    /// task's `sync_threads()`, `block_dim_x()`) keeps it off, and the
+    /// kernels that may get a global the host finds after `.address_size`.
+    #[test]
+    fn a_pool_gets_a_publishing_warp_only_if_its_tasks_never_wait_for_it() {
+        let own = "\tbarrier.sync 1, %r4; // clustered:pool\n\tmov.u32 %r5, %ntid.x; // clustered:scheduler";
+        assert_eq!(publishing_warp_pools(&pool_entry(own)), ["pool"]);
+        for task in [
+            "\tbarrier.sync 0;",
+            "\tbar.sync 0;",
+            "\tbarrier.red.and.pred %p1, 2, %p2; // clustered:task",
+            "\tbar.sync 1; // clustered:scheduler",
+            "\tmov.u32 %r6, %ntid.x;",
+        ] {
+            let ptx = pool_entry(&format!("{own}\n{task}"));
+            assert_eq!(publishing_warp_pools(&ptx), Vec::<String>::new(), "{task}");
+        }
+        let helper = ".func helper()\n{\n\tbarrier.sync 0;\n\tret;\n}\n";
+        let called = format!("{helper}{}", pool_entry("\t{ call.uni helper, (); }"));
+        assert_eq!(publishing_warp_pools(&called), Vec::<String>::new());
+        // Not a pool: never marked, whatever it does.
+        assert_eq!(
+            publishing_warp_pools(".visible .entry k()\n{\n\tret;\n}\n"),
+            Vec::<String>::new()
+        );
+
+        let module = format!(
+            ".version 7.8\n.target sm_90\n.address_size 64\n\n{}",
+            pool_entry(own)
+        );
+        let marked = mark_publishing_warp_pools(&module);
+        assert!(
+            marked.contains(".address_size 64\n.visible .global .align 4 .u32 __clustered_pool_warp_pool = 1;\n"),
+            "{marked}"
+        );
+        assert_eq!(
+            marked.replace(
+                ".visible .global .align 4 .u32 __clustered_pool_warp_pool = 1;\n",
+                ""
+            ),
+            module
+        );
+        let unmarked = format!(
+            ".version 7.8\n.address_size 64\n{}",
+            pool_entry("\tbarrier.sync 0;")
+        );
+        assert_eq!(mark_publishing_warp_pools(&unmarked), unmarked);
     }
 }

@@ -35,11 +35,8 @@ use crate::atomic::{
 use crate::cta::Cta;
 // The pool's own reads of the resident block, tagged as the scheduler's
 // (`builder/src/ptx_check.rs`); on the CPU backend they are not the body's.
-use crate::run::hardware::{block_idx_x, grid_dim_x};
-use crate::thread::{
-    block_dim_x, block_dim_y, block_dim_z, nanosleep, sync_threads, thread_idx_x, thread_idx_y,
-    thread_idx_z,
-};
+use crate::run::hardware::{block_dim_x, block_idx_x, grid_dim_x};
+use crate::thread::{nanosleep, thread_idx_x};
 
 /// The first back-off of an idle block's poll, in nanoseconds.
 pub const MIN_BACKOFF_NS: u32 = 32;
@@ -210,17 +207,77 @@ impl Task {
     }
 }
 
-/// This thread's linear index in its block.
+/// This thread's index in its block (the host launches a pool's blocks
+/// one-dimensional).
 #[inline(always)]
 fn thread_linear() -> u32 {
-    (thread_idx_z() * block_dim_y() + thread_idx_y()) * block_dim_x() + thread_idx_x()
+    thread_idx_x()
 }
 
-/// Threads of the block.
+/// Threads of the block, read through the pool's own tagged register read:
+/// a read of `%ntid` that is not the pool's keeps a publishing warp away
+/// (`abi::pool`, "A publishing warp").
 #[inline(always)]
 fn block_threads() -> u32 {
-    block_dim_x() * block_dim_y() * block_dim_z()
+    block_dim_x()
 }
+
+/// `barrier.sync 1, threads`: the pool's own barrier among the block's
+/// first `threads` threads (the task threads; a publishing warp beyond
+/// them never waits at it), tagged for the build's check. Not
+/// `.aligned`, as `sync_threads` (`thread.rs` says why).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn sync_task_threads(threads: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a barrier has no memory-safety preconditions; every one of
+    // the first `threads` threads reaches it.
+    unsafe {
+        core::arch::asm!(
+            "barrier.sync 1, {threads}; // clustered:pool",
+            threads = in(reg32) threads,
+            options(nostack, preserves_flags)
+        );
+    }
+    // The CPU backend launches no publishing warp: these are all threads.
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = threads;
+        crate::cpu::barrier(
+            crate::cpu::BarrierKind::Sync,
+            core::panic::Location::caller(),
+            true,
+        );
+    }
+}
+
+/// `barrier.sync 1`: every thread of the block, publishing warp included
+/// (once, after thread 0 set up the records it shares with that warp).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn sync_block() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as above; every thread of the block reaches it.
+    unsafe {
+        core::arch::asm!(
+            "barrier.sync 1; // clustered:pool",
+            options(nostack, preserves_flags)
+        );
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::barrier(
+        crate::cpu::BarrierKind::Sync,
+        core::panic::Location::caller(),
+        true,
+    );
+}
+
+/// Words of a task's record for the publishing warp, per ring position:
+/// `status`, `result` (low, high), `signal`.
+const RECORD_WORDS: u32 = 4;
+/// Where the count of tasks ended and the exit flag follow the records.
+const ENDED_AT: u32 = RING_ENTRIES as u32 * RECORD_WORDS;
+const EXITING_AT: u32 = ENDED_AT + 1;
 
 /// The publication words of a pool of `workers` rings (`abi::pool`,
 /// "Publication"): `done[b]`, `exited[b]`, `published[b]`.
@@ -231,6 +288,15 @@ struct Words {
 }
 
 impl Words {
+    /// The header's `task_threads` (every thread: one line).
+    #[inline(always)]
+    unsafe fn task_threads(slots: *mut Slot, workers: u32) -> u32 {
+        unsafe {
+            let header = slots.add(header_slot(workers)).cast::<Header>();
+            load_relaxed_system(core::ptr::addr_of!((*header).task_threads))
+        }
+    }
+
     /// Reads the header after the rings (every thread: one line).
     #[inline(always)]
     unsafe fn of(slots: *mut Slot, workers: u32) -> Words {
@@ -475,12 +541,33 @@ unsafe fn work(
     crate::cpu::enter_clustered();
     unsafe {
         let mailbox = crate::shared_array!(clustered_pool_mailbox: [u32; MAILBOX_WORDS]);
+        // What thread 0 hands a publishing warp (`abi::pool`, "A publishing
+        // warp"): a record per ring position, the count ended, the exit flag.
+        let records = crate::shared_array!(clustered_pool_records: [u32; RING_ENTRIES * RECORD_WORDS as usize + 2]);
         let ring = slots.add(block_idx_x() as usize * RING_ENTRIES);
         let entry = |served: usize, k: usize| ring.add((served + k) & (RING_ENTRIES - 1));
         let me = thread_linear();
-        let threads = block_threads();
+        let block = block_threads();
+        let task_threads = Words::task_threads(slots, workers);
+        let publishing = task_threads + PUBLISHING_WARP_THREADS == block;
+        let threads = if publishing { task_threads } else { block };
         if me == 0 {
             mark_start(slots, workers);
+        }
+        if publishing {
+            if me == 0 {
+                records.write(ENDED_AT, 0);
+                records.write(EXITING_AT, 0);
+            }
+            sync_block();
+            if me >= threads {
+                if me == threads {
+                    publish_tasks(slots, workers, records);
+                }
+                return;
+            }
+        }
+        if me == 0 {
             let words = Words::of(slots, workers);
             write_book_pointer(mailbox, DONE_AT, words.done(block_idx_x()));
             write_book_pointer(mailbox, COUNTERS_AT, words.counters());
@@ -506,7 +593,7 @@ unsafe fn work(
                     mailbox.write(k, seen);
                     k += threads;
                 }
-                sync_threads();
+                sync_task_threads(threads);
             };
             // The first FIRST_READ states, then up to twice as far while
             // all read so far were READY (16, 32, 64): a block with a task
@@ -514,10 +601,16 @@ unsafe fn work(
             read_states(0, FIRST_READ as u32);
             if mailbox.read(0) == EXIT {
                 if me == 0 {
-                    // Every task of the ring was collected: nothing left
-                    // for the publisher, which may end once all did.
-                    let words = Words::of(slots, workers);
-                    store_release_gpu(words.exited(block_idx_x()), 1);
+                    if publishing {
+                        // The publishing warp stores `exited` once it
+                        // published every task counted before this.
+                        records.store_release_cta(EXITING_AT, 1);
+                    } else {
+                        // Every task of the ring was collected: nothing left
+                        // for the publisher, which may end once all did.
+                        let words = Words::of(slots, workers);
+                        store_release_gpu(words.exited(block_idx_x()), 1);
+                    }
                 }
                 return;
             }
@@ -541,7 +634,7 @@ unsafe fn work(
                 }
                 // The others read the rest of the ring after thread 0 saw
                 // `next` ready (and after everyone read the mailbox).
-                sync_threads();
+                sync_task_threads(threads);
                 continue;
             }
             waited = 0;
@@ -554,7 +647,7 @@ unsafe fn work(
             );
             // The acquires above (and this barrier) order the copies after
             // the host's payload writes; sys scope skips stale L1 lines.
-            sync_threads();
+            sync_task_threads(threads);
             for k in 0..ready {
                 let slot = entry(next, k as usize);
                 let state = core::ptr::addr_of_mut!((*slot).state);
@@ -580,7 +673,7 @@ unsafe fn work(
                     }
                     // The other threads read what the signallers wrote
                     // only after thread 0's acquire.
-                    sync_threads();
+                    sync_task_threads(threads);
                 }
                 if me == 0 {
                     // Tells the host's diagnostics that the task started.
@@ -601,12 +694,24 @@ unsafe fn work(
                     // Separates CTAs of the task (shared memory reuse), and
                     // ends the last: every thread's writes precede the
                     // release below and the next task in the ring.
-                    sync_threads();
+                    sync_task_threads(threads);
                 }
                 if first == end {
-                    sync_threads();
+                    sync_task_threads(threads);
                 }
-                if me == 0 {
+                if me == 0 && publishing {
+                    let ended = mailbox.read(FINISHED_AT).wrapping_add(1);
+                    mailbox.write(FINISHED_AT, ended);
+                    let at = ((next + k as usize) & (RING_ENTRIES - 1)) as u32 * RECORD_WORDS;
+                    records.write(at, status);
+                    records.write(at + 1, result as u32);
+                    records.write(at + 2, (result >> 32) as u32);
+                    records.write(at + 3, mailbox.read(gate_at + 2));
+                    // The barrier above ordered every task thread's writes
+                    // before this release; the publishing warp's acquire
+                    // takes them on to its fence.
+                    records.store_release_cta(ENDED_AT, ended);
+                } else if me == 0 {
                     store_relaxed_system(core::ptr::addr_of_mut!((*slot).status), status);
                     store_relaxed_system_u64(core::ptr::addr_of_mut!((*slot).result), result);
                     // The barrier above ordered every thread's writes of
@@ -624,6 +729,64 @@ unsafe fn work(
                 }
             }
             next = (next + ready as usize) & (RING_ENTRIES - 1);
+        }
+    }
+}
+
+/// A worker's publishing warp (its first thread; `abi::pool`, "A
+/// publishing warp"): for the tasks its block's thread 0 counted as ended
+/// in `records` since its last look, stores their `status` and `result`
+/// into their entries, runs one GPU-scope release fence, adds their
+/// signals and counts them in the block's `done` word; stores `exited`
+/// once the task threads left on EXIT and everything is published.
+#[inline(always)]
+unsafe fn publish_tasks(slots: *mut Slot, workers: u32, records: crate::shared::Shared<u32>) {
+    unsafe {
+        let words = Words::of(slots, workers);
+        let ring = slots.add(block_idx_x() as usize * RING_ENTRIES);
+        let done = words.done(block_idx_x());
+        let counters = words.counters();
+        let last_counter = gate_counters(workers) as u32;
+        let record = |task: u32| (task & (RING_ENTRIES as u32 - 1)) * RECORD_WORDS;
+        let mut published = 0u32;
+        let mut backoff = MIN_BACKOFF_NS;
+        loop {
+            // The flag first: thread 0 stored it after its last count.
+            let exiting = records.load_acquire_cta(EXITING_AT) != 0;
+            let ended = records.load_acquire_cta(ENDED_AT);
+            if ended != published {
+                let mut task = published;
+                while task != ended {
+                    let slot = ring.add((task & (RING_ENTRIES as u32 - 1)) as usize);
+                    let at = record(task);
+                    let result =
+                        u64::from(records.read(at + 1)) | (u64::from(records.read(at + 2)) << 32);
+                    store_relaxed_system(core::ptr::addr_of_mut!((*slot).status), records.read(at));
+                    store_relaxed_system_u64(core::ptr::addr_of_mut!((*slot).result), result);
+                    task = task.wrapping_add(1);
+                }
+                // One fence releases every task counted, its signal and
+                // the count.
+                fence_release_gpu();
+                let mut task = published;
+                while task != ended {
+                    // `abi::pool`, "Gates": an index + 1, 0 for none.
+                    let signal = records.read(record(task) + 3).wrapping_sub(1);
+                    if signal < last_counter {
+                        add_relaxed_gpu(counters.wrapping_add(signal as usize), 1);
+                    }
+                    task = task.wrapping_add(1);
+                }
+                store_relaxed_gpu(done, ended);
+                published = ended;
+                backoff = MIN_BACKOFF_NS;
+            } else if exiting {
+                store_release_gpu(words.exited(block_idx_x()), 1);
+                return;
+            } else {
+                nanosleep(backoff);
+                backoff = (backoff * 2).min(MAX_PUBLISH_BACKOFF_NS);
+            }
         }
     }
 }

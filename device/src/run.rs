@@ -56,6 +56,7 @@ pub(crate) mod hardware {
         block_idx_z => "%ctaid.z", crate::cpu::current_cta().block_idx[2];
         grid_dim_x => "%nctaid.x", crate::cpu::current_cta().grid_dim[0];
         grid_dim_y => "%nctaid.y", crate::cpu::current_cta().grid_dim[1];
+        block_dim_x => "%ntid.x", crate::cpu::current_cta().block_dim[0];
     }
 
     /// `bar.sync 1`: the scheduler's own barrier, reached by every thread

@@ -287,6 +287,71 @@ impl<T: SharedElement> Shared<T> {
     }
 }
 
+impl Shared<u32> {
+    /// Element `index` read with `ld.acquire.cta.shared.u32`: what the
+    /// thread that stored it with [`store_release_cta`](Self::store_release_cta)
+    /// wrote before that store is visible to this thread's later reads,
+    /// without a barrier (a warp that polls while others run).
+    ///
+    /// # Safety
+    /// `index` is inside the array; other threads write the element only
+    /// through `store_release_cta`.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn load_acquire_cta(self, index: u32) -> u32 {
+        let address = self.element_address(index);
+        unsafe {
+            #[cfg(target_arch = "nvptx64")]
+            {
+                let value: u32;
+                core::arch::asm!(
+                    "ld.acquire.cta.shared.u32 {value}, [{address}];",
+                    value = out(reg32) value,
+                    address = in(reg32) address,
+                    options(nostack, preserves_flags),
+                );
+                value
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            {
+                let at =
+                    crate::cpu::shared_access(address, 4, false, core::panic::Location::caller());
+                core::sync::atomic::AtomicU32::from_ptr(at.cast())
+                    .load(core::sync::atomic::Ordering::Acquire)
+            }
+        }
+    }
+
+    /// Stores `value` at element `index` with `st.release.cta.shared.u32`
+    /// (`MEMBAR.ALL.CTA` and the store: it waits for nothing beyond the
+    /// SM), for [`load_acquire_cta`](Self::load_acquire_cta).
+    ///
+    /// # Safety
+    /// `index` is inside the array; other threads read the element only
+    /// through `load_acquire_cta`.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn store_release_cta(self, index: u32, value: u32) {
+        let address = self.element_address(index);
+        unsafe {
+            #[cfg(target_arch = "nvptx64")]
+            core::arch::asm!(
+                "st.release.cta.shared.u32 [{address}], {value};",
+                address = in(reg32) address,
+                value = in(reg32) value,
+                options(nostack, preserves_flags),
+            );
+            #[cfg(not(target_arch = "nvptx64"))]
+            {
+                let at =
+                    crate::cpu::shared_access(address, 4, true, core::panic::Location::caller());
+                core::sync::atomic::AtomicU32::from_ptr(at.cast())
+                    .store(value, core::sync::atomic::Ordering::Release);
+            }
+        }
+    }
+}
+
 /// Declares a shared-memory array of the CTA and gives its address.
 ///
 /// ```ignore

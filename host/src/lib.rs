@@ -55,8 +55,8 @@ pub use launch::{
     needs_shared_opt_in, validate_launch, KernelArg, Launch, LaunchConfig, PORTABLE_CLUSTER_BLOCKS,
 };
 pub use module::{
-    ptx_entry_names, ptx_entry_params, ptx_with_release_fences, Kernel, KernelAttributes, Module,
-    ModuleOptions,
+    ptx_entry_names, ptx_entry_params, ptx_publishing_warp_entries, ptx_with_release_fences,
+    Kernel, KernelAttributes, Module, ModuleOptions,
 };
 pub use occupancy::{
     cap_needed, capped_name, plan_register_caps, ptx_baseline_links, ptx_entry_texts,

@@ -25,6 +25,9 @@ pub struct Module {
     ctx: Arc<CudaContext>,
     entries: Vec<String>,
     params: Arc<Vec<(String, Option<Vec<u32>>)>>,
+    /// Pool kernels the build marked for a publishing warp
+    /// ([`ptx_publishing_warp_entries`]).
+    publishing_warps: Arc<Vec<String>>,
     /// Typed launches' plans and kernels, per launch shape (see `typed.rs`).
     pub(crate) cache: Arc<std::sync::Mutex<crate::typed::Cache>>,
     /// FNV-1a of the PTX text: tuned launches re-tune when it changes.
@@ -32,6 +35,21 @@ pub struct Module {
     /// Whether the module was loaded with its marked fences as release
     /// fences ([`ModuleOptions::release_fences`]).
     release_fences: bool,
+}
+
+/// The entries that the build marked as pool kernels whose tasks may run
+/// beside a publishing warp: the `__clustered_pool_warp_<entry>` globals
+/// (`clustered_abi::pool::PUBLISHING_WARP_PREFIX`) in `ptx`.
+pub fn ptx_publishing_warp_entries(ptx: &str) -> Vec<String> {
+    use clustered_device::pool::PUBLISHING_WARP_PREFIX;
+    ptx.lines()
+        .filter(|line| line.trim_start().starts_with(".visible .global"))
+        .filter_map(|line| {
+            let at = line.find(PUBLISHING_WARP_PREFIX)? + PUBLISHING_WARP_PREFIX.len();
+            Some(ptx_identifier(&line[at..]).to_string())
+        })
+        .filter(|entry| !entry.is_empty())
+        .collect()
 }
 
 /// The PTX identifier `text` starts with (letters, digits, `_`, `$`;
@@ -317,6 +335,7 @@ impl Gpu {
             ctx,
             entries,
             params: Arc::new(ptx_entry_params(ptx)),
+            publishing_warps: Arc::new(ptx_publishing_warp_entries(ptx)),
             cache: Default::default(),
             ptx_hash,
             release_fences,
@@ -493,6 +512,7 @@ impl Module {
             ctx: self.ctx.clone(),
             attributes,
             params: params.map(Arc::from),
+            publishing_warp: self.publishing_warps.iter().any(|entry| entry == name),
             occupancy: Default::default(),
         })
     }
@@ -577,6 +597,9 @@ pub struct Kernel {
     attributes: KernelAttributes,
     /// Byte sizes of the `.param`s in the PTX, when they could be read.
     params: Option<Arc<[u32]>>,
+    /// The build marked it a pool kernel whose tasks may run beside a
+    /// publishing warp (`clustered_abi::pool`, "A publishing warp").
+    publishing_warp: bool,
     /// Occupancy answers per (block threads, dynamic shared bytes): planning
     /// asks for each launch shape, and the driver's answer never changes.
     occupancy: Arc<std::sync::Mutex<OccupancyCache>>,
@@ -586,6 +609,14 @@ impl Kernel {
     /// The kernel's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether the build marked it a pool kernel whose tasks may run beside
+    /// a publishing warp (`clustered_abi::pool`, "A publishing warp"):
+    /// [`TaskPool::gpu`](crate::pool::TaskPool::gpu) then launches it with
+    /// one more warp per block.
+    pub fn publishing_warp(&self) -> bool {
+        self.publishing_warp
     }
 
     /// Its attributes, read when the kernel was looked up.

@@ -72,8 +72,9 @@ use std::time::{Duration, Instant};
 
 pub use clustered_device::pool::{
     device_words, header_slot, pool_slots, start_lines, start_marks_slot, state_name, Header,
-    Payload, Slot, Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES, POOL_ABI_VERSION, READY,
-    RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK, STATUS_UNKNOWN_KIND,
+    Payload, Slot, Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES, POOL_ABI_VERSION,
+    PUBLISHING_WARP_THREADS, READY, RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK,
+    STATUS_UNKNOWN_KIND,
 };
 
 use clustered_device::cpu::MAX_RESIDENT_BLOCKS;
@@ -289,6 +290,7 @@ pub struct PoolConfig {
     depth: u32,
     spread: bool,
     gates: bool,
+    publishing_warp: bool,
 }
 
 impl PoolConfig {
@@ -306,7 +308,22 @@ impl PoolConfig {
             depth: DEFAULT_DEPTH,
             spread: true,
             gates: true,
+            publishing_warp: true,
         }
+    }
+
+    /// Whether a pool on the GPU runs each worker block with one more warp
+    /// that publishes its tasks, where the build found the kernel's tasks
+    /// can run beside it (default `true`; `clustered_abi::pool`, "A
+    /// publishing warp", and [`Kernel::publishing_warp`](crate::Kernel::publishing_warp)):
+    /// the task threads then go on to their next task while that warp runs
+    /// the fence that publishes the last, and one fence serves every task
+    /// that ended meanwhile. `false` has thread 0 publish each task, as a
+    /// kernel whose tasks meet at barriers or read the block's size always
+    /// does (and the CPU backend).
+    pub fn publishing_warp(mut self, publishing_warp: bool) -> Self {
+        self.publishing_warp = publishing_warp;
+        self
     }
 
     /// Whether a task whose dependencies run on other blocks may be put
@@ -597,13 +614,13 @@ enum Memory {
 ///
 /// # Safety
 /// `slots` holds [`pool_slots`]`(rings)` slots, not yet shared.
-unsafe fn write_header(slots: *mut Slot, rings: u32, words: u64) {
+unsafe fn write_header(slots: *mut Slot, rings: u32, words: u64, task_threads: u32) {
     // SAFETY: the last slot, the size and alignment of a `Header`.
     unsafe {
         slots
             .add(header_slot(rings))
             .cast::<Header>()
-            .write(Header::new(words))
+            .write(Header::new(words, task_threads))
     };
 }
 
@@ -647,6 +664,8 @@ struct Shared {
     depth: u32,
     spread: bool,
     gates: bool,
+    /// Each worker block has a warp that publishes its tasks.
+    publishing_warp: bool,
     /// Freed when the last owner (the scheduler thread, the CPU engine,
     /// the pool) lets go, which the scheduler does only after the device
     /// side ended.
@@ -826,8 +845,22 @@ impl TaskPool {
         let words = Box::into_raw(vec![0u32; device_words(blocks)].into_boxed_slice());
         let host = raw.cast::<Slot>();
         // SAFETY: just allocated with the header's slot; no block runs yet.
-        unsafe { write_header(host, blocks, words.cast::<u32>() as u64) };
-        let shared = Self::shared(&config, blocks, host, Memory::Cpu { slots: raw, words });
+        unsafe {
+            write_header(
+                host,
+                blocks,
+                words.cast::<u32>() as u64,
+                config.block_threads,
+            )
+        };
+        // The CPU backend runs no publishing warp: thread 0 publishes.
+        let shared = Self::shared(
+            &config,
+            blocks,
+            host,
+            Memory::Cpu { slots: raw, words },
+            false,
+        );
         let launch = CpuLaunch {
             // The rings' blocks and the publisher.
             grid: [blocks + 1, 1, 1],
@@ -863,7 +896,13 @@ impl TaskPool {
         Self::start(shared, None)?.await_blocks()
     }
 
-    fn shared(config: &PoolConfig, blocks: u32, host: *mut Slot, memory: Memory) -> Arc<Shared> {
+    fn shared(
+        config: &PoolConfig,
+        blocks: u32,
+        host: *mut Slot,
+        memory: Memory,
+        publishing_warp: bool,
+    ) -> Arc<Shared> {
         let count = blocks as usize * RING_ENTRIES;
         Arc::new(Shared {
             state: Mutex::new(State {
@@ -894,6 +933,7 @@ impl TaskPool {
             kinds: config.kinds,
             timeout: config.timeout,
             spin: config.spin,
+            publishing_warp,
             depth: config.depth,
             spread: config.spread,
             gates: config.gates,
@@ -980,6 +1020,12 @@ impl TaskPool {
     /// Tasks in flight per block at most ([`PoolConfig::depth`]).
     pub fn depth(&self) -> u32 {
         self.shared.depth
+    }
+
+    /// Whether each worker block has a warp that publishes its tasks
+    /// ([`PoolConfig::publishing_warp`]; never on the CPU backend).
+    pub fn publishing_warp(&self) -> bool {
+        self.shared.publishing_warp
     }
 
     /// Queues `task`; returns its ticket.
@@ -2353,9 +2399,14 @@ mod gpu {
         /// starts.
         pub fn gpu(gpu: &Gpu, kernel: &Kernel, config: PoolConfig) -> Result<TaskPool, PoolError> {
             let host_error = |e: crate::Error| PoolError::Device(e.to_string());
-            let per_sm = kernel
-                .occupancy(config.block_threads, 0)
-                .map_err(host_error)?;
+            // One more warp per block where the build allows it (`abi::pool`,
+            // "A publishing warp"); the tasks run on `block_threads` either way.
+            let threads = if config.publishing_warp && kernel.publishing_warp() {
+                config.block_threads + super::PUBLISHING_WARP_THREADS
+            } else {
+                config.block_threads
+            };
+            let per_sm = kernel.occupancy(threads, 0).map_err(host_error)?;
             let blocks = config.plan(per_sm, gpu.properties().sm_count)?;
             crate::module::load_on_device(kernel.function()).map_err(host_error)?;
             let pinned = Pinned::new(gpu.context(), super::pool_slots(blocks))?;
@@ -2368,10 +2419,12 @@ mod gpu {
                 })?;
             let words_address = words.device_ptr(&stream).0;
             // SAFETY: allocated with the header's slot; no block runs yet.
-            unsafe { super::write_header(pinned.host, blocks, words_address) };
+            unsafe {
+                super::write_header(pinned.host, blocks, words_address, config.block_threads)
+            };
             let address = pinned.device;
             // The rings' blocks and the publisher.
-            let launch = LaunchConfig::new([blocks + 1, 1, 1], [config.block_threads, 1, 1]);
+            let launch = LaunchConfig::new([blocks + 1, 1, 1], [threads, 1, 1]);
             // SAFETY: the kernel takes one pointer to `blocks` rings and the
             // header after them, which live (with the words) until it ended
             // (`Shared` frees them only then).
@@ -2391,6 +2444,7 @@ mod gpu {
                 blocks,
                 host,
                 super::Memory::Gpu(pinned, Words { _owned: words }),
+                threads > config.block_threads,
             );
             TaskPool::start(
                 shared,

@@ -319,6 +319,26 @@ const ENTRIES: &str = "
 { ret; }
 ";
 
+/// The pool kernels the build marked for a publishing warp are read from
+/// its globals (`clustered_abi::pool::PUBLISHING_WARP_PREFIX`); other
+/// globals, and the prefix in a comment, are not marks.
+#[test]
+fn publishing_warp_marks_are_read_from_ptx() {
+    let ptx = "
+.version 7.8
+.address_size 64
+.visible .global .align 4 .u32 __clustered_pool_warp_pool_empty = 1;
+.visible .global .align 4 .u32 __clustered_pool_warp_pool_light = 1;
+.visible .global .align 4 .u32 other = 1;
+// __clustered_pool_warp_pool_demo
+.visible .entry pool_demo( .param .u64 slots ) { ret; }
+";
+    assert_eq!(
+        ptx_publishing_warp_entries(ptx),
+        vec!["pool_empty", "pool_light"]
+    );
+}
+
 #[test]
 fn entry_params_are_read_from_ptx() {
     let params = ptx_entry_params(ENTRIES);

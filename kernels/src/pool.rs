@@ -465,6 +465,25 @@ pub unsafe fn pool_empty(slots: *mut Slot) {
     serve(slots, KINDS, |task, _| task.payload()[0] as u64);
 }
 
+/// A pool of `pool_demo`'s kinds whose bodies never meet at a barrier nor
+/// read the block's size (MARK, WAIT, ORDER, RECORD; any other kind returns
+/// its payload's first word), so the build lets a warp of each worker
+/// block publish its tasks (`clustered_abi::pool`, "A publishing warp"):
+/// `pool_gpu` runs the protocol's cases on it.
+///
+/// # Safety
+/// As [`pool_demo`](fn@pool_demo).
+#[kernel]
+pub unsafe fn pool_light(slots: *mut Slot) {
+    serve(slots, KINDS, |task, cta| match task.kind() {
+        MARK => mark(task.args()),
+        WAIT => wait(task.args()),
+        ORDER => order(task.args()),
+        RECORD => record(task.args(), cta),
+        _ => task.payload()[0] as u64,
+    });
+}
+
 /// Does nothing with 16 bytes of arguments: the launch-per-task baseline
 /// of the pool's overhead benchmark (`suite/examples/pool_overhead.rs`).
 ///

@@ -35,7 +35,10 @@
 //!   `kernels::pool::pool_empty`, whose only body is the empty task's,
 //!   where `pool_demo` carries nine (96 registers): what the worker's loop
 //!   costs with nothing beside it, as a graph of empty launches has none
-//!   (its tasks read one payload word, `pool_demo`'s worker all 16).
+//!   (its tasks read one payload word, `pool_demo`'s worker all 16). Its
+//!   tasks never meet at a barrier, so a warp of each worker block publishes
+//!   them (`clustered_abi::pool`, "A publishing warp"); `..., thread 0
+//!   publishes` is the same pool with `PoolConfig::publishing_warp(false)`.
 //! - `launch per task`: N launches of `empty_launch` on one stream, then a
 //!   synchronisation (the stream orders them: a chain too).
 //! - `graph`: the same N launches captured once into a CUDA graph, then
@@ -103,6 +106,7 @@ fn pool_rows(
             suffix: "",
             bytes: &[16, 32, 64],
             batches: true,
+            publishing_warp: true,
         },
         Rows {
             kernel: "pool_demo",
@@ -111,6 +115,7 @@ fn pool_rows(
             suffix: ", depth 1",
             bytes: &[16],
             batches: false,
+            publishing_warp: true,
         },
         Rows {
             kernel: "pool_demo",
@@ -119,6 +124,7 @@ fn pool_rows(
             suffix: ", no gates",
             bytes: &[],
             batches: false,
+            publishing_warp: true,
         },
         Rows {
             kernel: "pool_empty",
@@ -127,6 +133,16 @@ fn pool_rows(
             suffix: ", pool_empty",
             bytes: &[16],
             batches: false,
+            publishing_warp: true,
+        },
+        Rows {
+            kernel: "pool_empty",
+            depth: DEFAULT_DEPTH,
+            gates: true,
+            suffix: ", pool_empty, thread 0 publishes",
+            bytes: &[16],
+            batches: false,
+            publishing_warp: false,
         },
     ];
     for Rows {
@@ -136,6 +152,7 @@ fn pool_rows(
         suffix,
         bytes,
         batches,
+        publishing_warp,
     } in pools
     {
         let kernel = module
@@ -145,6 +162,7 @@ fn pool_rows(
             .block_threads(128)
             .depth(depth)
             .gates(gates)
+            .publishing_warp(publishing_warp)
             .timeout(Duration::from_secs(30));
         if let Some(blocks) = blocks {
             config = config.blocks(blocks);
@@ -157,8 +175,13 @@ fn pool_rows(
             }
         };
         println!(
-            "pool: {} resident blocks, rings of {RING_ENTRIES}, up to {depth} task(s) in flight per block",
-            pool.slots()
+            "pool: {} resident blocks, rings of {RING_ENTRIES}, up to {depth} task(s) in flight per block, {}",
+            pool.slots(),
+            if pool.publishing_warp() {
+                "a warp of each publishes its tasks"
+            } else {
+                "thread 0 publishes each task"
+            }
         );
         // Warm up: every block takes a few tasks.
         run_independent(&pool, pool.slots() * 4, 1, 16, 1);
@@ -206,6 +229,9 @@ struct Rows {
     bytes: &'static [usize],
     /// The rows of batches of [`BATCH`].
     batches: bool,
+    /// `PoolConfig::publishing_warp` (on by default; the build allows it
+    /// for `pool_empty` only here).
+    publishing_warp: bool,
 }
 
 /// Pushes a chain of `tasks` empty tasks, each after the previous, and

@@ -360,7 +360,7 @@ fn a_block_walks_its_ring_in_order() {
     // SAFETY: the last slot has a header's size and alignment.
     unsafe {
         (slots.as_mut_ptr().add(header_slot(1)) as *mut Header)
-            .write(Header::new(words.as_ptr() as u64))
+            .write(Header::new(words.as_ptr() as u64, THREADS))
     };
     let ring = slots.as_ptr() as *mut Slot;
     let entry = |e: usize| ring.wrapping_add(e % RING_ENTRIES);

@@ -11,8 +11,8 @@ use clustered_suite::host::pool::Ticket;
 use clustered_suite::host::pool::{Outcome, PoolConfig, PoolError, Shutdown, Task, TaskPool};
 use clustered_suite::host::{Gpu, Module};
 use kernels::pool::{
-    Mark, Record, Saxpy, Sgemm64, Step, EMPTY, KINDS, MARK, RECORD, SAXPY, SGEMM64, SGEMM64_CTAS,
-    STEP,
+    Mark, Order, Record, Saxpy, Sgemm64, Step, EMPTY, KINDS, MARK, ORDER, RECORD, SAXPY, SGEMM64,
+    SGEMM64_CTAS, STEP,
 };
 
 /// One test's pool at a time: a pool's blocks stay resident until it
@@ -514,4 +514,115 @@ fn a_pool_at_full_occupancy_runs_every_task_once() {
     assert!(gpu.dtoh(&zeroed.unwrap()).unwrap().iter().all(|&z| z == 0));
     let runs = gpu.dtoh(&runs).unwrap();
     assert!(runs.iter().all(|&r| r == 1), "each MARK ran once");
+}
+
+/// A pool whose tasks never meet at a barrier nor read the block's size
+/// (`pool_light`) runs with a warp of each worker block publishing its
+/// tasks (`clustered_abi::pool`, "A publishing warp"), while `pool_demo`,
+/// whose tasks do, runs with thread 0 publishing. With that warp and
+/// without it: 20,000 MARKs pushed from four threads each run once and are
+/// published once with their own result; a chain of ORDERs, each after the
+/// last, runs in push order; and one ORDER, 64 after it and a join after
+/// those 64 (gated on the GPU) run root, fan-out, join, in that order.
+#[test]
+fn a_publishing_warp_publishes_every_task_once_and_in_order() {
+    let Some((_alone, gpu, module)) = gpu_alone() else {
+        return;
+    };
+    let demo = module.kernel("pool_demo").unwrap();
+    assert!(
+        !demo.publishing_warp(),
+        "pool_demo's tasks meet at barriers"
+    );
+    let kernel = module.kernel("pool_light").unwrap();
+    assert!(kernel.publishing_warp(), "the build marks pool_light");
+    const MARKS: u32 = 20_000;
+    const CHAIN: u32 = 2_000;
+    const FAN: u32 = 64;
+    for publishing_warp in [true, false] {
+        let runs = gpu.zeros::<u32>(MARKS as usize).unwrap();
+        let counter = gpu.zeros::<u32>(1).unwrap();
+        let order = gpu.zeros::<u32>((CHAIN + FAN + 2) as usize).unwrap();
+        gpu.synchronize().unwrap();
+        let config = PoolConfig::new(KINDS)
+            .block_threads(128)
+            .publishing_warp(publishing_warp)
+            .timeout(Duration::from_secs(30));
+        let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
+        assert_eq!(pool.publishing_warp(), publishing_warp);
+        let runs_at = address(&gpu, &runs);
+        std::thread::scope(|scope| {
+            for p in 0..4u32 {
+                let pool = &pool;
+                scope.spawn(move || {
+                    for k in 0..MARKS / 4 {
+                        let mark = Mark {
+                            runs: runs_at,
+                            index: p * (MARKS / 4) + k,
+                        };
+                        pool.push(Task::new(MARK, 1, mark)).unwrap();
+                    }
+                });
+            }
+        });
+        let mut seen = vec![0u32; MARKS as usize];
+        for _ in 0..MARKS {
+            let done = pool.pop_finished().expect("every MARK finishes");
+            let Outcome::Ran { result } = done.outcome else {
+                panic!("{done:?}");
+            };
+            seen[result as usize] += 1;
+        }
+        assert!(seen.iter().all(|&s| s == 1), "each MARK's result once");
+        let (counter_at, order_at) = (address(&gpu, &counter), address(&gpu, &order));
+        let ordered = |index| {
+            Task::new(
+                ORDER,
+                1,
+                Order {
+                    counter: counter_at,
+                    order: order_at,
+                    index,
+                },
+            )
+        };
+        let mut last: Option<Ticket> = None;
+        for index in 0..CHAIN {
+            let after: Vec<Ticket> = last.into_iter().collect();
+            last = Some(pool.push_after(ordered(index), &after).unwrap());
+        }
+        let root = pool.push(ordered(CHAIN)).unwrap();
+        let fan: Vec<Ticket> = (1..=FAN)
+            .map(|k| pool.push_after(ordered(CHAIN + k), &[root]).unwrap())
+            .collect();
+        pool.push_after(ordered(CHAIN + FAN + 1), &fan).unwrap();
+        for _ in 0..CHAIN + FAN + 2 {
+            let done = pool.pop_finished().expect("every ORDER finishes");
+            assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
+        }
+        assert_eq!(pool.shutdown(Shutdown::Drain).unwrap(), Vec::new());
+        let runs = gpu.dtoh(&runs).unwrap();
+        assert!(runs.iter().all(|&r| r == 1), "each MARK ran once");
+        let order = gpu.dtoh(&order).unwrap();
+        let mode = if publishing_warp { "with" } else { "without" };
+        for (i, &at) in order[..CHAIN as usize].iter().enumerate() {
+            assert_eq!(at, i as u32, "{mode} the warp: chain step {i} ran {at}th");
+        }
+        assert_eq!(
+            order[CHAIN as usize], CHAIN,
+            "{mode} the warp: the root first"
+        );
+        let mut fanned = order[CHAIN as usize + 1..=(CHAIN + FAN) as usize].to_vec();
+        fanned.sort_unstable();
+        assert_eq!(
+            fanned,
+            (CHAIN + 1..=CHAIN + FAN).collect::<Vec<_>>(),
+            "{mode} the warp"
+        );
+        assert_eq!(
+            order[(CHAIN + FAN + 1) as usize],
+            CHAIN + FAN + 1,
+            "{mode} the warp: the join after all 64"
+        );
+    }
 }

@@ -3,7 +3,7 @@
 //! kernel is not the scheduler's (here made by editing the PTX text, since a
 //! kernels crate with such a kernel would not build).
 
-use clustered_builder::ptx_check::{check, ProblemKind};
+use clustered_builder::ptx_check::{check, publishing_warp_pools, ProblemKind};
 
 /// The lines of entry `name`'s body, as a range of line numbers.
 fn entry_lines(ptx: &str, name: &str) -> std::ops::Range<usize> {
@@ -231,7 +231,7 @@ fn unfenced_publications(ptx: &str, entry: &str) -> (usize, Vec<(String, String)
 /// the stores it no longer covers.
 #[test]
 fn pool_kernels_publish_only_behind_a_fence() {
-    for entry in ["pool_demo", "pool_generated", "pool_empty"] {
+    for entry in ["pool_demo", "pool_generated", "pool_empty", "pool_light"] {
         let (checked, unfenced) = unfenced_publications(clustered_suite::PTX, entry);
         println!("{entry}: {checked} publications, each behind a fence");
         assert!(checked >= 3, "{entry}: only {checked} publications found");
@@ -256,4 +256,34 @@ fn pool_kernels_publish_only_behind_a_fence() {
                 .any(|(_, s)| s.starts_with("red.relaxed.gpu")),
         "the worker's count and signal, unfenced, were not named: {unfenced:?}"
     );
+}
+
+/// The suite's pool kernels whose tasks never meet at a barrier nor read
+/// the block's size, and only those, get a publishing warp
+/// (`clustered_abi::pool`, "A publishing warp"): marked in the PTX the
+/// suite loads, and unmarked once a task of theirs waits at a barrier.
+#[test]
+fn only_pools_whose_tasks_never_wait_at_a_barrier_get_a_publishing_warp() {
+    let mut pools = publishing_warp_pools(clustered_suite::PTX);
+    pools.sort();
+    assert_eq!(pools, ["pool_empty", "pool_light"]);
+    for pool in &pools {
+        let mark = format!(
+            "{}{pool} = 1;",
+            clustered_device::pool::PUBLISHING_WARP_PREFIX
+        );
+        assert!(
+            clustered_suite::PTX.contains(&mark),
+            "{mark} not in the loaded PTX"
+        );
+    }
+    // A task's `sync_threads()`, as an untagged barrier in the entry.
+    let waits = edit_entry(clustered_suite::PTX, "pool_light", |l| {
+        if l.contains("// clustered:pool") {
+            format!("{l}\n\tbarrier.sync 0;")
+        } else {
+            l.to_string()
+        }
+    });
+    assert_eq!(publishing_warp_pools(&waits), ["pool_empty"]);
 }
