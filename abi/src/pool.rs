@@ -153,13 +153,15 @@
 //!
 //! A worker's thread 0 publishing each task (the stores of `status` and
 //! `result`, the GPU-scope fence, the count) holds its warp for the
-//! fence's 400-600 cycles, and with it the block's next task: a chained
-//! empty task spent about 780 of its cycles there. A pool kernel whose
-//! tasks never meet at a CTA barrier and never read the block's size
-//! (`%ntid`) may run with one more warp per block
+//! fence's 400-600 cycles, and with it the block's next task. A pool
+//! kernel whose tasks meet only at their CTA's own barrier (`barrier.sync
+//! 0, n` for the task's `n` threads: `Cta::sync_threads`, what `task_pool!`
+//! makes of a body's `sync_threads()`) and read the block's size only from
+//! their `Cta` may run with one more warp per block
 //! ([`Header::task_threads`] less than the block): the task threads run
-//! the tasks and meet at barrier 1 among themselves (`barrier.sync 1,
-//! task_threads`); after a task's last barrier thread 0 writes its
+//! the tasks, meet at barrier 0 in them and at barrier 1 in the worker's
+//! loop, both counted (`barrier.sync 1, task_threads`), so the warp beyond
+//! them never waits at either; after a task's last barrier thread 0 writes its
 //! `status`, `result` and `signal` into a record in shared memory for its
 //! ring position and stores the count of tasks ended (`st.release.cta`),
 //! and goes on at once. The publishing warp's first thread polls that

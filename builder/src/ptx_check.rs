@@ -442,11 +442,14 @@ fn pool_entries<'a>(module: &Module<'a>) -> Vec<(&'a str, Vec<(&'a str, &'a str)
 
 /// Task pool kernels whose tasks may run beside a publishing warp
 /// (`clustered_abi::pool`, "A publishing warp"): every CTA barrier they
-/// reach is the pool's own (tagged), which waits for the task threads
-/// only, and nothing but the pool reads the block's size (`%ntid`), which
-/// counts that warp. A task's `sync_threads()` would wait for a warp that
-/// never comes to it, and a task's `block_dim_x()` would count it; such a
-/// kernel runs with thread 0 publishing, as before.
+/// reach is tagged as the pool's (the worker's own, and a task's
+/// `Cta::sync_threads`, which `task_pool!` makes of a body's
+/// `sync_threads()`), each counting the task's threads only, and only
+/// the runtime reads the block's size (`%ntid`, tagged), which counts that
+/// warp. A plain `sync_threads()` (a hand-written body's, a helper's, the
+/// task protocol's of a body that returns early) would wait for a warp
+/// that never comes to it, and a plain `block_dim_x()` would count it;
+/// such a kernel runs with thread 0 publishing, as before.
 pub fn publishing_warp_pools(ptx: &str) -> Vec<String> {
     let module = parse(ptx);
     pool_entries(&module)

@@ -11,13 +11,96 @@ pub struct Cta {
     pub index: [u32; 3],
     /// The original grid's dimensions.
     pub grid: [u32; 3],
+    /// The threads that run this CTA, the first of a 1-D block, where they
+    /// are fewer than the block's (a task pool's worker with a publishing
+    /// warp, `clustered_abi::pool`); 0: every thread of the block.
+    pub threads: u32,
 }
 
 impl Cta {
-    /// The CTA at `index` of `grid`.
+    /// The CTA at `index` of `grid`, run by every thread of the block.
     #[inline(always)]
     pub const fn new(index: [u32; 3], grid: [u32; 3]) -> Self {
-        Cta { index, grid }
+        Cta {
+            index,
+            grid,
+            threads: 0,
+        }
+    }
+
+    /// The CTA at `index` of `grid` as a pool task's, run by the block's
+    /// first `threads` threads (1-D).
+    #[inline(always)]
+    pub const fn of_task(index: [u32; 3], grid: [u32; 3], threads: u32) -> Self {
+        Cta {
+            index,
+            grid,
+            threads,
+        }
+    }
+
+    /// Threads of the CTA along x (`blockDim.x`): [`Cta::threads`] where
+    /// set, else the block's (the built-in: where `threads` is known to be
+    /// 0 or not, as in a schedule or a pool, the other arm folds away).
+    #[inline(always)]
+    pub fn block_dim_x(&self) -> u32 {
+        if self.threads != 0 {
+            self.threads
+        } else {
+            crate::thread::block_dim_x()
+        }
+    }
+    /// Threads of the CTA along y (`blockDim.y`): 1 where
+    /// [`Cta::threads`] is set, else the block's.
+    #[inline(always)]
+    pub fn block_dim_y(&self) -> u32 {
+        if self.threads != 0 {
+            1
+        } else {
+            crate::thread::block_dim_y()
+        }
+    }
+    /// Threads of the CTA along z (`blockDim.z`): 1 where
+    /// [`Cta::threads`] is set, else the block's.
+    #[inline(always)]
+    pub fn block_dim_z(&self) -> u32 {
+        if self.threads != 0 {
+            1
+        } else {
+            crate::thread::block_dim_z()
+        }
+    }
+
+    /// A barrier of the CTA's threads (`__syncthreads()`): `barrier.sync
+    /// 0, n` for its [`block_dim_x`](Self::block_dim_x) `x y x z` threads,
+    /// one instruction tagged as the pool's, so a pool task that waits here
+    /// (and nowhere else) may run beside a publishing warp, which never
+    /// comes to it. Every thread of the CTA must reach it, as
+    /// `sync_threads`.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub fn sync_threads(&self) {
+        let threads = self.block_dim_x() * self.block_dim_y() * self.block_dim_z();
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: a barrier has no memory-safety preconditions; the
+        // caller's threads reach it, as for `sync_threads`.
+        unsafe {
+            core::arch::asm!(
+                "barrier.sync 0, {threads}; // clustered:pool",
+                threads = in(reg32) threads,
+                options(nostack, preserves_flags)
+            );
+        }
+        // The CPU backend runs every thread of the block as the CTA.
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = threads;
+            crate::cpu::barrier(
+                crate::cpu::BarrierKind::Sync,
+                core::panic::Location::caller(),
+                true,
+            );
+        }
     }
 
     /// The CTA's index along x in the original grid (`blockIdx.x`).
@@ -64,16 +147,16 @@ impl Cta {
     /// `index_1d` of this thread as if it ran in this CTA.
     #[inline(always)]
     pub fn index_1d(&self) -> u32 {
-        self.index[0] * crate::thread::block_dim_x() + crate::thread::thread_idx_x()
+        self.index[0] * self.block_dim_x() + crate::thread::thread_idx_x()
     }
 
     /// `index_2d` of this thread as if it ran in this CTA.
     #[inline(always)]
     pub fn index_2d(&self) -> (u32, u32) {
-        use crate::thread::*;
+        use crate::thread::{thread_idx_x, thread_idx_y};
         (
-            self.index[0] * block_dim_x() + thread_idx_x(),
-            self.index[1] * block_dim_y() + thread_idx_y(),
+            self.index[0] * self.block_dim_x() + thread_idx_x(),
+            self.index[1] * self.block_dim_y() + thread_idx_y(),
         )
     }
 }
@@ -97,6 +180,8 @@ macro_rules! virtual_reads {
         impl Cta {$(
             $(#[$doc])*
             #[inline(always)]
+            // A barrier's call site on the CPU backend is the body's.
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             pub fn $method<F: FnOnce() -> $ty + 'static>(&self, call: F) -> $ty {
                 if is_function::<F, _>(&$getter) {
                     self.$answer()
@@ -125,4 +210,12 @@ virtual_reads! {
     virtual_index_1d => crate::thread::index_1d, index_1d: u32;
     /// `index_2d()` in a clustered body.
     virtual_index_2d => crate::thread::index_2d, index_2d: (u32, u32);
+    /// `block_dim_x()` in a pool task's body.
+    virtual_block_dim_x => crate::thread::block_dim_x, block_dim_x: u32;
+    /// `block_dim_y()` in a pool task's body.
+    virtual_block_dim_y => crate::thread::block_dim_y, block_dim_y: u32;
+    /// `block_dim_z()` in a pool task's body.
+    virtual_block_dim_z => crate::thread::block_dim_z, block_dim_z: u32;
+    /// `sync_threads()` in a pool task's body (without early returns).
+    virtual_sync_threads => crate::thread::sync_threads, sync_threads: ();
 }

@@ -549,8 +549,13 @@ unsafe fn work(
         let me = thread_linear();
         let block = block_threads();
         let task_threads = Words::task_threads(slots, workers);
-        let publishing = task_threads + PUBLISHING_WARP_THREADS == block;
+        let publishing = task_threads != 0 && task_threads + PUBLISHING_WARP_THREADS == block;
         let threads = if publishing { task_threads } else { block };
+        // SAFETY: a block has a thread, and a publishing warp leaves the
+        // task some. Known to the compiler, a task's `Cta` reads its size
+        // from `threads` only: no read of the block's size is left in a
+        // task (`Cta::block_dim_x`), which would keep the warp away.
+        core::hint::assert_unchecked(threads != 0);
         if me == 0 {
             mark_start(slots, workers);
         }
@@ -690,7 +695,7 @@ unsafe fn work(
                 let end = if status == STATUS_OK { end } else { first };
                 let grid = [task.ctas, 1, 1];
                 for v in first..end {
-                    result = body(&task, Cta::new([v, 0, 0], grid));
+                    result = body(&task, Cta::of_task([v, 0, 0], grid, threads));
                     // Separates CTAs of the task (shared memory reuse), and
                     // ends the last: every thread's writes precede the
                     // release below and the next task in the ring.

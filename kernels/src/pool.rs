@@ -232,7 +232,7 @@ unsafe fn sgemm64(args: Sgemm64, cta: Cta) {
             sum += *a.add((row * 64 + k) as usize) * *b.add((k * 64 + col) as usize);
         }
         *c.add((row * 64 + col) as usize) = sum;
-        o += block_dim_x();
+        o += cta.block_dim_x();
     }
 }
 
@@ -295,10 +295,10 @@ unsafe fn kmeans_assign(args: KmeansAssign, cta: Cta) {
         near.write(i - start, label);
         xy.write(2 * (i - start), x);
         xy.write(2 * (i - start) + 1, y);
-        i += block_dim_x();
+        i += cta.block_dim_x();
     }
     // The labels and points of the CTA's other threads are read below.
-    sync_threads();
+    cta.sync_threads();
     let partial = (args.partials as *mut f32).add(3 * (sub * args.k) as usize);
     let mut c = thread_idx_x();
     while c < args.k {
@@ -313,7 +313,7 @@ unsafe fn kmeans_assign(args: KmeansAssign, cta: Cta) {
         *partial.add(3 * c as usize) = sum_x;
         *partial.add(3 * c as usize + 1) = sum_y;
         *partial.add(3 * c as usize + 2) = count;
-        c += block_dim_x();
+        c += cta.block_dim_x();
     }
 }
 
@@ -323,7 +323,7 @@ unsafe fn kmeans_assign(args: KmeansAssign, cta: Cta) {
 /// # Safety
 /// The arguments are valid as [`KmeansUpdate`] documents.
 #[inline(always)]
-unsafe fn kmeans_update(args: KmeansUpdate) {
+unsafe fn kmeans_update(args: KmeansUpdate, cta: Cta) {
     let (partials, centroids) = (args.partials as *const f32, args.centroids as *mut f32);
     let mut c = thread_idx_x();
     while c < args.k {
@@ -338,15 +338,17 @@ unsafe fn kmeans_update(args: KmeansUpdate) {
             *centroids.add(2 * c as usize) = sum_x / count;
             *centroids.add(2 * c as usize + 1) = sum_y / count;
         }
-        c += block_dim_x();
+        c += cta.block_dim_x();
     }
 }
 
-/// The CTA of an ordinary launch's block: the launch bodies below run the
-/// pool's bodies with the hardware's block index.
+/// The CTA of an ordinary launch's (1-D) block: the launch bodies below run
+/// the pool's bodies with the hardware's block index and size (the size
+/// read as the built-in, whose range LLVM knows, not as the pool's tagged
+/// read that `Cta::new` would leave to `cta.block_dim_x()`).
 #[inline(always)]
 fn launch_cta() -> Cta {
-    Cta::new([block_idx_x(), 0, 0], [grid_dim_x(), 1, 1])
+    Cta::of_task([block_idx_x(), 0, 0], [grid_dim_x(), 1, 1], block_dim_x())
 }
 
 /// # Safety
@@ -400,13 +402,13 @@ unsafe fn record(args: Record, cta: Cta) -> u64 {
 /// Every thread of the block calls it (it has a barrier).
 ///
 /// # Safety
-/// `buf` holds `block_dim_x()` words, `seen` more than `index`.
+/// `buf` holds a word per thread of the task, `seen` more than `index`.
 #[inline(always)]
-unsafe fn step(args: Step) -> u64 {
+unsafe fn step(args: Step, cta: Cta) -> u64 {
     let (buf, t) = (args.buf as *mut u32, thread_idx_x());
-    let value = *buf.add(((t + 1) % block_dim_x()) as usize);
+    let value = *buf.add(((t + 1) % cta.block_dim_x()) as usize);
     // Every read above before any write below.
-    sync_threads();
+    cta.sync_threads();
     *buf.add(t as usize) = value + 1;
     if t == 0 {
         *(args.seen as *mut u32).add(args.index as usize) = value;
@@ -437,13 +439,13 @@ pub unsafe fn pool_demo(slots: *mut Slot) {
             0
         }
         KMEANS_UPDATE => {
-            kmeans_update(task.args());
+            kmeans_update(task.args(), cta);
             0
         }
         MARK => mark(task.args()),
         WAIT => wait(task.args()),
         ORDER => order(task.args()),
-        STEP => step(task.args()),
+        STEP => step(task.args(), cta),
         RECORD => record(task.args(), cta),
         _ => task.payload()[0] as u64,
     });
@@ -463,25 +465,6 @@ pub unsafe fn pool_demo(slots: *mut Slot) {
 #[kernel]
 pub unsafe fn pool_empty(slots: *mut Slot) {
     serve(slots, KINDS, |task, _| task.payload()[0] as u64);
-}
-
-/// A pool of `pool_demo`'s kinds whose bodies never meet at a barrier nor
-/// read the block's size (MARK, WAIT, ORDER, RECORD; any other kind returns
-/// its payload's first word), so the build lets a warp of each worker
-/// block publish its tasks (`clustered_abi::pool`, "A publishing warp"):
-/// `pool_gpu` runs the protocol's cases on it.
-///
-/// # Safety
-/// As [`pool_demo`](fn@pool_demo).
-#[kernel]
-pub unsafe fn pool_light(slots: *mut Slot) {
-    serve(slots, KINDS, |task, cta| match task.kind() {
-        MARK => mark(task.args()),
-        WAIT => wait(task.args()),
-        ORDER => order(task.args()),
-        RECORD => record(task.args(), cta),
-        _ => task.payload()[0] as u64,
-    });
 }
 
 /// Does nothing with 16 bytes of arguments: the launch-per-task baseline
@@ -596,7 +579,11 @@ pub unsafe fn sgemm64_batched(a: *const f32, b: *const f32, c: *mut f32, count: 
             b: b.add(offset) as u64,
             c: c.add(offset) as u64,
         };
-        let cta = Cta::new([block_idx_x() % SGEMM64_CTAS, 0, 0], [SGEMM64_CTAS, 1, 1]);
+        let cta = Cta::of_task(
+            [block_idx_x() % SGEMM64_CTAS, 0, 0],
+            [SGEMM64_CTAS, 1, 1],
+            block_dim_x(),
+        );
         sgemm64(args, cta);
     }
 }
@@ -641,7 +628,7 @@ pub unsafe fn kmeans_update_launch(partials: *const f32, centroids: *mut f32, su
         subs,
         k,
     };
-    kmeans_update(args);
+    kmeans_update(args, launch_cta());
 }
 
 task_pool! {

@@ -130,8 +130,15 @@ pub fn task_support(function: &ItemFn) -> TokenStream {
     let returns_early = analyse::returns_early(&function.block);
     let mut errors = Vec::new();
     let suffix = format_ident!("{}_{}", kernel, RUN_TASK);
-    let (body, facts) =
-        analyse::task_body(function, &cta, &suffix, returns_early, &[], &mut errors);
+    let (body, facts) = analyse::task_body(
+        function,
+        &cta,
+        &suffix,
+        returns_early,
+        true,
+        &[],
+        &mut errors,
+    );
     let device = crate::runtime::runtime_path();
     let end_task =
         (facts.shares_within_cta && returns_early).then(|| quote!(#device::run::end_task();));

@@ -516,26 +516,29 @@ fn a_pool_at_full_occupancy_runs_every_task_once() {
     assert!(runs.iter().all(|&r| r == 1), "each MARK ran once");
 }
 
-/// A pool whose tasks never meet at a barrier nor read the block's size
-/// (`pool_light`) runs with a warp of each worker block publishing its
-/// tasks (`clustered_abi::pool`, "A publishing warp"), while `pool_demo`,
-/// whose tasks do, runs with thread 0 publishing. With that warp and
-/// without it: 20,000 MARKs pushed from four threads each run once and are
-/// published once with their own result; a chain of ORDERs, each after the
-/// last, runs in push order; and one ORDER, 64 after it and a join after
-/// those 64 (gated on the GPU) run root, fan-out, join, in that order.
+/// A pool whose tasks wait only at their CTA's barrier (`cta.sync_threads()`,
+/// what `task_pool!` makes of a body's `sync_threads()`) and read the block's
+/// size only from their CTA runs with a warp of each worker block
+/// publishing its tasks (`clustered_abi::pool`, "A publishing warp"):
+/// `pool_demo`; `pool_generated`, one of whose tasks returns early (its
+/// barriers wait for every thread of the block), does not. On `pool_demo`
+/// with that warp and without it: 20,000 MARKs pushed from four threads
+/// each run once and are published once with their own result; a chain of
+/// ORDERs, each after the last, runs in push order; and one ORDER, 64
+/// after it and a join after those 64 (gated on the GPU) run root,
+/// fan-out, join, in that order.
 #[test]
 fn a_publishing_warp_publishes_every_task_once_and_in_order() {
     let Some((_alone, gpu, module)) = gpu_alone() else {
         return;
     };
-    let demo = module.kernel("pool_demo").unwrap();
+    let generated = module.kernel("pool_generated").unwrap();
     assert!(
-        !demo.publishing_warp(),
-        "pool_demo's tasks meet at barriers"
+        !generated.publishing_warp(),
+        "a task of pool_generated returns early"
     );
-    let kernel = module.kernel("pool_light").unwrap();
-    assert!(kernel.publishing_warp(), "the build marks pool_light");
+    let kernel = module.kernel("pool_demo").unwrap();
+    assert!(kernel.publishing_warp(), "the build marks pool_demo");
     const MARKS: u32 = 20_000;
     const CHAIN: u32 = 2_000;
     const FAN: u32 = 64;

@@ -25,6 +25,11 @@ const CTA_READS: &[&str] = &[
     "index_2d",
 ];
 
+/// The block's size, which a pool task reads from its CTA: a worker block
+/// with a publishing warp has more threads than the task's
+/// (`clustered_abi::pool`, "A publishing warp").
+const POOL_CTA_SIZES: &[&str] = &["block_dim_x", "block_dim_y", "block_dim_z"];
+
 /// `core::arch::nvptx`'s readers (`unsafe fn() -> i32`), answered by the
 /// `Cta` method of the same name without the underscore.
 const NVPTX_CTA_READS: &[&str] = &[
@@ -185,11 +190,12 @@ pub fn task_body(
     cta: &Ident,
     kernel: &Ident,
     task_protocol: bool,
+    pool: bool,
     bypass: &[Ident],
     errors: &mut Vec<Error>,
 ) -> (syn::Block, BodyFacts) {
     let mut body = (*function.block).clone();
-    let facts = rewrite_body(&mut body, cta, kernel, task_protocol, errors);
+    let facts = rewrite_body(&mut body, cta, kernel, task_protocol, pool, errors);
     if facts.shares_within_cta && task_protocol {
         end_tasks_at_returns(&mut body);
     }
@@ -211,17 +217,24 @@ pub fn task_body(
 /// body's `sync_threads()` becomes `run::barrier_in_body(sync_threads)`: a
 /// barrier that threads whose task ended early still take part in
 /// (`device/src/run.rs`, `end_task`).
+///
+/// In a pool task's body (`pool`) the block's size is read from `cta`
+/// too, and, without the task protocol, `sync_threads()` becomes the
+/// CTA's own barrier (`cta.virtual_sync_threads(sync_threads)`): both
+/// count the task's threads, not a publishing warp beside them.
 pub fn rewrite_body(
     body: &mut syn::Block,
     cta: &Ident,
     kernel: &Ident,
     persistent: bool,
+    pool: bool,
     errors: &mut Vec<Error>,
 ) -> BodyFacts {
     let mut rewriter = Rewriter {
         cta,
         kernel,
         persistent,
+        pool,
         facts: BodyFacts::default(),
         errors,
     };
@@ -233,15 +246,24 @@ struct Rewriter<'a> {
     cta: &'a Ident,
     kernel: &'a Ident,
     persistent: bool,
+    pool: bool,
     facts: BodyFacts,
     errors: &'a mut Vec<Error>,
 }
 
 /// The body's rewrite of a call `func()` with no arguments, if it needs one.
-fn rewrite_call(func: &Expr, name: &Ident, cta: &Ident, persistent: bool) -> Option<Expr> {
+fn rewrite_call(
+    func: &Expr,
+    name: &Ident,
+    cta: &Ident,
+    persistent: bool,
+    pool: bool,
+) -> Option<Expr> {
     let span = name.span();
     let text = name.to_string();
-    if CTA_READS.contains(&text.as_str()) {
+    let pool_reads = pool
+        && (POOL_CTA_SIZES.contains(&text.as_str()) || (!persistent && text == "sync_threads"));
+    if CTA_READS.contains(&text.as_str()) || pool_reads {
         let method = Ident::new(&format!("virtual_{text}"), span);
         return Some(syn::parse_quote_spanned!(span=> #cta.#method(#func)));
     }
@@ -341,7 +363,7 @@ impl VisitMut for Rewriter<'_> {
                     // the user's own function of the same name.
                     if args.is_empty() {
                         if let Some(rewritten) =
-                            rewrite_call(func, &name, self.cta, self.persistent)
+                            rewrite_call(func, &name, self.cta, self.persistent, self.pool)
                         {
                             *expr = rewritten;
                             return;

@@ -93,6 +93,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             &expand::cta(),
             &name,
             task_protocol,
+            false,
             &schedule.bypass,
             &mut errors,
         );

@@ -506,13 +506,13 @@ impl block_sums {
                             ),
                     ),
                 );
-            sync_threads();
+            __cta.virtual_sync_threads(sync_threads);
             let mut stride = 128;
             while stride > 0 {
                 if t < stride {
                     partial.write(t, partial.read(t) + partial.read(t + stride));
                 }
-                sync_threads();
+                __cta.virtual_sync_threads(sync_threads);
                 stride /= 2;
             }
             if t == 0 {

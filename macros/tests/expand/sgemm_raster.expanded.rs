@@ -524,7 +524,7 @@ impl sgemm_tiled {
                             b.add(((k0 + ty) * n + col) as usize),
                         ),
                     );
-                sync_threads();
+                __cta.virtual_sync_threads(sync_threads);
                 for k in 0..TILE {
                     sum = fma(
                         tile_a.read(ty * TILE + k),
@@ -532,7 +532,7 @@ impl sgemm_tiled {
                         sum,
                     );
                 }
-                sync_threads();
+                __cta.virtual_sync_threads(sync_threads);
                 k0 += TILE;
             }
             {

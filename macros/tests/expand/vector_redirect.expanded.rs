@@ -250,8 +250,8 @@ impl scale {
         let s: f32 = __args.s;
         let n: u32 = __args.n;
         {
-            let i = __cta.virtual_block_idx_x(block_idx_x) * block_dim_x()
-                + thread_idx_x();
+            let i = __cta.virtual_block_idx_x(block_idx_x)
+                * __cta.virtual_block_dim_x(block_dim_x) + thread_idx_x();
             if i < n {
                 {
                     let __value = s;
