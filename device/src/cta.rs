@@ -182,6 +182,7 @@ macro_rules! virtual_reads {
             #[inline(always)]
             // A barrier's call site on the CPU backend is the body's.
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            #[allow(clippy::unused_unit)] // `virtual_sync_threads` returns `()`
             pub fn $method<F: FnOnce() -> $ty + 'static>(&self, call: F) -> $ty {
                 if is_function::<F, _>(&$getter) {
                     self.$answer()
