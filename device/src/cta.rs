@@ -72,8 +72,9 @@ impl Cta {
     }
 
     /// A barrier of the CTA's threads (`__syncthreads()`): `barrier.sync
-    /// 0, n` for its [`block_dim_x`](Self::block_dim_x) `x y x z` threads,
-    /// one instruction tagged as the pool's, so a pool task that waits here
+    /// 0, n` for its `n` threads (the product of its
+    /// [`block_dim_x`](Self::block_dim_x), `_y` and `_z`), one instruction
+    /// tagged as the pool's, so a pool task that waits here
     /// (and nowhere else) may run beside a publishing warp, which never
     /// comes to it. Every thread of the CTA must reach it, as
     /// `sync_threads`.
@@ -81,26 +82,7 @@ impl Cta {
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub fn sync_threads(&self) {
         let threads = self.block_dim_x() * self.block_dim_y() * self.block_dim_z();
-        #[cfg(target_arch = "nvptx64")]
-        // SAFETY: a barrier has no memory-safety preconditions; the
-        // caller's threads reach it, as for `sync_threads`.
-        unsafe {
-            core::arch::asm!(
-                "barrier.sync 0, {threads}; // clustered:pool",
-                threads = in(reg32) threads,
-                options(nostack, preserves_flags)
-            );
-        }
-        // The CPU backend runs every thread of the block as the CTA.
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            let _ = threads;
-            crate::cpu::barrier(
-                crate::cpu::BarrierKind::Sync,
-                core::panic::Location::caller(),
-                true,
-            );
-        }
+        crate::thread::sync_first_threads::<0>(threads);
     }
 
     /// The CTA's index along x in the original grid (`blockIdx.x`).

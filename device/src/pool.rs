@@ -222,54 +222,12 @@ fn block_threads() -> u32 {
     block_dim_x()
 }
 
-/// `barrier.sync 1, threads`: the pool's own barrier among the block's
-/// first `threads` threads (the task threads; a publishing warp beyond
-/// them never waits at it), tagged for the build's check. Not
-/// `.aligned`, as `sync_threads` (`thread.rs` says why).
+/// The worker's own barrier among its task threads, `barrier.sync 1,
+/// threads` (a publishing warp beyond them never waits at it).
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn sync_task_threads(threads: u32) {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a barrier has no memory-safety preconditions; every one of
-    // the first `threads` threads reaches it.
-    unsafe {
-        core::arch::asm!(
-            "barrier.sync 1, {threads}; // clustered:pool",
-            threads = in(reg32) threads,
-            options(nostack, preserves_flags)
-        );
-    }
-    // The CPU backend launches no publishing warp: these are all threads.
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        let _ = threads;
-        crate::cpu::barrier(
-            crate::cpu::BarrierKind::Sync,
-            core::panic::Location::caller(),
-            true,
-        );
-    }
-}
-
-/// `barrier.sync 1`: every thread of the block, publishing warp included
-/// (once, after thread 0 set up the records it shares with that warp).
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-fn sync_block() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: as above; every thread of the block reaches it.
-    unsafe {
-        core::arch::asm!(
-            "barrier.sync 1; // clustered:pool",
-            options(nostack, preserves_flags)
-        );
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    crate::cpu::barrier(
-        crate::cpu::BarrierKind::Sync,
-        core::panic::Location::caller(),
-        true,
-    );
+    crate::thread::sync_first_threads::<1>(threads);
 }
 
 /// Words of a task's record for the publishing warp, per ring position:
@@ -341,11 +299,15 @@ impl Words {
 /// The mailbox's book holds the counters' address (`work` wrote it).
 #[inline(always)]
 unsafe fn counter(mailbox: crate::shared::Shared<u32>, named: u32) -> Option<*mut u32> {
+    // SAFETY: written before the first task.
+    named_counter(unsafe { book_pointer(mailbox, COUNTERS_AT) }, named)
+}
+
+/// Gate counter `named - 1` of those at `counters`, if `named` names one.
+#[inline(always)]
+fn named_counter(counters: *mut u32, named: u32) -> Option<*mut u32> {
     let c = named.wrapping_sub(1);
-    (c < gate_counters(grid_dim_x() - 1) as u32).then(|| {
-        // SAFETY: written before the first task.
-        unsafe { book_pointer(mailbox, COUNTERS_AT) }.wrapping_add(c as usize)
-    })
+    (c < gate_counters(grid_dim_x() - 1) as u32).then(|| counters.wrapping_add(c as usize))
 }
 
 /// Keeps `pointer` in the mailbox's book at `at` (two words).
@@ -564,7 +526,8 @@ unsafe fn work(
                 records.write(ENDED_AT, 0);
                 records.write(EXITING_AT, 0);
             }
-            sync_block();
+            // Every thread, the publishing warp's too.
+            sync_task_threads(block);
             if me >= threads {
                 if me == threads {
                     publish_tasks(slots, workers, records);
@@ -751,7 +714,6 @@ unsafe fn publish_tasks(slots: *mut Slot, workers: u32, records: crate::shared::
         let ring = slots.add(block_idx_x() as usize * RING_ENTRIES);
         let done = words.done(block_idx_x());
         let counters = words.counters();
-        let last_counter = gate_counters(workers) as u32;
         let record = |task: u32| (task & (RING_ENTRIES as u32 - 1)) * RECORD_WORDS;
         let mut published = 0u32;
         let mut backoff = MIN_BACKOFF_NS;
@@ -775,10 +737,8 @@ unsafe fn publish_tasks(slots: *mut Slot, workers: u32, records: crate::shared::
                 fence_release_gpu();
                 let mut task = published;
                 while task != ended {
-                    // `abi::pool`, "Gates": an index + 1, 0 for none.
-                    let signal = records.read(record(task) + 3).wrapping_sub(1);
-                    if signal < last_counter {
-                        add_relaxed_gpu(counters.wrapping_add(signal as usize), 1);
+                    if let Some(signal) = named_counter(counters, records.read(record(task) + 3)) {
+                        add_relaxed_gpu(signal, 1);
                     }
                     task = task.wrapping_add(1);
                 }

@@ -99,6 +99,37 @@ pub fn sync_threads() {
     );
 }
 
+/// `barrier.sync ID, threads`: waits until the block's first `threads`
+/// threads arrive (a multiple of 32; the others never come to it), tagged
+/// as the task pool's for the build's check (`clustered_abi::pool`, "A
+/// publishing warp"): a pool worker's own barrier (1) and a pool task's
+/// (0, `Cta::sync_threads`). Not `.aligned`, as [`sync_threads`]. The CPU
+/// backend runs no warp beyond `threads`: there it is every thread's.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub(crate) fn sync_first_threads<const ID: u32>(threads: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a barrier has no memory-safety preconditions; the caller's
+    // `threads` threads reach it.
+    unsafe {
+        core::arch::asm!(
+            "barrier.sync {id}, {threads}; // clustered:pool",
+            id = const ID,
+            threads = in(reg32) threads,
+            options(nostack, preserves_flags)
+        );
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = threads;
+        crate::cpu::barrier(
+            crate::cpu::BarrierKind::Sync,
+            core::panic::Location::caller(),
+            true,
+        );
+    }
+}
+
 /// `barrier.cta.red.and.pred 0`: waits like [`sync_threads`] and returns
 /// whether `predicate` holds in every live thread of the block
 /// (`__syncthreads_and`).
