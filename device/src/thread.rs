@@ -99,8 +99,10 @@ pub fn sync_threads() {
     );
 }
 
-/// `barrier.sync ID, threads`: waits until the block's first `threads`
-/// threads arrive (a multiple of 32; the others never come to it), tagged
+/// `barrier.sync ID, n`: waits until the block's first `threads` threads
+/// arrive (`n` is `threads` rounded up to whole warps, as PTX requires: a
+/// warp arrives once all its live threads did; the warps after never come
+/// to it), tagged
 /// as the task pool's for the build's check (`clustered_abi::pool`, "A
 /// publishing warp"): a pool worker's own barrier (1) and a pool task's
 /// (0, `Cta::sync_threads`). Not `.aligned`, as [`sync_threads`]. The CPU
@@ -115,7 +117,7 @@ pub(crate) fn sync_first_threads<const ID: u32>(threads: u32) {
         core::arch::asm!(
             "barrier.sync {id}, {threads}; // clustered:pool",
             id = const ID,
-            threads = in(reg32) threads,
+            threads = in(reg32) threads.next_multiple_of(32),
             options(nostack, preserves_flags)
         );
     }

@@ -319,8 +319,9 @@ impl PoolConfig {
     /// the task threads then go on to their next task while that warp runs
     /// the fence that publishes the last, and one fence serves every task
     /// that ended meanwhile. `false` has thread 0 publish each task, as a
-    /// kernel whose tasks meet at barriers or read the block's size always
-    /// does (and the CPU backend).
+    /// kernel whose tasks wait at plain barriers or read the block's size
+    /// always does (and a block of threads that are not whole warps, and
+    /// the CPU backend).
     pub fn publishing_warp(mut self, publishing_warp: bool) -> Self {
         self.publishing_warp = publishing_warp;
         self
@@ -2401,7 +2402,11 @@ mod gpu {
             let host_error = |e: crate::Error| PoolError::Device(e.to_string());
             // One more warp per block where the build allows it (`abi::pool`,
             // "A publishing warp"); the tasks run on `block_threads` either way.
-            let threads = if config.publishing_warp && kernel.publishing_warp() {
+            // A warp of its own only beside whole warps of task threads.
+            let threads = if config.publishing_warp
+                && kernel.publishing_warp()
+                && config.block_threads.is_multiple_of(32)
+            {
                 config.block_threads + super::PUBLISHING_WARP_THREADS
             } else {
                 config.block_threads

@@ -522,11 +522,14 @@ fn a_pool_at_full_occupancy_runs_every_task_once() {
 /// publishing its tasks (`clustered_abi::pool`, "A publishing warp"):
 /// `pool_demo`; `pool_generated`, one of whose tasks returns early (its
 /// barriers wait for every thread of the block), does not. On `pool_demo`
-/// with that warp and without it: 20,000 MARKs pushed from four threads
-/// each run once and are published once with their own result; a chain of
-/// ORDERs, each after the last, runs in push order; and one ORDER, 64
-/// after it and a join after those 64 (gated on the GPU) run root,
-/// fan-out, join, in that order.
+/// with that warp, without it, and with blocks of 100 threads (no warp of
+/// their own: it would share the task's last warp; barriers counted in
+/// whole warps): 20,000 MARKs pushed from four threads each run once and
+/// are published once with their own result; a chain of ORDERs, each
+/// after the last, runs in push order; one ORDER, 64 after it and a join
+/// after those 64 (gated on the GPU) run root, fan-out, join, in that
+/// order; and a chain of STEPs, which wait at their CTA's barrier, each
+/// sees the one before.
 #[test]
 fn a_publishing_warp_publishes_every_task_once_and_in_order() {
     let Some((_alone, gpu, module)) = gpu_alone() else {
@@ -542,17 +545,22 @@ fn a_publishing_warp_publishes_every_task_once_and_in_order() {
     const MARKS: u32 = 20_000;
     const CHAIN: u32 = 2_000;
     const FAN: u32 = 64;
-    for publishing_warp in [true, false] {
+    const STEPS: u32 = 200;
+    // Blocks of 100 threads get no warp of their own (it would share the
+    // task's last warp), and count their barriers in whole warps.
+    for (threads, publishing_warp) in [(128u32, true), (128, false), (100, true)] {
         let runs = gpu.zeros::<u32>(MARKS as usize).unwrap();
         let counter = gpu.zeros::<u32>(1).unwrap();
         let order = gpu.zeros::<u32>((CHAIN + FAN + 2) as usize).unwrap();
+        let buf = gpu.zeros::<u32>(threads as usize).unwrap();
+        let steps_seen = gpu.zeros::<u32>(STEPS as usize).unwrap();
         gpu.synchronize().unwrap();
         let config = PoolConfig::new(KINDS)
-            .block_threads(128)
+            .block_threads(threads)
             .publishing_warp(publishing_warp)
             .timeout(Duration::from_secs(30));
         let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
-        assert_eq!(pool.publishing_warp(), publishing_warp);
+        assert_eq!(pool.publishing_warp(), publishing_warp && threads == 128);
         let runs_at = address(&gpu, &runs);
         std::thread::scope(|scope| {
             for p in 0..4u32 {
@@ -599,22 +607,37 @@ fn a_publishing_warp_publishes_every_task_once_and_in_order() {
             .map(|k| pool.push_after(ordered(CHAIN + k), &[root]).unwrap())
             .collect();
         pool.push_after(ordered(CHAIN + FAN + 1), &fan).unwrap();
-        for _ in 0..CHAIN + FAN + 2 {
-            let done = pool.pop_finished().expect("every ORDER finishes");
+        // Tasks that wait at their CTA's barrier, in a chain.
+        let (buf_at, seen_at) = (address(&gpu, &buf), address(&gpu, &steps_seen));
+        let mut last: Option<Ticket> = None;
+        for index in 0..STEPS {
+            let step = Step {
+                buf: buf_at,
+                seen: seen_at,
+                index,
+            };
+            let after: Vec<Ticket> = last.into_iter().collect();
+            last = Some(pool.push_after(Task::new(STEP, 1, step), &after).unwrap());
+        }
+        for _ in 0..CHAIN + FAN + 2 + STEPS {
+            let done = pool.pop_finished().expect("every ORDER and STEP finishes");
             assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
         }
+        let pool_warp = pool.publishing_warp();
         assert_eq!(pool.shutdown(Shutdown::Drain).unwrap(), Vec::new());
         let runs = gpu.dtoh(&runs).unwrap();
         assert!(runs.iter().all(|&r| r == 1), "each MARK ran once");
+        let steps_seen = gpu.dtoh(&steps_seen).unwrap();
+        let buf = gpu.dtoh(&buf).unwrap();
         let order = gpu.dtoh(&order).unwrap();
-        let mode = if publishing_warp { "with" } else { "without" };
-        for (i, &at) in order[..CHAIN as usize].iter().enumerate() {
-            assert_eq!(at, i as u32, "{mode} the warp: chain step {i} ran {at}th");
-        }
-        assert_eq!(
-            order[CHAIN as usize], CHAIN,
-            "{mode} the warp: the root first"
+        let mode = format!(
+            "{threads} threads, {} the warp",
+            if pool_warp { "with" } else { "without" }
         );
+        for (i, &at) in order[..CHAIN as usize].iter().enumerate() {
+            assert_eq!(at, i as u32, "{mode}: chain step {i} ran {at}th");
+        }
+        assert_eq!(order[CHAIN as usize], CHAIN, "{mode}: the root first");
         let mut fanned = order[CHAIN as usize + 1..=(CHAIN + FAN) as usize].to_vec();
         fanned.sort_unstable();
         assert_eq!(
@@ -625,7 +648,14 @@ fn a_publishing_warp_publishes_every_task_once_and_in_order() {
         assert_eq!(
             order[(CHAIN + FAN + 1) as usize],
             CHAIN + FAN + 1,
-            "{mode} the warp: the join after all 64"
+            "{mode}: the join after all 64"
+        );
+        for (i, &s) in steps_seen.iter().enumerate() {
+            assert_eq!(s, i as u32, "{mode}: step {i} did not see the one before");
+        }
+        assert!(
+            buf.iter().all(|&b| b == STEPS),
+            "{mode}: every thread's last write"
         );
     }
 }
