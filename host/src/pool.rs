@@ -2382,6 +2382,24 @@ mod gpu {
     }
 
     impl TaskPool {
+        /// Threads per block of a pool of `kernel` with `config` on a GPU:
+        /// [`PoolConfig::block_threads`], and one more warp where that warp
+        /// publishes the tasks (the build marked the kernel, the config
+        /// allows it, and the task threads fill whole warps: `abi::pool`,
+        /// "A publishing warp"). The kernel's occupancy at this size is how
+        /// many of its blocks an SM keeps resident
+        /// ([`PoolConfig::blocks_per_sm`]).
+        pub fn launch_threads(kernel: &Kernel, config: &PoolConfig) -> u32 {
+            if config.publishing_warp
+                && kernel.publishing_warp()
+                && config.block_threads.is_multiple_of(32)
+            {
+                config.block_threads + super::PUBLISHING_WARP_THREADS
+            } else {
+                config.block_threads
+            }
+        }
+
         /// A pool on `gpu`: `kernel` (a pool kernel, one `*mut Slot`
         /// parameter, e.g. `pool_demo` of the suite's module) runs on a
         /// stream of its own with one block per ring of
@@ -2400,17 +2418,7 @@ mod gpu {
         /// starts.
         pub fn gpu(gpu: &Gpu, kernel: &Kernel, config: PoolConfig) -> Result<TaskPool, PoolError> {
             let host_error = |e: crate::Error| PoolError::Device(e.to_string());
-            // One more warp per block where the build allows it (`abi::pool`,
-            // "A publishing warp"); the tasks run on `block_threads` either way.
-            // A warp of its own only beside whole warps of task threads.
-            let threads = if config.publishing_warp
-                && kernel.publishing_warp()
-                && config.block_threads.is_multiple_of(32)
-            {
-                config.block_threads + super::PUBLISHING_WARP_THREADS
-            } else {
-                config.block_threads
-            };
+            let threads = TaskPool::launch_threads(kernel, &config);
             let per_sm = kernel.occupancy(threads, 0).map_err(host_error)?;
             let blocks = config.plan(per_sm, gpu.properties().sm_count)?;
             crate::module::load_on_device(kernel.function()).map_err(host_error)?;

@@ -1,10 +1,12 @@
 //! Two workloads on the task pool (issue 15) against ordinary launches, on
 //! GPU 0: `cargo run --release --example pool_workloads [matrices] [reps]
-//! [--no-spread] [--no-gates] [--blocks=N]` (`--no-spread`: every task runs
-//! whole on one block, `PoolConfig::spread(false)`; by default a task of
-//! several CTAs spreads over idle blocks; `--no-gates`: a dependent on other
-//! blocks waits for the host, `PoolConfig::gates(false)`; `--blocks=N`: N
-//! worker blocks, `PoolConfig::blocks`, instead of one per SM but one).
+//! [--no-spread] [--no-gates] [--no-publishing-warp] [--blocks=N]`
+//! (`--no-spread`: every task runs whole on one block,
+//! `PoolConfig::spread(false)`; by default a task of several CTAs spreads
+//! over idle blocks; `--no-gates`: a dependent on other blocks waits for the
+//! host, `PoolConfig::gates(false)`; `--no-publishing-warp`: thread 0
+//! publishes each task, `PoolConfig::publishing_warp(false)`; `--blocks=N`:
+//! N worker blocks, `PoolConfig::blocks`, instead of one per SM but one).
 //!
 //! `pool_overhead` measures empty tasks; this measures tasks that work, with
 //! every output checked bit for bit against the CPU reference
@@ -66,6 +68,7 @@ fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let spread = !args.iter().any(|a| a == "--no-spread");
     let gates = !args.iter().any(|a| a == "--no-gates");
+    let publishing_warp = !args.iter().any(|a| a == "--no-publishing-warp");
     let blocks = match clustered_suite::measure::take_blocks_flag(&mut args) {
         Ok(blocks) => blocks,
         Err(e) => {
@@ -73,7 +76,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    args.retain(|a| a != "--no-spread" && a != "--no-gates");
+    args.retain(|a| a != "--no-spread" && a != "--no-gates" && a != "--no-publishing-warp");
     let mut args = args.into_iter();
     let matrices: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(10_000);
     let reps: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(5).max(1);
@@ -95,6 +98,7 @@ fn main() {
         .block_threads(THREADS)
         .spread(spread)
         .gates(gates)
+        .publishing_warp(publishing_warp)
         .timeout(Duration::from_secs(60));
     if let Some(blocks) = blocks {
         config = config.blocks(blocks);
@@ -102,7 +106,7 @@ fn main() {
     let kernel = module.kernel("pool_demo").expect("pool_demo is in the PTX");
     let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
     println!(
-        "pool: {} resident blocks, up to {} tasks in flight per block, tasks {}, {}",
+        "pool: {} resident blocks, up to {} tasks in flight per block, tasks {}, {}, {}",
         pool.slots(),
         pool.depth(),
         if spread {
@@ -114,6 +118,11 @@ fn main() {
             "dependents gated on the GPU"
         } else {
             "dependents wait for the host (--no-gates)"
+        },
+        if pool.publishing_warp() {
+            "a warp of each block publishes its tasks"
+        } else {
+            "thread 0 publishes each task"
         }
     );
     let gemm_pool: Vec<(u32, Duration)> = [1u32, 4]

@@ -372,9 +372,11 @@ fn a_second_pool_that_cannot_be_resident_is_refused() {
     };
     let kernel = module.kernel("pool_demo").unwrap();
     let threads = 128;
-    let resident = kernel.occupancy(threads, 0).unwrap() * gpu.properties().sm_count;
-    let wait = Duration::from_secs(30);
     let config = || PoolConfig::new(KINDS).block_threads(threads);
+    // At the size the pool launches (a publishing warp included).
+    let launched = TaskPool::launch_threads(&kernel, &config());
+    let resident = kernel.occupancy(launched, 0).unwrap() * gpu.properties().sm_count;
+    let wait = Duration::from_secs(30);
     let first = TaskPool::gpu(&gpu, &kernel, config().blocks(resident - 1).timeout(wait))
         .expect("a pool of every resident block starts");
     let refused = TaskPool::gpu(&gpu, &kernel, config().timeout(Duration::from_secs(2)));
@@ -429,7 +431,10 @@ fn a_pool_at_full_occupancy_runs_every_task_once() {
     let config = PoolConfig::new(KINDS)
         .block_threads(threads)
         .timeout(Duration::from_secs(30));
-    let per_sm = kernel.occupancy(threads, 0).unwrap();
+    // At the size the pool launches (a publishing warp included).
+    let per_sm = kernel
+        .occupancy(TaskPool::launch_threads(&kernel, &config), 0)
+        .unwrap();
     let sms = gpu.properties().sm_count;
     let marks = 4000u32;
     let runs = gpu.zeros::<u32>(marks as usize).unwrap();
@@ -602,6 +607,14 @@ fn a_publishing_warp_publishes_every_task_once_and_in_order() {
             let after: Vec<Ticket> = last.into_iter().collect();
             last = Some(pool.push_after(ordered(index), &after).unwrap());
         }
+        // The chain first: the root below depends on nothing, so it could
+        // run between the chain's steps.
+        for _ in 0..CHAIN {
+            let done = pool
+                .pop_finished()
+                .expect("every step of the chain finishes");
+            assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
+        }
         let root = pool.push(ordered(CHAIN)).unwrap();
         let fan: Vec<Ticket> = (1..=FAN)
             .map(|k| pool.push_after(ordered(CHAIN + k), &[root]).unwrap())
@@ -619,7 +632,7 @@ fn a_publishing_warp_publishes_every_task_once_and_in_order() {
             let after: Vec<Ticket> = last.into_iter().collect();
             last = Some(pool.push_after(Task::new(STEP, 1, step), &after).unwrap());
         }
-        for _ in 0..CHAIN + FAN + 2 + STEPS {
+        for _ in 0..FAN + 2 + STEPS {
             let done = pool.pop_finished().expect("every ORDER and STEP finishes");
             assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
         }
