@@ -31,6 +31,31 @@ fn gpu_alone() -> Option<(MutexGuard<'static, ()>, Gpu, Module)> {
     Some((alone, gpu, module))
 }
 
+/// Pushes `steps` STEP tasks, each after the one before (`buf`: a word per
+/// thread of the task, `seen`: a word per step).
+fn push_step_chain(pool: &TaskPool, buf: u64, seen: u64, steps: u32) {
+    let mut last: Option<Ticket> = None;
+    for index in 0..steps {
+        let step = Step { buf, seen, index };
+        let after: Vec<Ticket> = last.into_iter().collect();
+        last = Some(pool.push_after(Task::new(STEP, 1, step), &after).unwrap());
+    }
+}
+
+/// Pops `marks` MARK tasks (indices `0..marks`, pushed before) and asserts
+/// that each ran and was published once, with its index as its result.
+fn pop_each_mark_once(pool: &TaskPool, marks: u32) {
+    let mut seen = vec![0u32; marks as usize];
+    for _ in 0..marks {
+        let done = pool.pop_finished().expect("every MARK finishes");
+        let Outcome::Ran { result } = done.outcome else {
+            panic!("{done:?}");
+        };
+        seen[result as usize] += 1;
+    }
+    assert!(seen.iter().all(|&s| s == 1), "each MARK's result once");
+}
+
 fn address<T>(gpu: &Gpu, buffer: &CudaSlice<T>) -> u64 {
     let (pointer, _sync) = buffer.device_ptr(gpu.stream());
     pointer
@@ -176,17 +201,7 @@ fn a_chain_rides_in_one_ring_and_each_step_sees_the_last() {
         .block_threads(THREADS)
         .timeout(Duration::from_secs(30));
     let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
-    let (buf_at, seen_at) = (address(&gpu, &buf), address(&gpu, &seen));
-    let mut last: Option<Ticket> = None;
-    for index in 0..STEPS {
-        let step = Step {
-            buf: buf_at,
-            seen: seen_at,
-            index,
-        };
-        let after: Vec<Ticket> = last.into_iter().collect();
-        last = Some(pool.push_after(Task::new(STEP, 1, step), &after).unwrap());
-    }
+    push_step_chain(&pool, address(&gpu, &buf), address(&gpu, &seen), STEPS);
     let mut blocks = std::collections::BTreeSet::new();
     for _ in 0..STEPS {
         let done = pool.pop_finished().expect("every step finishes");
@@ -463,15 +478,7 @@ fn a_pool_at_full_occupancy_runs_every_task_once() {
         };
         pool.push(Task::new(MARK, 1, mark)).unwrap();
     }
-    let mut seen = vec![0u32; marks as usize];
-    for _ in 0..marks {
-        let done = pool.pop_finished().expect("every task finishes");
-        let Outcome::Ran { result } = done.outcome else {
-            panic!("{done:?}");
-        };
-        seen[result as usize] += 1;
-    }
-    assert!(seen.iter().all(|&s| s == 1), "each MARK result once");
+    pop_each_mark_once(&pool, marks);
 
     // Beside the running pool, from another thread (a wait there must not
     // stop this one from shutting the pool down).
@@ -581,15 +588,7 @@ fn a_publishing_warp_publishes_every_task_once_and_in_order() {
                 });
             }
         });
-        let mut seen = vec![0u32; MARKS as usize];
-        for _ in 0..MARKS {
-            let done = pool.pop_finished().expect("every MARK finishes");
-            let Outcome::Ran { result } = done.outcome else {
-                panic!("{done:?}");
-            };
-            seen[result as usize] += 1;
-        }
-        assert!(seen.iter().all(|&s| s == 1), "each MARK's result once");
+        pop_each_mark_once(&pool, MARKS);
         let (counter_at, order_at) = (address(&gpu, &counter), address(&gpu, &order));
         let ordered = |index| {
             Task::new(
@@ -621,17 +620,12 @@ fn a_publishing_warp_publishes_every_task_once_and_in_order() {
             .collect();
         pool.push_after(ordered(CHAIN + FAN + 1), &fan).unwrap();
         // Tasks that wait at their CTA's barrier, in a chain.
-        let (buf_at, seen_at) = (address(&gpu, &buf), address(&gpu, &steps_seen));
-        let mut last: Option<Ticket> = None;
-        for index in 0..STEPS {
-            let step = Step {
-                buf: buf_at,
-                seen: seen_at,
-                index,
-            };
-            let after: Vec<Ticket> = last.into_iter().collect();
-            last = Some(pool.push_after(Task::new(STEP, 1, step), &after).unwrap());
-        }
+        push_step_chain(
+            &pool,
+            address(&gpu, &buf),
+            address(&gpu, &steps_seen),
+            STEPS,
+        );
         for _ in 0..FAN + 2 + STEPS {
             let done = pool.pop_finished().expect("every ORDER and STEP finishes");
             assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
