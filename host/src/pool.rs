@@ -433,6 +433,19 @@ impl PoolConfig {
         self
     }
 
+    /// Threads per block of a pool of a kernel that the build marked for a
+    /// publishing warp (`marked`) or not: [`PoolConfig::block_threads`],
+    /// and one more warp where the config allows it and the task threads
+    /// fill whole warps (a warp of its own: with a partial last warp of
+    /// task threads it would share theirs and never reach their barriers).
+    fn launch_threads(&self, marked: bool) -> u32 {
+        if self.publishing_warp && marked && self.block_threads.is_multiple_of(32) {
+            self.block_threads + PUBLISHING_WARP_THREADS
+        } else {
+            self.block_threads
+        }
+    }
+
     /// Checks the configuration against `resident_per_sm` blocks of the
     /// kernel on each of `sms` SMs; returns the rings (the launch has one
     /// block more).
@@ -819,6 +832,7 @@ impl fmt::Debug for TaskPool {
             .field("blocks", &self.shared.slots.blocks)
             .field("depth", &self.shared.depth)
             .field("kinds", &self.shared.kinds)
+            .field("publishing_warp", &self.shared.publishing_warp)
             .field("unfinished", &self.unfinished())
             .finish()
     }
@@ -2390,14 +2404,7 @@ mod gpu {
         /// many of its blocks an SM keeps resident
         /// ([`PoolConfig::blocks_per_sm`]).
         pub fn launch_threads(kernel: &Kernel, config: &PoolConfig) -> u32 {
-            if config.publishing_warp
-                && kernel.publishing_warp()
-                && config.block_threads.is_multiple_of(32)
-            {
-                config.block_threads + super::PUBLISHING_WARP_THREADS
-            } else {
-                config.block_threads
-            }
+            config.launch_threads(kernel.publishing_warp())
         }
 
         /// A pool on `gpu`: `kernel` (a pool kernel, one `*mut Slot`
@@ -3174,6 +3181,21 @@ mod tests {
             refused.to_string().contains("ask for at most 7 blocks"),
             "{refused}"
         );
+    }
+
+    /// One more warp only for a marked kernel, where the config allows it
+    /// and the task threads are whole warps.
+    #[test]
+    fn a_publishing_warp_is_launched_only_beside_whole_warps_of_a_marked_kernel() {
+        let config = PoolConfig::new(1);
+        assert_eq!(config.launch_threads(true), 128 + PUBLISHING_WARP_THREADS);
+        assert_eq!(config.launch_threads(false), 128);
+        assert_eq!(
+            config.clone().publishing_warp(false).launch_threads(true),
+            128
+        );
+        assert_eq!(config.clone().block_threads(100).launch_threads(true), 100);
+        assert_eq!(config.block_threads(32).launch_threads(true), 64);
     }
 
     #[test]
