@@ -237,6 +237,13 @@ const RECORD_WORDS: u32 = 4;
 const ENDED_AT: u32 = RING_ENTRIES as u32 * RECORD_WORDS;
 const EXITING_AT: u32 = ENDED_AT + 1;
 
+/// Where the record of the block's task number `task` (counting from 0,
+/// wrapping) starts: one per ring position, as the task's entry is.
+#[inline(always)]
+const fn record_of(task: u32) -> u32 {
+    (task & (RING_ENTRIES as u32 - 1)) * RECORD_WORDS
+}
+
 /// The publication words of a pool of `workers` rings (`abi::pool`,
 /// "Publication"): `done[b]`, `exited[b]`, `published[b]`.
 #[derive(Clone, Copy)]
@@ -673,7 +680,7 @@ unsafe fn work(
                 if me == 0 && publishing {
                     let ended = mailbox.read(FINISHED_AT).wrapping_add(1);
                     mailbox.write(FINISHED_AT, ended);
-                    let at = ((next + k as usize) & (RING_ENTRIES - 1)) as u32 * RECORD_WORDS;
+                    let at = record_of(ended.wrapping_sub(1));
                     records.write(at, status);
                     records.write(at + 1, result as u32);
                     records.write(at + 2, (result >> 32) as u32);
@@ -717,7 +724,6 @@ unsafe fn publish_tasks(slots: *mut Slot, workers: u32, records: crate::shared::
         let ring = slots.add(block_idx_x() as usize * RING_ENTRIES);
         let done = words.done(block_idx_x());
         let counters = words.counters();
-        let record = |task: u32| (task & (RING_ENTRIES as u32 - 1)) * RECORD_WORDS;
         let mut published = 0u32;
         let mut backoff = MIN_BACKOFF_NS;
         loop {
@@ -728,7 +734,7 @@ unsafe fn publish_tasks(slots: *mut Slot, workers: u32, records: crate::shared::
                 let mut task = published;
                 while task != ended {
                     let slot = ring.add((task & (RING_ENTRIES as u32 - 1)) as usize);
-                    let at = record(task);
+                    let at = record_of(task);
                     let result =
                         u64::from(records.read(at + 1)) | (u64::from(records.read(at + 2)) << 32);
                     store_relaxed_system(core::ptr::addr_of_mut!((*slot).status), records.read(at));
@@ -740,7 +746,8 @@ unsafe fn publish_tasks(slots: *mut Slot, workers: u32, records: crate::shared::
                 fence_release_gpu();
                 let mut task = published;
                 while task != ended {
-                    if let Some(signal) = named_counter(counters, records.read(record(task) + 3)) {
+                    if let Some(signal) = named_counter(counters, records.read(record_of(task) + 3))
+                    {
                         add_relaxed_gpu(signal, 1);
                     }
                     task = task.wrapping_add(1);

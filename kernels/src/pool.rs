@@ -11,9 +11,7 @@ use clustered_device::pool::{
     resident_block, serve, Payload, Slot, EXIT, FINISHED, PAYLOAD_OFFSET_WORDS, PAYLOAD_WORDS,
     READY,
 };
-use clustered_device::thread::{
-    block_dim_x, block_idx_x, grid_dim_x, nanosleep, sync_threads, thread_idx_x,
-};
+use clustered_device::thread::{block_idx_x, grid_dim_x, nanosleep, sync_threads, thread_idx_x};
 use clustered_device::{kernel, shared_array, task_pool};
 
 /// `y[i] = a * x[i] + y[i]` over [`Saxpy`]'s range, one element per thread
@@ -342,13 +340,11 @@ unsafe fn kmeans_update(args: KmeansUpdate, cta: Cta) {
     }
 }
 
-/// The CTA of an ordinary launch's (1-D) block: the launch bodies below run
-/// the pool's bodies with the hardware's block index and size (the size
-/// read as the built-in, whose range LLVM knows, not as the pool's tagged
-/// read that `Cta::new` would leave to `cta.block_dim_x()`).
+/// The CTA of an ordinary launch's block: the launch bodies below run the
+/// pool's bodies with the hardware's block index.
 #[inline(always)]
 fn launch_cta() -> Cta {
-    Cta::of_task([block_idx_x(), 0, 0], [grid_dim_x(), 1, 1], block_dim_x())
+    Cta::new([block_idx_x(), 0, 0], [grid_dim_x(), 1, 1])
 }
 
 /// # Safety
@@ -579,11 +575,7 @@ pub unsafe fn sgemm64_batched(a: *const f32, b: *const f32, c: *mut f32, count: 
             b: b.add(offset) as u64,
             c: c.add(offset) as u64,
         };
-        let cta = Cta::of_task(
-            [block_idx_x() % SGEMM64_CTAS, 0, 0],
-            [SGEMM64_CTAS, 1, 1],
-            block_dim_x(),
-        );
+        let cta = Cta::new([block_idx_x() % SGEMM64_CTAS, 0, 0], [SGEMM64_CTAS, 1, 1]);
         sgemm64(args, cta);
     }
 }
