@@ -639,6 +639,42 @@ task_pool! {
     ];
 }
 
+/// `output[i] = input[i + 1]` within each block-sized chunk, the last
+/// element of a chunk taking its first (a rotation by one), through a
+/// shared tile: each CTA reads its block's size (`block_dim_x()`,
+/// `index_1d()`) and waits at one barrier. Zero past `n`. At most
+/// [`ROTATE_MAX_THREADS`] threads a block.
+///
+/// # Safety
+/// `input` and `output` hold `n` elements.
+#[kernel]
+pub unsafe fn rotate_in_blocks(input: *const u32, output: *mut u32, n: u32) {
+    let tile = shared_array!(rotate_tile: [u32; ROTATE_MAX_THREADS as usize]);
+    let (t, width, i) = (
+        thread_idx_x(),
+        clustered_device::thread::block_dim_x(),
+        clustered_device::thread::index_1d(),
+    );
+    tile.write(t, if i < n { *input.add(i as usize) } else { 0 });
+    // Every thread's element before any neighbour's is read.
+    sync_threads();
+    if i < n {
+        *output.add(i as usize) = tile.read((t + 1) % width);
+    }
+}
+
+/// The most threads a block of [`rotate_in_blocks`](fn@rotate_in_blocks) has.
+pub const ROTATE_MAX_THREADS: u32 = 1024;
+
+task_pool! {
+    /// A pool of a task that waits at a barrier and reads its block's size
+    /// ([`rotate_in_blocks`](fn@rotate_in_blocks)): `task_pool!` rewrites
+    /// both to the task's CTA, so the build marks it for a publishing warp
+    /// (`clustered_abi::pool`, "A publishing warp"), and the CPU backend
+    /// runs the same rewritten body.
+    pub unsafe fn pool_barriers = [rotate_in_blocks];
+}
+
 task_pool! {
     /// A pool whose one kind, [`polynomial`](fn@crate::vector::polynomial),
     /// reads a constant table ([`COEFFICIENTS`](crate::vector::COEFFICIENTS)):

@@ -1057,6 +1057,73 @@ fn generated_pool_matches_launches(machine: Machine) {
     assert_eq!(bits(&acc_task), bits(&acc_launch));
 }
 
+/// A generated pool whose task waits at a barrier and reads its block's
+/// size (`pool_barriers`: `rotate_in_blocks`, whose `sync_threads()`,
+/// `block_dim_x()` and `index_1d()` `task_pool!` rewrites to the task's
+/// CTA, for a publishing warp on the GPU) gives what its launch gives, on
+/// blocks of 32 and 48 threads, in order and under shuffled interleavings
+/// with the race check on.
+#[test]
+fn a_generated_task_at_its_cta_barrier_runs_as_its_launch_does() {
+    use kernels::pool::{pool_barriers, rotate_in_blocks, rotate_in_blocks_args};
+    for threads in [THREADS, 48] {
+        for machine in [
+            Machine::new(2),
+            Machine::new(2).interleave(7).check_races(true),
+        ] {
+            let config = PoolConfig::new(pool_barriers::KINDS)
+                .blocks(3)
+                .block_threads(threads)
+                .timeout(Duration::from_secs(60));
+            let pool = TaskPool::cpu(machine.clone(), 3, pool_barriers, config).unwrap();
+            // 7 CTAs, the last partial.
+            let n = 6 * threads + threads / 3;
+            let input: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2654435761)).collect();
+            let mut by_task = vec![u32::MAX; n as usize];
+            let mut by_launch = vec![u32::MAX; n as usize];
+            pool.push(pool_barriers::task(
+                n.div_ceil(threads),
+                rotate_in_blocks_args {
+                    input: input.as_ptr() as u64,
+                    output: by_task.as_mut_ptr() as u64,
+                    n,
+                },
+            ))
+            .unwrap();
+            let done = pool.pop_finished().unwrap();
+            assert_eq!(done.outcome, Outcome::Ran { result: 0 });
+            pool.shutdown(Shutdown::Drain).unwrap();
+            let launch = CpuLaunch {
+                grid: [n.div_ceil(threads), 1, 1],
+                block: [threads, 1, 1],
+                dynamic_shared_bytes: 0,
+                resident_blocks: 2,
+            };
+            // SAFETY: both buffers hold `n` elements.
+            unsafe {
+                launch_entry(
+                    rotate_in_blocks::KERNEL,
+                    &machine,
+                    launch,
+                    &ClusterOptions::default(),
+                    &mut NoObserver,
+                    (&input, &mut by_launch, n),
+                )
+                .unwrap();
+            }
+            assert_eq!(by_task, by_launch, "{threads} threads");
+            // Element `i` took its chunk's next (the last, the chunk's first;
+            // the partial chunk's last, the zero past `n`).
+            for i in 0..n {
+                let (chunk, t) = (i / threads, i % threads);
+                let from = chunk * threads + (t + 1) % threads;
+                let want = if from < n { input[from as usize] } else { 0 };
+                assert_eq!(by_task[i as usize], want, "{threads} threads, element {i}");
+            }
+        }
+    }
+}
+
 /// A kind past the generated pool's list (the host told it serves more)
 /// comes back as `Outcome::UnknownKind`, nothing run.
 #[test]

@@ -231,7 +231,7 @@ fn unfenced_publications(ptx: &str, entry: &str) -> (usize, Vec<(String, String)
 /// the stores it no longer covers.
 #[test]
 fn pool_kernels_publish_only_behind_a_fence() {
-    for entry in ["pool_demo", "pool_generated", "pool_empty"] {
+    for entry in ["pool_demo", "pool_generated", "pool_empty", "pool_barriers"] {
         let (checked, unfenced) = unfenced_publications(clustered_suite::PTX, entry);
         println!("{entry}: {checked} publications, each behind a fence");
         assert!(checked >= 3, "{entry}: only {checked} publications found");
@@ -268,7 +268,10 @@ fn pool_kernels_publish_only_behind_a_fence() {
 fn only_pools_whose_tasks_never_wait_at_a_barrier_get_a_publishing_warp() {
     let mut pools = publishing_warp_pools(clustered_suite::PTX);
     pools.sort();
-    assert_eq!(pools, ["pool_demo", "pool_empty", "pool_tables"]);
+    assert_eq!(
+        pools,
+        ["pool_barriers", "pool_demo", "pool_empty", "pool_tables"]
+    );
     for pool in &pools {
         let mark = format!(
             "{}{pool} = 1;",
@@ -289,5 +292,5 @@ fn only_pools_whose_tasks_never_wait_at_a_barrier_get_a_publishing_warp() {
     });
     let mut left = publishing_warp_pools(&waits);
     left.sort();
-    assert_eq!(left, ["pool_empty", "pool_tables"]);
+    assert_eq!(left, ["pool_barriers", "pool_empty", "pool_tables"]);
 }
