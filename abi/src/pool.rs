@@ -153,7 +153,10 @@
 //!
 //! A worker's thread 0 publishing each task (the stores of `status` and
 //! `result`, the GPU-scope fence, the count) holds its warp for the
-//! fence's 400-600 cycles, and with it the block's next task. A pool
+//! fence's 374-590 cycles (H200s, docs/BENCHMARKS.md, "What a fence
+//! costs"), and with it the block's next task: a chained empty task took
+//! 781 cycles so and 127 with a warp of its own publishing (H100,
+//! `scripts/probes/pool-publishing-warp.cu`). A pool
 //! kernel whose tasks meet only at their CTA's own barrier (`barrier.sync
 //! 0, n` for the task's `n` threads: `Cta::sync_threads`, what `task_pool!`
 //! makes of a body's `sync_threads()`) and read the block's size only from

@@ -323,8 +323,10 @@ impl Shared<u32> {
     }
 
     /// Stores `value` at element `index` with `st.release.cta.shared.u32`
-    /// (`MEMBAR.ALL.CTA` and the store: it waits for nothing beyond the
-    /// SM), for [`load_acquire_cta`](Self::load_acquire_cta).
+    /// (`MEMBAR.ALL.CTA` and the store in ptxas's `sm_90` code, not the
+    /// GPU-scope `MEMBAR.ALL.GPU`: `cuobjdump -sass` of
+    /// `scripts/probes/pool-publishing-warp.cu`), for
+    /// [`load_acquire_cta`](Self::load_acquire_cta).
     ///
     /// # Safety
     /// `index` is inside the array; other threads read the element only
