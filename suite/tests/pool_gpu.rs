@@ -666,3 +666,73 @@ fn a_publishing_warp_publishes_every_task_once_and_in_order() {
         );
     }
 }
+
+/// A generated task that waits at its CTA's barrier and reads its block's
+/// size (`pool_barriers`: `rotate_in_blocks`, whose `sync_threads()`,
+/// `block_dim_x()` and `index_1d()` `task_pool!` rewrites to the task's
+/// CTA) rotates each block-sized chunk on the GPU as its launch does: with
+/// a publishing warp (128 and 96 task threads), without one (the config
+/// turns it off; 48 threads are not whole warps), tasks spread over idle
+/// blocks and several in one ring.
+#[test]
+fn a_generated_task_at_its_cta_barrier_rotates_on_the_gpu() {
+    let Some((_alone, gpu, module)) = gpu_alone() else {
+        return;
+    };
+    use kernels::pool::{pool_barriers, rotate_in_blocks_args};
+    let kernel = module.kernel("pool_barriers").unwrap();
+    assert!(kernel.publishing_warp(), "the build marks pool_barriers");
+    for (threads, publishing_warp) in [(128u32, true), (128, false), (96, true), (48, true)] {
+        let mode = format!("{threads} threads, publishing_warp({publishing_warp})");
+        let config = PoolConfig::new(pool_barriers::KINDS)
+            .block_threads(threads)
+            .publishing_warp(publishing_warp)
+            .timeout(Duration::from_secs(30));
+        let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
+        assert_eq!(
+            pool.publishing_warp(),
+            publishing_warp && threads % 32 == 0,
+            "{mode}"
+        );
+        // Tasks of 1 to 700 CTAs, each chunk of the last partial.
+        let sizes: Vec<u32> = [1u32, 3, 40, 700, 2]
+            .iter()
+            .map(|ctas| ctas * threads - threads / 3)
+            .collect();
+        let mut buffers = Vec::new();
+        for (t, &n) in sizes.iter().enumerate() {
+            let input: Vec<u32> = (0..n)
+                .map(|i| (i ^ (t as u32) << 20).wrapping_mul(2654435761))
+                .collect();
+            let (on_gpu, output) = (
+                gpu.htod(&input).unwrap(),
+                gpu.zeros::<u32>(n as usize).unwrap(),
+            );
+            buffers.push((input, on_gpu, output));
+        }
+        gpu.synchronize().unwrap();
+        for (&n, (_, input, output)) in sizes.iter().zip(&buffers) {
+            let args = rotate_in_blocks_args {
+                input: address(&gpu, input),
+                output: address(&gpu, output),
+                n,
+            };
+            pool.push(pool_barriers::task(n.div_ceil(threads), args))
+                .unwrap();
+        }
+        for _ in &sizes {
+            let done = pool.pop_finished().expect("every task finishes");
+            assert_eq!(done.outcome, Outcome::Ran { result: 0 }, "{mode}");
+        }
+        assert_eq!(pool.shutdown(Shutdown::Drain).unwrap(), Vec::new());
+        for (&n, (input, _, output)) in sizes.iter().zip(&buffers) {
+            let output = gpu.dtoh(output).unwrap();
+            for i in 0..n {
+                let (chunk, t) = (i / threads, i % threads);
+                let from = chunk * threads + (t + 1) % threads;
+                let want = if from < n { input[from as usize] } else { 0 };
+                assert_eq!(output[i as usize], want, "{mode}: element {i} of {n}");
+            }
+        }
+    }
+}
