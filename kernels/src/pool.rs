@@ -302,11 +302,20 @@ unsafe fn kmeans_assign(args: KmeansAssign, cta: Cta) {
     while c < args.k {
         let (mut sum_x, mut sum_y, mut count) = (0.0f32, 0.0f32, 0.0f32);
         for p in 0..end - start {
-            if near.read(p) == c {
-                sum_x += xy.read(2 * p);
-                sum_y += xy.read(2 * p + 1);
-                count += 1.0;
-            }
+            // Every point's coordinates are read, the cluster's or not, and
+            // added as 0.0 where not (which leaves a sum as it was: it is
+            // never -0.0): no compare guards these loads, so ptxas issues
+            // the unrolled loop's loads ahead of its adds, wherever the
+            // body is compiled. Guarded by the compare, they got one
+            // schedule in one build of the pool kernel and, from the same
+            // PTX, one with a load in flight at a time in another: this
+            // loop's CTA took 6.1 us instead of 3.0 (H100,
+            // docs/BENCHMARKS.md, "The k-means assign's loads, unguarded").
+            let (x, y) = (xy.read(2 * p), xy.read(2 * p + 1));
+            let mine = near.read(p) == c;
+            sum_x += if mine { x } else { 0.0 };
+            sum_y += if mine { y } else { 0.0 };
+            count += if mine { 1.0 } else { 0.0 };
         }
         *partial.add(3 * c as usize) = sum_x;
         *partial.add(3 * c as usize + 1) = sum_y;

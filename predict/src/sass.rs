@@ -84,6 +84,57 @@ pub fn fewest_loads_together(sass: &[Instruction]) -> u32 {
     walk_loads(sass).rounds.into_iter().min().unwrap_or(0)
 }
 
+/// The innermost loops of a function (backward branches' ranges that hold
+/// no other), each as counts of the opcodes in `ops` (base opcodes:
+/// `LDS.64` counts as `LDS`), in address order. A global load or store
+/// counts as a generic one (`LDG` as `LD`, `STG` as `ST`): a pool task's
+/// pointers come from its payload, where ptxas cannot tell their space.
+///
+/// How two entries that inline one body compare the body's schedule: the
+/// same PTX loop, with the same instructions, compiled to 16 loads and 48
+/// adds in one and to 8 wide loads, one in flight at a time, in another
+/// (docs/BENCHMARKS.md, "The k-means assign's loads, unguarded").
+pub fn innermost_loops(sass: &[Instruction], ops: &[&str]) -> Vec<BTreeMap<String, u32>> {
+    let branch_target = |text: &str| -> Option<u32> {
+        let target = text.split("BRA ").nth(1)?.split([' ', ';']).next()?;
+        u32::from_str_radix(target.trim_start_matches("0x"), 16).ok()
+    };
+    let loops: Vec<(u32, u32)> = sass
+        .iter()
+        .filter_map(|(at, text)| Some((branch_target(text)?, *at)))
+        .filter(|(target, at)| target < at)
+        .collect();
+    let mut innermost: Vec<(u32, u32)> = loops
+        .iter()
+        .copied()
+        .filter(|&(start, end)| {
+            !loops
+                .iter()
+                .any(|&(s, e)| (s, e) != (start, end) && start <= s && e <= end)
+        })
+        .collect();
+    innermost.sort_unstable();
+    innermost.dedup();
+    innermost
+        .into_iter()
+        .map(|(start, end)| {
+            let mut counts = BTreeMap::new();
+            for (_, text) in sass.iter().filter(|(at, _)| (start..=end).contains(at)) {
+                let op = opcode(text).split('.').next().unwrap_or("");
+                let op = match op {
+                    "LDG" => "LD",
+                    "STG" => "ST",
+                    op => op,
+                };
+                if ops.contains(&op) {
+                    *counts.entry(op.to_string()).or_default() += 1;
+                }
+            }
+            counts
+        })
+        .collect()
+}
+
 /// The hot loop's loads walked once in order: the most pending at once,
 /// and the pending count at each round's first read.
 #[derive(Default)]
@@ -185,6 +236,36 @@ mod tests {
             .enumerate()
             .map(|(i, l)| (16 * i as u32, l.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn innermost_loops_count_their_own_opcodes() {
+        let listing = sass(&[
+            "MOV R1, RZ",
+            "LDG.E R4, desc[UR4][R2.64]",
+            "@!P1 LDS.64 R6, [R3]",
+            "FADD R1, R4, R6",
+            "@P0 BRA 0x10",
+            "STG.E desc[UR4][R2.64], R1",
+            "@P1 BRA 0x0",
+            "LDS R8, [R3]",
+            "FADD R1, R8, R1",
+            "@P2 BRA 0x70",
+            "EXIT",
+        ]);
+        let counts = |pairs: &[(&str, u32)]| -> BTreeMap<String, u32> {
+            pairs.iter().map(|&(op, n)| (op.to_string(), n)).collect()
+        };
+        // The outer loop (0x0..0x60) holds the first: not innermost. A
+        // global load counts as a generic one; BRA is not asked for.
+        assert_eq!(
+            innermost_loops(&listing, &["LD", "LDS", "FADD", "ST"]),
+            [
+                counts(&[("LD", 1), ("LDS", 1), ("FADD", 1)]),
+                counts(&[("LDS", 1), ("FADD", 1)]),
+            ]
+        );
+        assert!(innermost_loops(&sass(&["FADD R1, R1, R1", "EXIT"]), &["FADD"]).is_empty());
     }
 
     #[test]
