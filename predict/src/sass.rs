@@ -84,6 +84,19 @@ pub fn fewest_loads_together(sass: &[Instruction]) -> u32 {
     walk_loads(sass).rounds.into_iter().min().unwrap_or(0)
 }
 
+/// The loops of a function: each backward branch's range, from its target
+/// to the branch.
+fn loops(sass: &[Instruction]) -> Vec<(u32, u32)> {
+    let branch_target = |text: &str| -> Option<u32> {
+        let target = text.split("BRA ").nth(1)?.split([' ', ';']).next()?;
+        u32::from_str_radix(target.trim_start_matches("0x"), 16).ok()
+    };
+    sass.iter()
+        .filter_map(|(at, text)| Some((branch_target(text)?, *at)))
+        .filter(|(target, at)| target < at)
+        .collect()
+}
+
 /// The innermost loops of a function (backward branches' ranges that hold
 /// no other), each as counts of the opcodes in `ops` (base opcodes:
 /// `LDS.64` counts as `LDS`), in address order. A global load or store
@@ -95,15 +108,7 @@ pub fn fewest_loads_together(sass: &[Instruction]) -> u32 {
 /// adds in one and to 8 wide loads, one in flight at a time, in another
 /// (docs/BENCHMARKS.md, "The k-means assign's loads, unguarded").
 pub fn innermost_loops(sass: &[Instruction], ops: &[&str]) -> Vec<BTreeMap<String, u32>> {
-    let branch_target = |text: &str| -> Option<u32> {
-        let target = text.split("BRA ").nth(1)?.split([' ', ';']).next()?;
-        u32::from_str_radix(target.trim_start_matches("0x"), 16).ok()
-    };
-    let loops: Vec<(u32, u32)> = sass
-        .iter()
-        .filter_map(|(at, text)| Some((branch_target(text)?, *at)))
-        .filter(|(target, at)| target < at)
-        .collect();
+    let loops = loops(sass);
     let mut innermost: Vec<(u32, u32)> = loops
         .iter()
         .copied()
@@ -144,15 +149,7 @@ struct LoadWalk {
 }
 
 fn walk_loads(sass: &[Instruction]) -> LoadWalk {
-    let branch_target = |text: &str| -> Option<u32> {
-        let target = text.split("BRA ").nth(1)?.split([' ', ';']).next()?;
-        u32::from_str_radix(target.trim_start_matches("0x"), 16).ok()
-    };
-    let loops: Vec<(u32, u32)> = sass
-        .iter()
-        .filter_map(|(at, text)| Some((branch_target(text)?, *at)))
-        .filter(|(target, at)| target < at)
-        .collect();
+    let loops = loops(sass);
     // The instructions of loop `(start, end)` that no loop nested in it
     // holds.
     let own = |(start, end): (u32, u32)| {
