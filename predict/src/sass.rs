@@ -104,9 +104,10 @@ fn loops(sass: &[Instruction]) -> Vec<(u32, u32)> {
 /// pointers come from its payload, where ptxas cannot tell their space.
 ///
 /// How two entries that inline one body compare the body's schedule: the
-/// same PTX loop, with the same instructions, compiled to 16 loads and 48
-/// adds in one and to 8 wide loads, one in flight at a time, in another
-/// (docs/BENCHMARKS.md, "The k-means assign's loads, unguarded").
+/// same PTX loop compiled to 36 shared loads in one (each coordinate on
+/// its own, several in flight) and to 20 in another (the coordinates in
+/// 8-byte pairs, one pair in flight at a time: the loop took twice as
+/// long; docs/BENCHMARKS.md, "The k-means assign's loads, unguarded").
 pub fn innermost_loops(sass: &[Instruction], ops: &[&str]) -> Vec<BTreeMap<String, u32>> {
     let loops = loops(sass);
     let mut innermost: Vec<(u32, u32)> = loops

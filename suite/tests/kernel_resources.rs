@@ -522,8 +522,9 @@ fn hand_written_layouts_keep_their_loads_in_flight() {
 /// each of the kernel `polynomial`'s is one of its generated pool's
 /// (`pool_tables`).
 /// The assign's loop once compiled, from the same PTX, to 20 shared loads
-/// in the pool (8 of them wide, one in flight at a time) against the
-/// launch's 36, and its CTA took 6.1 us instead of 3.0 on an H100
+/// in the pool (16 of them a point's coordinates as one 8-byte pair, one
+/// pair in flight at a time) against the launch's 36, and that loop took
+/// 6.1 us a CTA instead of 3.0 on an H100
 /// (docs/BENCHMARKS.md, "The k-means assign's loads, unguarded"). SGEMM64
 /// is not held to its launch: ptxas unrolls its k loop whole in the pool
 /// and 4 deep in the launch, and the pool's ran faster.
