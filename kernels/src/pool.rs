@@ -309,7 +309,7 @@ unsafe fn kmeans_assign(args: KmeansAssign, cta: Cta) {
             // body is compiled. Guarded by the compare, they got one
             // schedule in one build of the pool kernel and, from the same
             // PTX, one with a load in flight at a time in another: this
-            // loop's CTA took 6.1 us instead of 3.0 (H100,
+            // loop took 6.1 us a CTA instead of 3.0 (H100,
             // docs/BENCHMARKS.md, "The k-means assign's loads, unguarded").
             let (x, y) = (xy.read(2 * p), xy.read(2 * p + 1));
             let mine = near.read(p) == c;
