@@ -405,6 +405,20 @@ impl Header {
 /// publishes its tasks (module doc, "A publishing warp").
 pub const PUBLISHING_WARP_THREADS: u32 = 32;
 
+/// The block a worker of `task_threads` task threads is launched with
+/// when a warp of its own publishes its tasks, or `None` where it cannot
+/// have one: the task threads must fill whole warps (beside a partial last
+/// warp of theirs, the publishing warp would share it and never reach
+/// their barriers). The host launches this block; the device finds its
+/// warp by the same rule.
+pub const fn block_with_publishing_warp(task_threads: u32) -> Option<u32> {
+    if task_threads != 0 && task_threads.is_multiple_of(32) {
+        Some(task_threads + PUBLISHING_WARP_THREADS)
+    } else {
+        None
+    }
+}
+
 /// The global that the build (`clustered-builder`) writes into a module's
 /// PTX for each pool kernel whose tasks may run beside a publishing warp:
 /// `__clustered_pool_warp_<entry>`. The host launches such a kernel with

@@ -518,10 +518,7 @@ unsafe fn work(
         let me = thread_linear();
         let block = block_threads();
         let task_threads = Words::task_threads(slots, workers);
-        // A warp of its own: the task's threads fill whole warps.
-        let publishing = task_threads != 0
-            && task_threads.is_multiple_of(32)
-            && task_threads + PUBLISHING_WARP_THREADS == block;
+        let publishing = block_with_publishing_warp(task_threads) == Some(block);
         let threads = if publishing { task_threads } else { block };
         // SAFETY: a block has a thread, and a publishing warp leaves the
         // task some. Known to the compiler, a task's `Cta` reads its size

@@ -71,10 +71,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use clustered_device::pool::{
-    device_words, header_slot, pool_slots, start_lines, start_marks_slot, state_name, Header,
-    Payload, Slot, Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES, POOL_ABI_VERSION,
-    PUBLISHING_WARP_THREADS, READY, RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID, STATUS_OK,
-    STATUS_UNKNOWN_KIND,
+    block_with_publishing_warp, device_words, header_slot, pool_slots, start_lines,
+    start_marks_slot, state_name, Header, Payload, Slot, Task, EXIT, FINISHED, IDLE, PAYLOAD_BYTES,
+    POOL_ABI_VERSION, PUBLISHING_WARP_THREADS, READY, RING_ENTRIES, RUNNING, STATUS_EMPTY_GRID,
+    STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 
 use clustered_device::cpu::MAX_RESIDENT_BLOCKS;
@@ -436,13 +436,11 @@ impl PoolConfig {
     /// Threads per block of a pool of a kernel that the build marked for a
     /// publishing warp (`marked`) or not: [`PoolConfig::block_threads`],
     /// and one more warp where the config allows it and the task threads
-    /// fill whole warps (a warp of its own: with a partial last warp of
-    /// task threads it would share theirs and never reach their barriers).
+    /// fill whole warps ([`block_with_publishing_warp`]).
     fn launch_threads(&self, marked: bool) -> u32 {
-        if self.publishing_warp && marked && self.block_threads.is_multiple_of(32) {
-            self.block_threads + PUBLISHING_WARP_THREADS
-        } else {
-            self.block_threads
+        match block_with_publishing_warp(self.block_threads) {
+            Some(block) if self.publishing_warp && marked => block,
+            _ => self.block_threads,
         }
     }
 
