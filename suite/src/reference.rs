@@ -52,6 +52,24 @@ pub fn reverse_in_blocks(input: &[f32], output: &mut [f32], block: usize) {
     }
 }
 
+/// `rotate_in_blocks` launched with `block` threads per block: element `i`
+/// takes the next of its block's chunk, the chunk's last its first; in a
+/// last, partial chunk the elements whose next is past the end take 0.
+/// Bitwise comparable (it moves values).
+pub fn rotate_in_blocks(input: &[u32], block: usize) -> Vec<u32> {
+    let n = input.len();
+    (0..n)
+        .map(|i| {
+            let from = i / block * block + (i % block + 1) % block;
+            if from < n {
+                input[from]
+            } else {
+                0
+            }
+        })
+        .collect()
+}
+
 /// `C = A B` for `n x n` matrices, each element summed as
 /// `sum = fma(A[i][k], B[k][j], sum)` for `k = 0 .. n` in order: the order
 /// of `sgemm_naive`, `sgemm_tiled` (tiles of k in order, k in order inside)

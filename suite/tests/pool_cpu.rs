@@ -1112,14 +1112,11 @@ fn a_generated_task_at_its_cta_barrier_runs_as_its_launch_does() {
                 .unwrap();
             }
             assert_eq!(by_task, by_launch, "{threads} threads");
-            // Element `i` took its chunk's next (the last, the chunk's first;
-            // the partial chunk's last, the zero past `n`).
-            for i in 0..n {
-                let (chunk, t) = (i / threads, i % threads);
-                let from = chunk * threads + (t + 1) % threads;
-                let want = if from < n { input[from as usize] } else { 0 };
-                assert_eq!(by_task[i as usize], want, "{threads} threads, element {i}");
-            }
+            assert_eq!(
+                by_task,
+                clustered_suite::reference::rotate_in_blocks(&input, threads as usize),
+                "{threads} threads"
+            );
         }
     }
 }
