@@ -304,12 +304,12 @@ unsafe fn kmeans_assign(args: KmeansAssign, cta: Cta) {
         for p in 0..end - start {
             // Every point's coordinates are read, the cluster's or not, and
             // added as 0.0 where not (which leaves a sum as it was: it is
-            // never -0.0): no compare guards these loads, so ptxas issues
-            // the unrolled loop's loads ahead of its adds, wherever the
-            // body is compiled. Guarded by the compare, they got one
-            // schedule in one build of the pool kernel and, from the same
-            // PTX, one with a load in flight at a time in another: this
-            // loop took 6.1 us a CTA instead of 3.0 (H100,
+            // never -0.0). No compare guards these loads, so ptxas issued
+            // the unrolled loop's loads ahead of its adds, in the pool as in
+            // the launch, in each of three builds. Guarded by the compare,
+            // they got one schedule in one build of the pool kernel and,
+            // from the same PTX, one with a load in flight at a time in
+            // another: this loop took 6.1 us a CTA instead of 3.0 (H100,
             // docs/BENCHMARKS.md, "The k-means assign's loads, unguarded").
             let (x, y) = (xy.read(2 * p), xy.read(2 * p + 1));
             let mine = near.read(p) == c;
