@@ -529,6 +529,10 @@ unsafe fn work(
             mark_start(slots, workers);
         }
         if publishing {
+            // The CPU backend checks what the build checks on the GPU: only
+            // counted barriers, no read of the block's size in a task.
+            #[cfg(not(target_arch = "nvptx64"))]
+            crate::cpu::beside_publishing_warp(threads);
             if me == 0 {
                 records.write(ENDED_AT, 0);
                 records.write(EXITING_AT, 0);

@@ -205,7 +205,7 @@ impl<T: SharedElement> Shared<T> {
             return crate::cpu::shared_access(
                 self.element_address(index),
                 core::mem::size_of::<T>() as u32,
-                false,
+                crate::cpu::SharedAccess::Read,
                 core::panic::Location::caller(),
             )
             .cast::<T>()
@@ -228,7 +228,7 @@ impl<T: SharedElement> Shared<T> {
             crate::cpu::shared_access(
                 self.element_address(index),
                 core::mem::size_of::<T>() as u32,
-                true,
+                crate::cpu::SharedAccess::Write,
                 core::panic::Location::caller(),
             )
             .cast::<T>()
@@ -314,8 +314,12 @@ impl Shared<u32> {
             }
             #[cfg(not(target_arch = "nvptx64"))]
             {
-                let at =
-                    crate::cpu::shared_access(address, 4, false, core::panic::Location::caller());
+                let at = crate::cpu::shared_access(
+                    address,
+                    4,
+                    crate::cpu::SharedAccess::Acquire,
+                    core::panic::Location::caller(),
+                );
                 core::sync::atomic::AtomicU32::from_ptr(at.cast())
                     .load(core::sync::atomic::Ordering::Acquire)
             }
@@ -345,8 +349,12 @@ impl Shared<u32> {
             );
             #[cfg(not(target_arch = "nvptx64"))]
             {
-                let at =
-                    crate::cpu::shared_access(address, 4, true, core::panic::Location::caller());
+                let at = crate::cpu::shared_access(
+                    address,
+                    4,
+                    crate::cpu::SharedAccess::Release,
+                    core::panic::Location::caller(),
+                );
                 core::sync::atomic::AtomicU32::from_ptr(at.cast())
                     .store(value, core::sync::atomic::Ordering::Release);
             }

@@ -35,11 +35,11 @@ special_register! {
     /// `%ctaid.z`: this block's index in the grid, z.
     block_idx_z => _block_idx_z, crate::cpu::hardware_cta("block_idx_z").block_idx[2];
     /// `%ntid.x`: threads per block, x.
-    block_dim_x => _block_dim_x, crate::cpu::current_cta().block_dim[0];
+    block_dim_x => _block_dim_x, crate::cpu::block_size("block_dim_x")[0];
     /// `%ntid.y`: threads per block, y.
-    block_dim_y => _block_dim_y, crate::cpu::current_cta().block_dim[1];
+    block_dim_y => _block_dim_y, crate::cpu::block_size("block_dim_y")[1];
     /// `%ntid.z`: threads per block, z.
-    block_dim_z => _block_dim_z, crate::cpu::current_cta().block_dim[2];
+    block_dim_z => _block_dim_z, crate::cpu::block_size("block_dim_z")[2];
     /// `%nctaid.x`: blocks in the grid, x.
     grid_dim_x => _grid_dim_x, crate::cpu::hardware_cta("grid_dim_x").grid_dim[0];
     /// `%nctaid.y`: blocks in the grid, y.
@@ -106,7 +106,8 @@ pub fn sync_threads() {
 /// as the task pool's for the build's check (`clustered_abi::pool`, "A
 /// publishing warp"): a pool worker's own barrier (1) and a pool task's
 /// (0, `Cta::sync_threads`). Not `.aligned`, as [`sync_threads`]. The CPU
-/// backend runs no warp beyond `threads`: there it is every thread's.
+/// backend waits for the first `threads` threads, as the GPU does for a
+/// block whose task threads are whole warps.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) fn sync_first_threads<const ID: u32>(threads: u32) {
@@ -122,14 +123,11 @@ pub(crate) fn sync_first_threads<const ID: u32>(threads: u32) {
         );
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    {
-        let _ = threads;
-        crate::cpu::barrier(
-            crate::cpu::BarrierKind::Sync,
-            core::panic::Location::caller(),
-            true,
-        );
-    }
+    crate::cpu::barrier(
+        crate::cpu::BarrierKind::Counted { id: ID, threads },
+        core::panic::Location::caller(),
+        true,
+    );
 }
 
 /// `barrier.cta.red.and.pred 0`: waits like [`sync_threads`] and returns

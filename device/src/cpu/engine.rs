@@ -73,12 +73,31 @@ pub(crate) struct Lane {
     /// The kernel is a clustered schedule: the hardware block index is the
     /// scheduler's alone (see `hardware_cta`).
     clustered: Cell<bool>,
+    /// The CTA's epoch when this thread last left a barrier: behind the
+    /// CTA's where barriers that do not count it opened since (a pool's
+    /// publishing warp).
+    passed: Cell<u32>,
+    /// Release stores to shared memory this thread made.
+    releases: Cell<u32>,
+    /// Per other thread, how many of its releases this thread's acquires
+    /// have seen: its writes before them are ordered before this thread's
+    /// accesses after.
+    acquired: RefCell<Vec<(u16, u32)>>,
 }
 
 impl Lane {
     pub(crate) fn cta(&self) -> &Cta {
         // SAFETY: a lane never outlives its CTA (see `Resident`).
         unsafe { &*self.cta }
+    }
+
+    /// Whether `thread`'s access made when it had made `releases` release
+    /// stores is ordered before this thread's next one by an acquire.
+    fn acquired_after(&self, thread: u16, releases: u32) -> bool {
+        self.acquired
+            .borrow()
+            .iter()
+            .any(|&(t, seen)| t == thread && seen > releases)
     }
 
     fn suspend(&self, event: Event) {
@@ -119,6 +138,12 @@ pub(crate) struct Cta {
     /// The first race found, for the scheduler to report.
     race: RefCell<Option<CpuError>>,
     seed: Option<u64>,
+    /// Nonzero: the CTA is a pool worker whose first this many threads run
+    /// tasks beside a publishing warp (see [`beside_publishing_warp`]).
+    task_threads: Cell<u32>,
+    /// Per shared word, the last release store to it: (word, thread, that
+    /// thread's releases so far).
+    released: RefCell<Vec<(u32, u16, u32)>>,
 }
 
 /// No thread (a [`Word`]'s empty reader slot).
@@ -126,7 +151,8 @@ const NOBODY: u16 = u16::MAX;
 
 /// The race detector's view of one 4-byte word of shared memory (every
 /// `SharedElement` is 4 or 8 bytes and aligned, so words are exact): the
-/// last writer and up to two readers in the epochs they accessed it.
+/// last writer and up to two readers in the epochs they accessed it, and
+/// how many release stores the writer and first reader had made then.
 #[derive(Clone, Copy)]
 struct Word {
     write_epoch: u32,
@@ -134,6 +160,8 @@ struct Word {
     writer: u16,
     reader: u16,
     other_reader: u16,
+    writer_releases: u32,
+    reader_releases: u32,
     writer_site: Option<&'static Location<'static>>,
     reader_site: Option<&'static Location<'static>>,
 }
@@ -145,6 +173,8 @@ impl Word {
         writer: NOBODY,
         reader: NOBODY,
         other_reader: NOBODY,
+        writer_releases: 0,
+        reader_releases: 0,
         writer_site: None,
         reader_site: None,
     };
@@ -163,19 +193,59 @@ impl Cta {
 
     /// Records an access of `lane` to shared bytes `offset..offset + bytes`
     /// and remembers the first race it makes.
+    ///
+    /// Two accesses race where neither is ordered before the other: by a
+    /// barrier both passed (the CTA's epoch moved between them), or by a
+    /// release store to a word that the later one's thread acquired after.
+    /// A thread that barriers left out (a pool's publishing warp, which
+    /// counted barriers never wait for) is ordered with the others only by
+    /// the barriers it passed and its acquires. Acquires and releases
+    /// (`Shared::load_acquire_cta`, `store_release_cta`) are the
+    /// synchronisation itself and do not race with each other.
     fn check_race(
         &self,
         lane: &Lane,
         offset: u32,
         bytes: u32,
-        wrote: bool,
+        how: SharedAccess,
         site: &'static Location<'static>,
     ) {
         if self.race.borrow().is_some() {
             return;
         }
-        let epoch = self.epoch.get();
         let me = lane.index;
+        match how {
+            SharedAccess::Release => {
+                let releases = lane.releases.get() + 1;
+                lane.releases.set(releases);
+                let mut released = self.released.borrow_mut();
+                match released.iter_mut().find(|(word, ..)| *word == offset / 4) {
+                    Some(last) => *last = (offset / 4, me, releases),
+                    None => released.push((offset / 4, me, releases)),
+                }
+                return;
+            }
+            SharedAccess::Acquire => {
+                let released = self.released.borrow();
+                let Some(&(_, thread, releases)) =
+                    released.iter().find(|(word, ..)| *word == offset / 4)
+                else {
+                    return;
+                };
+                let mut acquired = lane.acquired.borrow_mut();
+                match acquired.iter_mut().find(|(t, _)| *t == thread) {
+                    Some((_, seen)) => *seen = (*seen).max(releases),
+                    None => acquired.push((thread, releases)),
+                }
+                return;
+            }
+            SharedAccess::Read | SharedAccess::Write => {}
+        }
+        let wrote = how == SharedAccess::Write;
+        let epoch = self.epoch.get();
+        // Accesses in epochs from this on are not ordered before this one
+        // by a barrier this thread passed.
+        let since = lane.passed.get();
         let words = offset as usize / 4..(offset as usize + bytes as usize).div_ceil(4);
         let mut shadow = self.shadow.borrow_mut();
         if shadow.len() < words.end {
@@ -185,11 +255,16 @@ impl Cta {
             let word = &mut shadow[index];
             // (thread, it wrote, its site) of an earlier conflicting access.
             let mut conflict = None;
-            if word.write_epoch == epoch && word.writer != me {
+            if word.write_epoch >= since
+                && word.writer != me
+                && !lane.acquired_after(word.writer, word.writer_releases)
+            {
                 conflict = Some((word.writer, true, word.writer_site));
-            } else if wrote && word.read_epoch == epoch {
+            } else if wrote && word.read_epoch >= since {
                 if word.reader != me {
-                    conflict = Some((word.reader, false, word.reader_site));
+                    if !lane.acquired_after(word.reader, word.reader_releases) {
+                        conflict = Some((word.reader, false, word.reader_site));
+                    }
                 } else if word.other_reader != NOBODY {
                     conflict = Some((word.other_reader, false, None));
                 }
@@ -209,10 +284,12 @@ impl Cta {
             if wrote {
                 word.write_epoch = epoch;
                 word.writer = me;
+                word.writer_releases = lane.releases.get();
                 word.writer_site = Some(site);
             } else if word.read_epoch != epoch {
                 word.read_epoch = epoch;
                 word.reader = me;
+                word.reader_releases = lane.releases.get();
                 word.reader_site = Some(site);
                 word.other_reader = NOBODY;
             } else if word.reader != me && word.other_reader == NOBODY {
@@ -322,7 +399,13 @@ pub(crate) fn check_access(kind: AccessKind, address: u64, bytes: u32) {
 }
 
 /// A CTA barrier of `kind` at `site`: waits for every live thread of the
-/// CTA; returns the AND of their predicates (`true` outside a launch).
+/// CTA (a counted one: of its first threads); returns the AND of their
+/// predicates (`true` outside a launch).
+///
+/// Beside a publishing warp ([`beside_publishing_warp`]) every barrier
+/// must be counted: a plain one would wait for that warp, which never
+/// comes, and hang the GPU's block (the build launches such a kernel
+/// without the warp: `clustered_builder`'s `publishing_warp_pools`).
 pub(crate) fn barrier(
     kind: BarrierKind,
     site: &'static Location<'static>,
@@ -331,6 +414,28 @@ pub(crate) fn barrier(
     let Some(lane) = try_current_lane() else {
         return predicate;
     };
+    let task_threads = lane.cta().task_threads.get();
+    match kind {
+        BarrierKind::Counted { threads, .. } if u32::from(lane.index) >= threads => panic!(
+            "thread {} reached a barrier of the first {threads} threads at {site}, which does \
+             not wait for it: only a pool's task threads may reach the pool's barriers",
+            lane.index
+        ),
+        BarrierKind::Sync | BarrierKind::And if task_threads != 0 => panic!(
+            "{} at {site} waits for every thread of a pool block whose tasks run beside a \
+             publishing warp, which never comes to it (on the GPU the block hangs). The build \
+             runs a kernel with such a barrier without the warp: run this pool so too \
+             (`PoolConfig::cpu_publishing_warp(false)`, or whether the build marked the \
+             kernel); or have the task wait only at `sync_threads()` in a body that \
+             `task_pool!` rewrites and that does not return early (`Cta::sync_threads`)",
+            if kind == BarrierKind::Sync {
+                "a plain `sync_threads()`"
+            } else {
+                "`sync_threads_and()`"
+            }
+        ),
+        _ => {}
+    }
     lane.suspend(Event::Barrier(Wait {
         kind,
         site,
@@ -339,15 +444,29 @@ pub(crate) fn barrier(
     lane.barrier_result.get()
 }
 
+/// How a thread touches shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SharedAccess {
+    /// `ld.shared`.
+    Read,
+    /// `st.shared`.
+    Write,
+    /// `ld.acquire.cta.shared`.
+    Acquire,
+    /// `st.release.cta.shared`.
+    Release,
+}
+
 /// A shared-memory access of the current thread: checks it is inside the
 /// CTA's shared memory and, if the machine checks races, records it.
 /// Returns where the bytes are.
 pub(crate) fn shared_access(
     offset: u32,
     bytes: u32,
-    wrote: bool,
+    how: SharedAccess,
     site: &'static Location<'static>,
 ) -> *mut u8 {
+    let wrote = matches!(how, SharedAccess::Write | SharedAccess::Release);
     let lane = current_lane();
     let cta = lane.cta();
     let end = offset as u64 + bytes as u64;
@@ -382,7 +501,7 @@ pub(crate) fn shared_access(
         );
     }
     if cta.check_races {
-        cta.check_race(lane, offset, bytes, wrote, site);
+        cta.check_race(lane, offset, bytes, how, site);
     }
     // SAFETY: inside the CTA's buffer of MAX_SHARED_BYTES >= shared_end.
     unsafe { cta.shared.add(offset as usize) }
@@ -422,6 +541,35 @@ pub(crate) fn enter_clustered() {
     if let Some(lane) = try_current_lane() {
         lane.clustered.set(true);
     }
+}
+
+/// The current thread's block is a pool worker whose first `task_threads`
+/// threads run its tasks beside a publishing warp (`clustered_abi::pool`,
+/// "A publishing warp"): from now on its barriers must be counted ones,
+/// and only the pool may read the block's size (see [`block_size`]).
+pub(crate) fn beside_publishing_warp(task_threads: u32) {
+    if let Some(lane) = try_current_lane() {
+        lane.cta().task_threads.set(task_threads);
+    }
+}
+
+/// The simulated CTA, for a read of the block's size by a kernel
+/// (`thread::block_dim_x` and its kind): beside a publishing warp that
+/// size counts the warp, which a task does not run on.
+pub(crate) fn block_size(getter: &str) -> [u32; 3] {
+    let cta = current_cta();
+    let task_threads = cta.task_threads.get();
+    if task_threads != 0 {
+        panic!(
+            "`{getter}()` read the block's size in a pool task that runs beside a publishing \
+             warp: it counts the warp's threads, which do not run the task ({task_threads} \
+             do). Read it in the body `task_pool!` rewrites, or from the task's `Cta` \
+             (`cta.block_dim_x()`); or run this pool without the warp \
+             (`PoolConfig::cpu_publishing_warp(false)`, as the build does for a kernel that \
+             reads it)"
+        );
+    }
+    cta.block_dim
 }
 
 /// The simulated CTA, for a read of the hardware block index or grid size
@@ -729,6 +877,8 @@ impl Scheduler<'_> {
             check_races: self.machine.check_races,
             race: RefCell::new(None),
             seed: self.machine.interleave,
+            task_threads: Cell::new(0),
+            released: RefCell::new(Vec::new()),
         });
         let threads = block_dim.iter().product::<u32>() as usize;
         let stacks = Slab::take(threads, self.machine.stack_bytes).map_err(CpuError::Stack)?;
@@ -750,6 +900,9 @@ impl Scheduler<'_> {
                 guard: stacks.guard(t as usize),
                 trap: Cell::new(None),
                 clustered: Cell::new(false),
+                passed: Cell::new(1),
+                releases: Cell::new(0),
+                acquired: RefCell::new(Vec::new()),
             });
             // SAFETY: the slab is dropped after the coroutines (`Resident`).
             let stack = unsafe { stacks.stack(t as usize) };
@@ -807,25 +960,39 @@ impl Scheduler<'_> {
         });
         self.warp_order = warp_order;
         result?;
-        // A barrier opens when every thread still running waits at it.
-        let waiting = cta.waiting.iter().filter(|w| w.is_some()).count();
-        if waiting > 0 && waiting == cta.live {
+        // A barrier opens when every thread still running that it counts
+        // waits at it: every one of the CTA's, or of its first `threads`.
+        let mut waits = cta.waiting.iter().flatten();
+        let Some(first) = waits.next() else {
+            return Ok(());
+        };
+        let waiting = 1 + waits.count();
+        let counted = match first.kind {
+            BarrierKind::Counted { threads, .. } => cta.coroutines
+                [..(threads as usize).min(cta.coroutines.len())]
+                .iter()
+                .filter(|c| c.is_some())
+                .count(),
+            BarrierKind::Sync | BarrierKind::And => cta.live,
+        };
+        if waiting >= counted {
             let released = self.check_barrier(cta)?;
+            let epoch = &cta.cta.epoch;
+            epoch.set(epoch.get().wrapping_add(1));
             for (wait, lane) in cta.waiting.iter_mut().zip(&cta.lanes) {
                 if wait.take().is_some() {
                     lane.barrier_result.set(released);
+                    lane.passed.set(epoch.get());
                 }
             }
-            let epoch = &cta.cta.epoch;
-            epoch.set(epoch.get().wrapping_add(1));
             BARRIERS_OPENED.with(|opened| opened.set(opened.get() + 1));
         }
         Ok(())
     }
 
     /// Checks that the threads waiting at a barrier all wait at the same
-    /// one: one kind, and one call site for `sync_threads`. Returns the AND
-    /// of their predicates.
+    /// one: one kind, and one call site for `sync_threads` and counted
+    /// barriers. Returns the AND of their predicates.
     fn check_barrier(&self, cta: &Resident) -> Result<bool, CpuError> {
         let mut waits = cta
             .waiting
@@ -836,7 +1003,7 @@ impl Scheduler<'_> {
         let mut all = first.predicate;
         for (thread, wait) in waits {
             let diverges = wait.kind != first.kind
-                || (wait.kind == BarrierKind::Sync && !ptr::eq(wait.site, first.site));
+                || (wait.kind != BarrierKind::And && !ptr::eq(wait.site, first.site));
             if diverges {
                 return Err(CpuError::BarrierDivergence(Box::new(BarrierDivergence {
                     first: cta.cta.at(first_thread as u16),
@@ -1003,5 +1170,128 @@ mod tests {
         let quiet = barriers_opened();
         run(&Machine::new(1), &launch, &mut NoObserver, &|| {}).expect("the launch runs");
         assert_eq!(barriers_opened(), quiet);
+    }
+
+    /// One block of 64 threads.
+    const BLOCK: CpuLaunch = CpuLaunch {
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+        dynamic_shared_bytes: 0,
+        resident_blocks: 1,
+    };
+    const ROUNDS: u32 = 4;
+
+    /// A pool worker's shape: threads 0..32 meet at a barrier of the first
+    /// 32 each round, after which thread 0 writes the round's record and
+    /// stores the count of rounds with a release; thread 32 (the
+    /// publishing warp's first) polls the count, with an acquire or a
+    /// plain read, and copies the records out; the warp's other threads
+    /// leave.
+    fn publisher(out: &[std::sync::atomic::AtomicU32], acquire: bool) -> impl Fn() + '_ {
+        use crate::thread::{nanosleep, sync_first_threads, thread_idx_x};
+        move || unsafe {
+            let records = crate::shared_array!(test_records: [u32; 1 + ROUNDS as usize]);
+            let t = thread_idx_x();
+            beside_publishing_warp(32);
+            if t == 0 {
+                records.write(0, 0);
+            }
+            sync_first_threads::<1>(64);
+            if t > 32 {
+                return;
+            }
+            if t == 32 {
+                loop {
+                    let ended = if acquire {
+                        records.load_acquire_cta(0)
+                    } else {
+                        records.read(0)
+                    };
+                    if ended == ROUNDS {
+                        for (round, slot) in out.iter().enumerate() {
+                            let record = records.read(round as u32 + 1);
+                            slot.store(record, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        return;
+                    }
+                    nanosleep(100);
+                }
+            }
+            for round in 1..=ROUNDS {
+                sync_first_threads::<1>(32);
+                if t == 0 {
+                    records.write(round, 10 * round);
+                    records.store_release_cta(0, round);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_counted_barrier_opens_while_a_thread_beyond_it_polls() {
+        for machine in [Machine::new(1), Machine::new(1).interleave(7)] {
+            let out: Vec<_> = (0..ROUNDS)
+                .map(|_| std::sync::atomic::AtomicU32::new(0))
+                .collect();
+            run(&machine, &BLOCK, &mut NoObserver, &publisher(&out, true))
+                .expect("the publisher acquires what thread 0 released");
+            let seen: Vec<u32> = out
+                .iter()
+                .map(|v| v.load(std::sync::atomic::Ordering::Relaxed))
+                .collect();
+            assert_eq!(seen, [10, 20, 30, 40]);
+        }
+    }
+
+    #[test]
+    fn a_thread_that_barriers_leave_out_races_without_an_acquire() {
+        // No barrier orders thread 0's records before thread 32's reads:
+        // the barriers it waits at do not count thread 32.
+        let out: Vec<_> = (0..ROUNDS)
+            .map(|_| std::sync::atomic::AtomicU32::new(0))
+            .collect();
+        let error = run(
+            &Machine::new(1),
+            &BLOCK,
+            &mut NoObserver,
+            &publisher(&out, false),
+        )
+        .expect_err("a plain read of a word written after the last shared barrier races");
+        let CpuError::SharedRace(race) = &error else {
+            panic!("expected a race, got {error}");
+        };
+        assert_eq!(
+            (race.first.thread[0], race.second.thread[0]),
+            (0, 32),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn beside_a_publishing_warp_a_plain_barrier_or_the_block_size_is_an_error() {
+        let plain = || {
+            beside_publishing_warp(32);
+            if crate::thread::thread_idx_x() < 32 {
+                crate::thread::sync_threads();
+            }
+        };
+        let size = || {
+            beside_publishing_warp(32);
+            let _ = crate::thread::block_dim_x();
+        };
+        let beyond = || {
+            crate::thread::sync_first_threads::<1>(32);
+        };
+        for (kernel, expected) in [
+            (&plain as &dyn Fn(), "a plain `sync_threads()`"),
+            (&size, "`block_dim_x()` read the block's size"),
+            (&beyond, "reached a barrier of the first 32 threads"),
+        ] {
+            let error = run(&Machine::new(1), &BLOCK, &mut NoObserver, kernel).unwrap_err();
+            let CpuError::Panicked { message, .. } = &error else {
+                panic!("expected a panic, got {error}");
+            };
+            assert!(message.contains(expected), "{message}");
+        }
     }
 }

@@ -242,6 +242,15 @@ pub enum BarrierKind {
     /// ([`sync_threads_and`](crate::thread::sync_threads_and)): any call
     /// sites, no mixing with `Sync`.
     And,
+    /// `barrier.sync id, threads`: the CTA's first `threads` threads at one
+    /// call site (a task pool's barriers, which a publishing warp beyond
+    /// them never reaches: `clustered_abi::pool`, "A publishing warp").
+    Counted {
+        /// The barrier's number.
+        id: u32,
+        /// The threads it waits for: the CTA's first ones.
+        threads: u32,
+    },
 }
 
 /// Why a CPU run failed.
@@ -346,6 +355,12 @@ fn barrier(f: &mut fmt::Formatter<'_>, (kind, site): &(BarrierKind, String)) -> 
     match kind {
         BarrierKind::Sync => write!(f, "sync_threads() at {site}"),
         BarrierKind::And => write!(f, "sync_threads_and() at {site}"),
+        BarrierKind::Counted { id, threads } => {
+            write!(
+                f,
+                "the pool's barrier {id} of the first {threads} threads at {site}"
+            )
+        }
     }
 }
 

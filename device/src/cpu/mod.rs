@@ -11,7 +11,9 @@
 //!   waiting at one, then releases them all; they must all wait at the same
 //!   barrier (one call site of `sync_threads`, or `sync_threads_and` at any),
 //!   else the run stops with [`CpuError::BarrierDivergence`] (what
-//!   compute-sanitizer's synccheck looks for on a GPU);
+//!   compute-sanitizer's synccheck looks for on a GPU); a task pool's
+//!   counted barriers ([`BarrierKind::Counted`]) wait for the CTA's first
+//!   threads only, while a publishing warp beyond them runs on;
 //! - a global load, store, atomic or prefetch suspends it after the access;
 //!   the scheduler runs the other lanes of the warp to their own next access
 //!   and reports the warp's accesses together to an [`Observer`], which is how
@@ -27,7 +29,9 @@
 //! A fixed order of threads can hide a kernel that depends on it. So a run
 //! can shuffle the order of warps and lanes from a seed
 //! ([`Machine::interleave`]), and it checks shared memory for races between
-//! barriers ([`Machine::check_races`], on by default): both turn a result
+//! barriers, or for a thread that barriers leave out, between its acquires
+//! of other threads' releases ([`Machine::check_races`], on by default):
+//! both turn a result
 //! that would depend on timing on a GPU into an error. Each thread's stack
 //! has a guard page: an overflow is [`CpuError::StackOverflow`], not memory
 //! corruption.
@@ -46,8 +50,9 @@ pub use machine::{
 };
 
 pub(crate) use engine::{
-    access, barrier, barriers_opened, begin_task, check_access, check_aligned, clock, current_cta,
-    current_lane, enter_clustered, hardware_cta, shared_access, shared_base, static_shared,
+    access, barrier, barriers_opened, begin_task, beside_publishing_warp, block_size, check_access,
+    check_aligned, clock, current_cta, current_lane, enter_clustered, hardware_cta, shared_access,
+    shared_base, static_shared, SharedAccess,
 };
 
 /// What a warp instruction does to global memory.
