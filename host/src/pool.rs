@@ -291,6 +291,7 @@ pub struct PoolConfig {
     spread: bool,
     gates: bool,
     publishing_warp: bool,
+    cpu_publishing_warp: bool,
 }
 
 impl PoolConfig {
@@ -309,6 +310,7 @@ impl PoolConfig {
             spread: true,
             gates: true,
             publishing_warp: true,
+            cpu_publishing_warp: false,
         }
     }
 
@@ -320,10 +322,24 @@ impl PoolConfig {
     /// the fence that publishes the last, and one fence serves every task
     /// that ended meanwhile. `false` has thread 0 publish each task, as a
     /// kernel whose tasks wait at plain barriers or read the block's size
-    /// always does (and a block of threads that are not whole warps, and
-    /// the CPU backend).
+    /// always does (and a block of threads that are not whole warps).
     pub fn publishing_warp(mut self, publishing_warp: bool) -> Self {
         self.publishing_warp = publishing_warp;
+        self
+    }
+
+    /// Whether the CPU backend ([`TaskPool::cpu`]) runs the kernel as the
+    /// GPU runs one that the build marked for a publishing warp (default
+    /// `false`: a function carries no mark). Pass whether the build marked
+    /// it, from the module's PTX:
+    /// `clustered_host::ptx_publishing_warp_entries(PTX).iter().any(|e| e == "my_pool")`.
+    /// The engine then reports what would keep the build from marking it
+    /// as the run's error, naming the call: a plain `sync_threads()` in a
+    /// task (on the GPU, a hang beside the warp) or a read of the block's
+    /// size. Needs [`PoolConfig::publishing_warp`] and task threads in
+    /// whole warps, as on the GPU.
+    pub fn cpu_publishing_warp(mut self, marked: bool) -> Self {
+        self.cpu_publishing_warp = marked;
         self
     }
 
@@ -866,18 +882,18 @@ impl TaskPool {
                 config.block_threads,
             )
         };
-        // The CPU backend runs no publishing warp: thread 0 publishes.
+        let threads = config.launch_threads(config.cpu_publishing_warp);
         let shared = Self::shared(
             &config,
             blocks,
             host,
             Memory::Cpu { slots: raw, words },
-            false,
+            threads != config.block_threads,
         );
         let launch = CpuLaunch {
             // The rings' blocks and the publisher.
             grid: [blocks + 1, 1, 1],
-            block: [config.block_threads, 1, 1],
+            block: [threads, 1, 1],
             dynamic_shared_bytes: 0,
             resident_blocks: resident_per_sm,
         };
@@ -1036,7 +1052,8 @@ impl TaskPool {
     }
 
     /// Whether each worker block has a warp that publishes its tasks
-    /// ([`PoolConfig::publishing_warp`]; never on the CPU backend).
+    /// ([`PoolConfig::publishing_warp`]; on the CPU backend,
+    /// [`PoolConfig::cpu_publishing_warp`]).
     pub fn publishing_warp(&self) -> bool {
         self.shared.publishing_warp
     }

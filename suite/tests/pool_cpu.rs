@@ -32,11 +32,34 @@ const THREADS: u32 = 32;
 
 /// A pool of `sms * 2` blocks of 32 threads on a simulated machine.
 fn pool(sms: u32, timeout: Duration) -> TaskPool {
+    pool_with(sms, timeout, false)
+}
+
+/// [`pool`], its blocks beside a publishing warp where `warp`.
+fn pool_with(sms: u32, timeout: Duration, warp: bool) -> TaskPool {
     let config = PoolConfig::new(KINDS)
         .blocks(sms * 2)
         .block_threads(THREADS)
         .timeout(timeout);
-    TaskPool::cpu(Machine::new(sms), 3, pool_demo, config).expect("the pool starts")
+    let config = with_warp(config, "pool_demo", warp);
+    let pool = TaskPool::cpu(Machine::new(sms), 3, pool_demo, config).expect("the pool starts");
+    assert_eq!(pool.publishing_warp(), warp);
+    pool
+}
+
+/// `config` for the pool kernel `entry` on the CPU backend, with a
+/// publishing warp beside each block where `warp`: only for a kernel the
+/// build marked, as the GPU runs it (`clustered_abi::pool`, "A publishing
+/// warp").
+fn with_warp(config: PoolConfig, entry: &str, warp: bool) -> PoolConfig {
+    let marked = clustered_host::ptx_publishing_warp_entries(clustered_suite::PTX)
+        .iter()
+        .any(|e| e == entry);
+    assert!(
+        marked || !warp,
+        "the build did not mark {entry} for a publishing warp"
+    );
+    config.cpu_publishing_warp(warp)
 }
 
 fn mark(runs: &[AtomicU32], index: u32) -> Task {
@@ -89,14 +112,20 @@ fn counters(n: usize) -> Vec<AtomicU32> {
 
 #[test]
 fn every_task_runs_exactly_once_when_four_threads_push() {
+    for warp in [false, true] {
+        let pool = pool_with(2, Duration::from_secs(60), warp);
+        every_task_runs_exactly_once_when_four_threads_push_to(&pool);
+    }
+}
+
+fn every_task_runs_exactly_once_when_four_threads_push_to(pool: &TaskPool) {
     const PER_PRODUCER: u32 = 150;
     const PRODUCERS: u32 = 4;
-    let pool = pool(2, Duration::from_secs(60));
     let runs = counters((PER_PRODUCER * PRODUCERS) as usize);
     let mut pushed: Vec<(Ticket, u32)> = thread::scope(|scope| {
         let producers: Vec<_> = (0..PRODUCERS)
             .map(|p| {
-                let (pool, runs) = (&pool, &runs);
+                let runs = &runs;
                 scope.spawn(move || {
                     (0..PER_PRODUCER)
                         .map(|k| {
@@ -146,15 +175,19 @@ fn every_task_runs_exactly_once_when_four_threads_push() {
 #[test]
 fn the_empty_pool_runs_a_chain_and_independent_tasks_once_each() {
     // In order, then under shuffled thread orders with the race detector on.
-    for machine in [
-        Machine::new(2),
-        Machine::new(2).interleave(5).check_races(true),
-        Machine::new(2).interleave(17).check_races(true),
+    // Each with the blocks beside a publishing warp and without.
+    for (machine, warp) in [
+        (Machine::new(2), false),
+        (Machine::new(2), true),
+        (Machine::new(2).interleave(5).check_races(true), false),
+        (Machine::new(2).interleave(5).check_races(true), true),
+        (Machine::new(2).interleave(17).check_races(true), true),
     ] {
         let config = PoolConfig::new(KINDS)
             .blocks(4)
             .block_threads(THREADS)
             .timeout(Duration::from_secs(60));
+        let config = with_warp(config, "pool_empty", warp);
         let pool = TaskPool::cpu(machine, 3, pool_empty, config).unwrap();
         let mut pushed = Vec::new();
         let mut link: Option<Ticket> = None;
@@ -528,7 +561,12 @@ fn drain_runs_the_queue_and_cancel_drops_it() {
 
 #[test]
 fn a_task_that_does_not_return_times_out_and_its_result_is_kept() {
-    let pool = pool(1, Duration::from_millis(200));
+    for warp in [false, true] {
+        a_task_that_does_not_return_times_out_on(pool_with(1, Duration::from_millis(200), warp));
+    }
+}
+
+fn a_task_that_does_not_return_times_out_on(pool: TaskPool) {
     let (flag, started) = (AtomicU32::new(0), AtomicU32::new(0));
     let stuck = pool.push(wait_started(&flag, &started)).unwrap();
     await_one(&started);
@@ -720,12 +758,15 @@ fn sgemm64_tasks_and_a_kmeans_graph_match_the_reference() {
     // split, or waiting for the host; whole or in shares), each on its own
     // shuffled thread order with the race detector on; and gated tasks at
     // depth 1, one task in flight per block.
-    for (gates, spread, depth, seed) in [
-        (true, true, DEFAULT_DEPTH, 5),
-        (true, false, DEFAULT_DEPTH, 17),
-        (false, true, DEFAULT_DEPTH, 29),
-        (false, false, DEFAULT_DEPTH, 41),
-        (true, true, 1, 53),
+    // Two of them beside a publishing warp too.
+    for (gates, spread, depth, seed, warp) in [
+        (true, true, DEFAULT_DEPTH, 5, false),
+        (true, false, DEFAULT_DEPTH, 17, false),
+        (false, true, DEFAULT_DEPTH, 29, false),
+        (false, false, DEFAULT_DEPTH, 41, false),
+        (true, true, 1, 53, false),
+        (true, true, DEFAULT_DEPTH, 61, true),
+        (false, false, DEFAULT_DEPTH, 67, true),
     ] {
         let config = PoolConfig::new(KINDS)
             .blocks(4)
@@ -734,9 +775,10 @@ fn sgemm64_tasks_and_a_kmeans_graph_match_the_reference() {
             .spread(spread)
             .depth(depth)
             .timeout(Duration::from_secs(60));
+        let config = with_warp(config, "pool_demo", warp);
         let machine = Machine::new(2).interleave(seed).check_races(true);
         let pool = TaskPool::cpu(machine, 3, pool_demo, config).unwrap();
-        let how = format!("gates {gates}, spread {spread}, depth {depth}");
+        let how = format!("gates {gates}, spread {spread}, depth {depth}, warp {warp}");
         sgemm64_tasks_and_a_kmeans_graph_on(&pool, &how);
     }
 }
@@ -1066,7 +1108,8 @@ fn generated_pool_matches_launches(machine: Machine) {
 #[test]
 fn a_generated_task_at_its_cta_barrier_runs_as_its_launch_does() {
     use kernels::pool::{pool_barriers, rotate_in_blocks, rotate_in_blocks_args};
-    for threads in [THREADS, 48] {
+    // Beside a publishing warp where the task threads are whole warps.
+    for (threads, warp) in [(THREADS, false), (THREADS, true), (48, false)] {
         for machine in [
             Machine::new(2),
             Machine::new(2).interleave(7).check_races(true),
@@ -1075,7 +1118,9 @@ fn a_generated_task_at_its_cta_barrier_runs_as_its_launch_does() {
                 .blocks(3)
                 .block_threads(threads)
                 .timeout(Duration::from_secs(60));
+            let config = with_warp(config, "pool_barriers", warp);
             let pool = TaskPool::cpu(machine.clone(), 3, pool_barriers, config).unwrap();
+            assert_eq!(pool.publishing_warp(), warp);
             // 7 CTAs, the last partial.
             let n = 6 * threads + threads / 3;
             let input: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2654435761)).collect();
@@ -1111,7 +1156,7 @@ fn a_generated_task_at_its_cta_barrier_runs_as_its_launch_does() {
                 )
                 .unwrap();
             }
-            assert_eq!(by_task, by_launch, "{threads} threads");
+            assert_eq!(by_task, by_launch, "{threads} threads, warp {warp}");
             assert_eq!(
                 by_task,
                 clustered_suite::reference::rotate_in_blocks(&input, threads as usize),
@@ -1161,6 +1206,7 @@ fn a_pool_s_tasks_read_the_constant_tables_written_before_it_started() {
         .blocks(2)
         .block_threads(THREADS)
         .timeout(Duration::from_secs(60));
+    let config = with_warp(config, "pool_tables", true);
     let pool = TaskPool::cpu(Machine::new(2), 3, pool_tables, config).unwrap();
     // Written after the start: not what the tasks read.
     clustered_host::cpu::write_constant(COEFFICIENTS, &[0.0; 64]).unwrap();
@@ -1384,11 +1430,12 @@ fn a_chain_runs_in_one_ring_each_step_after_the_previous() {
 #[test]
 fn a_chain_pushed_while_running_stays_in_order_under_the_race_detector() {
     const STEPS: u32 = 40;
-    for seed in [3, 11] {
+    for (seed, warp) in [(3, false), (11, false), (3, true), (11, true)] {
         let config = PoolConfig::new(KINDS)
             .blocks(4)
             .block_threads(THREADS)
             .timeout(Duration::from_secs(60));
+        let config = with_warp(config, "pool_demo", warp);
         let machine = Machine::new(2).interleave(seed).check_races(true);
         let pool = TaskPool::cpu(machine, 3, pool_demo, config).unwrap();
         let buf = counters(THREADS as usize);
@@ -1612,15 +1659,27 @@ fn only_the_first_dependent_of_a_task_rides_behind_it() {
 /// what says `Ran`.
 #[test]
 fn shutdown_with_rings_partly_full_loses_nothing() {
-    for mode in [Shutdown::Drain, Shutdown::Cancel] {
+    for (mode, warp) in [
+        (Shutdown::Drain, false),
+        (Shutdown::Cancel, false),
+        (Shutdown::Drain, true),
+        (Shutdown::Cancel, true),
+    ] {
         let config = PoolConfig::new(KINDS)
             .blocks(2)
             .block_threads(THREADS)
             .timeout(Duration::from_secs(60));
+        let config = with_warp(config, "pool_demo", warp);
         let pool = TaskPool::cpu(Machine::new(1), 3, pool_demo, config).unwrap();
         // Finished and never popped.
         let early = pool.push(Task::new(EMPTY, 1, 7u32)).unwrap();
+        // Bounded: a pool whose device failed never finishes it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while pool.unfinished() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{mode:?}, warp {warp}: the first task never finished"
+            );
             thread::sleep(Duration::from_micros(200));
         }
         let flag = AtomicU32::new(0);
@@ -1924,6 +1983,43 @@ fn a_task_reading_the_hardware_block_index_stops_the_pool_with_the_fix() {
         "{why}"
     );
     assert!(why.contains("pass the task's `Cta`"), "{why}");
+}
+
+/// A kernel the build did not mark for a publishing warp (`pool_generated`:
+/// `ragged_sum`'s early returns put plain barriers into its task) run
+/// beside one anyway: its first plain barrier would hang the GPU's block,
+/// so the CPU backend stops the pool there, naming the barrier and the
+/// fix, and a pop gets that error.
+#[test]
+fn a_plain_barrier_beside_a_publishing_warp_stops_the_pool_with_the_fix() {
+    assert!(
+        !clustered_host::ptx_publishing_warp_entries(clustered_suite::PTX)
+            .iter()
+            .any(|e| e == "pool_generated"),
+        "the build marked pool_generated, whose tasks wait at plain barriers"
+    );
+    let config = PoolConfig::new(pool_generated::KINDS)
+        .blocks(2)
+        .block_threads(THREADS)
+        .timeout(Duration::from_secs(60))
+        .cpu_publishing_warp(true);
+    let pool = TaskPool::cpu(Machine::new(2), 3, pool_generated, config).unwrap();
+    let n = 2 * THREADS;
+    let input: Vec<u32> = (0..n).collect();
+    let mut output = vec![0u32; n as usize];
+    let args = ragged_sum_args {
+        input: input.as_ptr() as u64,
+        output: output.as_mut_ptr() as u64,
+        n,
+        ragged: 1,
+    };
+    pool.push(pool_generated::task(2, args)).unwrap();
+    let Err(PoolError::Device(why)) = pool.pop_finished() else {
+        panic!("a task waited at a plain barrier beside a publishing warp");
+    };
+    // The task protocol's vote, which its early returns need.
+    assert!(why.contains("`sync_threads_and()` at"), "{why}");
+    assert!(why.contains("cpu_publishing_warp(false)"), "{why}");
 }
 
 #[test]
