@@ -97,18 +97,29 @@ fn loops(sass: &[Instruction]) -> Vec<(u32, u32)> {
         .collect()
 }
 
+/// An innermost loop's shape: what it issues and how much of it at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopShape {
+    /// Counts of the opcodes asked for (see [`innermost_loops`]).
+    pub ops: BTreeMap<String, u32>,
+    /// The most loads (global, generic or shared) issued and not yet read,
+    /// walking the loop once in order.
+    pub loads_in_flight: u32,
+}
+
 /// The innermost loops of a function (backward branches' ranges that hold
-/// no other), each as counts of the opcodes in `ops` (base opcodes:
-/// `LDS.64` counts as `LDS`), in address order. A global load or store
-/// counts as a generic one (`LDG` as `LD`, `STG` as `ST`): a pool task's
-/// pointers come from its payload, where ptxas cannot tell their space.
+/// no other), in address order, each as counts of the opcodes in `ops`
+/// (base opcodes: `LDS.64` counts as `LDS`) and the loads it keeps in
+/// flight. A global load or store counts as a generic one (`LDG` as `LD`,
+/// `STG` as `ST`): a pool task's pointers come from its payload, where
+/// ptxas cannot tell their space.
 ///
 /// How two entries that inline one body compare the body's schedule: the
 /// same PTX loop compiled to 36 shared loads in one (each coordinate on
-/// its own, several in flight) and to 20 in another (the coordinates in
-/// 8-byte pairs, one pair in flight at a time: the loop took twice as
-/// long; docs/BENCHMARKS.md, "The k-means assign's loads, unguarded").
-pub fn innermost_loops(sass: &[Instruction], ops: &[&str]) -> Vec<BTreeMap<String, u32>> {
+/// its own, six in flight) and to 20 in another (the coordinates in 8-byte
+/// pairs, one pair in flight at a time: the loop took twice as long;
+/// docs/BENCHMARKS.md, "The k-means assign's loads, unguarded").
+pub fn innermost_loops(sass: &[Instruction], ops: &[&str]) -> Vec<LoopShape> {
     let loops = loops(sass);
     let mut innermost: Vec<(u32, u32)> = loops
         .iter()
@@ -124,8 +135,12 @@ pub fn innermost_loops(sass: &[Instruction], ops: &[&str]) -> Vec<BTreeMap<Strin
     innermost
         .into_iter()
         .map(|(start, end)| {
+            let body = || {
+                sass.iter()
+                    .filter(move |(at, _)| (start..=end).contains(at))
+            };
             let mut counts = BTreeMap::new();
-            for (_, text) in sass.iter().filter(|(at, _)| (start..=end).contains(at)) {
+            for (_, text) in body() {
                 let op = opcode(text).split('.').next().unwrap_or("");
                 let op = match op {
                     "LDG" => "LD",
@@ -136,7 +151,12 @@ pub fn innermost_loops(sass: &[Instruction], ops: &[&str]) -> Vec<BTreeMap<Strin
                     *counts.entry(op.to_string()).or_default() += 1;
                 }
             }
-            counts
+            let is_load =
+                |op: &str| ["LDG", "LD", "LDS"].contains(&op.split('.').next().unwrap_or(""));
+            LoopShape {
+                ops: counts,
+                loads_in_flight: pending_loads(body(), is_load).most,
+            }
         })
         .collect()
 }
@@ -171,6 +191,16 @@ fn walk_loads(sass: &[Instruction]) -> LoadWalk {
     else {
         return LoadWalk::default();
     };
+    pending_loads(own(hot), |opcode| opcode.starts_with("LDG"))
+}
+
+/// Walks `instructions` once in order, counting the loads (opcodes that
+/// `is_load` accepts) issued and not yet read: the most at once, and the
+/// count at each round's first read.
+fn pending_loads<'a>(
+    instructions: impl Iterator<Item = &'a Instruction>,
+    is_load: impl Fn(&str) -> bool,
+) -> LoadWalk {
     // Registers by number: `R14`, and a wide load's `R14` covers R14..R17.
     let registers = |text: &str| -> Vec<u32> {
         text.split(|c: char| !c.is_ascii_alphanumeric())
@@ -182,9 +212,9 @@ fn walk_loads(sass: &[Instruction]) -> LoadWalk {
     let mut walk = LoadWalk::default();
     // Loads issued since the last round ended.
     let mut issued = 0;
-    for (_, text) in own(hot) {
+    for (_, text) in instructions {
         let (opcode, operands) = parts(text);
-        let (written, read) = if opcode.starts_with("LDG") {
+        let (written, read) = if is_load(opcode) {
             let (dest, address) = operands.split_once(',').unwrap_or((operands, ""));
             (registers(dest).first().copied(), registers(address))
         } else {
@@ -251,16 +281,18 @@ mod tests {
             "@P2 BRA 0x70",
             "EXIT",
         ]);
-        let counts = |pairs: &[(&str, u32)]| -> BTreeMap<String, u32> {
-            pairs.iter().map(|&(op, n)| (op.to_string(), n)).collect()
+        let shape = |pairs: &[(&str, u32)], loads_in_flight| LoopShape {
+            ops: pairs.iter().map(|&(op, n)| (op.to_string(), n)).collect(),
+            loads_in_flight,
         };
         // The outer loop (0x0..0x60) holds the first: not innermost. A
-        // global load counts as a generic one; BRA is not asked for.
+        // global load counts as a generic one; BRA is not asked for. The
+        // first loop's two loads are both pending at its FADD.
         assert_eq!(
             innermost_loops(&listing, &["LD", "LDS", "FADD", "ST"]),
             [
-                counts(&[("LD", 1), ("LDS", 1), ("FADD", 1)]),
-                counts(&[("LDS", 1), ("FADD", 1)]),
+                shape(&[("LD", 1), ("LDS", 1), ("FADD", 1)], 2),
+                shape(&[("LDS", 1), ("FADD", 1)], 1),
             ]
         );
         assert!(innermost_loops(&sass(&["FADD R1, R1, R1", "EXIT"]), &["FADD"]).is_empty());
