@@ -71,9 +71,15 @@ impl Cta {
         }
     }
 
+    /// The threads that run the CTA: the product of its
+    /// [`block_dim_x`](Self::block_dim_x), `_y` and `_z`.
+    #[inline(always)]
+    pub fn thread_count(&self) -> u32 {
+        self.block_dim_x() * self.block_dim_y() * self.block_dim_z()
+    }
+
     /// A barrier of the CTA's threads (`__syncthreads()`): `barrier.sync
-    /// 0, n` for its `n` threads (the product of its
-    /// [`block_dim_x`](Self::block_dim_x), `_y` and `_z`), one instruction
+    /// 0, n` for its `n` threads ([`thread_count`](Self::thread_count)), one instruction
     /// tagged as the pool's, so a pool task that waits here
     /// (and nowhere else) may run beside a publishing warp, which never
     /// comes to it. Every thread of the CTA must reach it, as
@@ -81,8 +87,7 @@ impl Cta {
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub fn sync_threads(&self) {
-        let threads = self.block_dim_x() * self.block_dim_y() * self.block_dim_z();
-        crate::thread::sync_first_threads::<0>(threads);
+        crate::thread::sync_first_threads::<0>(self.thread_count());
     }
 
     /// The CTA's index along x in the original grid (`blockIdx.x`).

@@ -135,6 +135,41 @@ pub(crate) mod hardware {
         #[cfg(not(target_arch = "nvptx64"))]
         crate::thread::sync_threads_and(done)
     }
+
+    /// [`task_barrier`] for a pool task's CTA: barrier 2 of its first
+    /// `threads` threads (`barrier.red.and.pred p, 2, n`, `n` in whole
+    /// warps as PTX requires), tagged as the pool's, so a publishing warp
+    /// beyond them never comes to it (`clustered_abi::pool`, "A publishing
+    /// warp"). One function, never inlined on the GPU, as `task_barrier`.
+    #[cfg_attr(target_arch = "nvptx64", inline(never))]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(always))]
+    pub fn pool_task_barrier(done: bool, threads: u32) -> bool {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let all: u32;
+            // SAFETY: a barrier has no memory-safety preconditions.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred %clustered_in, %clustered_all;",
+                    "setp.ne.u32 %clustered_in, {done}, 0;",
+                    "barrier.red.and.pred %clustered_all, 2, {threads}, %clustered_in; // clustered:pool",
+                    "selp.u32 {all}, 1, 0, %clustered_all; }}",
+                    done = in(reg32) done as u32,
+                    threads = in(reg32) threads.next_multiple_of(32),
+                    all = out(reg32) all,
+                    options(nostack, preserves_flags),
+                );
+            }
+            all != 0
+        }
+        // One call site for every arrival, as the GPU's one instruction.
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::cpu::barrier(
+            crate::cpu::BarrierKind::Counted { id: 2, threads },
+            core::panic::Location::caller(),
+            done,
+        )
+    }
 }
 
 /// A barrier in the body of a persistent schedule (agents, persistent,
@@ -149,6 +184,13 @@ pub(crate) mod hardware {
 #[inline(always)]
 pub fn body_barrier() {
     hardware::task_barrier(false);
+}
+
+/// [`body_barrier`] in a pool task's body: counts the task's threads
+/// (`cta`'s), not a publishing warp beside them.
+#[inline(always)]
+pub fn pool_body_barrier(cta: &Cta) {
+    hardware::pool_task_barrier(false, cta.thread_count());
 }
 
 /// Separates two tasks of a persistent schedule whose body shares memory or
@@ -172,6 +214,24 @@ pub fn barrier_in_body<F: FnOnce() + 'static>(call: F) {
     } else {
         call();
     }
+}
+
+/// [`barrier_in_body`] in a pool task's body ([`pool_body_barrier`]).
+#[inline(always)]
+pub fn pool_barrier_in_body<F: FnOnce() + 'static>(cta: &Cta, call: F) {
+    if crate::cta::is_function::<F, _>(&crate::thread::sync_threads) {
+        pool_body_barrier(cta);
+    } else {
+        call();
+    }
+}
+
+/// [`end_task`] in a pool task: its barrier counts the task's threads
+/// (`cta`'s), not a publishing warp beside them.
+#[inline(always)]
+pub fn pool_end_task(cta: &Cta) {
+    let threads = cta.thread_count();
+    while !hardware::pool_task_barrier(true, threads) {}
 }
 
 /// Ends this thread's task in a persistent schedule whose body shares memory

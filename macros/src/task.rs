@@ -124,7 +124,8 @@ pub fn task_support(function: &ItemFn) -> TokenStream {
     // A pool runs a block's CTAs one after the other, like a persistent
     // schedule, so a body that returns early gets the task protocol: its
     // barriers wait for the threads that returned, and each `return` (and
-    // the end) ends the task for the whole CTA (`run::end_task`).
+    // the end) ends the task for the whole CTA (`run::pool_end_task`),
+    // counting the task's threads only.
     let kernel = &function.sig.ident;
     let cta = expand::cta();
     let returns_early = analyse::returns_early(&function.block);
@@ -140,8 +141,10 @@ pub fn task_support(function: &ItemFn) -> TokenStream {
         &mut errors,
     );
     let device = crate::runtime::runtime_path();
-    let end_task =
-        (facts.shares_within_cta && returns_early).then(|| quote!(#device::run::end_task();));
+    let end_task = (facts.shares_within_cta && returns_early).then(|| {
+        let end = analyse::end_task_call(Some(&cta));
+        quote!(#end;)
+    });
     if !errors.is_empty() {
         return TokenStream::new();
     }

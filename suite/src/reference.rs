@@ -70,6 +70,36 @@ pub fn rotate_in_blocks(input: &[u32], block: usize) -> Vec<u32> {
         .collect()
 }
 
+/// `ragged_sum` launched with `block` threads per block
+/// (`kernels::early_exit`): each live thread's element plus its live
+/// neighbours' at distances 1, 2 and 4 through the rounds, wrapping among
+/// the live threads, plus its block index; the upper half of block
+/// `ragged` and the threads past the end leave at once, and their
+/// elements keep `untouched`. Bitwise comparable (wrapping sums).
+pub fn ragged_sum(input: &[u32], block: usize, ragged: usize, untouched: u32) -> Vec<u32> {
+    let n = input.len();
+    let mut output = vec![untouched; n];
+    for (b, chunk) in input.chunks(block).enumerate() {
+        let live = if b == ragged {
+            (block / 2).min(chunk.len())
+        } else {
+            chunk.len()
+        };
+        let mut values = chunk[..live].to_vec();
+        let mut distance = 1;
+        for _ in 0..kernels::early_exit::RAGGED_ROUNDS {
+            values = (0..live)
+                .map(|t| values[t].wrapping_add(values[(t + distance) % live]))
+                .collect();
+            distance *= 2;
+        }
+        for (t, value) in values.into_iter().enumerate() {
+            output[b * block + t] = value.wrapping_add(b as u32);
+        }
+    }
+    output
+}
+
 /// `C = A B` for `n x n` matrices, each element summed as
 /// `sum = fma(A[i][k], B[k][j], sum)` for `k = 0 .. n` in order: the order
 /// of `sgemm_naive`, `sgemm_tiled` (tiles of k in order, k in order inside)

@@ -965,18 +965,25 @@ fn the_launch_baselines_match_the_reference() {
 /// barrier protocol of `ragged_sum` must hold whichever thread runs first.
 #[test]
 fn a_generated_pool_runs_ordinary_kernels_as_their_launches_do() {
-    generated_pool_matches_launches(Machine::new(2));
-    for seed in [1, 7, 42] {
-        generated_pool_matches_launches(Machine::new(2).interleave(seed).check_races(true));
+    // Beside a publishing warp too: `ragged_sum`'s task protocol counts the
+    // task's threads only.
+    for warp in [false, true] {
+        generated_pool_matches_launches(Machine::new(2), warp);
+        for seed in [1, 7, 42] {
+            let machine = Machine::new(2).interleave(seed).check_races(true);
+            generated_pool_matches_launches(machine, warp);
+        }
     }
 }
 
-fn generated_pool_matches_launches(machine: Machine) {
+fn generated_pool_matches_launches(machine: Machine, warp: bool) {
     let config = PoolConfig::new(pool_generated::KINDS)
         .blocks(4)
         .block_threads(THREADS)
         .timeout(Duration::from_secs(60));
+    let config = with_warp(config, "pool_generated", warp);
     let pool = TaskPool::cpu(machine.clone(), 3, pool_generated, config).expect("the pool starts");
+    assert_eq!(pool.publishing_warp(), warp);
     let launch = |ctas: u32| CpuLaunch {
         grid: [ctas, 1, 1],
         block: [THREADS, 1, 1],
@@ -1985,41 +1992,45 @@ fn a_task_reading_the_hardware_block_index_stops_the_pool_with_the_fix() {
     assert!(why.contains("pass the task's `Cta`"), "{why}");
 }
 
-/// A kernel the build did not mark for a publishing warp (`pool_generated`:
-/// `ragged_sum`'s early returns put plain barriers into its task) run
-/// beside one anyway: its first plain barrier would hang the GPU's block,
-/// so the CPU backend stops the pool there, naming the barrier and the
-/// fix, and a pop gets that error.
+/// A pool whose one kind waits at a plain `sync_threads()` (a hand-written
+/// body, or a helper's: `task_pool!` cannot rewrite it), or reads the
+/// block's size.
+unsafe fn plain_barrier_pool(slots: *mut Slot) {
+    unsafe {
+        serve(slots, 2, |task, _| {
+            if task.kind() == 0 {
+                clustered_device::thread::sync_threads();
+            } else {
+                let _ = clustered_device::thread::block_dim_x();
+            }
+            0
+        })
+    }
+}
+
+/// Such a kernel run beside a publishing warp, which the build would not
+/// mark: its plain barrier would hang the GPU's block and its read of the
+/// block's size count the warp, so the CPU backend stops the pool there,
+/// naming the call and the fix, and a pop gets that error.
 #[test]
-fn a_plain_barrier_beside_a_publishing_warp_stops_the_pool_with_the_fix() {
-    assert!(
-        !clustered_host::ptx_publishing_warp_entries(clustered_suite::PTX)
-            .iter()
-            .any(|e| e == "pool_generated"),
-        "the build marked pool_generated, whose tasks wait at plain barriers"
-    );
-    let config = PoolConfig::new(pool_generated::KINDS)
-        .blocks(2)
-        .block_threads(THREADS)
-        .timeout(Duration::from_secs(60))
-        .cpu_publishing_warp(true);
-    let pool = TaskPool::cpu(Machine::new(2), 3, pool_generated, config).unwrap();
-    let n = 2 * THREADS;
-    let input: Vec<u32> = (0..n).collect();
-    let mut output = vec![0u32; n as usize];
-    let args = ragged_sum_args {
-        input: input.as_ptr() as u64,
-        output: output.as_mut_ptr() as u64,
-        n,
-        ragged: 1,
-    };
-    pool.push(pool_generated::task(2, args)).unwrap();
-    let Err(PoolError::Device(why)) = pool.pop_finished() else {
-        panic!("a task waited at a plain barrier beside a publishing warp");
-    };
-    // The task protocol's vote, which its early returns need.
-    assert!(why.contains("`sync_threads_and()` at"), "{why}");
-    assert!(why.contains("cpu_publishing_warp(false)"), "{why}");
+fn a_plain_barrier_or_block_size_beside_a_publishing_warp_stops_the_pool_with_the_fix() {
+    for (kind, call) in [
+        (0, "a plain `sync_threads()` at"),
+        (1, "`block_dim_x()` read the block's size"),
+    ] {
+        let config = PoolConfig::new(2)
+            .blocks(2)
+            .block_threads(THREADS)
+            .timeout(Duration::from_secs(60))
+            .cpu_publishing_warp(true);
+        let pool = TaskPool::cpu(Machine::new(2), 3, plain_barrier_pool, config).unwrap();
+        pool.push(Task::new(kind, 1, 0u32)).unwrap();
+        let Err(PoolError::Device(why)) = pool.pop_finished() else {
+            panic!("kind {kind} ran beside a publishing warp");
+        };
+        assert!(why.contains(call), "{why}");
+        assert!(why.contains("cpu_publishing_warp(false)"), "{why}");
+    }
 }
 
 #[test]

@@ -532,8 +532,8 @@ fn a_pool_at_full_occupancy_runs_every_task_once() {
 /// what `task_pool!` makes of a body's `sync_threads()`) and read the block's
 /// size only from their CTA runs with a warp of each worker block
 /// publishing its tasks (`clustered_abi::pool`, "A publishing warp"):
-/// `pool_demo`; `pool_generated`, one of whose tasks returns early (its
-/// barriers wait for every thread of the block), does not. On `pool_demo`
+/// `pool_demo`, and `pool_generated`, one of whose tasks returns early (its
+/// task protocol's barrier counts the task's threads too). On `pool_demo`
 /// with that warp, without it, and with blocks of 100 threads (no warp of
 /// their own: it would share the task's last warp; barriers counted in
 /// whole warps): 20,000 MARKs pushed from four threads each run once and
@@ -547,11 +547,6 @@ fn a_publishing_warp_publishes_every_task_once_and_in_order() {
     let Some((_alone, gpu, module)) = gpu_alone() else {
         return;
     };
-    let generated = module.kernel("pool_generated").unwrap();
-    assert!(
-        !generated.publishing_warp(),
-        "a task of pool_generated returns early"
-    );
     let kernel = module.kernel("pool_demo").unwrap();
     assert!(kernel.publishing_warp(), "the build marks pool_demo");
     const MARKS: u32 = 20_000;
@@ -732,6 +727,78 @@ fn a_generated_task_at_its_cta_barrier_rotates_on_the_gpu() {
                 output == want,
                 "{mode}: {n} elements not rotated in their chunks"
             );
+        }
+    }
+}
+
+/// A generated task that returns early before its barriers
+/// (`pool_generated`'s `ragged_sum`: the upper half of one block of each
+/// task leaves at once, the rest exchange values through shared memory in
+/// six barriers) runs its task protocol beside a publishing warp: the
+/// protocol's vote counts the task's threads only (`run::pool_end_task`).
+/// With the warp at 128 and 96 threads, without it, and at 48 threads (no
+/// warp), tasks of 1 to 300 CTAs give the CPU reference's sums.
+#[test]
+fn a_generated_task_that_returns_early_runs_beside_a_publishing_warp_on_the_gpu() {
+    let Some((_alone, gpu, module)) = gpu_alone() else {
+        return;
+    };
+    use kernels::early_exit::ragged_sum_args;
+    use kernels::pool::pool_generated;
+    let kernel = module.kernel("pool_generated").unwrap();
+    assert!(kernel.publishing_warp(), "the build marks pool_generated");
+    for (threads, publishing_warp) in [(128u32, true), (128, false), (96, true), (48, true)] {
+        let mode = format!("{threads} threads, publishing_warp({publishing_warp})");
+        let config = PoolConfig::new(pool_generated::KINDS)
+            .block_threads(threads)
+            .publishing_warp(publishing_warp)
+            .timeout(Duration::from_secs(30));
+        let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
+        assert_eq!(
+            pool.publishing_warp(),
+            publishing_warp && threads % 32 == 0,
+            "{mode}"
+        );
+        // Tasks of 1 to 300 CTAs, the last partial, a ragged block in each.
+        let sizes: Vec<(u32, u32)> = [(1u32, 0u32), (3, 1), (40, 17), (300, 299), (2, 1)]
+            .iter()
+            .map(|&(ctas, ragged)| (ctas * threads - threads / 3, ragged))
+            .collect();
+        let mut buffers = Vec::new();
+        for (t, &(n, _)) in sizes.iter().enumerate() {
+            let input: Vec<u32> = (0..n)
+                .map(|i| (i ^ (t as u32) << 20).wrapping_mul(2654435761))
+                .collect();
+            let (on_gpu, output) = (
+                gpu.htod(&input).unwrap(),
+                gpu.zeros::<u32>(n as usize).unwrap(),
+            );
+            buffers.push((input, on_gpu, output));
+        }
+        gpu.synchronize().unwrap();
+        for (&(n, ragged), (_, input, output)) in sizes.iter().zip(&buffers) {
+            let args = ragged_sum_args {
+                input: address(&gpu, input),
+                output: address(&gpu, output),
+                n,
+                ragged,
+            };
+            pool.push(pool_generated::task(n.div_ceil(threads), args))
+                .unwrap();
+        }
+        for _ in &sizes {
+            let done = pool.pop_finished().expect("every task finishes");
+            assert!(
+                matches!(done.outcome, Outcome::Ran { .. }),
+                "{mode}: {done:?}"
+            );
+        }
+        assert_eq!(pool.shutdown(Shutdown::Drain).unwrap(), Vec::new());
+        for (&(n, ragged), (input, _, output)) in sizes.iter().zip(&buffers) {
+            let output = gpu.dtoh(output).unwrap();
+            let want =
+                clustered_suite::reference::ragged_sum(input, threads as usize, ragged as usize, 0);
+            assert!(output == want, "{mode}: {n} elements summed otherwise");
         }
     }
 }

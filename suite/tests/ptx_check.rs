@@ -258,19 +258,26 @@ fn pool_kernels_publish_only_behind_a_fence() {
     );
 }
 
-/// The suite's pool kernels whose tasks wait only at their CTA's barrier
+/// The suite's pool kernels whose tasks wait only at their CTA's barriers
 /// and read the block's size only from their CTA, and only those, get a
 /// publishing warp (`clustered_abi::pool`, "A publishing warp"): marked
 /// in the PTX the suite loads, and unmarked once a task of theirs waits at
-/// a plain barrier. `pool_generated`'s `ragged_sum` returns early, so its
-/// barriers are the task protocol's, which wait for every thread.
+/// a plain barrier. `pool_generated`'s `ragged_sum` returns early: its
+/// task protocol's barrier counts the task's threads (`clustered:pool`),
+/// and the schedules' protocol, which counts every thread, does not mark.
 #[test]
 fn only_pools_whose_tasks_never_wait_at_a_barrier_get_a_publishing_warp() {
     let mut pools = publishing_warp_pools(clustered_suite::PTX);
     pools.sort();
     assert_eq!(
         pools,
-        ["pool_barriers", "pool_demo", "pool_empty", "pool_tables"]
+        [
+            "pool_barriers",
+            "pool_demo",
+            "pool_empty",
+            "pool_generated",
+            "pool_tables"
+        ]
     );
     for pool in &pools {
         let mark = format!(
@@ -292,5 +299,31 @@ fn only_pools_whose_tasks_never_wait_at_a_barrier_get_a_publishing_warp() {
     });
     let mut left = publishing_warp_pools(&waits);
     left.sort();
-    assert_eq!(left, ["pool_barriers", "pool_empty", "pool_tables"]);
+    assert_eq!(
+        left,
+        [
+            "pool_barriers",
+            "pool_empty",
+            "pool_generated",
+            "pool_tables"
+        ]
+    );
+    // The pool task protocol's vote (in a function of its own, called from
+    // the entry) tagged as a schedule's, whose vote counts every thread.
+    let votes: Vec<String> = clustered_suite::PTX
+        .lines()
+        .map(|l| {
+            if l.contains("barrier.red") {
+                l.replace("// clustered:pool", "// clustered:task")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let mut left = publishing_warp_pools(&votes.join("\n"));
+    left.sort();
+    assert_eq!(
+        left,
+        ["pool_barriers", "pool_demo", "pool_empty", "pool_tables"]
+    );
 }

@@ -197,7 +197,7 @@ pub fn task_body(
     let mut body = (*function.block).clone();
     let facts = rewrite_body(&mut body, cta, kernel, task_protocol, pool, errors);
     if facts.shares_within_cta && task_protocol {
-        end_tasks_at_returns(&mut body);
+        end_tasks_at_returns(&mut body, &end_task_call(pool.then_some(cta)));
     }
     errors.extend(crate::trace::trace_global_memory(
         &mut body,
@@ -271,13 +271,23 @@ fn rewrite_call(
         let method = Ident::new(&text[1..], span);
         return Some(syn::parse_quote_spanned!(span=> (#cta.#method() as i32)));
     }
+    // A pool task's protocol counts the task's threads, not a publishing
+    // warp beside them (`run::pool_body_barrier`).
     if persistent && text == "sync_threads" {
         let device = crate::runtime::runtime_path();
-        return Some(syn::parse_quote_spanned!(span=> #device::run::barrier_in_body(#func)));
+        return Some(if pool {
+            syn::parse_quote_spanned!(span=> #device::run::pool_barrier_in_body(&#cta, #func))
+        } else {
+            syn::parse_quote_spanned!(span=> #device::run::barrier_in_body(#func))
+        });
     }
     if persistent && text == "_syncthreads" {
         let device = crate::runtime::runtime_path();
-        return Some(syn::parse_quote_spanned!(span=> #device::run::body_barrier()));
+        return Some(if pool {
+            syn::parse_quote_spanned!(span=> #device::run::pool_body_barrier(&#cta))
+        } else {
+            syn::parse_quote_spanned!(span=> #device::run::body_barrier())
+        });
     }
     None
 }
@@ -395,8 +405,20 @@ impl VisitMut for Rewriter<'_> {
     fn visit_item_mut(&mut self, _item: &mut syn::Item) {}
 }
 
+/// How a task ends under the task protocol: `run::end_task()` in a
+/// schedule, `run::pool_end_task(&cta)` in a pool task (`pool_cta`), whose
+/// barrier counts the task's threads only.
+pub fn end_task_call(pool_cta: Option<&Ident>) -> Expr {
+    let device = crate::runtime::runtime_path();
+    match pool_cta {
+        Some(cta) => syn::parse_quote!(#device::run::pool_end_task(&#cta)),
+        None => syn::parse_quote!(#device::run::end_task()),
+    }
+}
+
 /// In a persistent body that ends each task with the task barrier, makes
-/// every `return` end the task the same way first: `{ end_task(); return }`.
+/// every `return` end the task the same way first: `{ end(); return }`
+/// (`end`: [`end_task_call`]).
 ///
 /// On a GPU the threads of a warp that leave a branch early wait where the
 /// branch joins (ptxas's reconvergence point) until their warp-mates arrive;
@@ -404,17 +426,16 @@ impl VisitMut for Rewriter<'_> {
 /// at a body barrier for it: a hang. Waiting in `end_task` inside the
 /// returning branch, it arrives at those barriers instead. Closures and
 /// nested items return from themselves, so they are left alone.
-pub fn end_tasks_at_returns(body: &mut syn::Block) {
-    struct Returns;
-    impl VisitMut for Returns {
+pub fn end_tasks_at_returns(body: &mut syn::Block, end: &Expr) {
+    struct Returns<'a>(&'a Expr);
+    impl VisitMut for Returns<'_> {
         fn visit_expr_mut(&mut self, expr: &mut Expr) {
             match expr {
                 Expr::Closure(_) => return,
                 Expr::Return(ret) => {
-                    let device = crate::runtime::runtime_path();
                     let span = ret.return_token.span;
-                    let ret = ret.clone();
-                    *expr = syn::parse_quote_spanned!(span=> { #device::run::end_task(); #ret });
+                    let (end, ret) = (self.0, ret.clone());
+                    *expr = syn::parse_quote_spanned!(span=> { #end; #ret });
                     return;
                 }
                 _ => {}
@@ -423,7 +444,7 @@ pub fn end_tasks_at_returns(body: &mut syn::Block) {
         }
         fn visit_item_mut(&mut self, _item: &mut syn::Item) {}
     }
-    Returns.visit_block_mut(body);
+    Returns(end).visit_block_mut(body);
 }
 
 /// Does the body `return` (outside closures and nested items)? Only then do

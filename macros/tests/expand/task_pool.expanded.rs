@@ -337,12 +337,12 @@ impl halves {
             let seen = shared_array!(seen_halves_run_task : [u32; 32]);
             if thread_idx_x() >= 16 {
                 {
-                    ::clustered_device::run::end_task();
+                    ::clustered_device::run::pool_end_task(&__cta);
                     return;
                 };
             }
             seen.write(thread_idx_x(), __cta.virtual_block_idx_x(block_idx_x));
-            ::clustered_device::run::barrier_in_body(sync_threads);
+            ::clustered_device::run::pool_barrier_in_body(&__cta, sync_threads);
             {
                 let __value = seen.read(15 - thread_idx_x());
                 ::clustered_device::memory::store(
@@ -351,7 +351,7 @@ impl halves {
                 )
             };
         }
-        ::clustered_device::run::end_task();
+        ::clustered_device::run::pool_end_task(&__cta);
     }
 }
 unsafe impl ::clustered_device::pool::TaskKernel for halves {
