@@ -446,10 +446,11 @@ fn pool_entries<'a>(module: &Module<'a>) -> Vec<(&'a str, Vec<(&'a str, &'a str)
 /// `Cta::sync_threads`, which `task_pool!` makes of a body's
 /// `sync_threads()`), each counting the task's threads only, and only
 /// the runtime reads the block's size (`%ntid`, tagged), which counts that
-/// warp. A plain `sync_threads()` (a hand-written body's, a helper's, the
-/// task protocol's of a body that returns early) would wait for a warp
-/// that never comes to it, and a plain `block_dim_x()` would count it;
-/// such a kernel runs with thread 0 publishing, as before.
+/// warp (a pool task's protocol, for a body that returns early, votes on
+/// such a barrier too). A plain `sync_threads()` (a hand-written body's, a
+/// helper's, a schedule's task protocol) would wait for a warp that never
+/// comes to it, and a plain `block_dim_x()` would count it; such a kernel
+/// runs with thread 0 publishing, as before.
 pub fn publishing_warp_pools(ptx: &str) -> Vec<String> {
     let module = parse(ptx);
     pool_entries(&module)
