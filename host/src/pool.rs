@@ -331,8 +331,9 @@ impl PoolConfig {
     /// Whether the CPU backend ([`TaskPool::cpu`]) runs the kernel as the
     /// GPU runs one that the build marked for a publishing warp (default
     /// `false`: a function carries no mark). Pass whether the build marked
-    /// it, from the module's PTX:
-    /// `clustered_host::ptx_publishing_warp_entries(PTX).iter().any(|e| e == "my_pool")`.
+    /// it, from the module's PTX
+    /// ([`ptx_publishing_warp_entries`](crate::ptx_publishing_warp_entries)):
+    /// `ptx_publishing_warp_entries(PTX).iter().any(|e| e == "my_pool")`.
     /// The engine then reports what would keep the build from marking it
     /// as the run's error, naming the call: a plain `sync_threads()` in a
     /// task (on the GPU, a hang beside the warp) or a read of the block's
