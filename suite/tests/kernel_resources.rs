@@ -522,8 +522,9 @@ fn hand_written_layouts_keep_their_loads_in_flight() {
 /// each of the kernel `polynomial`'s is one of its generated pool's
 /// (`pool_tables`). The loads each keeps in flight are printed, not held
 /// to the launch's: the assign's loop keeps 11 in the launch and 7 in the
-/// pool with the same instructions, a difference no GPU run has timed
-/// yet.
+/// pool with the same instructions, and no run has timed the launch's
+/// loop alone (the pool's took 4.8 us a CTA on an H100 in session 54,
+/// e0779a8's guarded 89-instruction loop 3.0).
 /// The assign's loop once compiled, from the same PTX, to 20 shared loads
 /// in the pool (16 of them a point's coordinates as one 8-byte pair, one
 /// pair in flight at a time) against the launch's 36, and that loop took
