@@ -101,6 +101,36 @@ pub(crate) mod hardware {
         );
     }
 
+    /// `barrier.red.and.pred` on barrier 2 of the thread's `done`, whose
+    /// count operand is `$count` (`""` for every thread of the CTA, or
+    /// `"{threads}, "` with `threads = ..` given) and whose tag is `$tag`:
+    /// the one instruction of [`task_barrier`] and [`pool_task_barrier`].
+    #[cfg(target_arch = "nvptx64")]
+    macro_rules! vote_on_barrier_2 {
+        ($done:expr, $count:literal, $tag:literal $(, threads = $threads:expr)?) => {{
+            let all: u32;
+            // SAFETY: a barrier has no memory-safety preconditions.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred %clustered_in, %clustered_all;",
+                    "setp.ne.u32 %clustered_in, {done}, 0;",
+                    concat!(
+                        "barrier.red.and.pred %clustered_all, 2, ",
+                        $count,
+                        "%clustered_in; // ",
+                        $tag
+                    ),
+                    "selp.u32 {all}, 1, 0, %clustered_all; }}",
+                    done = in(reg32) $done as u32,
+                    $(threads = in(reg32) $threads,)?
+                    all = out(reg32) all,
+                    options(nostack, preserves_flags),
+                );
+            }
+            all != 0
+        }};
+    }
+
     /// `barrier.red.and.pred` on barrier 2, not aligned: the thread arrives
     /// with `done` and gets whether every thread of the CTA arrived with
     /// `done` set. Threads of one warp may arrive from different
@@ -116,22 +146,7 @@ pub(crate) mod hardware {
     #[cfg_attr(not(target_arch = "nvptx64"), inline(always))]
     pub fn task_barrier(done: bool) -> bool {
         #[cfg(target_arch = "nvptx64")]
-        {
-            let all: u32;
-            // SAFETY: a barrier has no memory-safety preconditions.
-            unsafe {
-                core::arch::asm!(
-                    "{{ .reg .pred %clustered_in, %clustered_all;",
-                    "setp.ne.u32 %clustered_in, {done}, 0;",
-                    "barrier.red.and.pred %clustered_all, 2, %clustered_in; // clustered:task",
-                    "selp.u32 {all}, 1, 0, %clustered_all; }}",
-                    done = in(reg32) done as u32,
-                    all = out(reg32) all,
-                    options(nostack, preserves_flags),
-                );
-            }
-            all != 0
-        }
+        return vote_on_barrier_2!(done, "", "clustered:task");
         #[cfg(not(target_arch = "nvptx64"))]
         crate::thread::sync_threads_and(done)
     }
@@ -145,23 +160,12 @@ pub(crate) mod hardware {
     #[cfg_attr(not(target_arch = "nvptx64"), inline(always))]
     pub fn pool_task_barrier(done: bool, threads: u32) -> bool {
         #[cfg(target_arch = "nvptx64")]
-        {
-            let all: u32;
-            // SAFETY: a barrier has no memory-safety preconditions.
-            unsafe {
-                core::arch::asm!(
-                    "{{ .reg .pred %clustered_in, %clustered_all;",
-                    "setp.ne.u32 %clustered_in, {done}, 0;",
-                    "barrier.red.and.pred %clustered_all, 2, {threads}, %clustered_in; // clustered:pool",
-                    "selp.u32 {all}, 1, 0, %clustered_all; }}",
-                    done = in(reg32) done as u32,
-                    threads = in(reg32) threads.next_multiple_of(32),
-                    all = out(reg32) all,
-                    options(nostack, preserves_flags),
-                );
-            }
-            all != 0
-        }
+        return vote_on_barrier_2!(
+            done,
+            "{threads}, ",
+            "clustered:pool",
+            threads = threads.next_multiple_of(32)
+        );
         // One call site for every arrival, as the GPU's one instruction.
         #[cfg(not(target_arch = "nvptx64"))]
         crate::cpu::barrier(

@@ -662,38 +662,34 @@ fn a_publishing_warp_publishes_every_task_once_and_in_order() {
     }
 }
 
-/// A generated task that waits at its CTA's barrier and reads its block's
-/// size (`pool_barriers`: `rotate_in_blocks`, whose `sync_threads()`,
-/// `block_dim_x()` and `index_1d()` `task_pool!` rewrites to the task's
-/// CTA) rotates each block-sized chunk on the GPU as the CPU reference
-/// does: with a publishing warp (128 and 96 task threads), without one
-/// (the config turns it off; 48 threads are not whole warps), five tasks
-/// of 1 to 700 CTAs pushed at once.
-#[test]
-fn a_generated_task_at_its_cta_barrier_rotates_on_the_gpu() {
-    let Some((_alone, gpu, module)) = gpu_alone() else {
-        return;
-    };
-    use kernels::pool::{pool_barriers, rotate_in_blocks_args};
-    let kernel = module.kernel("pool_barriers").unwrap();
-    assert!(kernel.publishing_warp(), "the build marks pool_barriers");
+/// For each way a pool's blocks may publish their tasks (a publishing warp
+/// beside 128 and 96 task threads, none at 128 by the config, and 48
+/// threads, not whole warps, which get none): a pool of `kernel` (`kinds`
+/// kinds) runs one task per entry of `ctas`, each over a block-sized chunk
+/// short of a third of a block, pushed at once; `task(t, n, threads,
+/// input, output)` makes task `t` over `n` elements, and each output must equal
+/// `want(t, input, threads)`, element by element.
+fn tasks_in_every_publishing_mode(
+    gpu: &Gpu,
+    kernel: &clustered_suite::host::Kernel,
+    kinds: u32,
+    ctas: &[u32],
+    task: impl Fn(usize, u32, u32, u64, u64) -> Task,
+    want: impl Fn(usize, &[u32], u32) -> Vec<u32>,
+) {
     for (threads, publishing_warp) in [(128u32, true), (128, false), (96, true), (48, true)] {
         let mode = format!("{threads} threads, publishing_warp({publishing_warp})");
-        let config = PoolConfig::new(pool_barriers::KINDS)
+        let config = PoolConfig::new(kinds)
             .block_threads(threads)
             .publishing_warp(publishing_warp)
             .timeout(Duration::from_secs(30));
-        let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
+        let pool = TaskPool::gpu(gpu, kernel, config).expect("the pool starts");
         assert_eq!(
             pool.publishing_warp(),
             publishing_warp && threads % 32 == 0,
             "{mode}"
         );
-        // Tasks of 1 to 700 CTAs, each chunk of the last partial.
-        let sizes: Vec<u32> = [1u32, 3, 40, 700, 2]
-            .iter()
-            .map(|ctas| ctas * threads - threads / 3)
-            .collect();
+        let sizes: Vec<u32> = ctas.iter().map(|c| c * threads - threads / 3).collect();
         let mut buffers = Vec::new();
         for (t, &n) in sizes.iter().enumerate() {
             let input: Vec<u32> = (0..n)
@@ -706,29 +702,50 @@ fn a_generated_task_at_its_cta_barrier_rotates_on_the_gpu() {
             buffers.push((input, on_gpu, output));
         }
         gpu.synchronize().unwrap();
-        for (&n, (_, input, output)) in sizes.iter().zip(&buffers) {
-            let args = rotate_in_blocks_args {
-                input: address(&gpu, input),
-                output: address(&gpu, output),
-                n,
-            };
-            pool.push(pool_barriers::task(n.div_ceil(threads), args))
-                .unwrap();
+        for (t, (&n, (_, input, output))) in sizes.iter().zip(&buffers).enumerate() {
+            let (input, output) = (address(gpu, input), address(gpu, output));
+            pool.push(task(t, n, threads, input, output)).unwrap();
         }
         for _ in &sizes {
             let done = pool.pop_finished().expect("every task finishes");
             assert_eq!(done.outcome, Outcome::Ran { result: 0 }, "{mode}");
         }
         assert_eq!(pool.shutdown(Shutdown::Drain).unwrap(), Vec::new());
-        for (&n, (input, _, output)) in sizes.iter().zip(&buffers) {
+        for (t, (input, _, output)) in buffers.iter().enumerate() {
             let output = gpu.dtoh(output).unwrap();
-            let want = clustered_suite::reference::rotate_in_blocks(input, threads as usize);
             assert!(
-                output == want,
-                "{mode}: {n} elements not rotated in their chunks"
+                output == want(t, input, threads),
+                "{mode}: task {t}'s {} elements are wrong",
+                input.len()
             );
         }
     }
+}
+
+/// A generated task that waits at its CTA's barrier and reads its block's
+/// size (`pool_barriers`: `rotate_in_blocks`, whose `sync_threads()`,
+/// `block_dim_x()` and `index_1d()` `task_pool!` rewrites to the task's
+/// CTA) rotates each block-sized chunk on the GPU as the CPU reference
+/// does, in every publishing mode, five tasks of 1 to 700 CTAs.
+#[test]
+fn a_generated_task_at_its_cta_barrier_rotates_on_the_gpu() {
+    let Some((_alone, gpu, module)) = gpu_alone() else {
+        return;
+    };
+    use kernels::pool::{pool_barriers, rotate_in_blocks_args};
+    let kernel = module.kernel("pool_barriers").unwrap();
+    assert!(kernel.publishing_warp(), "the build marks pool_barriers");
+    tasks_in_every_publishing_mode(
+        &gpu,
+        &kernel,
+        pool_barriers::KINDS,
+        &[1, 3, 40, 700, 2],
+        |_, n, threads, input, output| {
+            let args = rotate_in_blocks_args { input, output, n };
+            pool_barriers::task(n.div_ceil(threads), args)
+        },
+        |_, input, threads| clustered_suite::reference::rotate_in_blocks(input, threads as usize),
+    );
 }
 
 /// A generated task that returns early before its barriers
@@ -736,8 +753,8 @@ fn a_generated_task_at_its_cta_barrier_rotates_on_the_gpu() {
 /// task leaves at once, the rest exchange values through shared memory in
 /// six barriers) runs its task protocol beside a publishing warp: the
 /// protocol's vote counts the task's threads only (`run::pool_end_task`).
-/// With the warp at 128 and 96 threads, without it, and at 48 threads (no
-/// warp), tasks of 1 to 300 CTAs give the CPU reference's sums.
+/// In every publishing mode, tasks of 1 to 300 CTAs give the CPU
+/// reference's sums.
 #[test]
 fn a_generated_task_that_returns_early_runs_beside_a_publishing_warp_on_the_gpu() {
     let Some((_alone, gpu, module)) = gpu_alone() else {
@@ -747,58 +764,24 @@ fn a_generated_task_that_returns_early_runs_beside_a_publishing_warp_on_the_gpu(
     use kernels::pool::pool_generated;
     let kernel = module.kernel("pool_generated").unwrap();
     assert!(kernel.publishing_warp(), "the build marks pool_generated");
-    for (threads, publishing_warp) in [(128u32, true), (128, false), (96, true), (48, true)] {
-        let mode = format!("{threads} threads, publishing_warp({publishing_warp})");
-        let config = PoolConfig::new(pool_generated::KINDS)
-            .block_threads(threads)
-            .publishing_warp(publishing_warp)
-            .timeout(Duration::from_secs(30));
-        let pool = TaskPool::gpu(&gpu, &kernel, config).expect("the pool starts");
-        assert_eq!(
-            pool.publishing_warp(),
-            publishing_warp && threads % 32 == 0,
-            "{mode}"
-        );
-        // Tasks of 1 to 300 CTAs, the last partial, a ragged block in each.
-        let sizes: Vec<(u32, u32)> = [(1u32, 0u32), (3, 1), (40, 17), (300, 299), (2, 1)]
-            .iter()
-            .map(|&(ctas, ragged)| (ctas * threads - threads / 3, ragged))
-            .collect();
-        let mut buffers = Vec::new();
-        for (t, &(n, _)) in sizes.iter().enumerate() {
-            let input: Vec<u32> = (0..n)
-                .map(|i| (i ^ (t as u32) << 20).wrapping_mul(2654435761))
-                .collect();
-            let (on_gpu, output) = (
-                gpu.htod(&input).unwrap(),
-                gpu.zeros::<u32>(n as usize).unwrap(),
-            );
-            buffers.push((input, on_gpu, output));
-        }
-        gpu.synchronize().unwrap();
-        for (&(n, ragged), (_, input, output)) in sizes.iter().zip(&buffers) {
+    // The block of each task whose upper half leaves at once.
+    const RAGGED: [u32; 5] = [0, 1, 17, 299, 1];
+    tasks_in_every_publishing_mode(
+        &gpu,
+        &kernel,
+        pool_generated::KINDS,
+        &[1, 3, 40, 300, 2],
+        |t, n, threads, input, output| {
             let args = ragged_sum_args {
-                input: address(&gpu, input),
-                output: address(&gpu, output),
+                input,
+                output,
                 n,
-                ragged,
+                ragged: RAGGED[t],
             };
-            pool.push(pool_generated::task(n.div_ceil(threads), args))
-                .unwrap();
-        }
-        for _ in &sizes {
-            let done = pool.pop_finished().expect("every task finishes");
-            assert!(
-                matches!(done.outcome, Outcome::Ran { .. }),
-                "{mode}: {done:?}"
-            );
-        }
-        assert_eq!(pool.shutdown(Shutdown::Drain).unwrap(), Vec::new());
-        for (&(n, ragged), (input, _, output)) in sizes.iter().zip(&buffers) {
-            let output = gpu.dtoh(output).unwrap();
-            let want =
-                clustered_suite::reference::ragged_sum(input, threads as usize, ragged as usize, 0);
-            assert!(output == want, "{mode}: {n} elements summed otherwise");
-        }
-    }
+            pool_generated::task(n.div_ceil(threads), args)
+        },
+        |t, input, threads| {
+            clustered_suite::reference::ragged_sum(input, threads as usize, RAGGED[t] as usize, 0)
+        },
+    );
 }
