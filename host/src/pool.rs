@@ -1140,6 +1140,9 @@ impl TaskPool {
     }
 
     /// Tasks pushed and not finished yet (queued, blocked or in a ring).
+    /// After the device failed (a kernel fault, the CPU backend's checks)
+    /// its tasks stay unfinished: a loop that waits for this to reach 0
+    /// should also pop, which returns the failure ([`TaskPool::pop_finished`]).
     pub fn unfinished(&self) -> usize {
         self.shared.unfinished(&self.shared.lock())
     }
@@ -1152,7 +1155,8 @@ impl TaskPool {
         self.shared.in_rings()
     }
 
-    /// A finished task, if one is waiting; never blocks.
+    /// A finished task, if one is waiting; never blocks. `None` also after
+    /// the device failed: [`TaskPool::pop_finished`] says why.
     pub fn try_pop_finished(&self) -> Option<Finished> {
         self.shared.lock().finished.pop_front()
     }
