@@ -423,7 +423,9 @@ impl fmt::Display for CpuError {
                 write!(
                     f,
                     " and {second} {} it at {second_site} with no sync_threads() between: \
-                     put a barrier between the write and the other thread's access, or give \
+                     put a barrier between the write and the other thread's access (for a \
+                     thread that the barriers do not count, such as a pool's publishing \
+                     warp: a release store after the write that it acquires before), or give \
                      each thread its own element",
                     access(*second_wrote)
                 )?;
