@@ -7,25 +7,11 @@ use clustered_suite::host::cpu::{launch_entry, CpuLaunch, Dispatch, Machine, NoO
 use clustered_suite::host::{ClusterOptions, Entry};
 use kernels::early_exit::*;
 
-/// What `ragged_sum` computes, written plainly.
+/// What `ragged_sum` computes (`input` is its `n` elements), from the
+/// suite's reference.
 fn reference(input: &[u32], n: u32, width: u32, ragged: u32) -> Vec<u32> {
-    let mut output = vec![0u32; input.len()];
-    for block in 0..n.div_ceil(width) {
-        let start = block * width;
-        let live = if block == ragged { width / 2 } else { width }.min(n - start) as usize;
-        let mut values: Vec<u32> = (0..live).map(|t| input[start as usize + t]).collect();
-        let mut distance = 1;
-        for _ in 0..RAGGED_ROUNDS {
-            values = (0..live)
-                .map(|t| values[t].wrapping_add(values[(t + distance) % live]))
-                .collect();
-            distance *= 2;
-        }
-        for (t, value) in values.into_iter().enumerate() {
-            output[start as usize + t] = value.wrapping_add(block);
-        }
-    }
-    output
+    assert_eq!(input.len(), n as usize);
+    clustered_suite::reference::ragged_sum(input, width as usize, ragged as usize, 0)
 }
 
 fn original(n: u32, width: u32) -> CpuLaunch {
