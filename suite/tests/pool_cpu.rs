@@ -966,31 +966,32 @@ fn the_launch_baselines_match_the_reference() {
 #[test]
 fn a_generated_pool_runs_ordinary_kernels_as_their_launches_do() {
     // Beside a publishing warp too: `ragged_sum`'s task protocol counts the
-    // task's threads only.
-    for warp in [false, true] {
-        generated_pool_matches_launches(Machine::new(2), warp);
+    // task's threads only; blocks of 48 threads (not whole warps) get none
+    // and count their barriers over all 48.
+    for (threads, warp) in [(THREADS, false), (THREADS, true), (48, true)] {
+        generated_pool_matches_launches(Machine::new(2), threads, warp);
         for seed in [1, 7, 42] {
             let machine = Machine::new(2).interleave(seed).check_races(true);
-            generated_pool_matches_launches(machine, warp);
+            generated_pool_matches_launches(machine, threads, warp);
         }
     }
 }
 
-fn generated_pool_matches_launches(machine: Machine, warp: bool) {
+fn generated_pool_matches_launches(machine: Machine, threads: u32, warp: bool) {
     let config = PoolConfig::new(pool_generated::KINDS)
         .blocks(4)
-        .block_threads(THREADS)
+        .block_threads(threads)
         .timeout(Duration::from_secs(60));
     let config = with_warp(config, "pool_generated", warp);
     let pool = TaskPool::cpu(machine.clone(), 3, pool_generated, config).expect("the pool starts");
-    assert_eq!(pool.publishing_warp(), warp);
+    assert_eq!(pool.publishing_warp(), warp && threads % 32 == 0);
     let launch = |ctas: u32| CpuLaunch {
         grid: [ctas, 1, 1],
-        block: [THREADS, 1, 1],
+        block: [threads, 1, 1],
         dynamic_shared_bytes: 0,
         resident_blocks: 2,
     };
-    let ctas = |n: u32| n.div_ceil(THREADS);
+    let ctas = |n: u32| n.div_ceil(threads);
 
     // vector_add: n = 1000 (32 CTAs, the last partial).
     let n = 1000u32;
@@ -1099,10 +1100,10 @@ fn generated_pool_matches_launches(machine: Machine, warp: bool) {
     assert_eq!(ragged_task, ragged_launch);
     // The ragged CTA's upper half returned at once: left as it was.
     assert_eq!(
-        ragged_task[2 * THREADS as usize + THREADS as usize / 2],
+        ragged_task[2 * threads as usize + threads as usize / 2],
         u32::MAX
     );
-    assert_ne!(ragged_task[2 * THREADS as usize], u32::MAX);
+    assert_ne!(ragged_task[2 * threads as usize], u32::MAX);
     assert_eq!(bits(&acc_task), bits(&acc_launch));
 }
 
@@ -1115,8 +1116,9 @@ fn generated_pool_matches_launches(machine: Machine, warp: bool) {
 #[test]
 fn a_generated_task_at_its_cta_barrier_runs_as_its_launch_does() {
     use kernels::pool::{pool_barriers, rotate_in_blocks, rotate_in_blocks_args};
-    // Beside a publishing warp where the task threads are whole warps.
-    for (threads, warp) in [(THREADS, false), (THREADS, true), (48, false)] {
+    // Beside a publishing warp where the task threads are whole warps (48
+    // threads, asked for one, get none).
+    for (threads, warp) in [(THREADS, false), (THREADS, true), (48, true)] {
         for machine in [
             Machine::new(2),
             Machine::new(2).interleave(7).check_races(true),
@@ -1127,7 +1129,7 @@ fn a_generated_task_at_its_cta_barrier_runs_as_its_launch_does() {
                 .timeout(Duration::from_secs(60));
             let config = with_warp(config, "pool_barriers", warp);
             let pool = TaskPool::cpu(machine.clone(), 3, pool_barriers, config).unwrap();
-            assert_eq!(pool.publishing_warp(), warp);
+            assert_eq!(pool.publishing_warp(), warp && threads % 32 == 0);
             // 7 CTAs, the last partial.
             let n = 6 * threads + threads / 3;
             let input: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2654435761)).collect();
