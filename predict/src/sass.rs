@@ -97,6 +97,17 @@ fn loops(sass: &[Instruction]) -> Vec<(u32, u32)> {
         .collect()
 }
 
+/// Whether loop `inner` lies within loop `outer` and is not it (loops as
+/// [`loops`] gives them).
+fn nested(inner: (u32, u32), outer: (u32, u32)) -> bool {
+    inner != outer && outer.0 <= inner.0 && inner.1 <= outer.1
+}
+
+/// An opcode's base, without its modifiers: `LDS.64` gives `LDS`.
+fn base(opcode: &str) -> &str {
+    opcode.split('.').next().unwrap_or("")
+}
+
 /// An innermost loop's shape: what it issues and how much of it at once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoopShape {
@@ -116,19 +127,16 @@ pub struct LoopShape {
 ///
 /// How two entries that inline one body compare the body's schedule: the
 /// same PTX loop compiled to 36 shared loads in one (each coordinate on
-/// its own, six in flight) and to 20 in another (the coordinates in 8-byte
-/// pairs, one pair in flight at a time: the loop took twice as long;
-/// docs/BENCHMARKS.md, "The k-means assign's loads, unguarded").
+/// its own, 7 in flight in `pool_demo`, 11 in the launch) and to 20 in
+/// another (the coordinates in 8-byte pairs, one pair in flight at a time:
+/// the loop took twice as long; docs/BENCHMARKS.md, "The k-means assign's
+/// loads, unguarded").
 pub fn innermost_loops(sass: &[Instruction], ops: &[&str]) -> Vec<LoopShape> {
     let loops = loops(sass);
     let mut innermost: Vec<(u32, u32)> = loops
         .iter()
         .copied()
-        .filter(|&(start, end)| {
-            !loops
-                .iter()
-                .any(|&(s, e)| (s, e) != (start, end) && start <= s && e <= end)
-        })
+        .filter(|&outer| !loops.iter().any(|&inner| nested(inner, outer)))
         .collect();
     innermost.sort_unstable();
     innermost.dedup();
@@ -141,8 +149,7 @@ pub fn innermost_loops(sass: &[Instruction], ops: &[&str]) -> Vec<LoopShape> {
             };
             let mut counts = BTreeMap::new();
             for (_, text) in body() {
-                let op = opcode(text).split('.').next().unwrap_or("");
-                let op = match op {
+                let op = match base(opcode(text)) {
                     "LDG" => "LD",
                     "STG" => "ST",
                     op => op,
@@ -151,8 +158,7 @@ pub fn innermost_loops(sass: &[Instruction], ops: &[&str]) -> Vec<LoopShape> {
                     *counts.entry(op.to_string()).or_default() += 1;
                 }
             }
-            let is_load =
-                |op: &str| ["LDG", "LD", "LDS"].contains(&op.split('.').next().unwrap_or(""));
+            let is_load = |op: &str| ["LDG", "LD", "LDS"].contains(&base(op));
             LoopShape {
                 ops: counts,
                 loads_in_flight: pending_loads(body(), is_load).most,
@@ -174,13 +180,13 @@ fn walk_loads(sass: &[Instruction]) -> LoadWalk {
     // The instructions of loop `(start, end)` that no loop nested in it
     // holds.
     let own = |(start, end): (u32, u32)| {
-        let nested: Vec<(u32, u32)> = loops
+        let inner_loops: Vec<(u32, u32)> = loops
             .iter()
             .copied()
-            .filter(|&(s, e)| (s, e) != (start, end) && start <= s && e <= end)
+            .filter(|&inner| nested(inner, (start, end)))
             .collect();
         sass.iter().filter(move |(at, _)| {
-            (start..=end).contains(at) && !nested.iter().any(|&(s, e)| (s..=e).contains(at))
+            (start..=end).contains(at) && !inner_loops.iter().any(|&(s, e)| (s..=e).contains(at))
         })
     };
     let loads = |range| own(range).filter(|(_, t)| t.contains("LDG")).count();
