@@ -309,8 +309,9 @@ unsafe fn kmeans_assign(args: KmeansAssign, cta: Cta) {
             // the launch, in each of three builds. Guarded by the compare,
             // they got one schedule in one build of the pool kernel and,
             // from the same PTX, one with a load in flight at a time in
-            // another: this loop took 6.1 us a CTA instead of 3.0 (H100,
-            // docs/BENCHMARKS.md, "The k-means assign's loads, unguarded").
+            // another: this loop took 6.1 us a CTA instead of 3.0, and 4.8
+            // unguarded (H100, docs/BENCHMARKS.md, "The k-means assign's
+            // loads, unguarded").
             let (x, y) = (xy.read(2 * p), xy.read(2 * p + 1));
             let mine = near.read(p) == c;
             sum_x += if mine { x } else { 0.0 };
