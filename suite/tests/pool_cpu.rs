@@ -984,7 +984,7 @@ fn generated_pool_matches_launches(machine: Machine, threads: u32, warp: bool) {
         .timeout(Duration::from_secs(60));
     let config = with_warp(config, "pool_generated", warp);
     let pool = TaskPool::cpu(machine.clone(), 3, pool_generated, config).expect("the pool starts");
-    assert_eq!(pool.publishing_warp(), warp && threads % 32 == 0);
+    assert_eq!(pool.publishing_warp(), warp && threads.is_multiple_of(32));
     let launch = |ctas: u32| CpuLaunch {
         grid: [ctas, 1, 1],
         block: [threads, 1, 1],
@@ -1129,7 +1129,7 @@ fn a_generated_task_at_its_cta_barrier_runs_as_its_launch_does() {
                 .timeout(Duration::from_secs(60));
             let config = with_warp(config, "pool_barriers", warp);
             let pool = TaskPool::cpu(machine.clone(), 3, pool_barriers, config).unwrap();
-            assert_eq!(pool.publishing_warp(), warp && threads % 32 == 0);
+            assert_eq!(pool.publishing_warp(), warp && threads.is_multiple_of(32));
             // 7 CTAs, the last partial.
             let n = 6 * threads + threads / 3;
             let input: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2654435761)).collect();

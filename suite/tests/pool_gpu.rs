@@ -686,7 +686,7 @@ fn tasks_in_every_publishing_mode(
         let pool = TaskPool::gpu(gpu, kernel, config).expect("the pool starts");
         assert_eq!(
             pool.publishing_warp(),
-            publishing_warp && threads % 32 == 0,
+            publishing_warp && threads.is_multiple_of(32),
             "{mode}"
         );
         let sizes: Vec<u32> = ctas.iter().map(|c| c * threads - threads / 3).collect();
