@@ -39,6 +39,11 @@
 //!   tasks never meet at a barrier, so a warp of each worker block publishes
 //!   them (`clustered_abi::pool`, "A publishing warp"); `..., thread 0
 //!   publishes` is the same pool with `PoolConfig::publishing_warp(false)`.
+//! - `pool chain, ragged_sum (returns early), ...` and `pool independent,
+//!   4 producers, ragged_sum ...`: `pool_generated`'s `ragged_sum` tasks of
+//!   one CTA, a body that returns early before its barriers (its task
+//!   protocol votes on a barrier of the task threads), with a warp
+//!   publishing and with thread 0 publishing; their sums are checked.
 //! - `launch per task`: N launches of `empty_launch` on one stream, then a
 //!   synchronisation (the stream orders them: a chain too).
 //! - `graph`: the same N launches captured once into a CUDA graph, then
@@ -52,9 +57,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clustered_suite::host::cudarc::driver::{sys, CudaStream, LaunchConfig, PushKernelArg};
+use clustered_suite::host::cudarc::driver::{
+    sys, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+};
 use clustered_suite::host::pool::{
-    PoolConfig, PoolError, Shutdown, Task, TaskPool, Ticket, DEFAULT_DEPTH, RING_ENTRIES,
+    Outcome, PoolConfig, PoolError, Shutdown, Task, TaskPool, Ticket, DEFAULT_DEPTH, RING_ENTRIES,
 };
 use clustered_suite::host::{Gpu, Module};
 use clustered_suite::measure::{repeat, RowReport};
@@ -84,6 +91,7 @@ fn main() {
     };
     let report = clustered_suite::measure::per_task_table(&gpu, tasks);
     pool_rows(&gpu, &module, tasks, runs, blocks, &report);
+    early_return_rows(&gpu, &module, tasks, runs, blocks, &report);
     launch_rows(&gpu, &module, tasks, runs, &report);
 }
 
@@ -214,6 +222,116 @@ fn pool_rows(
             Ok(_) => {}
             Err(e) => println!("shutdown: {e}"),
         }
+    }
+}
+
+/// `pool_generated`'s `ragged_sum` tasks of one CTA (a body that returns
+/// early before its barriers: half of the block leaves at once, the rest
+/// meet at six barriers), whose task protocol votes on a barrier of the task
+/// threads only (`run::pool_end_task`), so a warp may publish them: a chain
+/// and 4 producers' independent tasks, with the warp and with thread 0
+/// publishing. Every task writes the same sums, checked after each pool.
+fn early_return_rows(
+    gpu: &Gpu,
+    module: &Module,
+    tasks: u32,
+    runs: usize,
+    blocks: Option<u32>,
+    report: RowReport,
+) {
+    use kernels::early_exit::ragged_sum_args;
+    use kernels::pool::pool_generated;
+    const THREADS: u32 = 128;
+    let input: Vec<u32> = (0..THREADS).map(|i| i.wrapping_mul(2654435761)).collect();
+    let want = clustered_suite::reference::ragged_sum(&input, THREADS as usize, 0, 0);
+    let (on_gpu, output) = (
+        gpu.htod(&input).expect("upload"),
+        gpu.zeros::<u32>(THREADS as usize).expect("an output"),
+    );
+    let kernel = module
+        .kernel("pool_generated")
+        .expect("pool_generated is in the PTX");
+    let args = ragged_sum_args {
+        input: on_gpu.device_ptr(gpu.stream()).0,
+        output: output.device_ptr(gpu.stream()).0,
+        n: THREADS,
+        ragged: 0,
+    };
+    gpu.synchronize().expect("the upload ends");
+    for publishing_warp in [true, false] {
+        let mut config = PoolConfig::new(pool_generated::KINDS)
+            .block_threads(THREADS)
+            .publishing_warp(publishing_warp)
+            .timeout(Duration::from_secs(30));
+        if let Some(blocks) = blocks {
+            config = config.blocks(blocks);
+        }
+        let pool = match TaskPool::gpu(gpu, &kernel, config) {
+            Ok(pool) => pool,
+            Err(e) => {
+                println!("the pool did not start: {e}");
+                return;
+            }
+        };
+        let suffix = if pool.publishing_warp() {
+            "a warp publishes"
+        } else {
+            "thread 0 publishes"
+        };
+        let task = || pool_generated::task(1, args);
+        let chain = || {
+            let start = Instant::now();
+            let mut last: Option<Ticket> = None;
+            for _ in 0..tasks {
+                let after: Vec<Ticket> = last.into_iter().collect();
+                last = Some(pool.push_after(task(), &after).expect("push"));
+            }
+            for _ in 0..tasks {
+                let done = pool.pop_finished().expect("a chain task finishes");
+                assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
+            }
+            start.elapsed()
+        };
+        chain();
+        report(
+            &format!("pool chain, ragged_sum (returns early), {suffix}"),
+            &repeat(runs, chain),
+        );
+        let independent = || {
+            let start = Instant::now();
+            std::thread::scope(|scope| {
+                for p in 0..4 {
+                    let share = tasks / 4 + u32::from(p < tasks % 4);
+                    let pool = &pool;
+                    scope.spawn(move || {
+                        for _ in 0..share {
+                            pool.push(task()).expect("push");
+                        }
+                    });
+                }
+                let mut popped = 0;
+                while popped < tasks {
+                    match pool.pop_finished() {
+                        Ok(done) => {
+                            assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
+                            popped += 1;
+                        }
+                        Err(PoolError::NothingUnfinished) => std::thread::yield_now(),
+                        Err(e) => panic!("a ragged_sum task finishes: {e}"),
+                    }
+                }
+            });
+            start.elapsed()
+        };
+        report(
+            &format!("pool independent, 4 producers, ragged_sum (returns early), {suffix}"),
+            &repeat(runs, independent),
+        );
+        if let Err(e) = pool.shutdown(Shutdown::Drain) {
+            println!("shutdown: {e}");
+        }
+        let got = gpu.dtoh(&output).expect("the sums");
+        assert!(got == want, "ragged_sum tasks wrote wrong sums ({suffix})");
     }
 }
 
