@@ -61,7 +61,8 @@ use clustered_suite::host::cudarc::driver::{
     sys, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
 use clustered_suite::host::pool::{
-    Outcome, PoolConfig, PoolError, Shutdown, Task, TaskPool, Ticket, DEFAULT_DEPTH, RING_ENTRIES,
+    Finished, Outcome, PoolConfig, PoolError, Shutdown, Task, TaskPool, Ticket, DEFAULT_DEPTH,
+    RING_ENTRIES,
 };
 use clustered_suite::host::{Gpu, Module};
 use clustered_suite::measure::{repeat, RowReport};
@@ -192,12 +193,14 @@ fn pool_rows(
             }
         );
         // Warm up: every block takes a few tasks.
-        run_independent(&pool, pool.slots() * 4, 1, 16, 1);
+        run_independent(&pool, pool.slots() * 4, 1, 1, empty(16));
         for &bytes in bytes {
             for producers in [1u32, 4] {
                 report(
                     &format!("pool independent, {producers} producers, {bytes} B{suffix}"),
-                    &repeat(runs, || run_independent(&pool, tasks, producers, bytes, 1)),
+                    &repeat(runs, || {
+                        run_independent(&pool, tasks, producers, 1, empty(bytes))
+                    }),
                 );
             }
         }
@@ -205,7 +208,9 @@ fn pool_rows(
             for producers in [1u32, 4] {
                 report(
                     &format!("pool independent, {producers} producers, batches of {BATCH}"),
-                    &repeat(runs, || run_independent(&pool, tasks, producers, 16, BATCH)),
+                    &repeat(runs, || {
+                        run_independent(&pool, tasks, producers, BATCH, empty(16))
+                    }),
                 );
             }
         }
@@ -213,10 +218,10 @@ fn pool_rows(
         // row on each pool: the first 1.1-1.2x the others, which agree;
         // docs/BENCHMARKS.md, "a chain without gates"), so each pool runs
         // one untimed first.
-        run_chain(&pool, tasks);
+        run_chain(&pool, tasks, empty(16));
         report(
             &format!("pool chain (each after the previous){suffix}"),
-            &repeat(runs, || run_chain(&pool, tasks)),
+            &repeat(runs, || run_chain(&pool, tasks, empty(16))),
         );
         match pool.shutdown(Shutdown::Drain) {
             Ok(_) => {}
@@ -278,54 +283,15 @@ fn early_return_rows(
         } else {
             "thread 0 publishes"
         };
-        let task = || pool_generated::task(1, args);
-        let chain = || {
-            let start = Instant::now();
-            let mut last: Option<Ticket> = None;
-            for _ in 0..tasks {
-                let after: Vec<Ticket> = last.into_iter().collect();
-                last = Some(pool.push_after(task(), &after).expect("push"));
-            }
-            for _ in 0..tasks {
-                let done = pool.pop_finished().expect("a chain task finishes");
-                assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
-            }
-            start.elapsed()
-        };
-        chain();
+        let task = |_| pool_generated::task(1, args);
+        run_chain(&pool, tasks, task);
         report(
             &format!("pool chain, ragged_sum (returns early), {suffix}"),
-            &repeat(runs, chain),
+            &repeat(runs, || run_chain(&pool, tasks, task)),
         );
-        let independent = || {
-            let start = Instant::now();
-            std::thread::scope(|scope| {
-                for p in 0..4 {
-                    let share = tasks / 4 + u32::from(p < tasks % 4);
-                    let pool = &pool;
-                    scope.spawn(move || {
-                        for _ in 0..share {
-                            pool.push(task()).expect("push");
-                        }
-                    });
-                }
-                let mut popped = 0;
-                while popped < tasks {
-                    match pool.pop_finished() {
-                        Ok(done) => {
-                            assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
-                            popped += 1;
-                        }
-                        Err(PoolError::NothingUnfinished) => std::thread::yield_now(),
-                        Err(e) => panic!("a ragged_sum task finishes: {e}"),
-                    }
-                }
-            });
-            start.elapsed()
-        };
         report(
             &format!("pool independent, 4 producers, ragged_sum (returns early), {suffix}"),
-            &repeat(runs, independent),
+            &repeat(runs, || run_independent(&pool, tasks, 4, 1, task)),
         );
         if let Err(e) = pool.shutdown(Shutdown::Drain) {
             println!("shutdown: {e}");
@@ -352,18 +318,29 @@ struct Rows {
     publishing_warp: bool,
 }
 
-/// Pushes a chain of `tasks` empty tasks, each after the previous, and
-/// pops them all; returns the time from the first push to the last pop.
-fn run_chain(pool: &TaskPool, tasks: u32) -> Duration {
+/// Task `i` of a row of empty tasks with `bytes` (16, 32 or 64) bytes of
+/// arguments.
+fn empty(bytes: usize) -> impl Fn(u32) -> Task + Copy + Sync {
+    move |i| match bytes {
+        16 => Task::new(EMPTY, 1, [i; 4]),
+        32 => Task::new(EMPTY, 1, [i; 8]),
+        _ => Task::new(EMPTY, 1, [i; 16]),
+    }
+}
+
+/// Pushes a chain of `tasks` tasks (`task(i)`), each after the previous,
+/// and pops them all, each of which must have run; returns the time from
+/// the first push to the last pop.
+fn run_chain(pool: &TaskPool, tasks: u32, task: impl Fn(u32) -> Task) -> Duration {
     let start = Instant::now();
     let mut last: Option<Ticket> = None;
     for i in 0..tasks {
-        let task = Task::new(EMPTY, 1, [i; 4]);
         let after: Vec<Ticket> = last.into_iter().collect();
-        last = Some(pool.push_after(task, &after).expect("push"));
+        last = Some(pool.push_after(task(i), &after).expect("push"));
     }
     for _ in 0..tasks {
-        pool.pop_finished().expect("a chain task finishes");
+        let done = pool.pop_finished().expect("a chain task finishes");
+        assert!(matches!(done.outcome, Outcome::Ran { .. }), "{done:?}");
     }
     start.elapsed()
 }
@@ -372,27 +349,22 @@ fn run_chain(pool: &TaskPool, tasks: u32) -> Duration {
 /// batched rows.
 const BATCH: usize = 64;
 
-/// Pushes `tasks` empty tasks of `bytes` bytes from `producers` threads and
-/// pops them all; returns the time from the first push to the last pop.
-/// With `batch > 1` the producers push `batch` tasks per `push_many` and
-/// the consumer pops up to `batch` per `pop_finished_many`.
+/// Pushes `tasks` tasks (`task(i)`) from `producers` threads and pops them
+/// all, each of which must have run; returns the time from the first push
+/// to the last pop. With `batch > 1` the producers push `batch` tasks per
+/// `push_many` and the consumer pops up to `batch` per `pop_finished_many`.
 fn run_independent(
     pool: &TaskPool,
     tasks: u32,
     producers: u32,
-    bytes: usize,
     batch: usize,
+    task: impl Fn(u32) -> Task + Copy + Send + Sync,
 ) -> Duration {
     let start = Instant::now();
     std::thread::scope(|scope| {
         for p in 0..producers {
             scope.spawn(move || {
                 let share = tasks / producers + u32::from(p < tasks % producers);
-                let task = |i: u32| match bytes {
-                    16 => Task::new(EMPTY, 1, [i; 4]),
-                    32 => Task::new(EMPTY, 1, [i; 8]),
-                    _ => Task::new(EMPTY, 1, [i; 16]),
-                };
                 if batch > 1 {
                     let all: Vec<Task> = (0..share).map(task).collect();
                     for chunk in all.chunks(batch) {
@@ -409,15 +381,22 @@ fn run_independent(
         // means "not yet", not "never".
         let mut popped = 0;
         while popped < tasks {
+            let ran = |f: &Finished| assert!(matches!(f.outcome, Outcome::Ran { .. }), "{f:?}");
             let got = if batch > 1 {
-                pool.pop_finished_many(batch).map(|done| done.len() as u32)
+                pool.pop_finished_many(batch).map(|done| {
+                    done.iter().for_each(ran);
+                    done.len() as u32
+                })
             } else {
-                pool.pop_finished().map(|_| 1)
+                pool.pop_finished().map(|done| {
+                    ran(&done);
+                    1
+                })
             };
             match got {
                 Ok(n) => popped += n,
                 Err(PoolError::NothingUnfinished) => std::thread::yield_now(),
-                Err(e) => panic!("an empty task finishes: {e}"),
+                Err(e) => panic!("a task finishes: {e}"),
             }
         }
     });
