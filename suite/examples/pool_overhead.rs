@@ -64,7 +64,7 @@ use clustered_suite::host::pool::{
     Finished, Outcome, PoolConfig, PoolError, Shutdown, Task, TaskPool, Ticket, DEFAULT_DEPTH,
     RING_ENTRIES,
 };
-use clustered_suite::host::{Gpu, Module};
+use clustered_suite::host::{Gpu, Kernel, Module};
 use clustered_suite::measure::{repeat, RowReport};
 use kernels::pool::{EMPTY, KINDS};
 
@@ -167,21 +167,13 @@ fn pool_rows(
         let kernel = module
             .kernel(kernel)
             .unwrap_or_else(|e| panic!("{kernel}: {e}"));
-        let mut config = PoolConfig::new(KINDS)
+        let config = PoolConfig::new(KINDS)
             .block_threads(128)
             .depth(depth)
             .gates(gates)
-            .publishing_warp(publishing_warp)
-            .timeout(Duration::from_secs(30));
-        if let Some(blocks) = blocks {
-            config = config.blocks(blocks);
-        }
-        let pool = match TaskPool::gpu(gpu, &kernel, config) {
-            Ok(pool) => pool,
-            Err(e) => {
-                println!("the pool did not start: {e}");
-                return;
-            }
+            .publishing_warp(publishing_warp);
+        let Some(pool) = start(gpu, &kernel, config, blocks) else {
+            return;
         };
         println!(
             "pool: {} resident blocks, rings of {RING_ENTRIES}, up to {depth} task(s) in flight per block, {}",
@@ -264,19 +256,11 @@ fn early_return_rows(
     };
     gpu.synchronize().expect("the upload ends");
     for publishing_warp in [true, false] {
-        let mut config = PoolConfig::new(pool_generated::KINDS)
+        let config = PoolConfig::new(pool_generated::KINDS)
             .block_threads(THREADS)
-            .publishing_warp(publishing_warp)
-            .timeout(Duration::from_secs(30));
-        if let Some(blocks) = blocks {
-            config = config.blocks(blocks);
-        }
-        let pool = match TaskPool::gpu(gpu, &kernel, config) {
-            Ok(pool) => pool,
-            Err(e) => {
-                println!("the pool did not start: {e}");
-                return;
-            }
+            .publishing_warp(publishing_warp);
+        let Some(pool) = start(gpu, &kernel, config, blocks) else {
+            return;
         };
         let suffix = if pool.publishing_warp() {
             "a warp publishes"
@@ -316,6 +300,18 @@ struct Rows {
     /// `PoolConfig::publishing_warp` (on by default; the build allows it
     /// for `pool_empty` only here).
     publishing_warp: bool,
+}
+
+/// Starts a pool of `kernel` with `blocks` worker blocks if given, and
+/// waits of up to 30 s; says why where it did not start.
+fn start(gpu: &Gpu, kernel: &Kernel, config: PoolConfig, blocks: Option<u32>) -> Option<TaskPool> {
+    let mut config = config.timeout(Duration::from_secs(30));
+    if let Some(blocks) = blocks {
+        config = config.blocks(blocks);
+    }
+    TaskPool::gpu(gpu, kernel, config)
+        .map_err(|e| println!("the pool did not start: {e}"))
+        .ok()
 }
 
 /// Task `i` of a row of empty tasks with `bytes` (16, 32 or 64) bytes of
