@@ -241,21 +241,21 @@ fn early_return_rows(
     const THREADS: u32 = 128;
     let input: Vec<u32> = (0..THREADS).map(|i| i.wrapping_mul(2654435761)).collect();
     let want = clustered_suite::reference::ragged_sum(&input, THREADS as usize, 0, 0);
-    let (on_gpu, output) = (
-        gpu.htod(&input).expect("upload"),
-        gpu.zeros::<u32>(THREADS as usize).expect("an output"),
-    );
+    let on_gpu = gpu.htod(&input).expect("upload");
     let kernel = module
         .kernel("pool_generated")
         .expect("pool_generated is in the PTX");
-    let args = ragged_sum_args {
-        input: on_gpu.device_ptr(gpu.stream()).0,
-        output: output.device_ptr(gpu.stream()).0,
-        n: THREADS,
-        ragged: 0,
-    };
-    gpu.synchronize().expect("the upload ends");
     for publishing_warp in [true, false] {
+        // A zeroed output for each pool, written before it starts (a memset
+        // beside a pool may wait for it), so each pool's sums are its own.
+        let output = gpu.zeros::<u32>(THREADS as usize).expect("an output");
+        let args = ragged_sum_args {
+            input: on_gpu.device_ptr(gpu.stream()).0,
+            output: output.device_ptr(gpu.stream()).0,
+            n: THREADS,
+            ragged: 0,
+        };
+        gpu.synchronize().expect("the upload and the zeros end");
         let config = PoolConfig::new(pool_generated::KINDS)
             .block_threads(THREADS)
             .publishing_warp(publishing_warp);
