@@ -362,18 +362,202 @@ unsafe impl ::clustered_device::pool::TaskKernel for halves {
     }
 }
 #[doc(hidden)]
+#[allow(non_snake_case, dead_code, clippy::all)]
+fn halves_intrinsic_is_a_kernel_move_it_out_of_the_impl_block() {
+    let _ = halves_intrinsic_is_a_kernel_move_it_out_of_the_impl_block;
+}
+#[entry_point]
+/// The same with the hardware's barrier called by its intrinsic's name: in a
+/// pool task it becomes the task's barrier too (`run::pool_body_barrier`),
+/// not one that would wait for a publishing warp.
+pub unsafe fn halves_intrinsic(out: *mut u32) {
+    let seen = shared_array!(seen : [u32; 32]);
+    if thread_idx_x() >= 16 {
+        return;
+    }
+    seen.write(thread_idx_x(), block_idx_x());
+    core::arch::nvptx::_syncthreads();
+    {
+        let __value = seen.read(15 - thread_idx_x());
+        ::clustered_device::memory::store(out.add(thread_idx_x() as usize), __value)
+    };
+}
+/// Typed entry points of the kernel [`halves_intrinsic`](fn@halves_intrinsic): `halves_intrinsic::KERNEL` (the kernel as written). Launch them with `clustered_host` on a GPU or its CPU backend; the arguments are `<halves_intrinsic as KernelFn>::Args`, one per parameter.
+#[allow(non_camel_case_types)]
+pub struct halves_intrinsic {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl ::clustered_device::entry::KernelFn for halves_intrinsic {
+    const NAME: &'static str = "halves_intrinsic";
+    type Args<'__clustered, __ClusteredBackend: ::clustered_device::entry::Backend> = (
+        <__ClusteredBackend as ::clustered_device::entry::Backend>::Out<
+            '__clustered,
+            u32,
+        >,
+    );
+    type Raw = (*mut u32,);
+    fn visit<
+        '__clustered,
+        __ClusteredBackend: ::clustered_device::entry::Backend,
+        V: ::clustered_device::entry::Visitor<'__clustered, __ClusteredBackend>,
+    >(args: Self::Args<'__clustered, __ClusteredBackend>, visitor: &mut V) {
+        let (arg0,) = args;
+        let _ = &visitor;
+        visitor.output("out", arg0);
+    }
+    fn raw(
+        args: Self::Args<'_, ::clustered_device::cpu::Host>,
+        buffers: &mut ::clustered_device::cpu::Buffers,
+    ) -> Self::Raw {
+        let (arg0,) = args;
+        let _ = &buffers;
+        (buffers.output("out", arg0),)
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(non_upper_case_globals)]
+impl halves_intrinsic {
+    /// The kernel as written (the baseline of its schedules).
+    pub const KERNEL: ::clustered_device::entry::Entry<Self> = {
+        let cpu = |
+            raw: <halves_intrinsic as ::clustered_device::entry::KernelFn>::Raw,
+            launch: ::clustered_device::abi::ClusterLaunch|
+        {
+            let _ = &launch;
+            unsafe { halves_intrinsic(raw.0) }
+        };
+        unsafe {
+            ::clustered_device::entry::Entry::__new(
+                "halves_intrinsic",
+                ::core::option::Option::None,
+                cpu,
+            )
+        }
+    };
+    /// What the access analysis read in the kernel's body: each
+    /// global load and store with its affine form
+    /// (`clustered::access`).
+    pub const ACCESSES: ::clustered_device::abi::access::Accesses<'static> = ::clustered_device::abi::access::Accesses {
+        parameters: &["out"],
+        accesses: &[
+            ::clustered_device::abi::access::Access {
+                pointer: "out",
+                elem_bytes: ::core::mem::size_of::<u32>() as u32,
+                direction: ::clustered_device::abi::access::Direction::Store,
+                index: ::clustered_device::abi::access::Index::Affine(
+                    &[
+                        ::clustered_device::abi::access::Term {
+                            coefficient: 1i64,
+                            factors: &[
+                                ::clustered_device::abi::access::Sym::Thread(
+                                    ::clustered_device::abi::access::Axis::X,
+                                ),
+                            ],
+                        },
+                    ],
+                ),
+                loops: &[],
+                line: 38u32,
+                source: "*out.add(thread_idx_x() as usize) = seen.read(15 - thread_idx_x())",
+            },
+        ],
+        loops: &[],
+        block_axes: [true, false, false],
+        uses_shared_memory: true,
+        unseen: &[],
+    };
+    /// The automatic family: the baseline, the schedules that
+    /// `#[clustered(auto)]` proposed, then those written beside it
+    /// (just the baseline without it).
+    pub const AUTO: &'static [::clustered_device::entry::Entry<Self>] = &[Self::KERNEL];
+    /// Every schedule of the kernel, in the order of its attributes.
+    pub const SCHEDULES: &'static [::clustered_device::entry::Entry<Self>] = &[];
+    /// The schedule called `name`, or an error listing the names.
+    pub fn schedule(
+        name: &str,
+    ) -> ::core::result::Result<
+        ::clustered_device::entry::Entry<Self>,
+        ::clustered_device::entry::UnknownSchedule,
+    > {
+        ::clustered_device::entry::find(Self::SCHEDULES, name)
+    }
+}
+/// The parameters of [`halves_intrinsic`](fn@halves_intrinsic) as a pool task's payload (pointers as `u64` device addresses): push them with a `task_pool!` pool's `task(ctas, halves_intrinsic_args { .. })`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct halves_intrinsic_args {
+    /// `out: *mut u32`, as a device address.
+    pub out: u64,
+}
+unsafe impl ::clustered_device::pool::Payload for halves_intrinsic_args {}
+impl ::clustered_device::pool::TaskArgs for halves_intrinsic_args {
+    type Kernel = halves_intrinsic;
+}
+const _: () = ::core::assert!(
+    ::core::mem::size_of:: < halves_intrinsic_args > () <=
+    ::clustered_device::pool::PAYLOAD_BYTES,
+    "the parameters of `halves_intrinsic` do not fit in a task's payload"
+);
+impl halves_intrinsic {
+    /// Runs the body of [`halves_intrinsic`](fn@halves_intrinsic) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only.
+    ///
+    /// # Safety
+    /// As for launching the kernel with these arguments; every thread
+    /// of the block calls it.
+    #[inline(always)]
+    #[allow(non_snake_case, unreachable_code)]
+    pub unsafe fn run_task(
+        __args: halves_intrinsic_args,
+        __cta: ::clustered_device::cta::Cta,
+    ) {
+        let out: *mut u32 = __args.out as *mut u32;
+        {
+            let seen = shared_array!(seen_halves_intrinsic_run_task : [u32; 32]);
+            if thread_idx_x() >= 16 {
+                {
+                    ::clustered_device::run::pool_end_task(&__cta);
+                    return;
+                };
+            }
+            seen.write(thread_idx_x(), __cta.virtual_block_idx_x(block_idx_x));
+            ::clustered_device::run::pool_body_barrier(&__cta);
+            {
+                let __value = seen.read(15 - thread_idx_x());
+                ::clustered_device::memory::store(
+                    out.add(thread_idx_x() as usize),
+                    __value,
+                )
+            };
+        }
+        ::clustered_device::run::pool_end_task(&__cta);
+    }
+}
+unsafe impl ::clustered_device::pool::TaskKernel for halves_intrinsic {
+    type Args = halves_intrinsic_args;
+    #[inline(always)]
+    unsafe fn run_task(
+        __args: halves_intrinsic_args,
+        __cta: ::clustered_device::cta::Cta,
+    ) {
+        unsafe { halves_intrinsic::run_task(__args, __cta) }
+    }
+}
+#[doc(hidden)]
 #[allow(non_camel_case_types)]
 type __small_pool_kind_0 = scale;
 #[doc(hidden)]
 #[allow(non_camel_case_types)]
 type __small_pool_kind_1 = halves;
 #[doc(hidden)]
+#[allow(non_camel_case_types)]
+type __small_pool_kind_2 = halves_intrinsic;
+#[doc(hidden)]
 #[allow(non_snake_case, dead_code, clippy::all)]
 fn small_pool_is_a_kernel_move_it_out_of_the_impl_block() {
     let _ = small_pool_is_a_kernel_move_it_out_of_the_impl_block;
 }
 #[entry_point]
-/// A task pool (`task_pool!`): each resident block but the last serves its ring of `RING_ENTRIES` slots of `slots`, the last publishes finished tasks; kind `k` runs the `k`-th of `scale`, `halves`.
+/// A task pool (`task_pool!`): each resident block but the last serves its ring of `RING_ENTRIES` slots of `slots`, the last publishes finished tasks; kind `k` runs the `k`-th of `scale`, `halves`, `halves_intrinsic`.
 ///
 /// # Safety
 /// `slots` holds one ring of `RING_ENTRIES` slots per block of the
@@ -383,7 +567,7 @@ pub unsafe fn small_pool(slots: *mut ::clustered_device::pool::Slot) {
     unsafe {
         ::clustered_device::pool::serve(
             slots,
-            2u32,
+            3u32,
             |
                 __task: &::clustered_device::pool::Task,
                 __cta: ::clustered_device::cta::Cta|
@@ -397,6 +581,11 @@ pub unsafe fn small_pool(slots: *mut ::clustered_device::pool::Slot) {
                     1u32 => {
                         <small_pool as ::clustered_device::pool::Serves<
                             __small_pool_kind_1,
+                        >>::__run(__task, __cta)
+                    }
+                    2u32 => {
+                        <small_pool as ::clustered_device::pool::Serves<
+                            __small_pool_kind_2,
                         >>::__run(__task, __cta)
                     }
                     _ => {}
@@ -496,12 +685,15 @@ impl ::clustered_device::pool::Serves<__small_pool_kind_0> for small_pool {
 impl ::clustered_device::pool::Serves<__small_pool_kind_1> for small_pool {
     const KIND: u32 = 1u32;
 }
+impl ::clustered_device::pool::Serves<__small_pool_kind_2> for small_pool {
+    const KIND: u32 = 2u32;
+}
 #[cfg(not(target_arch = "nvptx64"))]
 impl small_pool {
     /// Kinds the pool serves, `0..KINDS` (`PoolConfig::new(KINDS)`).
-    pub const KINDS: u32 = 2u32;
+    pub const KINDS: u32 = 3u32;
     /// The kernels it serves, by kind.
-    pub const TASKS: &'static [&'static str] = &["scale", "halves"];
+    pub const TASKS: &'static [&'static str] = &["scale", "halves", "halves_intrinsic"];
     /// A task of the kernel whose arguments `args` are (its kind is
     /// its place in the pool's list), over `ctas` CTAs.
     pub fn task<A: ::clustered_device::pool::TaskArgs>(

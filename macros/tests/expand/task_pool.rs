@@ -24,4 +24,18 @@ pub unsafe fn halves(out: *mut u32) {
     *out.add(thread_idx_x() as usize) = seen.read(15 - thread_idx_x());
 }
 
-task_pool!(pub unsafe fn small_pool = [scale, halves]);
+/// The same with the hardware's barrier called by its intrinsic's name: in a
+/// pool task it becomes the task's barrier too (`run::pool_body_barrier`),
+/// not one that would wait for a publishing warp.
+#[kernel]
+pub unsafe fn halves_intrinsic(out: *mut u32) {
+    let seen = shared_array!(seen: [u32; 32]);
+    if thread_idx_x() >= 16 {
+        return;
+    }
+    seen.write(thread_idx_x(), block_idx_x());
+    core::arch::nvptx::_syncthreads();
+    *out.add(thread_idx_x() as usize) = seen.read(15 - thread_idx_x());
+}
+
+task_pool!(pub unsafe fn small_pool = [scale, halves, halves_intrinsic]);
