@@ -197,6 +197,22 @@ pub fn pool_body_barrier(cta: &Cta) {
     hardware::pool_task_barrier(false, cta.thread_count());
 }
 
+/// What the task function of a persistent schedule (or a pool task) whose
+/// body shares memory or waits at barriers returns, so that a `return` the
+/// macro cannot see ends in a compile error instead of a wrong result.
+///
+/// The macro ends each `return` of such a body with the task protocol
+/// ([`end_task`]) where it is written; a `return` inside a macro's
+/// expansion (`macro_rules! leave { () => { return } }`) it cannot see, and
+/// a thread leaving through it would skip the protocol: it would run ahead
+/// into its next task while its block still waits for it at this task's
+/// barriers. The task function returns this type, which only the macro's
+/// own `return`s give, so such a `return;` does not compile (E0069,
+/// "expected `NoReturnInAMacro` because of this return type"): write the
+/// `return` in the kernel's body, or use `binding = reorder` or `redirect`.
+#[doc(hidden)]
+pub struct NoReturnInAMacro;
+
 /// Separates two tasks of a persistent schedule whose body shares memory or
 /// waits at barriers but has no `return`: every thread runs the whole body,
 /// so its own barriers stay `sync_threads` as written, and one plain barrier

@@ -21,7 +21,7 @@
 pub use clustered_device::cpu::{
     run, run_checked, AccessKind, BarrierDivergence, BarrierKind, Buffers, CpuError, CpuLaunch,
     Dispatch, Fault, Host, LaneAccess, Machine, NoObserver, Observer, RunStats, SharedRace,
-    ThreadAt,
+    TaskOverrun, ThreadAt,
 };
 
 /// Fills a constant table (`constant_table!`) for the CPU launches this

@@ -55,3 +55,22 @@ pub unsafe fn ragged_sum(input: *const u32, output: *mut u32, n: u32, ragged: u3
     }
     *output.add(i as usize) = value.wrapping_add(block);
 }
+
+/// `out[i] = 1000 x (every live `input[j]` of the block is odd) + block + t`
+/// for `i < n`: one vote (`sync_threads_and`) per block, no early return
+/// (threads past `n` vote true), so every persistent schedule may run it:
+/// its threads all reach the vote, and the macro separates the tasks.
+#[clustered(name = block_all_odd_reorder, binding = reorder)]
+#[clustered(name = block_all_odd_agents, binding = agents, chunk = 2)]
+#[clustered(name = block_all_odd_persistent, binding = persistent, indexing = column_major)]
+#[clustered(name = block_all_odd_stride, binding = stride)]
+#[clustered(name = block_all_odd_stride_tail, binding = stride, tail = claims)]
+#[clustered(name = block_all_odd_stride_tail_blocks, binding = stride, tail = blocks)]
+pub unsafe fn block_all_odd(input: *const u32, output: *mut u32, n: u32) {
+    let i = index_1d();
+    let odd = i >= n || *input.add(i as usize) % 2 == 1;
+    let all = sync_threads_and(odd);
+    if i < n {
+        *output.add(i as usize) = 1000 * all as u32 + block_idx_x() + thread_idx_x();
+    }
+}

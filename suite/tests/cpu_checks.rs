@@ -13,6 +13,7 @@ use clustered_device::shared_array;
 use clustered_device::thread::{sync_threads, sync_threads_and, thread_idx_x};
 use clustered_suite::host::cpu::{
     run, BarrierDivergence, BarrierKind, CpuError, CpuLaunch, Machine, NoObserver, SharedRace,
+    TaskOverrun,
 };
 use clustered_suite::host::ClusterOptions;
 
@@ -176,6 +177,46 @@ fn a_warp_that_skips_a_barrier_is_a_divergence_not_a_hang() {
             )
         }
         other => panic!("expected a barrier divergence, got {other}"),
+    }
+}
+
+/// A persistent block runs its tasks one after another, and every thread
+/// must end each task with the block. Threads 32.. leave task 0 before its
+/// barrier (as a `return` hidden from #[clustered] would) and wait at the
+/// same `sync_threads()` in task 1: the call sites match, so only the tasks
+/// tell the two barriers apart.
+#[test]
+fn a_thread_that_runs_ahead_into_its_next_task_is_named() {
+    use clustered_device::cta::Cta;
+    use clustered_device::trace::begin_task;
+    let kernel = || {
+        let t = thread_idx_x();
+        for task in 0..2u32 {
+            begin_task(&Cta::new([task, 0, 0], [2, 1, 1]));
+            if task == 0 && t >= 32 {
+                continue;
+            }
+            sync_threads();
+        }
+    };
+    for machine in [Machine::new(1), Machine::new(1).interleave(5)] {
+        let error = run(&machine, &block(64), &mut NoObserver, &kernel).unwrap_err();
+        let CpuError::TaskOverrun(overrun) = &error else {
+            panic!("expected a task overrun, got {error}");
+        };
+        let TaskOverrun {
+            ahead,
+            ahead_task,
+            behind,
+            behind_task,
+            ..
+        } = &**overrun;
+        assert!(ahead.thread[0] >= 32 && behind.thread[0] < 32, "{error}");
+        assert_eq!((*ahead_task, *behind_task), (1, 0), "{error}");
+        assert!(
+            error.to_string().contains("ran ahead into its next task"),
+            "{error}"
+        );
     }
 }
 

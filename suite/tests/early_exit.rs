@@ -151,3 +151,53 @@ fn early_exits_before_barriers_on_the_gpu() {
 }
 
 use common::Watchdog;
+
+/// A vote in a persistent schedule of a body without early returns (the
+/// macro refuses it only where threads can return): every schedule gives
+/// the plain kernel's words, with all-odd blocks and blocks with one even
+/// word, on machines where blocks run several tasks.
+#[test]
+fn a_vote_without_early_returns_runs_under_every_schedule() {
+    assert_eq!(block_all_odd::SCHEDULES.len(), 6);
+    let (width, n) = (64u32, 64u32 * 9 - 5);
+    let blocks = n.div_ceil(width);
+    // Odd words, but one even word in every third block.
+    let input: Vec<u32> = (0..n)
+        .map(|i| {
+            if (i / width) % 3 == 1 && i % width == 7 {
+                2 * i
+            } else {
+                2 * i + 1
+            }
+        })
+        .collect();
+    let expected: Vec<u32> = (0..n)
+        .map(|i| {
+            let (block, t) = (i / width, i % width);
+            1000 * u32::from(block % 3 != 1) + block + t
+        })
+        .collect();
+    for machine in [
+        Machine::new(2),
+        Machine::new(3).with_dispatch(Dispatch::Random(5)),
+    ] {
+        for entry in
+            std::iter::once(block_all_odd::KERNEL).chain(block_all_odd::SCHEDULES.iter().copied())
+        {
+            let mut output = vec![0u32; n as usize];
+            // SAFETY: the kernel reads input[..n] and writes output[..n].
+            unsafe {
+                launch_entry(
+                    entry,
+                    &machine,
+                    original(n, width),
+                    &ClusterOptions::default(),
+                    &mut NoObserver,
+                    (&input[..], &mut output[..], n),
+                )
+            }
+            .unwrap_or_else(|e| panic!("{} ({blocks} blocks): {e}", entry.name()));
+            assert_eq!(output, expected, "{} ({blocks} blocks)", entry.name());
+        }
+    }
+}

@@ -11,8 +11,8 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::buffers::{Buffers, Fault};
 use super::machine::{
-    splitmix64, BarrierDivergence, BarrierKind, CpuError, CpuLaunch, Machine, SharedRace, ThreadAt,
-    MAX_SHARED_BYTES,
+    splitmix64, BarrierDivergence, BarrierKind, CpuError, CpuLaunch, Machine, SharedRace,
+    TaskOverrun, ThreadAt, MAX_SHARED_BYTES,
 };
 use super::stacks::{Slab, SlabStack};
 use super::trap::{self, Ended};
@@ -1001,7 +1001,25 @@ impl Scheduler<'_> {
             .filter_map(|(t, w)| Some((t, (*w)?)));
         let (first_thread, first) = waits.next().expect("a thread waits");
         let mut all = first.predicate;
+        let begun = |t: usize| cta.lanes[t].tasks_begun.get();
         for (thread, wait) in waits {
+            // In different tasks: one left its task early without the
+            // block, whatever barrier each waits at.
+            if begun(thread) != begun(first_thread) {
+                let (ahead, behind) = if begun(thread) > begun(first_thread) {
+                    ((thread, wait), (first_thread, first))
+                } else {
+                    ((first_thread, first), (thread, wait))
+                };
+                return Err(CpuError::TaskOverrun(Box::new(TaskOverrun {
+                    ahead: cta.cta.at(ahead.0 as u16),
+                    ahead_task: cta.lanes[ahead.0].task.get(),
+                    ahead_barrier: (ahead.1.kind, ahead.1.site.to_string()),
+                    behind: cta.cta.at(behind.0 as u16),
+                    behind_task: cta.lanes[behind.0].task.get(),
+                    behind_barrier: (behind.1.kind, behind.1.site.to_string()),
+                })));
+            }
             let diverges = wait.kind != first.kind
                 || (wait.kind != BarrierKind::And && !ptr::eq(wait.site, first.site));
             if diverges {

@@ -293,6 +293,12 @@ pub enum CpuError {
     /// GPU the barrier's arrival count mixes them up: a hang or a barrier
     /// that opens early.
     BarrierDivergence(Box<BarrierDivergence>),
+    /// Threads of one persistent block wait at a barrier in different tasks:
+    /// one left its task without ending it for the block (a `return` the
+    /// macro did not see) and ran ahead into its next task, where its
+    /// barriers pair with the last task's. On a GPU: a wrong result or a
+    /// hang.
+    TaskOverrun(Box<TaskOverrun>),
     /// Two threads of a CTA touched the same shared-memory word between two
     /// barriers, at least one of them writing: the result depends on the
     /// order in which they run.
@@ -310,6 +316,24 @@ pub struct BarrierDivergence {
     pub second: ThreadAt,
     /// The barrier the second waits at, and its call site.
     pub second_barrier: (BarrierKind, String),
+}
+
+/// A thread waiting at a barrier of a later task than another thread of its
+/// block ([`CpuError::TaskOverrun`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskOverrun {
+    /// The thread in the later task.
+    pub ahead: ThreadAt,
+    /// Its task (the original CTA's linear id) and the barrier it waits at.
+    pub ahead_task: u32,
+    /// That barrier and its call site.
+    pub ahead_barrier: (BarrierKind, String),
+    /// A thread still in an earlier task.
+    pub behind: ThreadAt,
+    /// Its task.
+    pub behind_task: u32,
+    /// The barrier it waits at and its call site.
+    pub behind_barrier: (BarrierKind, String),
 }
 
 /// Two accesses to one shared-memory word, with no barrier between.
@@ -401,6 +425,30 @@ impl fmt::Display for CpuError {
                      across the block, or move the barrier out of it"
                 )?;
                 seed_note(f, first)
+            }
+            CpuError::TaskOverrun(overrun) => {
+                let TaskOverrun {
+                    ahead,
+                    ahead_task,
+                    ahead_barrier,
+                    behind,
+                    behind_task,
+                    behind_barrier,
+                } = &**overrun;
+                write!(
+                    f,
+                    "a thread ran ahead into its next task: {ahead} waits at "
+                )?;
+                barrier(f, ahead_barrier)?;
+                write!(f, " in task {ahead_task} while {behind} waits at ")?;
+                barrier(f, behind_barrier)?;
+                write!(
+                    f,
+                    " in task {behind_task}; in a persistent schedule (agents, persistent, \
+                     stride) a thread must leave its task by a way #[clustered] sees: a `return` \
+                     written in the kernel's body, not one inside a macro or a helper function"
+                )?;
+                seed_note(f, ahead)
             }
             CpuError::SharedRace(race) => {
                 let SharedRace {

@@ -45,8 +45,8 @@ mod trap;
 pub use buffers::{Buffers, Fault};
 pub use engine::{run, run_checked, RunStats};
 pub use machine::{
-    BarrierDivergence, BarrierKind, CpuError, CpuLaunch, Dispatch, Machine, SharedRace, ThreadAt,
-    MAX_RESIDENT_BLOCKS,
+    BarrierDivergence, BarrierKind, CpuError, CpuLaunch, Dispatch, Machine, SharedRace,
+    TaskOverrun, ThreadAt, MAX_RESIDENT_BLOCKS,
 };
 
 pub(crate) use engine::{

@@ -45,6 +45,7 @@ const NVPTX_CTA_READS: &[&str] = &[
 /// consecutive tasks of an agent then need a barrier between them.
 const CTA_SHARING: &[&str] = &[
     "sync_threads",
+    "sync_threads_and",
     "_syncthreads",
     "dynamic_shared_memory",
     "shared_array",
@@ -197,7 +198,7 @@ pub fn task_body(
     let mut body = (*function.block).clone();
     let facts = rewrite_body(&mut body, cta, kernel, task_protocol, pool, errors);
     if facts.shares_within_cta && task_protocol {
-        end_tasks_at_returns(&mut body, &end_task_call(pool.then_some(cta)));
+        end_tasks_at_returns(&mut body, &end_task_call(pool.then_some(cta)), &task_end());
     }
     errors.extend(crate::trace::trace_global_memory(
         &mut body,
@@ -325,7 +326,7 @@ impl Rewriter<'_> {
         if is_grid_sync(&text) {
             self.errors.push(Error::new(
                 name.span(),
-                "grid-wide synchronisation cannot be used in a clustered kernel: its CTAs run as tasks of persistent agents, not all at once; split the kernel in two launches at this point",
+                "grid-wide synchronisation cannot be used in a clustered kernel: its CTAs run as tasks of persistent agents, not all at once; split the kernel in two launches at this point (a function of your own by this name: rename it)",
             ));
         }
     }
@@ -416,9 +417,25 @@ pub fn end_task_call(pool_cta: Option<&Ident>) -> Expr {
     }
 }
 
+/// The value a task function that ends its tasks itself returns
+/// (`run::NoReturnInAMacro`): a `return;` that the macro did not write,
+/// hidden in a macro's expansion, does not compile.
+pub fn task_end() -> Expr {
+    let device = crate::runtime::runtime_path();
+    syn::parse_quote!(#device::run::NoReturnInAMacro)
+}
+
+/// The return type of such a task function. Where a hidden `return;` meets
+/// it the compiler says "`return;` in a function whose return type is not
+/// `()`", at the `return` and at the macro call that holds it.
+pub fn task_end_type() -> proc_macro2::TokenStream {
+    let device = crate::runtime::runtime_path();
+    quote::quote!(#device::run::NoReturnInAMacro)
+}
+
 /// In a persistent body that ends each task with the task barrier, makes
-/// every `return` end the task the same way first: `{ end(); return }`
-/// (`end`: [`end_task_call`]).
+/// every `return` end the task the same way first: `{ end(); return value
+/// }` (`end`: [`end_task_call`]; `value`: [`task_end`]).
 ///
 /// On a GPU the threads of a warp that leave a branch early wait where the
 /// branch joins (ptxas's reconvergence point) until their warp-mates arrive;
@@ -426,16 +443,22 @@ pub fn end_task_call(pool_cta: Option<&Ident>) -> Expr {
 /// at a body barrier for it: a hang. Waiting in `end_task` inside the
 /// returning branch, it arrives at those barriers instead. Closures and
 /// nested items return from themselves, so they are left alone.
-pub fn end_tasks_at_returns(body: &mut syn::Block, end: &Expr) {
-    struct Returns<'a>(&'a Expr);
+pub fn end_tasks_at_returns(body: &mut syn::Block, end: &Expr, value: &Expr) {
+    struct Returns<'a>(&'a Expr, &'a Expr);
     impl VisitMut for Returns<'_> {
         fn visit_expr_mut(&mut self, expr: &mut Expr) {
             match expr {
                 Expr::Closure(_) => return,
                 Expr::Return(ret) => {
                     let span = ret.return_token.span;
-                    let (end, ret) = (self.0, ret.clone());
-                    *expr = syn::parse_quote_spanned!(span=> { #end; #ret });
+                    let (end, value) = (self.0, self.1);
+                    // A kernel returns `()`: what a `return` gives is
+                    // evaluated, then the task ends.
+                    let given = ret
+                        .expr
+                        .as_ref()
+                        .map(|given| quote::quote!(let _: () = #given;));
+                    *expr = syn::parse_quote_spanned!(span=> { #given #end; return #value });
                     return;
                 }
                 _ => {}
@@ -444,7 +467,7 @@ pub fn end_tasks_at_returns(body: &mut syn::Block, end: &Expr) {
         }
         fn visit_item_mut(&mut self, _item: &mut syn::Item) {}
     }
-    Returns(end).visit_block_mut(body);
+    Returns(end, value).visit_block_mut(body);
 }
 
 /// Does the body `return` (outside closures and nested items)? Only then do

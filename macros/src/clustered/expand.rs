@@ -6,7 +6,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::{Ident, ItemFn};
 
-use super::analyse::{BodyFacts, Parameters};
+use super::analyse::{self, BodyFacts, Parameters};
 use super::parse::{Binding, Indexing, Prefetch, Schedule, Tail};
 
 /// The task function's CTA parameter, which the rewritten body reads.
@@ -129,21 +129,34 @@ pub fn schedule(
             | Indexing::ColumnTile { .. }
             | Indexing::Sawtooth { .. }
     );
-    let call_with_cta = |function: &dyn quote::ToTokens| {
-        if maps_in_task {
-            quote!(|#v: u32, _: #device::cta::Cta| #function(#to_cta(#v), #(#names),*))
+    // `ends_tasks`: the task function's value (`run::NoReturnInAMacro`) is
+    // dropped.
+    let ends_tasks = facts.shares_within_cta && schedule.binding.is_persistent();
+    let call_with_cta = |function: &dyn quote::ToTokens, drops_value: bool| {
+        let call = if maps_in_task {
+            quote!(#function(#to_cta(#v), #(#names),*))
         } else {
-            quote!(|_: u32, #cta: #device::cta::Cta| #function(#cta, #(#names),*))
+            quote!(#function(#cta, #(#names),*))
+        };
+        let call = if drops_value {
+            quote!({ #call; })
+        } else {
+            call
+        };
+        if maps_in_task {
+            quote!(|#v: u32, _: #device::cta::Cta| #call)
+        } else {
+            quote!(|_: u32, #cta: #device::cta::Cta| #call)
         }
     };
     let needs_to_cta =
         matches!(schedule.binding, Binding::Reorder | Binding::Redirect) || maps_in_task;
     let define_to_cta = needs_to_cta.then(|| quote!(let #to_cta = #to_cta_closure;));
-    let run_task = call_with_cta(&task);
+    let run_task = call_with_cta(&task, ends_tasks);
     let prefetch = match &schedule.prefetch {
-        Some(Prefetch::Hook(hook)) => call_with_cta(hook),
+        Some(Prefetch::Hook(hook)) => call_with_cta(hook, false),
         Some(Prefetch::Generated(_)) => {
-            call_with_cta(&generated_prefetch_hook(&function.sig.ident))
+            call_with_cta(&generated_prefetch_hook(&function.sig.ident), false)
         }
         None => quote!(|_: u32, _: #device::cta::Cta| {}),
     };
@@ -151,12 +164,19 @@ pub fn schedule(
     // task with a barrier, in the task function itself: the task protocol's
     // when it can return early (its `return`s end the task the same way
     // first: `analyse::end_tasks_at_returns`), else a plain one.
-    let end_task = (facts.shares_within_cta && schedule.binding.is_persistent()).then(|| {
+    // Such a task function returns `run::NoReturnInAMacro`, which only the
+    // macro's own ends give: a `return` hidden in a macro does not compile.
+    let end_task = ends_tasks.then(|| {
+        let value = analyse::task_end();
         if facts.returns_early {
-            quote!(#device::run::end_task();)
+            quote!(#device::run::end_task(); #value)
         } else {
-            quote!(#device::run::separate_tasks();)
+            quote!(#device::run::separate_tasks(); #value)
         }
+    });
+    let task_output = ends_tasks.then(|| {
+        let ty = analyse::task_end_type();
+        quote!(-> #ty)
     });
     let entry_body = match schedule.binding {
         Binding::Reorder => quote! {
@@ -212,7 +232,7 @@ pub fn schedule(
         #[doc(hidden)]
         #[inline(always)]
         #[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
-        unsafe fn #task(#cta: #device::cta::Cta, #(#mutability #names: #types),*) {
+        unsafe fn #task(#cta: #device::cta::Cta, #(#mutability #names: #types),*) #task_output {
             #device::trace::begin_task(&#cta);
             #body
             #end_task

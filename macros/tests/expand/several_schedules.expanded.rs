@@ -116,7 +116,7 @@ unsafe fn __block_sums_agents_task(
     __cta: ::clustered_device::cta::Cta,
     x: *const f32,
     sums: *mut f32,
-) {
+) -> ::clustered_device::run::NoReturnInAMacro {
     ::clustered_device::trace::begin_task(&__cta);
     {
         let partial = shared_array!(partial_block_sums_agents : [f32; 256]);
@@ -148,6 +148,7 @@ unsafe fn __block_sums_agents_task(
         }
     }
     ::clustered_device::run::separate_tasks();
+    ::clustered_device::run::NoReturnInAMacro
 }
 #[doc(hidden)]
 #[no_mangle]
@@ -184,11 +185,9 @@ pub unsafe fn block_sums_agents(
     >(
         &__launch,
         2u32,
-        |__v: u32, _: ::clustered_device::cta::Cta| __block_sums_agents_task(
-            __to_cta(__v),
-            x,
-            sums,
-        ),
+        |__v: u32, _: ::clustered_device::cta::Cta| {
+            __block_sums_agents_task(__to_cta(__v), x, sums);
+        },
         |_: u32, _: ::clustered_device::cta::Cta| {},
     );
 }
@@ -491,40 +490,49 @@ impl block_sums {
         __args: block_sums_args,
         __cta: ::clustered_device::cta::Cta,
     ) {
-        let x: *const f32 = __args.x as *const f32;
-        let sums: *mut f32 = __args.sums as *mut f32;
-        {
-            let partial = shared_array!(partial_block_sums_run_task : [f32; 256]);
-            let t = thread_idx_x();
-            partial
-                .write(
-                    t,
-                    ::clustered_device::memory::load(
-                        x
-                            .add(
-                                (__cta.virtual_block_idx_x(block_idx_x) * 256 + t) as usize,
-                            ),
-                    ),
-                );
-            __cta.virtual_sync_threads(sync_threads);
-            let mut stride = 128;
-            while stride > 0 {
-                if t < stride {
-                    partial.write(t, partial.read(t) + partial.read(t + stride));
-                }
+        #[inline(always)]
+        #[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
+        unsafe fn ends_itself(
+            __args: block_sums_args,
+            __cta: ::clustered_device::cta::Cta,
+        ) -> ::clustered_device::run::NoReturnInAMacro {
+            let x: *const f32 = __args.x as *const f32;
+            let sums: *mut f32 = __args.sums as *mut f32;
+            {
+                let partial = shared_array!(partial_block_sums_run_task : [f32; 256]);
+                let t = thread_idx_x();
+                partial
+                    .write(
+                        t,
+                        ::clustered_device::memory::load(
+                            x
+                                .add(
+                                    (__cta.virtual_block_idx_x(block_idx_x) * 256 + t) as usize,
+                                ),
+                        ),
+                    );
                 __cta.virtual_sync_threads(sync_threads);
-                stride /= 2;
+                let mut stride = 128;
+                while stride > 0 {
+                    if t < stride {
+                        partial.write(t, partial.read(t) + partial.read(t + stride));
+                    }
+                    __cta.virtual_sync_threads(sync_threads);
+                    stride /= 2;
+                }
+                if t == 0 {
+                    {
+                        let __value = partial.read(0);
+                        ::clustered_device::memory::store(
+                            sums.add(__cta.virtual_block_idx_x(block_idx_x) as usize),
+                            __value,
+                        )
+                    };
+                }
             }
-            if t == 0 {
-                {
-                    let __value = partial.read(0);
-                    ::clustered_device::memory::store(
-                        sums.add(__cta.virtual_block_idx_x(block_idx_x) as usize),
-                        __value,
-                    )
-                };
-            }
+            ::clustered_device::run::NoReturnInAMacro
         }
+        unsafe { ends_itself(__args, __cta) };
     }
 }
 unsafe impl ::clustered_device::pool::TaskKernel for block_sums {

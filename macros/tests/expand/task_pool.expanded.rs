@@ -332,26 +332,35 @@ impl halves {
     #[inline(always)]
     #[allow(non_snake_case, unreachable_code)]
     pub unsafe fn run_task(__args: halves_args, __cta: ::clustered_device::cta::Cta) {
-        let out: *mut u32 = __args.out as *mut u32;
-        {
-            let seen = shared_array!(seen_halves_run_task : [u32; 32]);
-            if thread_idx_x() >= 16 {
+        #[inline(always)]
+        #[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
+        unsafe fn ends_itself(
+            __args: halves_args,
+            __cta: ::clustered_device::cta::Cta,
+        ) -> ::clustered_device::run::NoReturnInAMacro {
+            let out: *mut u32 = __args.out as *mut u32;
+            {
+                let seen = shared_array!(seen_halves_run_task : [u32; 32]);
+                if thread_idx_x() >= 16 {
+                    {
+                        ::clustered_device::run::pool_end_task(&__cta);
+                        return ::clustered_device::run::NoReturnInAMacro;
+                    };
+                }
+                seen.write(thread_idx_x(), __cta.virtual_block_idx_x(block_idx_x));
+                ::clustered_device::run::pool_barrier_in_body(&__cta, sync_threads);
                 {
-                    ::clustered_device::run::pool_end_task(&__cta);
-                    return;
+                    let __value = seen.read(15 - thread_idx_x());
+                    ::clustered_device::memory::store(
+                        out.add(thread_idx_x() as usize),
+                        __value,
+                    )
                 };
             }
-            seen.write(thread_idx_x(), __cta.virtual_block_idx_x(block_idx_x));
-            ::clustered_device::run::pool_barrier_in_body(&__cta, sync_threads);
-            {
-                let __value = seen.read(15 - thread_idx_x());
-                ::clustered_device::memory::store(
-                    out.add(thread_idx_x() as usize),
-                    __value,
-                )
-            };
+            ::clustered_device::run::pool_end_task(&__cta);
+            ::clustered_device::run::NoReturnInAMacro
         }
-        ::clustered_device::run::pool_end_task(&__cta);
+        unsafe { ends_itself(__args, __cta) };
     }
 }
 unsafe impl ::clustered_device::pool::TaskKernel for halves {
@@ -510,26 +519,35 @@ impl halves_intrinsic {
         __args: halves_intrinsic_args,
         __cta: ::clustered_device::cta::Cta,
     ) {
-        let out: *mut u32 = __args.out as *mut u32;
-        {
-            let seen = shared_array!(seen_halves_intrinsic_run_task : [u32; 32]);
-            if thread_idx_x() >= 16 {
+        #[inline(always)]
+        #[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
+        unsafe fn ends_itself(
+            __args: halves_intrinsic_args,
+            __cta: ::clustered_device::cta::Cta,
+        ) -> ::clustered_device::run::NoReturnInAMacro {
+            let out: *mut u32 = __args.out as *mut u32;
+            {
+                let seen = shared_array!(seen_halves_intrinsic_run_task : [u32; 32]);
+                if thread_idx_x() >= 16 {
+                    {
+                        ::clustered_device::run::pool_end_task(&__cta);
+                        return ::clustered_device::run::NoReturnInAMacro;
+                    };
+                }
+                seen.write(thread_idx_x(), __cta.virtual_block_idx_x(block_idx_x));
+                ::clustered_device::run::pool_body_barrier(&__cta);
                 {
-                    ::clustered_device::run::pool_end_task(&__cta);
-                    return;
+                    let __value = seen.read(15 - thread_idx_x());
+                    ::clustered_device::memory::store(
+                        out.add(thread_idx_x() as usize),
+                        __value,
+                    )
                 };
             }
-            seen.write(thread_idx_x(), __cta.virtual_block_idx_x(block_idx_x));
-            ::clustered_device::run::pool_body_barrier(&__cta);
-            {
-                let __value = seen.read(15 - thread_idx_x());
-                ::clustered_device::memory::store(
-                    out.add(thread_idx_x() as usize),
-                    __value,
-                )
-            };
+            ::clustered_device::run::pool_end_task(&__cta);
+            ::clustered_device::run::NoReturnInAMacro
         }
-        ::clustered_device::run::pool_end_task(&__cta);
+        unsafe { ends_itself(__args, __cta) };
     }
 }
 unsafe impl ::clustered_device::pool::TaskKernel for halves_intrinsic {
