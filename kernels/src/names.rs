@@ -38,3 +38,40 @@ pub unsafe fn generated_names(
     let __address = __value;
     *__address += 1000 * block_idx_x() + 100_000 * block_idx_y();
 }
+
+/// `out[i] = 2 input[i] + 6 i + 4` for `i < n`. The parameter `input` is
+/// read at the start and at the end; in between, a `for` loop, a closure, a
+/// `match` arm, an `if let` and a `while let` bind the name `input` to
+/// pointers into a local array, which read `i`, `i + 1` or `i + 2`. The
+/// memory tracing must treat those as the locals they are (on the CPU
+/// backend a read of one taken for the parameter's buffer is out of its
+/// bounds).
+#[clustered(name = pointer_patterns_reorder, binding = reorder)]
+#[clustered(name = pointer_patterns_agents, binding = agents, chunk = 2)]
+#[clustered(name = pointer_patterns_stride, binding = stride)]
+pub unsafe fn pointer_patterns(input: *const u32, out: *mut u32, n: u32) {
+    let i = index_1d();
+    if i >= n {
+        return;
+    }
+    let local = [i, i + 1, i + 2];
+    let mut sum = *input.add(i as usize);
+    for input in [local.as_ptr(), local.as_ptr()] {
+        sum += *input;
+    }
+    let second = |input: *const u32| *input.add(1);
+    sum += second(local.as_ptr());
+    match local.as_ptr() {
+        input if i < n / 2 => sum += *input.add(2),
+        input => sum += *input.add(2),
+    }
+    if let Some(input) = Some(local.as_ptr()) {
+        sum += *input;
+    }
+    let mut left = Some(local.as_ptr());
+    while let Some(input) = left {
+        sum += *input.add(1);
+        left = None;
+    }
+    *out.add(i as usize) = sum + *input.add(i as usize);
+}

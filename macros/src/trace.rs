@@ -189,14 +189,59 @@ impl Tracer<'_> {
                     self.bind(pat, Some(value));
                 }
             }
-            (pat, _) => {
-                struct Names<'t, 'a>(&'t mut Tracer<'a>);
-                impl<'ast> syn::visit::Visit<'ast> for Names<'_, '_> {
-                    fn visit_pat_ident(&mut self, node: &'ast syn::PatIdent) {
-                        self.0.pointers.remove(&node.ident);
-                    }
+            (pat, _) => self.shadow(pat),
+        }
+    }
+
+    /// Every name `pat` binds is a local from here on, not a global pointer
+    /// (a `for` loop's, a closure's, a `match` arm's, an `if let`'s).
+    fn shadow(&mut self, pat: &Pat) {
+        struct Names<'t, 'a>(&'t mut Tracer<'a>);
+        impl<'ast> syn::visit::Visit<'ast> for Names<'_, '_> {
+            fn visit_pat_ident(&mut self, node: &'ast syn::PatIdent) {
+                self.0.pointers.remove(&node.ident);
+            }
+        }
+        syn::visit::Visit::visit_pat(&mut Names(self), pat);
+    }
+
+    /// Visits `body` with the names `pats` bind shadowing global pointers
+    /// of the same name, which are back after it.
+    fn visit_scoped<'p>(
+        &mut self,
+        pats: impl IntoIterator<Item = &'p Pat>,
+        body: impl FnOnce(&mut Self),
+    ) {
+        let outer = self.pointers.clone();
+        for pat in pats {
+            self.shadow(pat);
+        }
+        body(self);
+        self.pointers = outer;
+    }
+
+    /// The `let` patterns of an `if` or `while` condition (`let P = e`,
+    /// also chained with `&&`), their values visited as they are.
+    fn condition_patterns(&mut self, cond: &mut Expr) -> Vec<Pat> {
+        match cond {
+            Expr::Let(binding) => {
+                self.visit_expr_mut(&mut binding.expr);
+                vec![(*binding.pat).clone()]
+            }
+            Expr::Binary(binary) if matches!(binary.op, BinOp::And(_)) => {
+                let mut pats = self.condition_patterns(&mut binary.left);
+                // A later operand sees the earlier ones' names.
+                let outer = self.pointers.clone();
+                for pat in &pats {
+                    self.shadow(pat);
                 }
-                syn::visit::Visit::visit_pat(&mut Names(self), pat);
+                pats.extend(self.condition_patterns(&mut binary.right));
+                self.pointers = outer;
+                pats
+            }
+            other => {
+                self.visit_expr_mut(other);
+                Vec::new()
             }
         }
     }
@@ -319,6 +364,41 @@ impl VisitMut for Tracer<'_> {
             }
             // Macro arguments are tokens, not expressions: left as written.
             Expr::Macro(_) => {}
+            // Names bound by patterns shadow global pointers in their scope.
+            Expr::ForLoop(for_loop) => {
+                self.visit_expr_mut(&mut for_loop.expr);
+                let body = &mut for_loop.body;
+                self.visit_scoped([&*for_loop.pat], |t| t.visit_block_mut(body));
+            }
+            Expr::Closure(closure) => {
+                let body = &mut closure.body;
+                self.visit_scoped(closure.inputs.iter(), |t| t.visit_expr_mut(body));
+            }
+            Expr::Match(matched) => {
+                self.visit_expr_mut(&mut matched.expr);
+                for arm in &mut matched.arms {
+                    let (guard, body) = (&mut arm.guard, &mut arm.body);
+                    self.visit_scoped([&arm.pat], |t| {
+                        if let Some((_, guard)) = guard {
+                            t.visit_expr_mut(guard);
+                        }
+                        t.visit_expr_mut(body);
+                    });
+                }
+            }
+            Expr::If(branch) => {
+                let pats = self.condition_patterns(&mut branch.cond);
+                let then = &mut branch.then_branch;
+                self.visit_scoped(&pats, |t| t.visit_block_mut(then));
+                if let Some((_, otherwise)) = &mut branch.else_branch {
+                    self.visit_expr_mut(otherwise);
+                }
+            }
+            Expr::While(looped) => {
+                let pats = self.condition_patterns(&mut looped.cond);
+                let body = &mut looped.body;
+                self.visit_scoped(&pats, |t| t.visit_block_mut(body));
+            }
             _ => visit_mut::visit_expr_mut(self, expr),
         }
     }

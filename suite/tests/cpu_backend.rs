@@ -1072,6 +1072,38 @@ fn generated_names_never_capture_the_users() {
     }
 }
 
+/// Names a `for` loop, a closure, a `match` arm, an `if let` and a `while
+/// let` bind are locals, not the pointer parameter of the same name: the
+/// baseline and every schedule of `pointer_patterns` run on the CPU backend
+/// (whose checked loads refuse a read outside the kernel's buffers) and
+/// compute `2 input[i] + 6 i + 4`.
+#[test]
+fn names_bound_by_patterns_shadow_pointer_parameters() {
+    use kernels::names::pointer_patterns;
+    let n = 200u32;
+    let input: Vec<u32> = (0..n).map(|i| i * 7 + 1).collect();
+    let expected: Vec<u32> = (0..n).map(|i| 2 * input[i as usize] + 6 * i + 4).collect();
+    let machine = Machine::new(3);
+    for entry in
+        std::iter::once(pointer_patterns::KERNEL).chain(pointer_patterns::SCHEDULES.iter().copied())
+    {
+        let mut out = vec![0u32; n as usize];
+        // SAFETY: the kernel reads input[..n] and writes out[..n].
+        unsafe {
+            launch_entry(
+                entry,
+                &machine,
+                launch([n.div_ceil(64), 1, 1], 64, 2),
+                &ClusterOptions::default(),
+                &mut NoObserver,
+                (&input[..], &mut out[..], n),
+            )
+        }
+        .unwrap_or_else(|e| panic!("{}: {e}", entry.name()));
+        assert_eq!(out, expected, "{}", entry.name());
+    }
+}
+
 /// A foreign entry (another build's PTX under this kernel's signature) has
 /// no code on the CPU backend: refused by name, never run as the Rust kernel.
 #[test]
