@@ -37,7 +37,7 @@ use clustered_device::entry::{Entry, KernelFn};
 use clustered_device::mapping::{Grid, Indexing};
 
 use crate::clustered::{check_contract, layout, ClusterError, ClusterOptions};
-use crate::error::{LaunchError, ThreadLimit};
+use crate::error::{Axis, LaunchError, ThreadLimit};
 
 /// A clustered launch planned for a simulated machine.
 #[derive(Debug)]
@@ -132,7 +132,7 @@ pub enum CpuLaunchError {
     /// elsewhere, which the CPU backend has no code for.
     Foreign(&'static str),
     /// A launch the GPU would refuse: a block over the kernel's
-    /// `#[launch_bounds]`.
+    /// `#[launch_bounds]`, a grid dimension over the GPU's limit.
     Launch(LaunchError),
 }
 
@@ -211,6 +211,22 @@ pub unsafe fn launch_entry<K: KernelFn>(
                 threads,
                 limit: bounds.max_threads,
                 limited_by: ThreadLimit::Kernel,
+            }));
+        }
+    }
+    // What every CUDA GPU refuses (a grid's y or z above 65535, its x above
+    // 2^31 - 1), refused here too where the GPU launches the grid as given
+    // (the kernel, a reorder or a redirect; a persistent schedule launches
+    // its agents): a launch that runs only here would fail on the GPU.
+    let limits = crate::device::DeviceProperties::h100_sxm().max_grid_dim;
+    let launches_the_grid = !entry.binding().is_some_and(Binding::is_persistent);
+    for axis in Axis::ALL.into_iter().filter(|_| launches_the_grid) {
+        let (dim, limit) = (original.grid[axis.index()], limits[axis.index()]);
+        if dim > limit {
+            return Err(CpuLaunchError::Launch(LaunchError::GridTooLarge {
+                axis,
+                dim,
+                limit,
             }));
         }
     }

@@ -1134,6 +1134,55 @@ fn foreign_entries_are_refused_on_the_cpu_backend() {
     );
 }
 
+/// A grid the GPU refuses (y or z above 65535) is refused on the CPU
+/// backend too, with the GPU's typed error, for the kernel and each
+/// schedule that launches its grid as given (reorder, redirect), before
+/// anything runs: a launch that ran only here would fail on the user's
+/// GPU. (A persistent schedule launches its agents: its grid is virtual.)
+#[test]
+fn grids_over_the_gpus_limits_are_refused_on_the_cpu_backend() {
+    use clustered_suite::host::{Axis, LaunchError};
+    use kernels::atax::atax_columns;
+    let (nx, ny) = (4u32, 64u32);
+    let a = vec![1.0f32; (nx * ny) as usize];
+    let tmp = vec![2.0f32; nx as usize];
+    let launched_as_given: Vec<_> = std::iter::once(atax_columns::KERNEL)
+        .chain(atax_columns::SCHEDULES.iter().copied())
+        .filter(|entry| !entry.binding().is_some_and(|b| b.is_persistent()))
+        .collect();
+    assert!(
+        launched_as_given.len() >= 2,
+        "the kernel and its redirection"
+    );
+    for entry in launched_as_given {
+        for (grid, axis) in [([1, 65_536, 1], Axis::Y), ([1, 1, 65_536], Axis::Z)] {
+            let mut y = vec![0.0f32; ny as usize];
+            // SAFETY: refused before it runs.
+            let refused = unsafe {
+                launch_entry(
+                    entry,
+                    &Machine::new(2),
+                    launch(grid, 64, 2),
+                    &ClusterOptions::default(),
+                    &mut NoObserver,
+                    (&a[..], &tmp[..], &mut y[..], nx, ny),
+                )
+            };
+            assert_eq!(
+                refused.unwrap_err(),
+                CpuLaunchError::Launch(LaunchError::GridTooLarge {
+                    axis,
+                    dim: 65_536,
+                    limit: 65_535
+                }),
+                "{}",
+                entry.name()
+            );
+            assert!(y.iter().all(|&v| v == 0.0), "{}: nothing ran", entry.name());
+        }
+    }
+}
+
 /// A kernel's `#[launch_bounds]` hold on the CPU backend as on a GPU: a
 /// block over `max_threads` is refused, for the kernel and each schedule,
 /// with the GPU's typed error; a block within them runs. ATAX's column pass
