@@ -77,7 +77,7 @@ pub use clustered_device::pool::{
     STATUS_OK, STATUS_UNKNOWN_KIND,
 };
 
-use clustered_device::cpu::MAX_RESIDENT_BLOCKS;
+use clustered_device::cpu::{MAX_BLOCK_THREADS, MAX_RESIDENT_BLOCKS};
 use clustered_device::pool::gate_counters;
 
 use crate::cpu::{CpuLaunch, Machine, NoObserver};
@@ -169,8 +169,8 @@ pub enum PoolError {
         resident: u32,
     },
     /// The configuration cannot run (zero blocks or threads, a depth
-    /// outside `1..=RING_ENTRIES`).
-    Config(&'static str),
+    /// outside `1..=RING_ENTRIES`): what, with the value given.
+    Config(String),
     /// Nothing to wait for: no pushed task is unfinished or unpopped.
     NothingUnfinished,
     /// A wait passed the pool's timeout; the tasks still in rings are
@@ -209,12 +209,18 @@ impl fmt::Display for PoolError {
             ),
             PoolError::EmptyGrid { kind } => write!(f, "a task of kind {kind} asks for 0 CTAs: give it at least one"),
             PoolError::UnknownDependency(t) => write!(f, "dependency {t:?} was not pushed to this pool"),
-            PoolError::TooLarge { blocks, resident } => write!(
-                f,
-                "a pool of {rings} rings needs {blocks} co-resident blocks (one more publishes finished tasks), at most {resident} fit: ask for at most {most} blocks, or fewer threads per block",
-                rings = blocks.saturating_sub(1),
-                most = resident.saturating_sub(1),
-            ),
+            PoolError::TooLarge { blocks, resident } => {
+                write!(
+                    f,
+                    "a pool of {rings} rings needs {blocks} co-resident blocks (one more publishes finished tasks), at most {resident} fit: ",
+                    rings = blocks.saturating_sub(1),
+                )?;
+                match resident.checked_sub(1).filter(|&most| most > 0) {
+                    Some(most) => write!(f, "ask for at most {most} blocks, or let more stay resident"),
+                    None => write!(f, "a pool needs 2 at least (a worker and the publisher), so let more stay resident"),
+                }?;
+                write!(f, " (fewer threads or less shared memory per block; on the CPU backend, more resident blocks per SM)")
+            }
             PoolError::Config(what) => write!(f, "bad pool configuration: {what}"),
             PoolError::NothingUnfinished => write!(f, "no task is unfinished: waiting would never end (push first)"),
             PoolError::Timeout { waited, unfinished, in_slots } => {
@@ -466,12 +472,19 @@ impl PoolConfig {
     /// block more).
     fn plan(&self, resident_per_sm: u32, sms: u32) -> Result<u32, PoolError> {
         if self.block_threads == 0 {
-            return Err(PoolError::Config("blocks of 0 threads"));
+            return Err(PoolError::Config("blocks of 0 threads".into()));
+        }
+        if self.block_threads > MAX_BLOCK_THREADS {
+            return Err(PoolError::Config(format!(
+                "blocks of {} threads: a block has at most {MAX_BLOCK_THREADS}",
+                self.block_threads
+            )));
         }
         if self.depth == 0 || self.depth > RING_ENTRIES as u32 {
-            return Err(PoolError::Config(
-                "a depth (tasks in flight per block) outside 1..=RING_ENTRIES",
-            ));
+            return Err(PoolError::Config(format!(
+                "a depth (tasks in flight per block) of {}: it must be in 1..={RING_ENTRIES}",
+                self.depth
+            )));
         }
         let resident = resident_per_sm.saturating_mul(sms);
         let blocks = match self.blocks {
@@ -481,14 +494,14 @@ impl PoolConfig {
             Some(Blocks::PerSm(per_sm)) => match per_sm.saturating_mul(sms).saturating_sub(1) {
                 0 => {
                     return Err(PoolError::Config(
-                        "blocks_per_sm leaves no worker beside the publisher: ask for 2 blocks or more in all",
+                        "blocks_per_sm leaves no worker beside the publisher: ask for 2 blocks or more in all".into(),
                     ))
                 }
                 workers => workers,
             },
         };
         if blocks == 0 {
-            return Err(PoolError::Config("a pool of 0 blocks"));
+            return Err(PoolError::Config("a pool of 0 blocks".into()));
         }
         // The rings' blocks and the publisher (`abi::pool`, "Publication").
         let launched = blocks.saturating_add(1);
@@ -866,9 +879,9 @@ impl TaskPool {
         config: PoolConfig,
     ) -> Result<TaskPool, PoolError> {
         if resident_per_sm == 0 || resident_per_sm > MAX_RESIDENT_BLOCKS {
-            return Err(PoolError::Config(
-                "resident blocks per SM must be in 1..=MAX_RESIDENT_BLOCKS",
-            ));
+            return Err(PoolError::Config(format!(
+                "{resident_per_sm} resident blocks per SM: it must be in 1..={MAX_RESIDENT_BLOCKS}"
+            )));
         }
         let blocks = config.plan(resident_per_sm, machine.sm_count())?;
         let raw = Box::into_raw(vec![Slot::IDLE; pool_slots(blocks)].into_boxed_slice());
@@ -1378,10 +1391,13 @@ fn schedule(shared: &Shared, mut device: Option<gpu::Running>) {
         }
         progressed |= dispatch.dispatch(slots, &shared.tickets) > 0;
         if mode.is_some() && incoming.is_empty() && dispatch.is_empty() {
-            dispatch.exit(slots);
+            // Told before the kernel is: once EXIT is written it may end at
+            // once, and a thread that saw it ended before `exited` took a
+            // clean shutdown for a kernel that returned on its own.
             let mut state = shared.lock();
             state.exited = true;
             drop(state);
+            dispatch.exit(slots);
             shared.done.notify_all();
             wait_for_device_end(shared, &mut device);
             return;
@@ -1724,6 +1740,10 @@ struct Counters {
     handed: Vec<u32>,
     /// Entries in rings that signal or wait on the counter.
     uses: Vec<u32>,
+    /// Of them, those that signal it: a gate on the counter waits for
+    /// every one of them, so it may stand for "after these dependencies"
+    /// only while all of them are the dependencies'.
+    signalling: Vec<u32>,
     /// The group whose open counter it is, if it is one.
     group: Vec<Option<u64>>,
     /// Each group's open counter: its new tasks signal it.
@@ -1736,6 +1756,7 @@ impl Counters {
         Counters {
             handed: vec![0; count],
             uses: vec![0; count],
+            signalling: vec![0; count],
             group: vec![None; count],
             open: HashMap::default(),
             free: (0..count as u32).rev().collect(),
@@ -1981,6 +2002,14 @@ impl Dispatch {
     /// dependencies' counter, if every unfinished one is in a ring and all
     /// signal one counter (`abi::pool`, "Gates"): its target is every
     /// signal handed out on that counter, which is sealed from now on.
+    ///
+    /// Only where every entry that has yet to signal the counter is one of
+    /// the dependencies': a counter is shared by a group (the tasks pushed
+    /// after the same tasks, or after none), and a gate that also waited
+    /// for a groupmate still running would make "after `a`" mean "after `a`
+    /// and whatever ran beside it", which hangs a host that frees the
+    /// groupmate only once the dependent has finished. Such a task stays
+    /// blocked, and the host releases it when its dependencies finish.
     fn try_gate(&mut self, ticket: Ticket) {
         if !self.gates {
             return;
@@ -2008,6 +2037,15 @@ impl Dispatch {
         let Some(c) = counter else {
             return;
         };
+        let owed: u32 = node
+            .deps
+            .iter()
+            .filter_map(|dep| self.nodes.get(dep))
+            .map(|dep| dep.shares)
+            .sum();
+        if owed != self.counters.signalling[c as usize] {
+            return;
+        }
         self.counters.seal(c);
         let target = self.counters.handed[c as usize];
         if let Some(node) = self.nodes.get_mut(&ticket) {
@@ -2071,6 +2109,9 @@ impl Dispatch {
                 } = ring.held[entry];
                 for c in gate.into_iter().chain(signal) {
                     self.counters.release(c);
+                }
+                if let Some(c) = signal {
+                    self.counters.signalling[c as usize] -= 1;
                 }
                 ring.tail += 1;
                 self.in_flight -= 1;
@@ -2249,6 +2290,7 @@ impl Dispatch {
         }
         if let Some(c) = node.signal {
             counters.handed[c as usize] = counters.handed[c as usize].wrapping_add(1);
+            counters.signalling[c as usize] += 1;
         }
         let words = GateWords {
             gate: gate.map_or(0, |(c, _)| c + 1),
@@ -2994,6 +3036,49 @@ mod tests {
     }
 
     #[test]
+    fn a_gate_waits_for_its_dependencies_only_not_for_their_groupmates() {
+        // 0 and 1 are independent: one group, one counter. 2 (four CTAs,
+        // spread: it does not ride) is after 1 alone. A gate on that
+        // counter would wait for 0 too, and a host that lets 0 end only
+        // once 2 has ended would hang: 2 waits on the host instead.
+        let rings = Rings::new(4);
+        let mut d = Dispatch::new(4, 4, true, true);
+        push(&mut d, 0, &[]);
+        push(&mut d, 1, &[]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        push_ctas(&mut d, 2, 4, &[1]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        assert!(
+            gates_of(&rings, &d, 2).is_empty(),
+            "2 is not published gated on 0's counter: {:?}",
+            gate_words(&rings, &d)
+        );
+        let b1 = rings.held(&d).iter().position(|h| h.first() == Some(&1));
+        rings.finish(&d, b1.expect("1 in a ring"), 1);
+        assert_eq!(rings.collect(&mut d), [1]);
+        d.dispatch(&rings.slots, &rings.tickets);
+        let shares = gates_of(&rings, &d, 2);
+        assert!(!shares.is_empty(), "2 is published once 1 ended");
+        assert!(
+            shares.iter().all(|g| g.0 == 0),
+            "and waits for nothing: {shares:?}"
+        );
+        // 2 ends while 0 still runs.
+        for (b, held) in rings.held(&d).iter().enumerate() {
+            for (nth, &t) in held.iter().enumerate() {
+                if t == 2 {
+                    rings.finish_nth(&d, b, nth as u64, 2);
+                }
+            }
+        }
+        assert_eq!(rings.collect(&mut d), [2]);
+        assert!(
+            rings.held(&d).iter().any(|h| h.contains(&0)),
+            "0 still runs"
+        );
+    }
+
+    #[test]
     fn a_fan_out_rides_once_and_gates_the_rest_on_the_one_dependency() {
         let rings = Rings::new(4);
         let mut d = Dispatch::new(4, 4, true, true);
@@ -3162,6 +3247,29 @@ mod tests {
         d.dispatch(&rings.slots, &rings.tickets);
         assert!(gates_of(&rings, &d, 3).is_empty());
         assert_eq!(d.nodes[&Ticket(3)].place, Place::Blocked);
+    }
+
+    #[test]
+    fn configuration_errors_name_the_value_and_the_limit() {
+        let message = |config: PoolConfig, per_sm: u32, sms: u32| {
+            config.plan(per_sm, sms).unwrap_err().to_string()
+        };
+        let threads = message(PoolConfig::new(1).block_threads(1 << 20), 2, 4);
+        assert!(
+            threads.contains("1048576 threads") && threads.contains("at most 1024"),
+            "{threads}"
+        );
+        let depth = message(PoolConfig::new(1).depth(65), 2, 4);
+        assert!(
+            depth.contains("of 65") && depth.contains(&format!("1..={RING_ENTRIES}")),
+            "{depth}"
+        );
+        // One block fits: no "at most 0 blocks".
+        let one = message(PoolConfig::new(1), 1, 1);
+        assert!(
+            one.contains("needs 2 at least") && !one.contains("at most 0"),
+            "{one}"
+        );
     }
 
     #[test]

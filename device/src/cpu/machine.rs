@@ -211,6 +211,9 @@ pub struct CpuLaunch {
 /// CTAs resident on one SM at most (the Hopper limit).
 pub const MAX_RESIDENT_BLOCKS: u32 = 32;
 
+/// Threads in one block at most (every CUDA GPU's limit).
+pub const MAX_BLOCK_THREADS: u32 = 1024;
+
 /// Shared memory a CTA may use on the CPU backend (the Hopper limit).
 pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 
@@ -505,9 +508,9 @@ impl CpuLaunch {
                 self.grid, self.block
             )));
         }
-        if threads > 1024 {
+        if threads > u64::from(MAX_BLOCK_THREADS) {
             return Err(CpuError::BadLaunch(format!(
-                "{threads} threads per block; at most 1024"
+                "{threads} threads per block; at most {MAX_BLOCK_THREADS}"
             )));
         }
         if blocks > u32::MAX as u64 {

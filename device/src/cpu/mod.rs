@@ -46,7 +46,7 @@ pub use buffers::{Buffers, Fault};
 pub use engine::{run, run_checked, RunStats};
 pub use machine::{
     BarrierDivergence, BarrierKind, CpuError, CpuLaunch, Dispatch, Machine, SharedRace,
-    TaskOverrun, ThreadAt, MAX_RESIDENT_BLOCKS,
+    TaskOverrun, ThreadAt, MAX_BLOCK_THREADS, MAX_RESIDENT_BLOCKS,
 };
 
 pub(crate) use engine::{
