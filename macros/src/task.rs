@@ -194,17 +194,17 @@ pub fn task_support(function: &ItemFn) -> TokenStream {
     // while the CTA's other threads wait at its barriers) does not compile.
     let run_body = if facts.shares_within_cta {
         let device = crate::runtime::runtime_path();
-        let value = analyse::task_end();
-        let ty = analyse::task_end_type();
+        // The type and the value: a unit struct's path is both.
+        let ends = analyse::task_end();
         let ends_itself = Ident::new("ends_itself", Span::mixed_site());
         quote! {
             #[inline(always)]
             #[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
-            unsafe fn #ends_itself(#args: #args_type, #cta: #device::cta::Cta) -> #ty {
+            unsafe fn #ends_itself(#args: #args_type, #cta: #device::cta::Cta) -> #ends {
                 #(#bindings)*
                 #body
                 #end_task
-                #value
+                #ends
             }
             // SAFETY: the caller's promise.
             unsafe { #ends_itself(#args, #cta) };

@@ -417,20 +417,14 @@ pub fn end_task_call(pool_cta: Option<&Ident>) -> Expr {
     }
 }
 
-/// The value a task function that ends its tasks itself returns
-/// (`run::NoReturnInAMacro`): a `return;` that the macro did not write,
-/// hidden in a macro's expansion, does not compile.
+/// What a task function that ends its tasks itself returns, as its type
+/// and as its value (a unit struct's path is both):
+/// `run::NoReturnInAMacro`. A `return;` the macro did not write, hidden in
+/// a macro's expansion, then does not compile: "`return;` in a function
+/// whose return type is not `()`", at the `return` and the macro call.
 pub fn task_end() -> Expr {
     let device = crate::runtime::runtime_path();
     syn::parse_quote!(#device::run::NoReturnInAMacro)
-}
-
-/// The return type of such a task function. Where a hidden `return;` meets
-/// it the compiler says "`return;` in a function whose return type is not
-/// `()`", at the `return` and at the macro call that holds it.
-pub fn task_end_type() -> proc_macro2::TokenStream {
-    let device = crate::runtime::runtime_path();
-    quote::quote!(#device::run::NoReturnInAMacro)
 }
 
 /// In a persistent body that ends each task with the task barrier, makes

@@ -175,8 +175,8 @@ pub fn schedule(
         }
     });
     let task_output = ends_tasks.then(|| {
-        let ty = analyse::task_end_type();
-        quote!(-> #ty)
+        let ends = analyse::task_end();
+        quote!(-> #ends)
     });
     let entry_body = match schedule.binding {
         Binding::Reorder => quote! {
