@@ -203,6 +203,10 @@ pub unsafe fn launch_entry<K: KernelFn>(
     if entry.is_foreign() {
         return Err(CpuLaunchError::Foreign(entry.name()));
     }
+    // The machine and the launch as `run` checks them, before a schedule is
+    // planned from them: the same error for the kernel and its schedules.
+    machine.check().map_err(CpuLaunchError::Run)?;
+    original.check().map_err(CpuLaunchError::Run)?;
     if let Some(bounds) = entry.launch_bounds() {
         // What the GPU refuses (`.maxntid`), refused here too.
         let threads = original.block_threads();

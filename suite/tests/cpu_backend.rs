@@ -1134,6 +1134,50 @@ fn foreign_entries_are_refused_on_the_cpu_backend() {
     );
 }
 
+/// A machine or a launch that `run` refuses is refused with the same error
+/// for the kernel and every schedule: a persistent schedule is not planned
+/// from it first (0 resident blocks gave "0 agents per SM requested, but
+/// only 0 fit", 0 SMs "zero clusters").
+#[test]
+fn a_bad_machine_or_launch_gets_the_kernels_error_under_every_schedule() {
+    use kernels::atax::atax_columns;
+    let (nx, ny) = (4u32, 64u32);
+    let a = vec![1.0f32; (nx * ny) as usize];
+    let tmp = vec![2.0f32; nx as usize];
+    let cases = [
+        (
+            Machine::new(2),
+            launch([1, 1, 1], 64, 0),
+            "resident_blocks is 0",
+        ),
+        (Machine::new(0), launch([1, 1, 1], 64, 2), "0 SM ids"),
+    ];
+    for (machine, original, says) in cases {
+        for entry in
+            std::iter::once(atax_columns::KERNEL).chain(atax_columns::SCHEDULES.iter().copied())
+        {
+            let mut y = vec![0.0f32; ny as usize];
+            // SAFETY: refused before it runs.
+            let refused = unsafe {
+                launch_entry(
+                    entry,
+                    &machine,
+                    original,
+                    &ClusterOptions::default(),
+                    &mut NoObserver,
+                    (&a[..], &tmp[..], &mut y[..], nx, ny),
+                )
+            }
+            .unwrap_err();
+            assert!(
+                refused.to_string().contains(says),
+                "{}: {refused}",
+                entry.name()
+            );
+        }
+    }
+}
+
 /// A grid the GPU refuses (y or z above 65535) is refused on the CPU
 /// backend too, with the GPU's typed error, for the kernel and each
 /// schedule that launches its grid as given (reorder, redirect), before

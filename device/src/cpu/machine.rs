@@ -160,7 +160,9 @@ impl Machine {
         self.sm_ids.len() as u32
     }
 
-    pub(crate) fn check(&self) -> Result<(), CpuError> {
+    /// What [`run`](super::run) refuses in this machine, without running:
+    /// `CpuError::BadMachine`.
+    pub fn check(&self) -> Result<(), CpuError> {
         let count = self.sm_ids.len();
         if count == 0 || self.available_from.len() != count {
             return Err(CpuError::BadMachine(format!(
@@ -499,7 +501,9 @@ impl CpuLaunch {
         self.block.iter().map(|&d| d as u64).product()
     }
 
-    pub(crate) fn check(&self) -> Result<(), CpuError> {
+    /// What [`run`](super::run) refuses in this launch, without running:
+    /// `CpuError::BadLaunch`.
+    pub fn check(&self) -> Result<(), CpuError> {
         let threads = self.block_threads();
         let blocks: u64 = self.grid.iter().map(|&d| d as u64).product();
         if threads == 0 || blocks == 0 {
