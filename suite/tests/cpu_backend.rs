@@ -969,7 +969,8 @@ fn extreme_counts_are_typed_errors() {
         );
         assert!(error.contains("total_agents"), "{error}");
     }
-    // MAX agents per SM from an absurd occupancy: refused, not launched.
+    // MAX agents per SM from an absurd occupancy: refused as the kernel's
+    // launch is, before it is planned or launched.
     let error = refused(
         Machine::new(2),
         CpuLaunch {
@@ -978,7 +979,7 @@ fn extreme_counts_are_typed_errors() {
         },
         ClusterOptions::default(),
     );
-    assert!(error.contains("32 bits"), "{error}");
+    assert!(error.contains("resident_blocks is 4294967295"), "{error}");
     let error = refused(
         Machine::new(1),
         CpuLaunch {
@@ -1134,6 +1135,33 @@ fn foreign_entries_are_refused_on_the_cpu_backend() {
     );
 }
 
+/// Runs `entry` of ATAX's column pass over 4 rows of 1024 ones with `tmp`
+/// all twos (each column's `y` is 8.0 once it ran); returns how the launch
+/// went and `y`.
+fn atax_columns_run(
+    entry: Entry<kernels::atax::atax_columns>,
+    machine: &Machine,
+    original: CpuLaunch,
+) -> (Result<(), CpuLaunchError>, Vec<f32>) {
+    let (nx, ny) = (4u32, 1024u32);
+    let a = vec![1.0f32; (nx * ny) as usize];
+    let tmp = vec![2.0f32; nx as usize];
+    let mut y = vec![0.0f32; ny as usize];
+    // SAFETY: `a` holds nx x ny floats, `tmp` nx, `y` ny; the kernel reads
+    // and writes no more for a grid that covers at most ny columns.
+    let ran = unsafe {
+        launch_entry(
+            entry,
+            machine,
+            original,
+            &ClusterOptions::default(),
+            &mut NoObserver,
+            (&a[..], &tmp[..], &mut y[..], nx, ny),
+        )
+    };
+    (ran.map(|_| ()), y)
+}
+
 /// A machine or a launch that `run` refuses is refused with the same error
 /// for the kernel and every schedule: a persistent schedule is not planned
 /// from it first (0 resident blocks gave "0 agents per SM requested, but
@@ -1141,9 +1169,6 @@ fn foreign_entries_are_refused_on_the_cpu_backend() {
 #[test]
 fn a_bad_machine_or_launch_gets_the_kernels_error_under_every_schedule() {
     use kernels::atax::atax_columns;
-    let (nx, ny) = (4u32, 64u32);
-    let a = vec![1.0f32; (nx * ny) as usize];
-    let tmp = vec![2.0f32; nx as usize];
     let cases = [
         (
             Machine::new(2),
@@ -1156,24 +1181,14 @@ fn a_bad_machine_or_launch_gets_the_kernels_error_under_every_schedule() {
         for entry in
             std::iter::once(atax_columns::KERNEL).chain(atax_columns::SCHEDULES.iter().copied())
         {
-            let mut y = vec![0.0f32; ny as usize];
-            // SAFETY: refused before it runs.
-            let refused = unsafe {
-                launch_entry(
-                    entry,
-                    &machine,
-                    original,
-                    &ClusterOptions::default(),
-                    &mut NoObserver,
-                    (&a[..], &tmp[..], &mut y[..], nx, ny),
-                )
-            }
-            .unwrap_err();
+            let (ran, y) = atax_columns_run(entry, &machine, original);
+            let refused = ran.unwrap_err();
             assert!(
                 refused.to_string().contains(says),
                 "{}: {refused}",
                 entry.name()
             );
+            assert!(y.iter().all(|&v| v == 0.0), "{}: nothing ran", entry.name());
         }
     }
 }
@@ -1187,9 +1202,6 @@ fn a_bad_machine_or_launch_gets_the_kernels_error_under_every_schedule() {
 fn grids_over_the_gpus_limits_are_refused_on_the_cpu_backend() {
     use clustered_suite::host::{Axis, LaunchError};
     use kernels::atax::atax_columns;
-    let (nx, ny) = (4u32, 64u32);
-    let a = vec![1.0f32; (nx * ny) as usize];
-    let tmp = vec![2.0f32; nx as usize];
     let launched_as_given: Vec<_> = std::iter::once(atax_columns::KERNEL)
         .chain(atax_columns::SCHEDULES.iter().copied())
         .filter(|entry| !entry.binding().is_some_and(|b| b.is_persistent()))
@@ -1200,20 +1212,9 @@ fn grids_over_the_gpus_limits_are_refused_on_the_cpu_backend() {
     );
     for entry in launched_as_given {
         for (grid, axis) in [([1, 65_536, 1], Axis::Y), ([1, 1, 65_536], Axis::Z)] {
-            let mut y = vec![0.0f32; ny as usize];
-            // SAFETY: refused before it runs.
-            let refused = unsafe {
-                launch_entry(
-                    entry,
-                    &Machine::new(2),
-                    launch(grid, 64, 2),
-                    &ClusterOptions::default(),
-                    &mut NoObserver,
-                    (&a[..], &tmp[..], &mut y[..], nx, ny),
-                )
-            };
+            let (ran, y) = atax_columns_run(entry, &Machine::new(2), launch(grid, 64, 2));
             assert_eq!(
-                refused.unwrap_err(),
+                ran.unwrap_err(),
                 CpuLaunchError::Launch(LaunchError::GridTooLarge {
                     axis,
                     dim: 65_536,
@@ -1243,25 +1244,11 @@ fn launch_bounds_refuse_bigger_blocks_on_the_cpu_backend() {
         (ATAX_BLOCK, 1)
     );
     let machine = Machine::new(2);
-    let (nx, ny) = (4u32, 1024u32);
-    let a = vec![1.0f32; (nx * ny) as usize];
-    let tmp = vec![2.0f32; nx as usize];
     for entry in
         std::iter::once(atax_columns::KERNEL).chain(atax_columns::SCHEDULES.iter().copied())
     {
         assert_eq!(entry.launch_bounds(), Some(bounds), "{}", entry.name());
-        let mut y = vec![0.0f32; ny as usize];
-        // SAFETY: refused before it runs.
-        let refused = unsafe {
-            launch_entry(
-                entry,
-                &machine,
-                launch([2, 1, 1], 512, 2),
-                &ClusterOptions::default(),
-                &mut NoObserver,
-                (&a[..], &tmp[..], &mut y[..], nx, ny),
-            )
-        };
+        let (refused, y) = atax_columns_run(entry, &machine, launch([2, 1, 1], 512, 2));
         assert_eq!(
             refused.unwrap_err(),
             CpuLaunchError::Launch(LaunchError::BlockTooLarge {
@@ -1276,19 +1263,9 @@ fn launch_bounds_refuse_bigger_blocks_on_the_cpu_backend() {
         // Within the bounds every entry runs, also under random interleavings.
         let random = Machine::new(5).with_dispatch(Dispatch::Random(7));
         for machine in [&machine, &random] {
-            let mut y = vec![0.0f32; ny as usize];
-            // SAFETY: 4 blocks of 256 threads, one column each, `nx` rows.
-            unsafe {
-                launch_entry(
-                    entry,
-                    machine,
-                    launch([4, 1, 1], 256, 2),
-                    &ClusterOptions::default(),
-                    &mut NoObserver,
-                    (&a[..], &tmp[..], &mut y[..], nx, ny),
-                )
-            }
-            .unwrap();
+            // 4 blocks of 256 threads, one column each.
+            let (ran, y) = atax_columns_run(entry, machine, launch([4, 1, 1], 256, 2));
+            ran.unwrap();
             assert!(y.iter().all(|&v| v == 8.0), "{}", entry.name());
         }
     }
