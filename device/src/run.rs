@@ -197,9 +197,11 @@ pub fn pool_body_barrier(cta: &Cta) {
     hardware::pool_task_barrier(false, cta.thread_count());
 }
 
-/// What the task function of a persistent schedule (or a pool task) whose
-/// body shares memory or waits at barriers returns, so that a `return` the
-/// macro cannot see ends in a compile error instead of a wrong result.
+/// What the task function of a persistent schedule whose body shares
+/// memory or waits at barriers returns, so that a `return` the macro cannot
+/// see ends in a compile error instead of a wrong result. (Not a pool's
+/// `run_task`: generated for every kernel, pooled or not, it would refuse
+/// kernels no pool runs.)
 ///
 /// The macro ends each `return` of such a body with the task protocol
 /// ([`end_task`]) where it is written; a `return` inside a macro's

@@ -188,34 +188,6 @@ pub fn task_support(function: &ItemFn) -> TokenStream {
         " Runs the body of [`{name}`](fn@{name}) for CTA `cta` of a pool task: its block-index reads answer from `cta`, a `return` ends this CTA only."
     );
     let overflow = format!("the parameters of `{name}` do not fit in a task's payload");
-    // A body that shares memory or waits at barriers runs in a function
-    // that returns `run::NoReturnInAMacro`, which only the macro's own ends
-    // give: a `return` hidden in a macro (which would skip the task's end
-    // while the CTA's other threads wait at its barriers) does not compile.
-    let run_body = if facts.shares_within_cta {
-        let device = crate::runtime::runtime_path();
-        // The type and the value: a unit struct's path is both.
-        let ends = analyse::task_end();
-        let ends_itself = Ident::new("ends_itself", Span::mixed_site());
-        quote! {
-            #[inline(always)]
-            #[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
-            unsafe fn #ends_itself(#args: #args_type, #cta: #device::cta::Cta) -> #ends {
-                #(#bindings)*
-                #body
-                #end_task
-                #ends
-            }
-            // SAFETY: the caller's promise.
-            unsafe { #ends_itself(#args, #cta) };
-        }
-    } else {
-        quote! {
-            #(#bindings)*
-            #body
-            #end_task
-        }
-    };
     quote! {
         #[doc = #struct_doc]
         #[repr(C)]
@@ -247,7 +219,9 @@ pub fn task_support(function: &ItemFn) -> TokenStream {
             #[inline(always)]
             #[allow(non_snake_case, unreachable_code)]
             pub unsafe fn #run_task(#args: #args_type, #cta: #device::cta::Cta) {
-                #run_body
+                #(#bindings)*
+                #body
+                #end_task
             }
         }
 

@@ -198,7 +198,16 @@ pub fn task_body(
     let mut body = (*function.block).clone();
     let facts = rewrite_body(&mut body, cta, kernel, task_protocol, pool, errors);
     if facts.shares_within_cta && task_protocol {
-        end_tasks_at_returns(&mut body, &end_task_call(pool.then_some(cta)), &task_end());
+        // A schedule's task function returns the task end; a pool's
+        // `run_task`, generated for every kernel whether a pool serves it
+        // or not, returns `()`: typed, a `return` in a macro of a kernel
+        // that no pool runs would not compile.
+        let value = (!pool).then(task_end);
+        end_tasks_at_returns(
+            &mut body,
+            &end_task_call(pool.then_some(cta)),
+            value.as_ref(),
+        );
     }
     errors.extend(crate::trace::trace_global_memory(
         &mut body,
@@ -429,7 +438,8 @@ pub fn task_end() -> Expr {
 
 /// In a persistent body that ends each task with the task barrier, makes
 /// every `return` end the task the same way first: `{ end(); return value
-/// }` (`end`: [`end_task_call`]; `value`: [`task_end`]).
+/// }` (`end`: [`end_task_call`]; `value`: [`task_end`], or none in a pool's
+/// `run_task`).
 ///
 /// On a GPU the threads of a warp that leave a branch early wait where the
 /// branch joins (ptxas's reconvergence point) until their warp-mates arrive;
@@ -437,8 +447,8 @@ pub fn task_end() -> Expr {
 /// at a body barrier for it: a hang. Waiting in `end_task` inside the
 /// returning branch, it arrives at those barriers instead. Closures and
 /// nested items return from themselves, so they are left alone.
-pub fn end_tasks_at_returns(body: &mut syn::Block, end: &Expr, value: &Expr) {
-    struct Returns<'a>(&'a Expr, &'a Expr);
+pub fn end_tasks_at_returns(body: &mut syn::Block, end: &Expr, value: Option<&Expr>) {
+    struct Returns<'a>(&'a Expr, Option<&'a Expr>);
     impl VisitMut for Returns<'_> {
         fn visit_expr_mut(&mut self, expr: &mut Expr) {
             match expr {

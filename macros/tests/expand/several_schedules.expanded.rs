@@ -490,49 +490,40 @@ impl block_sums {
         __args: block_sums_args,
         __cta: ::clustered_device::cta::Cta,
     ) {
-        #[inline(always)]
-        #[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
-        unsafe fn ends_itself(
-            __args: block_sums_args,
-            __cta: ::clustered_device::cta::Cta,
-        ) -> ::clustered_device::run::NoReturnInAMacro {
-            let x: *const f32 = __args.x as *const f32;
-            let sums: *mut f32 = __args.sums as *mut f32;
-            {
-                let partial = shared_array!(partial_block_sums_run_task : [f32; 256]);
-                let t = thread_idx_x();
-                partial
-                    .write(
-                        t,
-                        ::clustered_device::memory::load(
-                            x
-                                .add(
-                                    (__cta.virtual_block_idx_x(block_idx_x) * 256 + t) as usize,
-                                ),
-                        ),
-                    );
+        let x: *const f32 = __args.x as *const f32;
+        let sums: *mut f32 = __args.sums as *mut f32;
+        {
+            let partial = shared_array!(partial_block_sums_run_task : [f32; 256]);
+            let t = thread_idx_x();
+            partial
+                .write(
+                    t,
+                    ::clustered_device::memory::load(
+                        x
+                            .add(
+                                (__cta.virtual_block_idx_x(block_idx_x) * 256 + t) as usize,
+                            ),
+                    ),
+                );
+            __cta.virtual_sync_threads(sync_threads);
+            let mut stride = 128;
+            while stride > 0 {
+                if t < stride {
+                    partial.write(t, partial.read(t) + partial.read(t + stride));
+                }
                 __cta.virtual_sync_threads(sync_threads);
-                let mut stride = 128;
-                while stride > 0 {
-                    if t < stride {
-                        partial.write(t, partial.read(t) + partial.read(t + stride));
-                    }
-                    __cta.virtual_sync_threads(sync_threads);
-                    stride /= 2;
-                }
-                if t == 0 {
-                    {
-                        let __value = partial.read(0);
-                        ::clustered_device::memory::store(
-                            sums.add(__cta.virtual_block_idx_x(block_idx_x) as usize),
-                            __value,
-                        )
-                    };
-                }
+                stride /= 2;
             }
-            ::clustered_device::run::NoReturnInAMacro
+            if t == 0 {
+                {
+                    let __value = partial.read(0);
+                    ::clustered_device::memory::store(
+                        sums.add(__cta.virtual_block_idx_x(block_idx_x) as usize),
+                        __value,
+                    )
+                };
+            }
         }
-        unsafe { ends_itself(__args, __cta) };
     }
 }
 unsafe impl ::clustered_device::pool::TaskKernel for block_sums {

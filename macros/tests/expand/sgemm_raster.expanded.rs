@@ -493,65 +493,56 @@ impl sgemm_tiled {
         __args: sgemm_tiled_args,
         __cta: ::clustered_device::cta::Cta,
     ) {
-        #[inline(always)]
-        #[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
-        unsafe fn ends_itself(
-            __args: sgemm_tiled_args,
-            __cta: ::clustered_device::cta::Cta,
-        ) -> ::clustered_device::run::NoReturnInAMacro {
-            let a: *const f32 = __args.a as *const f32;
-            let b: *const f32 = __args.b as *const f32;
-            let c: *mut f32 = __args.c as *mut f32;
-            let n: u32 = __args.n;
-            {
-                let tile_a = shared_array!(
-                    tile_a_sgemm_tiled_run_task : [f32; (TILE * TILE) as usize]
-                );
-                let tile_b = shared_array!(
-                    tile_b_sgemm_tiled_run_task : [f32; (TILE * TILE) as usize]
-                );
-                let (tx, ty) = (thread_idx_x(), thread_idx_y());
-                let row = __cta.virtual_block_idx_y(block_idx_y) * TILE + ty;
-                let col = __cta.virtual_block_idx_x(block_idx_x) * TILE + tx;
-                let mut sum = 0.0f32;
-                let mut k0 = 0;
-                while k0 < n {
-                    tile_a
-                        .write(
-                            ty * TILE + tx,
-                            ::clustered_device::memory::load(
-                                a.add((row * n + k0 + tx) as usize),
-                            ),
-                        );
-                    tile_b
-                        .write(
-                            ty * TILE + tx,
-                            ::clustered_device::memory::load(
-                                b.add(((k0 + ty) * n + col) as usize),
-                            ),
-                        );
-                    __cta.virtual_sync_threads(sync_threads);
-                    for k in 0..TILE {
-                        sum = fma(
-                            tile_a.read(ty * TILE + k),
-                            tile_b.read(k * TILE + tx),
-                            sum,
-                        );
-                    }
-                    __cta.virtual_sync_threads(sync_threads);
-                    k0 += TILE;
+        let a: *const f32 = __args.a as *const f32;
+        let b: *const f32 = __args.b as *const f32;
+        let c: *mut f32 = __args.c as *mut f32;
+        let n: u32 = __args.n;
+        {
+            let tile_a = shared_array!(
+                tile_a_sgemm_tiled_run_task : [f32; (TILE * TILE) as usize]
+            );
+            let tile_b = shared_array!(
+                tile_b_sgemm_tiled_run_task : [f32; (TILE * TILE) as usize]
+            );
+            let (tx, ty) = (thread_idx_x(), thread_idx_y());
+            let row = __cta.virtual_block_idx_y(block_idx_y) * TILE + ty;
+            let col = __cta.virtual_block_idx_x(block_idx_x) * TILE + tx;
+            let mut sum = 0.0f32;
+            let mut k0 = 0;
+            while k0 < n {
+                tile_a
+                    .write(
+                        ty * TILE + tx,
+                        ::clustered_device::memory::load(
+                            a.add((row * n + k0 + tx) as usize),
+                        ),
+                    );
+                tile_b
+                    .write(
+                        ty * TILE + tx,
+                        ::clustered_device::memory::load(
+                            b.add(((k0 + ty) * n + col) as usize),
+                        ),
+                    );
+                __cta.virtual_sync_threads(sync_threads);
+                for k in 0..TILE {
+                    sum = fma(
+                        tile_a.read(ty * TILE + k),
+                        tile_b.read(k * TILE + tx),
+                        sum,
+                    );
                 }
-                {
-                    let __value = sum;
-                    ::clustered_device::memory::store(
-                        c.add((row * n + col) as usize),
-                        __value,
-                    )
-                };
+                __cta.virtual_sync_threads(sync_threads);
+                k0 += TILE;
             }
-            ::clustered_device::run::NoReturnInAMacro
+            {
+                let __value = sum;
+                ::clustered_device::memory::store(
+                    c.add((row * n + col) as usize),
+                    __value,
+                )
+            };
         }
-        unsafe { ends_itself(__args, __cta) };
     }
 }
 unsafe impl ::clustered_device::pool::TaskKernel for sgemm_tiled {

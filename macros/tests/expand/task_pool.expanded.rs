@@ -332,35 +332,26 @@ impl halves {
     #[inline(always)]
     #[allow(non_snake_case, unreachable_code)]
     pub unsafe fn run_task(__args: halves_args, __cta: ::clustered_device::cta::Cta) {
-        #[inline(always)]
-        #[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
-        unsafe fn ends_itself(
-            __args: halves_args,
-            __cta: ::clustered_device::cta::Cta,
-        ) -> ::clustered_device::run::NoReturnInAMacro {
-            let out: *mut u32 = __args.out as *mut u32;
-            {
-                let seen = shared_array!(seen_halves_run_task : [u32; 32]);
-                if thread_idx_x() >= 16 {
-                    {
-                        ::clustered_device::run::pool_end_task(&__cta);
-                        return ::clustered_device::run::NoReturnInAMacro;
-                    };
-                }
-                seen.write(thread_idx_x(), __cta.virtual_block_idx_x(block_idx_x));
-                ::clustered_device::run::pool_barrier_in_body(&__cta, sync_threads);
+        let out: *mut u32 = __args.out as *mut u32;
+        {
+            let seen = shared_array!(seen_halves_run_task : [u32; 32]);
+            if thread_idx_x() >= 16 {
                 {
-                    let __value = seen.read(15 - thread_idx_x());
-                    ::clustered_device::memory::store(
-                        out.add(thread_idx_x() as usize),
-                        __value,
-                    )
+                    ::clustered_device::run::pool_end_task(&__cta);
+                    return;
                 };
             }
-            ::clustered_device::run::pool_end_task(&__cta);
-            ::clustered_device::run::NoReturnInAMacro
+            seen.write(thread_idx_x(), __cta.virtual_block_idx_x(block_idx_x));
+            ::clustered_device::run::pool_barrier_in_body(&__cta, sync_threads);
+            {
+                let __value = seen.read(15 - thread_idx_x());
+                ::clustered_device::memory::store(
+                    out.add(thread_idx_x() as usize),
+                    __value,
+                )
+            };
         }
-        unsafe { ends_itself(__args, __cta) };
+        ::clustered_device::run::pool_end_task(&__cta);
     }
 }
 unsafe impl ::clustered_device::pool::TaskKernel for halves {
@@ -519,35 +510,26 @@ impl halves_intrinsic {
         __args: halves_intrinsic_args,
         __cta: ::clustered_device::cta::Cta,
     ) {
-        #[inline(always)]
-        #[allow(non_snake_case, unreachable_code, clippy::too_many_arguments)]
-        unsafe fn ends_itself(
-            __args: halves_intrinsic_args,
-            __cta: ::clustered_device::cta::Cta,
-        ) -> ::clustered_device::run::NoReturnInAMacro {
-            let out: *mut u32 = __args.out as *mut u32;
-            {
-                let seen = shared_array!(seen_halves_intrinsic_run_task : [u32; 32]);
-                if thread_idx_x() >= 16 {
-                    {
-                        ::clustered_device::run::pool_end_task(&__cta);
-                        return ::clustered_device::run::NoReturnInAMacro;
-                    };
-                }
-                seen.write(thread_idx_x(), __cta.virtual_block_idx_x(block_idx_x));
-                ::clustered_device::run::pool_body_barrier(&__cta);
+        let out: *mut u32 = __args.out as *mut u32;
+        {
+            let seen = shared_array!(seen_halves_intrinsic_run_task : [u32; 32]);
+            if thread_idx_x() >= 16 {
                 {
-                    let __value = seen.read(15 - thread_idx_x());
-                    ::clustered_device::memory::store(
-                        out.add(thread_idx_x() as usize),
-                        __value,
-                    )
+                    ::clustered_device::run::pool_end_task(&__cta);
+                    return;
                 };
             }
-            ::clustered_device::run::pool_end_task(&__cta);
-            ::clustered_device::run::NoReturnInAMacro
+            seen.write(thread_idx_x(), __cta.virtual_block_idx_x(block_idx_x));
+            ::clustered_device::run::pool_body_barrier(&__cta);
+            {
+                let __value = seen.read(15 - thread_idx_x());
+                ::clustered_device::memory::store(
+                    out.add(thread_idx_x() as usize),
+                    __value,
+                )
+            };
         }
-        unsafe { ends_itself(__args, __cta) };
+        ::clustered_device::run::pool_end_task(&__cta);
     }
 }
 unsafe impl ::clustered_device::pool::TaskKernel for halves_intrinsic {

@@ -9,15 +9,15 @@ fn sync_threads() {}
 
 // A `return` the macro cannot see: in a persistent schedule whose body
 // waits at barriers it would skip the task's end, so it does not compile
-// there. The reorder schedule runs one task a block and keeps it.
+// there (one error, at the `return` and the macro call).
 macro_rules! leave {
     () => {
         return
     };
 }
 
-#[clustered(name = halves_reorder, binding = reorder)]
 #[clustered(name = halves_stride, binding = stride)]
+#[clustered(name = halves_reorder, binding = reorder)]
 pub unsafe fn halves(x: *mut f32, n: u32) {
     let i = index_1d();
     if i >= n {
@@ -25,6 +25,20 @@ pub unsafe fn halves(x: *mut f32, n: u32) {
     }
     sync_threads();
     *x.add(i as usize) *= 0.5;
+}
+
+// The same body with a block per task only (reorder, redirect) and as a
+// plain kernel (its pool task support too): a returned thread exits as in
+// CUDA, and it compiles.
+#[clustered(name = thirds_reorder, binding = reorder)]
+#[clustered(name = thirds_redirect, binding = redirect)]
+pub unsafe fn thirds(x: *mut f32, n: u32) {
+    let i = index_1d();
+    if i >= n {
+        leave!();
+    }
+    sync_threads();
+    *x.add(i as usize) /= 3.0;
 }
 
 fn main() {}
