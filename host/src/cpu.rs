@@ -37,7 +37,7 @@ use clustered_device::entry::{Entry, KernelFn};
 use clustered_device::mapping::{Grid, Indexing};
 
 use crate::clustered::{check_contract, layout, ClusterError, ClusterOptions};
-use crate::error::{Axis, LaunchError, ThreadLimit};
+use crate::error::{LaunchError, ThreadLimit};
 
 /// A clustered launch planned for a simulated machine.
 #[derive(Debug)]
@@ -222,17 +222,9 @@ pub unsafe fn launch_entry<K: KernelFn>(
     // 2^31 - 1), refused here too where the GPU launches the grid as given
     // (the kernel, a reorder or a redirect; a persistent schedule launches
     // its agents): a launch that runs only here would fail on the GPU.
-    let limits = crate::device::DeviceProperties::h100_sxm().max_grid_dim;
-    let launches_the_grid = !entry.binding().is_some_and(Binding::is_persistent);
-    for axis in Axis::ALL.into_iter().filter(|_| launches_the_grid) {
-        let (dim, limit) = (original.grid[axis.index()], limits[axis.index()]);
-        if dim > limit {
-            return Err(CpuLaunchError::Launch(LaunchError::GridTooLarge {
-                axis,
-                dim,
-                limit,
-            }));
-        }
+    if !entry.binding().is_some_and(Binding::is_persistent) {
+        let limits = crate::device::DeviceProperties::h100_sxm().max_grid_dim;
+        crate::launch::check_grid(original.grid, limits).map_err(CpuLaunchError::Launch)?;
     }
     crate::clustered::check_indexing(&entry, original.grid, true)?;
     let mut buffers = Buffers::new();

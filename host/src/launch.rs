@@ -117,6 +117,18 @@ impl LaunchConfig {
     }
 }
 
+/// Each dimension of `grid` within `max_grid_dim` (the device's; the CPU
+/// backend holds its launches to the GPU's too).
+pub(crate) fn check_grid(grid: [u32; 3], max_grid_dim: [u32; 3]) -> Result<(), LaunchError> {
+    for axis in Axis::ALL {
+        let (dim, limit) = (grid[axis.index()], max_grid_dim[axis.index()]);
+        if dim > limit {
+            return Err(LaunchError::GridTooLarge { axis, dim, limit });
+        }
+    }
+    Ok(())
+}
+
 /// Checks a launch against the device's and the kernel's limits, without
 /// the driver. [`Launch::run`] calls it first, so a bad launch is a typed
 /// error rather than `CUDA_ERROR_INVALID_VALUE` (or worse) from the driver.
@@ -164,12 +176,7 @@ pub fn validate_launch(
             return Err(LaunchError::BlockDimTooLarge { axis, dim, limit });
         }
     }
-    for axis in Axis::ALL {
-        let (dim, limit) = (config.grid[axis.index()], device.max_grid_dim[axis.index()]);
-        if dim > limit {
-            return Err(LaunchError::GridTooLarge { axis, dim, limit });
-        }
-    }
+    check_grid(config.grid, device.max_grid_dim)?;
     let shared = u64::from(config.dynamic_shared_bytes) + u64::from(kernel.static_shared_bytes);
     if shared > u64::from(device.max_shared_memory_per_block_optin) {
         return Err(LaunchError::SharedMemoryTooLarge {
