@@ -2020,7 +2020,9 @@ impl Dispatch {
         if node.place != Place::Blocked || node.waiting == 0 || node.unplaced > 0 {
             return;
         }
-        let mut counter = None;
+        // The one counter the unfinished dependencies signal, and how many
+        // of their entries have yet to.
+        let (mut counter, mut owed) = (None, 0);
         for dep in &node.deps {
             let Some(dep) = self.nodes.get(dep) else {
                 continue; // finished
@@ -2033,16 +2035,11 @@ impl Dispatch {
                 (Some(c), Some(seen)) if c != seen => return,
                 (Some(c), _) => counter = Some(c),
             }
+            owed += dep.shares;
         }
         let Some(c) = counter else {
             return;
         };
-        let owed: u32 = node
-            .deps
-            .iter()
-            .filter_map(|dep| self.nodes.get(dep))
-            .map(|dep| dep.shares)
-            .sum();
         if owed != self.counters.signalling[c as usize] {
             return;
         }
