@@ -1084,24 +1084,31 @@ fn names_bound_by_patterns_shadow_pointer_parameters() {
     let n = 200u32;
     let input: Vec<u32> = (0..n).map(|i| i * 7 + 1).collect();
     let expected: Vec<u32> = (0..n).map(|i| 2 * input[i as usize] + 6 * i + 4).collect();
-    let machine = Machine::new(3);
-    for entry in
-        std::iter::once(pointer_patterns::KERNEL).chain(pointer_patterns::SCHEDULES.iter().copied())
-    {
-        let mut out = vec![0u32; n as usize];
-        // SAFETY: the kernel reads input[..n] and writes out[..n].
-        unsafe {
-            launch_entry(
-                entry,
-                &machine,
-                launch([n.div_ceil(64), 1, 1], 64, 2),
-                &ClusterOptions::default(),
-                &mut NoObserver,
-                (&input[..], &mut out[..], n),
-            )
+    // Round-robin, random dispatch, and the lanes interleaved at random.
+    let machines = [
+        Machine::new(3),
+        Machine::new(2).with_dispatch(Dispatch::Random(3)),
+        Machine::new(2).interleave(11),
+    ];
+    for machine in &machines {
+        for entry in std::iter::once(pointer_patterns::KERNEL)
+            .chain(pointer_patterns::SCHEDULES.iter().copied())
+        {
+            let mut out = vec![0u32; n as usize];
+            // SAFETY: the kernel reads input[..n] and writes out[..n].
+            unsafe {
+                launch_entry(
+                    entry,
+                    machine,
+                    launch([n.div_ceil(64), 1, 1], 64, 2),
+                    &ClusterOptions::default(),
+                    &mut NoObserver,
+                    (&input[..], &mut out[..], n),
+                )
+            }
+            .unwrap_or_else(|e| panic!("{}: {e}", entry.name()));
+            assert_eq!(out, expected, "{}", entry.name());
         }
-        .unwrap_or_else(|e| panic!("{}: {e}", entry.name()));
-        assert_eq!(out, expected, "{}", entry.name());
     }
 }
 

@@ -177,9 +177,11 @@ fn a_vote_without_early_returns_runs_under_every_schedule() {
             1000 * u32::from(block % 3 != 1) + block + t
         })
         .collect();
+    // Round-robin, random dispatch, and the lanes interleaved at random.
     for machine in [
         Machine::new(2),
         Machine::new(3).with_dispatch(Dispatch::Random(5)),
+        Machine::new(2).interleave(7),
     ] {
         for entry in
             std::iter::once(block_all_odd::KERNEL).chain(block_all_odd::SCHEDULES.iter().copied())
