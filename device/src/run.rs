@@ -209,9 +209,10 @@ pub fn pool_body_barrier(cta: &Cta) {
 /// a thread leaving through it would skip the protocol: it would run ahead
 /// into its next task while its block still waits for it at this task's
 /// barriers. The task function returns this type, which only the macro's
-/// own `return`s give, so such a `return;` does not compile (E0069,
-/// "expected `NoReturnInAMacro` because of this return type"): write the
-/// `return` in the kernel's body, or use `binding = reorder` or `redirect`.
+/// own `return`s give, so such a `return;` does not compile (E0069, "`return;`
+/// in a function whose return type is not `()`", at the `return` and the
+/// macro call; `macros/tests/ui/return_in_macro.rs`): write the `return` in
+/// the kernel's body, or use `binding = reorder` or `redirect`.
 #[doc(hidden)]
 pub struct NoReturnInAMacro;
 
